@@ -1,0 +1,214 @@
+"""Transcripts: ``Turn``, ``Dialogue``, exact parse/render, and turn-level pair alignment.
+
+An HH-RLHF transcript is ``"\\n\\nHuman: ...\\n\\nAssistant: ..."``. A turn starts at a
+*marker*, ``"\\n\\nHuman:"`` or ``"\\n\\nAssistant:"``; its text is everything up to the next
+marker, leading space included. A label without the ``"\\n\\n"`` prefix (``"... Human: hi"``)
+is content, not a turn boundary. Text before the first marker (normally none) is kept as
+the dialogue's ``preamble``, so ``render_transcript(parse_transcript(x)) == x`` for every
+string ``x``.
+
+Pairs are aligned at turn level: the prompt is the run of turns both transcripts share,
+ending with the ``"\\n\\nAssistant:"`` marker of the assistant turn where they diverge. It is
+never found by a right-most split of one side (wrong when a response itself contains a
+marker) nor by a character-level common prefix (wrong when both responses start alike).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "HUMAN",
+    "ASSISTANT",
+    "Turn",
+    "Dialogue",
+    "Alignment",
+    "parse_transcript",
+    "render_transcript",
+    "align_pair",
+    "prompt_length",
+    "has_inline_label",
+    "is_alternating",
+    "ROLE_TO_MESSAGE_ROLE",
+]
+
+HUMAN = "Human"
+ASSISTANT = "Assistant"
+ROLE_TO_MESSAGE_ROLE = {HUMAN: "user", ASSISTANT: "assistant"}
+MESSAGE_ROLE_TO_ROLE = {"user": HUMAN, "assistant": ASSISTANT}
+
+#: A turn boundary. ``re.split`` with the group gives ``[preamble, role, text, role, text, ...]``.
+MARKER_RE = re.compile(r"\n\n(Human|Assistant):")
+ASSISTANT_MARKER = "\n\nAssistant:"
+HUMAN_MARKER = "\n\nHuman:"
+#: A speaker label that is not a turn boundary (no ``"\n\n"`` right before it).
+_INLINE_LABEL_RE = re.compile(r"(?<!\n\n)(?:Human|Assistant):")
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn: ``role`` is ``"Human"`` or ``"Assistant"``; ``text`` is exact (leading space kept)."""
+
+    role: str
+    text: str
+
+    @property
+    def content(self) -> str:
+        """The text as a chat message would hold it: surrounding whitespace removed."""
+        return self.text.strip()
+
+    @property
+    def message_role(self) -> str:
+        return ROLE_TO_MESSAGE_ROLE[self.role]
+
+    def render(self) -> str:
+        return f"\n\n{self.role}:{self.text}"
+
+    def to_message(self) -> dict[str, str]:
+        return {"role": self.message_role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class Dialogue:
+    """A parsed transcript. ``render()`` gives back the exact input string."""
+
+    turns: tuple[Turn, ...]
+    preamble: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> Dialogue:
+        return parse_transcript(text)
+
+    @classmethod
+    def from_messages(cls, messages) -> Dialogue:
+        """Build from ``[{"role": "user"|"assistant", "content": str}, ...]`` (one space after each label)."""
+        turns = []
+        for i, m in enumerate(messages):
+            try:
+                role = MESSAGE_ROLE_TO_ROLE[m["role"]]
+            except KeyError:
+                raise ValueError(
+                    f"message {i}: role must be 'user' or 'assistant', got {m.get('role')!r}"
+                ) from None
+            turns.append(Turn(role, " " + m["content"]))
+        return cls(tuple(turns))
+
+    def render(self) -> str:
+        return render_transcript(self)
+
+    def to_messages(self) -> list[dict[str, str]]:
+        return [t.to_message() for t in self.turns]
+
+    @property
+    def human_turns(self) -> int:
+        return sum(1 for t in self.turns if t.role == HUMAN)
+
+    @property
+    def assistant_turns(self) -> int:
+        return sum(1 for t in self.turns if t.role == ASSISTANT)
+
+    def __len__(self) -> int:
+        return len(self.turns)
+
+
+def parse_transcript(text: str) -> Dialogue:
+    """Split ``text`` into turns at every ``"\\n\\nHuman:"`` / ``"\\n\\nAssistant:"`` marker."""
+    parts = MARKER_RE.split(text)
+    it = iter(parts[1:])
+    return Dialogue(tuple(Turn(role, body) for role, body in zip(it, it)), parts[0])
+
+
+def render_transcript(dialogue: Dialogue) -> str:
+    """Inverse of :func:`parse_transcript`."""
+    return dialogue.preamble + "".join(f"\n\n{t.role}:{t.text}" for t in dialogue.turns)
+
+
+def has_inline_label(text: str) -> bool:
+    """True when a speaker label occurs without the ``"\\n\\n"`` prefix (content, not a turn)."""
+    return _INLINE_LABEL_RE.search(text) is not None
+
+
+def is_alternating(roles) -> bool:
+    """Strictly Human, Assistant, Human, ... starting with Human."""
+    expected = HUMAN
+    for role in roles:
+        if role != expected:
+            return False
+        expected = ASSISTANT if expected == HUMAN else HUMAN
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    """Where a pair splits into prompt and responses.
+
+    ``prompt_end``: length of the shared prompt (``chosen[:prompt_end] == rejected[:prompt_end]``,
+    ending with ``"\\n\\nAssistant:"`` unless it is 0). ``diverge_turn``: index of the first turn
+    that differs (None for identical transcripts). ``diverge_role``: that turn's role in both,
+    or None when the roles themselves differ, or the preambles differ.
+    ``chosen_turns`` / ``rejected_turns``: turn counts of each side.
+    """
+
+    prompt_end: int
+    diverge_turn: int | None
+    diverge_role: str | None
+    chosen_turns: int
+    rejected_turns: int
+
+
+def align_pair(chosen: str, rejected: str) -> Alignment:
+    """Align a pair at turn level. See the module docstring."""
+    pc = MARKER_RE.split(chosen)
+    pr = MARKER_RE.split(rejected)
+    nc = (len(pc) - 1) // 2
+    nr = (len(pr) - 1) // 2
+    if pc[0] != pr[0]:
+        return Alignment(0, 0, None, nc, nr)
+    pos = len(pc[0])
+    last_assistant_end = 0
+    n = min(len(pc), len(pr))
+    i = 1
+    while i + 1 < n:
+        role = pc[i]
+        if role != pr[i]:
+            return Alignment(last_assistant_end, i // 2, None, nc, nr)
+        marker_end = pos + 3 + len(role)
+        if role == ASSISTANT:
+            last_assistant_end = marker_end
+        text = pc[i + 1]
+        if text != pr[i + 1]:
+            return Alignment(last_assistant_end, i // 2, role, nc, nr)
+        pos = marker_end + len(text)
+        i += 2
+    # One side is a turn-level prefix of the other, or they are identical.
+    diverge = None if nc == nr else min(nc, nr)
+    return Alignment(last_assistant_end, diverge, None, nc, nr)
+
+
+def prompt_length(chosen: str, rejected: str) -> int:
+    """The length of the shared prompt; the hot path of loading (no objects built)."""
+    if chosen == rejected:
+        i = chosen.rfind(ASSISTANT_MARKER)
+        return 0 if i < 0 else i + len(ASSISTANT_MARKER)
+    pc = MARKER_RE.split(chosen)
+    pr = MARKER_RE.split(rejected)
+    if pc[0] != pr[0]:
+        return 0
+    pos = len(pc[0])
+    last = 0
+    n = min(len(pc), len(pr))
+    i = 1
+    while i + 1 < n:
+        role = pc[i]
+        if role != pr[i]:
+            return last
+        end = pos + 3 + len(role)
+        if role == ASSISTANT:
+            last = end
+        text = pc[i + 1]
+        if text != pr[i + 1]:
+            return last
+        pos = end + len(text)
+        i += 2
+    return last
