@@ -1,0 +1,80 @@
+"""The ``hh`` command: a thin layer over the library.
+
+Every command lives in a module of this package and is registered here. Errors the user
+can cause (:class:`hhrlhf.errors.HHError`) become one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import HHError
+
+__all__ = ["main", "cli"]
+
+
+class _UserError(click.ClickException):
+    exit_code = 1
+
+    def __init__(self, error: HHError):
+        super().__init__(str(error))
+        self.error = error
+
+    def show(self, file=None):
+        file = file or sys.stderr
+        click.echo(f"error: {self.error}", file=file)
+        if getattr(self.error, "hint", None):
+            click.echo(f"hint: {self.error.hint}", file=file)
+
+
+class HHGroup(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except HHError as exc:
+            raise _UserError(exc) from exc
+
+
+@click.group(cls=HHGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hh")
+def cli():
+    """hh: Anthropic's HH-RLHF data, loaded exactly, converted, audited and learned from.
+
+    \b
+    Start with the bundled sample (no network):
+      hh demo
+      hh stats --data sample
+      hh show harmless-base --split test --index 0 --data sample
+    """
+
+
+def _register() -> None:
+    from . import data, demo
+
+    try:  # TEMPORARY while download lands
+        from .download import download_command
+    except ModuleNotFoundError:
+        download_command = None
+    for command in (*data.commands, download_command, demo.demo_command):
+        if command is None:
+            continue
+        cli.add_command(command)
+    for module_name in ("convert", "redteam", "pm"):
+        module = __import__(f"{__name__}.{module_name}", fromlist=["commands"])
+        for command in module.commands:
+            cli.add_command(command)
+
+
+def main(argv=None):
+    """Entry point of the ``hh`` console script."""
+    try:
+        cli.main(args=argv, prog_name="hh")
+    except BrokenPipeError:  # `hh ... | head`
+        sys.stderr.close()
+        sys.exit(0)
+
+
+_register()

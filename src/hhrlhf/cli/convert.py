@@ -1,0 +1,3 @@
+"""`hh convert` commands (in progress)."""
+
+commands: list = []

@@ -1,0 +1,217 @@
+"""Data commands: ``hh info``, ``hh show``, ``hh stats``."""
+
+from __future__ import annotations
+
+import random
+
+import click
+
+from ..dataset import iter_pairs, resolve_source
+from ..errors import HHError
+from ..reader import detect_container, read_objects
+from ..records import PAIR_CLASSES, PreferencePair
+from ..stats import pair_stats
+from ..subsets import RED_TEAM, SUBSETS, resolve_subsets
+from .options import data_option, emit_json, json_option, lenient_option, pass_skipped, print_table
+
+__all__ = ["commands", "info", "show", "stats", "format_pair"]
+
+
+def _count_rows(path) -> int:
+    return sum(1 for _ in read_objects(path))
+
+
+@click.command()
+@data_option
+@json_option
+def info(data, as_json):
+    """Subsets, splits, rows, files, and whether each file is cached and verified.
+
+    \b
+    Examples:
+      hh info                 # the cache: expected rows, cached or not, checksum status
+      hh info --data sample   # the bundled sample: rows actually present
+    """
+    src = resolve_source(data)
+    rows = []
+    for subset in SUBSETS.values():
+        for spec in subset.files:
+            row = {
+                "subset": subset.name,
+                "split": spec.split,
+                "expected_rows": spec.rows,
+                "file": spec.path,
+            }
+            if src.kind == "cache":
+                from .. import download as dl
+
+                path = dl.cached_path(spec, cache_dir=src.cache_dir)
+                row["path"] = str(path)
+                row["cached"] = path.exists()
+                row["checksum"] = dl.checksum_status(spec, cache_dir=src.cache_dir)
+                row["sha256"] = spec.sha256
+            elif src.kind == "file":
+                continue
+            else:
+                present = src.has(spec)
+                row["path"] = str(src.locate(spec)) if present else None
+                row["rows"] = _count_rows(src.locate(spec)) if present else None
+            rows.append(row)
+    if src.kind == "file":
+        rows.append(
+            {
+                "file": str(src.root),
+                "container": detect_container(src.root),
+                "rows": _count_rows(src.root),
+            }
+        )
+    if as_json:
+        emit_json({"data": src.label, "files": rows})
+        return
+    click.echo(f"data: {src.label}", err=True)
+    if src.kind == "cache":
+        cols = ["subset", "split", "expected_rows", "cached", "checksum", "path"]
+    elif src.kind == "file":
+        cols = ["file", "container", "rows"]
+    else:
+        cols = ["subset", "split", "rows", "expected_rows", "path"]
+    print_table(rows, cols)
+
+
+def _wrap(text: str, indent: str) -> str:
+    import textwrap
+
+    lines = []
+    for para in text.split("\n"):
+        lines.extend(textwrap.wrap(para, 96, initial_indent=indent, subsequent_indent=indent) or [indent])
+    return "\n".join(lines)
+
+
+def format_pair(pair: PreferencePair) -> str:
+    """A readable rendering: the prompt's turns, then both final responses, then the classes."""
+    head = f"{pair.subset or '?'} / {pair.split or '?'} / index {pair.index}"
+    out = [click.style(head, bold=True)]
+    for turn in pair.prompt_dialogue.turns:
+        who = "Human" if turn.role == "Human" else "Assistant"
+        out.append(click.style(f"{who}:", fg="cyan" if who == "Human" else "magenta"))
+        out.append(_wrap(turn.text.strip(), "    "))
+    for label, text, color in (
+        ("CHOSEN response", pair.chosen_response, "green"),
+        ("REJECTED response", pair.rejected_response, "red"),
+    ):
+        out.append(click.style(f"── {label} " + "─" * (60 - len(label)), fg=color))
+        shown = text.strip()
+        out.append(_wrap(shown, "    ") if shown else "    (empty)")
+    classes = ", ".join(sorted(pair.classes)) or "none"
+    out.append(f"classes: {classes}")
+    return "\n".join(out)
+
+
+def pair_json(pair: PreferencePair) -> dict:
+    return {
+        **pair.source,
+        "prompt": pair.prompt,
+        "chosen_response": pair.chosen_response,
+        "rejected_response": pair.rejected_response,
+        "human_turns": pair.human_turns,
+        "classes": sorted(pair.classes),
+        "chosen": pair.chosen,
+        "rejected": pair.rejected,
+    }
+
+
+@click.command()
+@click.argument("subset", type=click.Choice([s for s in SUBSETS if s != RED_TEAM]))
+@click.option("--split", default="train", show_default=True, help="train or test.")
+@click.option("--index", "index", type=int, default=None, help="0-based row of the pair.")
+@click.option("--sample", "sample", type=int, default=None, help="Show K random pairs.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
+@data_option
+@json_option
+def show(subset, split, index, sample, seed, data, as_json):
+    """Show a pair as a readable dialogue: the prompt, both responses marked, its classes.
+
+    \b
+    Examples:
+      hh show harmless-base --split test --index 0 --data sample
+      hh show helpful-base --sample 3 --seed 1 --json
+    """
+    if index is not None and sample is not None:
+        raise click.UsageError("give --index or --sample, not both")
+    if split not in SUBSETS[subset].splits:
+        raise click.BadParameter(f"{subset} has splits {', '.join(SUBSETS[subset].splits)}")
+    pairs = iter_pairs(subset, split=split, data=data)
+    if sample is None:
+        index = index or 0
+        if index < 0:
+            raise click.BadParameter("--index must be >= 0")
+        picked = next((p for p in pairs if p.index == index), None)
+        if picked is None:
+            raise HHError(f"{subset}/{split} has no pair with index {index}")
+        chosen = [picked]
+    else:
+        population = list(pairs)
+        chosen = random.Random(seed).sample(population, min(sample, len(population)))
+    if as_json:
+        emit_json([pair_json(p) for p in chosen] if sample is not None else pair_json(chosen[0]))
+        return
+    click.echo("\n\n".join(format_pair(p) for p in chosen))
+
+
+@click.command()
+@click.argument("subsets", nargs=-1)
+@click.option("--split", default=None, help="train or test (default: both).")
+@click.option("--plots", "plots_dir", type=click.Path(file_okay=False), default=None,
+              help="Also write PNG charts and the numbers as JSON to this directory "
+              "(needs hhrlhf[plots]).")
+@data_option
+@json_option
+@lenient_option
+@pass_skipped
+def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
+    """Rows, human turns per prompt, response lengths, chosen-longer share and class counts.
+
+    \b
+    Examples:
+      hh stats --data sample
+      hh stats harmless-base --split test --json
+    """
+    result = {}
+    for subset in resolve_subsets(list(subsets) or None):
+        if subset.name == RED_TEAM:
+            raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam report`")
+        for spec in subset.files:
+            if split is not None and spec.split != split:
+                continue
+            pairs = iter_pairs(subset.name, split=spec.split, data=data, lenient=lenient,
+                               skipped=skipped)
+            result[f"{subset.name}/{spec.split}"] = pair_stats(pairs)
+    if plots_dir:
+        from ..plots import write_stats_plots
+
+        written = write_stats_plots(result, plots_dir)
+        click.echo(f"wrote {len(written)} file(s) to {plots_dir}", err=True)
+    if as_json:
+        emit_json(result)
+        return
+    rows = []
+    for key, s in result.items():
+        rows.append(
+            {
+                "subset/split": key,
+                "rows": s["rows"],
+                "median chosen": s["chosen_response_chars"]["median"],
+                "median rejected": s["rejected_response_chars"]["median"],
+                "chosen longer": f"{100 * s['chosen_longer_share']:.1f}%",
+                **{name: s["classes"][name] for name in PAIR_CLASSES if name != "no_prompt"},
+            }
+        )
+    print_table(rows)
+    turns = {}
+    for s in result.values():
+        for k, v in s["human_turns"].items():
+            turns[int(k)] = turns.get(int(k), 0) + v
+    click.echo("\nhuman turns per prompt: " + ", ".join(f"{k}: {v}" for k, v in sorted(turns.items())))
+
+
+commands = [info, show, stats]

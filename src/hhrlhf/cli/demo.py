@@ -1,0 +1,67 @@
+"""``hh demo``: the main job, end to end on the bundled sample (no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..dataset import iter_pairs, load_dataset
+from ..stats import pair_stats
+from .data import format_pair
+from .options import print_table
+
+__all__ = ["demo_command"]
+
+
+def _step(title: str) -> None:
+    click.echo(click.style(f"\n== {title} ==", bold=True))
+
+
+@click.command("demo")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="hh-demo-out",
+              show_default=True, help="Where the demo writes its outputs.")
+@click.option("--data", default="sample", show_default=True, metavar="PATH|sample",
+              help="Data to walk through (default: the bundled sample).")
+def demo_command(out_dir, data):
+    """Walk the bundled sample end to end: info, stats, a shown pair, and what each part writes.
+
+    \b
+    Example:
+      hh demo --out /tmp/hh-demo
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    _step("1. the data (hh info --data sample)")
+    ds = load_dataset(data=data)
+    click.echo("the four preference subsets, as load_dataset('Anthropic/hh-rlhf') gives them:")
+    print_table([{"split": k, "pairs": len(v)} for k, v in ds.items()])
+
+    _step("2. statistics (hh stats --data sample)")
+    stats = {}
+    for split, pairs in ds.items():
+        stats[split] = pair_stats(pairs)
+        s = stats[split]
+        click.echo(
+            f"{split}: {s['rows']} pairs, chosen response longer in "
+            f"{100 * s['chosen_longer_share']:.1f}%, classes "
+            + ", ".join(f"{k}={v}" for k, v in s["classes"].items() if v)
+        )
+    (out / "stats.json").write_text(__import__("json").dumps(stats, indent=2))
+
+    _step("3. a pair whose response contains speaker markers (hh show)")
+    tricky = next(
+        (p for p in iter_pairs("harmless-base", split="test", data=data)
+         if "response_contains_turns" in p.classes),
+        ds["test"][0],
+    )
+    click.echo(format_pair(tricky))
+    click.echo(
+        f"\nprompt + chosen_response == chosen: {tricky.prompt + tricky.chosen_response == tricky.chosen}"
+        f"; prompt + rejected_response == rejected: "
+        f"{tricky.prompt + tricky.rejected_response == tricky.rejected}"
+    )
+
+    _step("done")
+    click.echo(f"outputs are in {out.resolve()}")

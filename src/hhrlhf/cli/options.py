@@ -1,0 +1,94 @@
+"""Options shared by the commands, as reusable decorators, and small output helpers."""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import click
+import orjson
+
+__all__ = [
+    "data_option",
+    "json_option",
+    "lenient_option",
+    "split_option",
+    "emit_json",
+    "print_table",
+    "report_skipped",
+]
+
+
+def data_option(f):
+    return click.option(
+        "--data",
+        "data",
+        metavar="PATH|sample",
+        default=None,
+        envvar="HH_RLHF_DATA",
+        help="Where the data is: a directory laid out like upstream, one file, 'sample' "
+        "(the bundled benign sample) or, by default, the download cache.",
+    )(f)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON to stdout.")(f)
+
+
+def lenient_option(f):
+    return click.option(
+        "--lenient",
+        is_flag=True,
+        help="Skip bad rows instead of stopping; every skipped row is reported on stderr.",
+    )(f)
+
+
+def split_option(default=None, help="Split to use (train or test); default: all."):
+    return click.option("--split", "split", default=default, metavar="SPLIT", help=help)
+
+
+def emit_json(obj) -> None:
+    """Write ``obj`` as indented JSON to stdout."""
+    sys.stdout.write(
+        orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
+    )
+
+
+def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None) -> None:
+    """A plain aligned text table."""
+    if not rows:
+        return
+    columns = columns or list(rows[0])
+    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+
+    def line(values):
+        return "  ".join(
+            v.rjust(w) if v.replace(".", "").replace(",", "").replace("%", "").isdigit() else v.ljust(w)
+            for v, w in zip(values, widths)
+        ).rstrip()
+
+    out = [line(columns), line(["-" * w for w in widths])] + [line(r) for r in cells]
+    click.echo("\n".join(out), file=file)
+
+
+def report_skipped(skipped) -> None:
+    """Lenient mode: every skipped row, with its reason, on stderr."""
+    for row in skipped:
+        click.echo(f"skipped: {row}", err=True)
+    if skipped:
+        click.echo(f"{len(skipped)} row(s) skipped", err=True)
+
+
+def pass_skipped(f):
+    """Give the command a ``skipped`` list and report it when the command returns."""
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        skipped: list = []
+        try:
+            return f(*args, skipped=skipped, **kwargs)
+        finally:
+            report_skipped(skipped)
+
+    return wrapper

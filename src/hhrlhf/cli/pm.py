@@ -1,0 +1,3 @@
+"""`hh pm` commands (in progress)."""
+
+commands: list = []

@@ -1,0 +1,3 @@
+"""`hh redteam` commands (in progress)."""
+
+commands: list = []

@@ -1,0 +1,405 @@
+"""Reading upstream files: gzip or plain, JSONL or one JSON array, streamed, with precise errors.
+
+The container is detected from the bytes, not the name: a gzip magic number means gzip
+(the red-team file is named ``.jsonl.gz`` but holds one JSON array), and the first
+non-blank byte decides JSONL (``{``) or JSON array (``[``). Lines are decoded with orjson;
+arrays are decoded one element at a time, so memory stays flat on any file size.
+
+Every problem raises :class:`~hhrlhf.errors.DataFormatError` naming the file, the line
+(JSONL) or record (array) and what is wrong. With ``lenient=True`` a bad row is skipped and
+appended, with its reason, to the ``skipped`` list the caller passes; nothing is dropped
+without a record of it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .errors import DataFormatError
+from .records import TASK_SCORE_KEY_REAL, PreferencePair, RedTeamAttempt
+
+try:  # ISA-L decompresses gzip several times faster than zlib
+    from isal import igzip as _gzip
+    from isal import igzip_threaded as _gzip_threaded
+except ImportError:  # pragma: no cover - isal is a core dependency, kept optional for vendoring
+    import gzip as _gzip
+
+    _gzip_threaded = None
+
+__all__ = [
+    "SkippedRow",
+    "open_data",
+    "detect_container",
+    "read_objects",
+    "read_pairs",
+    "read_attempts",
+    "pair_from_object",
+    "attempt_from_object",
+]
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_WS = b" \t\r\n"
+_GZIP_ERRORS: tuple[type[BaseException], ...] = (EOFError, zlib.error, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRow:
+    """A row that lenient reading skipped: where it was and why."""
+
+    path: str
+    line: int | None
+    problem: str
+    unit: str = "line"
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, self.unit: self.line, "problem": self.problem}
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}, {self.unit} {self.line}"
+        return f"{where}: {self.problem}"
+
+
+def is_gzip(path: str | os.PathLike) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == _GZIP_MAGIC
+
+
+def open_data(path: str | os.PathLike, *, threaded: bool = False) -> io.BufferedIOBase:
+    """Open a data file for binary reading, decompressing gzip (detected by magic number).
+
+    ``threaded=True`` decompresses in a background thread (ISA-L releases the GIL), which
+    overlaps decompression with parsing.
+    """
+    if is_gzip(path):
+        if threaded and _gzip_threaded is not None:
+            return _gzip_threaded.open(path, "rb", threads=1)
+        return io.BufferedReader(_gzip.open(path, "rb"), buffer_size=1 << 20)
+    return open(path, "rb", buffering=1 << 20)
+
+
+def _gzip_problem(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return "truncated gzip stream (the file ends before the end-of-stream marker)"
+    return f"corrupt gzip data ({exc})"
+
+
+def detect_container(path: str | os.PathLike) -> str:
+    """``"jsonl"`` or ``"array"``, from the first non-blank byte; raises on an empty file."""
+    path = str(path)
+    try:
+        with open_data(path) as f:
+            while True:
+                chunk = f.read(1 << 16)
+                if not chunk:
+                    raise DataFormatError(path, None, "empty file (no records)")
+                chunk = chunk.lstrip(_WS)
+                if chunk:
+                    break
+    except _GZIP_ERRORS as exc:
+        raise DataFormatError(path, 1, _gzip_problem(exc)) from None
+    first = chunk[:1]
+    if first == b"{":
+        return "jsonl"
+    if first == b"[":
+        return "array"
+    raise DataFormatError(
+        path,
+        1,
+        f"expected a JSON object per line or one JSON array, file starts with {first!r}",
+    )
+
+
+def read_objects(
+    path: str | os.PathLike,
+    *,
+    lenient: bool = False,
+    skipped: list[SkippedRow] | None = None,
+    threaded: bool = False,
+) -> Iterator[tuple[int, Any]]:
+    """Yield ``(position, object)``: 1-based line for JSONL, 1-based record for an array.
+
+    Only JSON syntax and container problems are handled here; record validation is the
+    caller's (see :func:`read_pairs`). ``lenient`` skips undecodable JSONL lines.
+    """
+    path = str(path)
+    container = detect_container(path)
+    if container == "jsonl":
+        yield from _read_jsonl(path, lenient, skipped, threaded)
+    else:
+        yield from _read_array(path, lenient, skipped)
+
+
+def _skip(skipped, path, line, problem, unit="line"):
+    if skipped is not None:
+        skipped.append(SkippedRow(path, line, problem, unit))
+
+
+def _read_jsonl(path, lenient, skipped, threaded) -> Iterator[tuple[int, Any]]:
+    loads = orjson.loads
+    lineno = 0
+    f = open_data(path, threaded=threaded)
+    try:
+        it = iter(f)
+        while True:
+            try:
+                line = next(it)
+            except StopIteration:
+                break
+            except _GZIP_ERRORS as exc:
+                problem = _gzip_problem(exc)
+                if lenient:
+                    _skip(skipped, path, lineno + 1, problem + "; the rest of the file is lost")
+                    return
+                raise DataFormatError(path, lineno + 1, problem) from None
+            lineno += 1
+            try:
+                obj = loads(line)
+            except orjson.JSONDecodeError as exc:
+                if not line.strip():
+                    continue  # a blank line holds no record
+                problem = f"invalid JSON ({exc})"
+                if not line.endswith(b"\n"):
+                    problem += "; the last line is incomplete (file cut short?)"
+                if lenient:
+                    _skip(skipped, path, lineno, problem)
+                    continue
+                raise DataFormatError(path, lineno, problem) from None
+            yield lineno, obj
+    finally:
+        f.close()
+    if lineno == 0:
+        raise DataFormatError(path, None, "empty file (no records)")
+
+
+def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
+    """Decode a top-level JSON array element by element (constant memory)."""
+    decoder = json.JSONDecoder()
+    raw = open_data(path)
+    text = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+    buf = ""
+    pos = 0
+    eof = False
+    record = 0
+
+    def fill() -> bool:
+        nonlocal buf, pos, eof
+        try:
+            chunk = text.read(1 << 20)
+        except _GZIP_ERRORS as exc:
+            raise DataFormatError(path, record + 1, _gzip_problem(exc), unit="record") from None
+        except UnicodeDecodeError as exc:
+            raise DataFormatError(path, record + 1, f"invalid UTF-8 ({exc})", unit="record") from None
+        if not chunk:
+            eof = True
+            return False
+        buf = buf[pos:] + chunk
+        pos = 0
+        return True
+
+    def skip_ws() -> None:
+        nonlocal pos
+        while True:
+            n = len(buf)
+            while pos < n and buf[pos] in " \t\r\n":
+                pos += 1
+            if pos < n or not fill():
+                return
+
+    try:
+        fill()
+        skip_ws()
+        if buf[pos : pos + 1] != "[":  # detect_container already checked; defensive
+            raise DataFormatError(path, None, "expected a JSON array")
+        pos += 1
+        skip_ws()
+        if buf[pos : pos + 1] == "]":
+            raise DataFormatError(path, None, "empty JSON array (no records)")
+        while True:
+            skip_ws()
+            # decode one element, reading more text until it is complete
+            while True:
+                try:
+                    obj, end = decoder.raw_decode(buf, pos)
+                    # a number or literal cut at the buffer's edge could parse short
+                    if end == len(buf) and not eof and fill():
+                        continue
+                    break
+                except json.JSONDecodeError as exc:
+                    if not eof and fill():
+                        continue
+                    raise DataFormatError(
+                        path,
+                        record + 1,
+                        f"invalid JSON in array element ({exc.msg})"
+                        + ("; the file ends inside the array" if exc.pos >= len(buf) - 1 else ""),
+                        unit="record",
+                    ) from None
+            record += 1
+            pos = end
+            yield record, obj
+            skip_ws()
+            c = buf[pos : pos + 1]
+            if c == ",":
+                pos += 1
+                continue
+            if c == "]":
+                pos += 1
+                skip_ws()
+                if pos < len(buf):
+                    raise DataFormatError(
+                        path, record, "unexpected data after the closing ']'", unit="record"
+                    )
+                return
+            if not c:
+                raise DataFormatError(
+                    path, record, "the file ends inside the array (missing ']')", unit="record"
+                )
+            raise DataFormatError(
+                path, record + 1, f"expected ',' or ']' between records, found {c!r}", unit="record"
+            )
+    finally:
+        text.close()
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _type_name(v: Any) -> str:
+    return "null" if v is None else type(v).__name__
+
+
+def pair_from_object(
+    obj: Any, *, subset: str | None = None, split: str | None = None, index: int | None = None
+) -> PreferencePair:
+    """Validate one decoded row as a preference pair; raises ``ValueError`` with the problem."""
+    if type(obj) is not dict:
+        raise ValueError(f"expected a JSON object, got {_type_name(obj)}")
+    try:
+        chosen = obj["chosen"]
+        rejected = obj["rejected"]
+    except KeyError as exc:
+        raise ValueError(f"missing key {exc.args[0]!r} (a pair needs 'chosen' and 'rejected')") from None
+    if type(chosen) is not str:
+        raise ValueError(f"'chosen' must be a string, got {_type_name(chosen)}")
+    if type(rejected) is not str:
+        raise ValueError(f"'rejected' must be a string, got {_type_name(rejected)}")
+    return PreferencePair(chosen, rejected, subset, split, index)
+
+
+def read_pairs(
+    path: str | os.PathLike,
+    *,
+    subset: str | None = None,
+    split: str | None = None,
+    lenient: bool = False,
+    skipped: list[SkippedRow] | None = None,
+    threaded: bool = False,
+) -> Iterator[PreferencePair]:
+    """Stream :class:`PreferencePair` records from one file (``index`` = line - 1, or record - 1)."""
+    path = str(path)
+    unit = None
+    for pos, obj in read_objects(path, lenient=lenient, skipped=skipped, threaded=threaded):
+        if type(obj) is dict:
+            c = obj.get("chosen")
+            r = obj.get("rejected")
+            if type(c) is str and type(r) is str:  # the fast path
+                yield PreferencePair(c, r, subset, split, pos - 1)
+                continue
+        if unit is None:
+            unit = "line" if detect_container(path) == "jsonl" else "record"
+        try:
+            pair_from_object(obj)
+        except ValueError as exc:
+            if lenient:
+                _skip(skipped, path, pos, str(exc), unit)
+                continue
+            raise DataFormatError(path, pos, str(exc), unit=unit) from None
+
+
+def _number(obj: dict, key: str) -> float:
+    v = obj[key]
+    if type(v) is float:
+        return v
+    if type(v) is int:
+        return float(v)
+    raise ValueError(f"{key!r} must be a number, got {_type_name(v)}")
+
+
+def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt:
+    """Validate one decoded red-team record; raises ``ValueError`` with the problem.
+
+    Accepts the task score under the real key (``task_descripton_harmlessness_score``) or
+    the dataset card's spelling, and exposes it as ``task_description_harmlessness_score``.
+    """
+    if type(obj) is not dict:
+        raise ValueError(f"expected a JSON object, got {_type_name(obj)}")
+    score_key = (
+        TASK_SCORE_KEY_REAL if TASK_SCORE_KEY_REAL in obj else "task_description_harmlessness_score"
+    )
+    required = (
+        "transcript",
+        "min_harmlessness_score_transcript",
+        "num_params",
+        "model_type",
+        "rating",
+        "task_description",
+        score_key,
+        "red_team_member_id",
+        "is_upworker",
+        "tags",
+    )
+    missing = [k for k in required if k not in obj]
+    if missing:
+        raise ValueError("missing key" + ("s " if len(missing) > 1 else " ") + ", ".join(map(repr, missing)))
+    for key in ("transcript", "num_params", "model_type", "task_description"):
+        if type(obj[key]) is not str:
+            raise ValueError(f"{key!r} must be a string, got {_type_name(obj[key])}")
+    member = obj["red_team_member_id"]
+    if type(member) not in (int, str):
+        raise ValueError(f"'red_team_member_id' must be an int or a string, got {_type_name(member)}")
+    if type(obj["is_upworker"]) is not bool:
+        raise ValueError(f"'is_upworker' must be true or false, got {_type_name(obj['is_upworker'])}")
+    tags = obj["tags"]
+    if tags is not None and (type(tags) is not list or any(type(t) is not str for t in tags)):
+        raise ValueError(f"'tags' must be null or a list of strings, got {_type_name(tags)}")
+    return RedTeamAttempt(
+        transcript=obj["transcript"],
+        min_harmlessness_score_transcript=_number(obj, "min_harmlessness_score_transcript"),
+        num_params=obj["num_params"],
+        model_type=obj["model_type"],
+        rating=_number(obj, "rating"),
+        task_description=obj["task_description"],
+        task_description_harmlessness_score=_number(obj, score_key),
+        red_team_member_id=member,
+        is_upworker=obj["is_upworker"],
+        tags=tags,
+        index=index,
+    )
+
+
+def read_attempts(
+    path: str | os.PathLike,
+    *,
+    lenient: bool = False,
+    skipped: list[SkippedRow] | None = None,
+) -> Iterator[RedTeamAttempt]:
+    """Stream :class:`RedTeamAttempt` records (the file may be a JSON array or JSONL)."""
+    path = str(path)
+    unit = "line" if detect_container(path) == "jsonl" else "record"
+    for pos, obj in read_objects(path, lenient=lenient, skipped=skipped):
+        try:
+            yield attempt_from_object(obj, index=pos - 1)
+        except ValueError as exc:
+            if lenient:
+                _skip(skipped, path, pos, str(exc), unit)
+                continue
+            raise DataFormatError(path, pos, str(exc), unit=unit) from None
+

@@ -1,0 +1,58 @@
+"""Descriptive statistics of preference pairs (pure functions over records)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from .records import PAIR_CLASSES, PreferencePair
+
+__all__ = ["pair_stats", "summarize_lengths"]
+
+
+def summarize_lengths(values: list[int]) -> dict:
+    """min / mean / median / p90 / max of a list of lengths (all 0 for an empty list)."""
+    if not values:
+        return {"min": 0, "mean": 0.0, "median": 0.0, "p90": 0, "max": 0}
+    s = sorted(values)
+    n = len(s)
+    mid = n // 2
+    median = float(s[mid]) if n % 2 else (s[mid - 1] + s[mid]) / 2
+    return {
+        "min": s[0],
+        "mean": round(sum(s) / n, 2),
+        "median": median,
+        "p90": s[min(n - 1, (9 * n) // 10)],
+        "max": s[-1],
+    }
+
+
+def pair_stats(pairs: Iterable[PreferencePair]) -> dict:
+    """Rows, human turns per prompt, response lengths (chars), chosen-longer share, class counts.
+
+    ``chosen_longer_share`` compares the final responses; ties (equal length) are counted
+    separately in ``equal_length``.
+    """
+    turns: Counter[int] = Counter()
+    classes: Counter[str] = Counter({name: 0 for name in PAIR_CLASSES})
+    chosen_len: list[int] = []
+    rejected_len: list[int] = []
+    longer = equal = rows = 0
+    for p in pairs:
+        rows += 1
+        turns[p.human_turns] += 1
+        lc, lr = len(p.chosen_response), len(p.rejected_response)
+        chosen_len.append(lc)
+        rejected_len.append(lr)
+        longer += lc > lr
+        equal += lc == lr
+        classes.update(p.classes)
+    return {
+        "rows": rows,
+        "human_turns": {str(k): turns[k] for k in sorted(turns)},
+        "chosen_response_chars": summarize_lengths(chosen_len),
+        "rejected_response_chars": summarize_lengths(rejected_len),
+        "chosen_longer_share": round(longer / rows, 4) if rows else 0.0,
+        "equal_length": equal,
+        "classes": dict(classes),
+    }
