@@ -29,10 +29,14 @@ from .records import TASK_SCORE_KEY_REAL, PreferencePair, RedTeamAttempt
 try:  # ISA-L decompresses gzip several times faster than zlib
     from isal import igzip as _gzip
     from isal import igzip_threaded as _gzip_threaded
+    from isal.igzip_lib import IsalError as _IsalError
 except ImportError:  # pragma: no cover - isal is a core dependency, kept optional for vendoring
     import gzip as _gzip
 
     _gzip_threaded = None
+
+    class _IsalError(Exception):
+        pass
 
 __all__ = [
     "SkippedRow",
@@ -47,7 +51,7 @@ __all__ = [
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _WS = b" \t\r\n"
-_GZIP_ERRORS: tuple[type[BaseException], ...] = (EOFError, zlib.error, OSError)
+_GZIP_ERRORS: tuple[type[BaseException], ...] = (EOFError, zlib.error, OSError, _IsalError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +85,7 @@ def open_data(path: str | os.PathLike, *, threaded: bool = False) -> io.Buffered
     if is_gzip(path):
         if threaded and _gzip_threaded is not None:
             return _gzip_threaded.open(path, "rb", threads=1)
-        return io.BufferedReader(_gzip.open(path, "rb"), buffer_size=1 << 20)
+        return _gzip.open(path, "rb")  # buffered already
     return open(path, "rb", buffering=1 << 20)
 
 
@@ -96,16 +100,15 @@ def detect_container(path: str | os.PathLike) -> str:
     path = str(path)
     try:
         with open_data(path) as f:
-            while True:
-                chunk = f.read(1 << 16)
-                if not chunk:
-                    raise DataFormatError(path, None, "empty file (no records)")
-                chunk = chunk.lstrip(_WS)
-                if chunk:
-                    break
+            # byte by byte through leading blanks only (usually none): a large read could
+            # run into a truncated stream's end before the first record is seen
+            first = f.read1(1)
+            while first and first in _WS:
+                first = f.read1(1)
+            if not first:
+                raise DataFormatError(path, None, "empty file (no records)")
     except _GZIP_ERRORS as exc:
         raise DataFormatError(path, 1, _gzip_problem(exc)) from None
-    first = chunk[:1]
     if first == b"{":
         return "jsonl"
     if first == b"[":
