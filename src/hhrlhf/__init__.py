@@ -16,6 +16,7 @@ from .dataset import (
     load_pairs,
     resolve_source,
 )
+from .download import ensure_file
 from .errors import (
     ChecksumMismatchError,
     DataFormatError,
@@ -38,6 +39,7 @@ __all__ = [
     "load_pairs",
     "load_attempts",
     "resolve_source",
+    "ensure_file",
     "RecordList",
     "read_pairs",
     "read_attempts",

@@ -54,15 +54,9 @@ def cli():
 def _register() -> None:
     from . import data, demo
 
-    try:  # TEMPORARY while download lands
-        from .download import download_command
-    except ModuleNotFoundError:
-        download_command = None
-    for command in (*data.commands, download_command, demo.demo_command):
-        if command is None:
-            continue
+    for command in (*data.commands, demo.demo_command):
         cli.add_command(command)
-    for module_name in ("convert", "redteam", "pm"):
+    for module_name in ("download", "convert", "redteam", "pm"):
         module = __import__(f"{__name__}.{module_name}", fromlist=["commands"])
         for command in module.commands:
             cli.add_command(command)

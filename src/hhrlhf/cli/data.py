@@ -177,13 +177,18 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
       hh stats harmless-base --split test --json
     """
     result = {}
-    for subset in resolve_subsets(list(subsets) or None):
+    src = resolve_source(data)
+    if src.kind == "file":  # one file: its own subset/split, whatever the arguments say
+        subset_name, file_split = src.file_identity()
+        pairs = iter_pairs(data=src, lenient=lenient, skipped=skipped)
+        result[f"{subset_name or src.root.name}/{file_split}"] = pair_stats(pairs)
+    for subset in resolve_subsets(list(subsets) or None) if src.kind != "file" else ():
         if subset.name == RED_TEAM:
             raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam report`")
         for spec in subset.files:
             if split is not None and spec.split != split:
                 continue
-            pairs = iter_pairs(subset.name, split=spec.split, data=data, lenient=lenient,
+            pairs = iter_pairs(subset.name, split=spec.split, data=src, lenient=lenient,
                                skipped=skipped)
             result[f"{subset.name}/{spec.split}"] = pair_stats(pairs)
     if plots_dir:

@@ -1,0 +1,49 @@
+# The front door. `make demo` and `make test` each set up .venv themselves on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# TRAIN=1 also installs the [train] extra (torch 2.13.0 CPU, transformers, trl) for its tests.
+TRAIN ?=
+
+.PHONY: demo test lint format docs bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed-all: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[all]'
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed-all
+	$(BIN)/pip install -q --group dev
+	touch $@
+
+$(VENV)/.installed-train: $(VENV)/.installed-all
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[train]'
+	touch $@
+
+demo: $(VENV)/.installed-all
+	$(BIN)/hh demo
+
+test: $(VENV)/.installed-dev $(if $(TRAIN),$(VENV)/.installed-train)
+	$(BIN)/python -m pytest -q
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed-dev
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+docs: $(VENV)/.installed-dev
+	$(BIN)/cog -r docs/cli-reference.md
+
+bench: $(VENV)/.installed-all
+	$(BIN)/python bench/make_corpus.py --out bench/corpus
+	$(BIN)/python bench/bench_load.py --corpus bench/corpus
+
+clean:
+	rm -rf $(VENV) hh-demo-out .pytest_cache

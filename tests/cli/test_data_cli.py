@@ -1,0 +1,113 @@
+"""`hh info`, `hh show`, `hh stats`, `hh demo` and error handling, through click's runner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hhrlhf.cli import cli
+
+GOOD = Path(__file__).parents[1] / "data" / "good"
+BAD = Path(__file__).parents[1] / "data" / "bad"
+
+
+def run(*args, ok=True):
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output + (result.stderr or "")
+    return result
+
+
+def test_info_sample_counts_rows():
+    out = json.loads(run("info", "--data", "sample", "--json").stdout)
+    assert out["data"] == "sample"
+    rows = {(f["subset"], f["split"]): f["rows"] for f in out["files"]}
+    assert len(rows) == 9 and all(n > 0 for n in rows.values())
+
+
+def test_info_cache_reports_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("HH_RLHF_CACHE", str(tmp_path))
+    out = json.loads(run("info", "--json").stdout)
+    assert {f["checksum"] for f in out["files"]} == {"missing"}
+    assert not any(f["cached"] for f in out["files"])
+    table = run("info").stdout
+    assert "harmless-base" in table and "missing" in table
+
+
+def test_info_single_file():
+    out = json.loads(run("info", "--data", str(GOOD / "red_team.json"), "--json").stdout)
+    assert out["files"] == [{"file": str(GOOD / "red_team.json"), "container": "array", "rows": 2}]
+
+
+def test_show_marks_prompt_and_responses():
+    result = run("show", "helpful-base", "--split", "test", "--index", "1", "--data", "sample")
+    assert "CHOSEN response" in result.stdout and "REJECTED response" in result.stdout
+    assert "classes:" in result.stdout and "index 1" in result.stdout
+    data = json.loads(
+        run("show", "helpful-base", "--split", "test", "--index", "1", "--data", "sample", "--json").stdout
+    )
+    assert data["prompt"] + data["chosen_response"] == data["chosen"]
+    assert data["index"] == 1
+
+
+def test_show_sample_is_seeded():
+    a = run("show", "harmless-base", "--sample", "2", "--seed", "3", "--data", "sample", "--json").stdout
+    b = run("show", "harmless-base", "--sample", "2", "--seed", "3", "--data", "sample", "--json").stdout
+    assert a == b and len(json.loads(a)) == 2
+
+
+def test_show_errors():
+    result = run("show", "helpful-base", "--index", "99999", "--data", "sample", ok=False)
+    assert result.exit_code == 1 and "has no pair with index 99999" in result.stderr
+    result = run("show", "helpful-base", "--index", "1", "--sample", "2", ok=False)
+    assert result.exit_code == 2
+
+
+def test_stats_numbers_match_the_library():
+    from hhrlhf import iter_pairs
+    from hhrlhf.stats import pair_stats
+
+    out = json.loads(run("stats", "harmless-base", "--split", "test", "--data", "sample", "--json").stdout)
+    expected = pair_stats(iter_pairs("harmless-base", split="test", data="sample"))
+    assert out == {"harmless-base/test": json.loads(json.dumps(expected))}
+    table = run("stats", "--data", "sample").stdout
+    assert "helpful-rejection-sampled/train" in table and "human turns per prompt" in table
+
+
+def test_bad_file_is_one_clear_line_and_exit_1():
+    result = run("stats", "--data", str(BAD / "missing_key.jsonl"), ok=False)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {BAD / 'missing_key.jsonl'}, line 3: missing key 'rejected'")
+    assert "Traceback" not in result.output
+
+
+def test_lenient_stats_reports_skips():
+    result = run("stats", "--data", str(BAD / "missing_key.jsonl"), "--lenient", "--json")
+    assert json.loads(result.stdout) == {
+        "missing_key.jsonl/train": json.loads(result.stdout)["missing_key.jsonl/train"]
+    }
+    assert json.loads(result.stdout)["missing_key.jsonl/train"]["rows"] == 2
+    assert "skipped: " in result.stderr and "line 3" in result.stderr and "1 row(s) skipped" in result.stderr
+
+
+def test_demo_runs_on_the_sample(tmp_path):
+    result = run("demo", "--out", str(tmp_path / "demo"))
+    assert "outputs are in" in result.stdout
+    assert (tmp_path / "demo" / "stats.json").is_file()
+    assert "prompt + chosen_response == chosen: True" in result.stdout
+
+
+def test_python_m_and_version():
+    proc = subprocess.run([sys.executable, "-m", "hhrlhf", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("hh, version")
+
+
+@pytest.mark.parametrize("command", ["info", "show", "stats", "download", "demo"])
+def test_every_command_has_help_with_an_example(command):
+    out = run(command, "--help").stdout
+    assert "Example" in out
