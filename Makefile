@@ -39,7 +39,7 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .
 
 docs: $(VENV)/.installed-dev
-	$(BIN)/cog -r docs/cli-reference.md
+	$(BIN)/python scripts/cli_reference.py
 
 bench: $(VENV)/.installed-all
 	$(BIN)/python bench/make_corpus.py --out bench/corpus

@@ -54,7 +54,7 @@ def info(data, as_json):
                 continue
             else:
                 present = src.has(spec)
-                row["path"] = str(src.locate(spec)) if present else None
+                row["path"] = str(src.locate(spec).relative_to(src.root)) if present else None
                 row["rows"] = _count_rows(src.locate(spec)) if present else None
             rows.append(row)
     if src.kind == "file":
@@ -199,16 +199,25 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
     if as_json:
         emit_json(result)
         return
+    short = {
+        "empty_response": "empty",
+        "response_contains_turns": "turns in resp",
+        "non_alternating": "non-alt",
+        "inline_speaker_label": "inline label",
+        "identical_pair": "identical",
+        "diverges_before_final_turn": "early diverge",
+        "no_prompt": "no prompt",
+    }
     rows = []
     for key, s in result.items():
         rows.append(
             {
                 "subset/split": key,
                 "rows": s["rows"],
-                "median chosen": s["chosen_response_chars"]["median"],
-                "median rejected": s["rejected_response_chars"]["median"],
+                "med chosen": s["chosen_response_chars"]["median"],
+                "med rejected": s["rejected_response_chars"]["median"],
                 "chosen longer": f"{100 * s['chosen_longer_share']:.1f}%",
-                **{name: s["classes"][name] for name in PAIR_CLASSES if name != "no_prompt"},
+                **{short[name]: s["classes"][name] for name in PAIR_CLASSES},
             }
         )
     print_table(rows)
@@ -217,6 +226,7 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
         for k, v in s["human_turns"].items():
             turns[int(k)] = turns.get(int(k), 0) + v
     click.echo("\nhuman turns per prompt: " + ", ".join(f"{k}: {v}" for k, v in sorted(turns.items())))
+    click.echo("(med = median final-response length in characters; class columns count pairs)", err=True)
 
 
 commands = [info, show, stats]

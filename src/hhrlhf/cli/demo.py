@@ -62,6 +62,12 @@ def demo_command(out_dir, data):
         f"; prompt + rejected_response == rejected: "
         f"{tricky.prompt + tricky.rejected_response == tricky.rejected}"
     )
+    naive = tricky.chosen.rfind("\n\nAssistant:") + len("\n\nAssistant:")
+    if naive != tricky.prompt_end:
+        click.echo(
+            f"a right-most split of chosen would put the prompt at {naive} characters; "
+            f"the turn-level prompt ends at {tricky.prompt_end}"
+        )
 
     _step("done")
     click.echo(f"outputs are in {out.resolve()}")

@@ -1,0 +1,37 @@
+"""Docs cannot go stale: the CLI reference is regenerated and compared; every command is in it."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import click
+
+from hhrlhf.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "scripts" / "cli_reference.py")
+cli_reference = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cli_reference)
+
+
+def test_cli_reference_is_current():
+    current = (ROOT / "docs" / "cli-reference.md").read_text()
+    assert current == cli_reference.render(), "run: python scripts/cli_reference.py"
+
+
+def test_every_command_is_documented_with_an_example():
+    reference = (ROOT / "docs" / "cli-reference.md").read_text()
+    for path in cli_reference.walk(cli, []):
+        assert f"## hh {' '.join(path)}\n" in reference
+        command = cli
+        for name in path:
+            command = command.commands[name]
+        if not isinstance(command, click.Group) or not command.commands:
+            assert "Example" in (command.help or ""), f"hh {' '.join(path)} has no example"
+
+
+def test_readme_mentions_every_top_level_command():
+    readme = (ROOT / "README.md").read_text()
+    for name in cli.commands:
+        assert f"hh {name}" in readme, f"README does not mention `hh {name}`"
