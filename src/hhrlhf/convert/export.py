@@ -1,0 +1,106 @@
+"""Export records in a format to a file or a Hugging Face ``DatasetDict``, and import them back."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from ..errors import DataFormatError, HHError, UnknownSubsetError, require
+from .base import Format
+from .files import read_rows, write_rows
+
+__all__ = ["FORMATS", "get_format", "format_rows", "export_records", "export_hf", "import_records"]
+
+FORMATS: dict[str, Format] = {}
+
+
+def get_format(name: str | Format) -> Format:
+    if isinstance(name, Format):
+        return name
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise UnknownSubsetError(name, list(FORMATS)) from None
+
+
+def _check_kind(fmt: Format, record) -> None:
+    wants_attempts = fmt.kind == "redteam"
+    is_attempt = not hasattr(record, "chosen")
+    if wants_attempts != is_attempt:
+        what = "red-team attempts" if is_attempt else "preference pairs"
+        raise HHError(
+            f"format {fmt.name!r} does not take {what}: "
+            + ("use --format redteam" if is_attempt else "redteam is for red-team-attempts")
+        )
+
+
+def format_rows(records: Iterable, fmt: str | Format, *, source: bool = True) -> Iterator[dict]:
+    """The rows of ``records`` in ``fmt`` (a generator; nothing is held in memory)."""
+    fmt = get_format(fmt)
+    first = True
+    export_row = fmt.export_row
+    for record in records:
+        if first:
+            _check_kind(fmt, record)
+            first = False
+        yield export_row(record, source=source)
+
+
+def export_records(
+    records: Iterable, fmt: str | Format, out: str | os.PathLike, *, source: bool = True
+) -> int:
+    """Write ``records`` to ``out`` (``.jsonl``, ``.jsonl.gz`` or ``.parquet``); returns the row count."""
+    fmt = get_format(fmt)
+    return write_rows(format_rows(records, fmt, source=source), out, encode=fmt.encode)
+
+
+def export_hf(
+    splits: Mapping[str, Iterable], fmt: str | Format, out_dir: str | os.PathLike, *, source: bool = True
+):
+    """Save ``{"train": records, "test": records}`` as a ``datasets.DatasetDict`` (``save_to_disk``)."""
+    from .tables import rows_to_hf
+
+    datasets = require("datasets", "hf", "--hf")
+    fmt = get_format(fmt)
+    dd = datasets.DatasetDict(
+        {name: rows_to_hf(list(format_rows(recs, fmt, source=source))) for name, recs in splits.items()}
+    )
+    dd.save_to_disk(str(out_dir))
+    return dd
+
+
+def import_records(
+    path: str | os.PathLike,
+    fmt: str | Format,
+    *,
+    lenient: bool = False,
+    skipped: list | None = None,
+) -> Iterator:
+    """Read a file written in ``fmt`` back into records (pairs, dialogues or attempts).
+
+    A row that does not fit the format raises :class:`~hhrlhf.errors.DataFormatError` with
+    its file and line, or is skipped and recorded in ``skipped`` when ``lenient``.
+    """
+    from ..reader import SkippedRow
+
+    fmt = get_format(fmt)
+    path = str(path)
+    unit = "row" if str(path).endswith(".parquet") else "line"
+    for pos, row in read_rows(path, lenient=lenient, skipped=skipped):
+        try:
+            yield fmt.read(row)
+        except ValueError as exc:
+            problem = f"not a {fmt.name!r} row: {exc}"
+            if lenient:
+                if skipped is not None:
+                    skipped.append(SkippedRow(path, pos, problem, unit))
+                continue
+            raise DataFormatError(path, pos, problem, unit=unit) from None
+
+
+def hf_splits(path: str | os.PathLike) -> dict[str, list[dict]]:
+    """Rows of a saved ``DatasetDict`` (for reading ``--hf`` output back)."""
+    datasets = require("datasets", "hf", "reading a saved DatasetDict")
+    dd = datasets.load_from_disk(str(Path(path)))
+    return {name: ds.to_list() for name, ds in dd.items()}

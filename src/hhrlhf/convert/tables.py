@@ -1,0 +1,60 @@
+"""Records as tables: pandas, Arrow, and Hugging Face ``datasets``.
+
+By default a table holds every field of the records (pairs: ``chosen``, ``rejected``,
+``subset``, ``split``, ``index``; attempts: the ten fields and ``index``), so nothing is lost
+on the way to ``datasets`` and its ``map(num_proc=...)``. ``format=`` gives the rows of an
+export format instead (:data:`hhrlhf.convert.FORMATS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..errors import require
+from ..records import RED_TEAM_KEYS
+
+__all__ = ["record_rows", "to_pandas", "to_arrow", "to_hf", "rows_to_hf"]
+
+
+def record_rows(records: Iterable, *, format=None, source: bool = True) -> list[dict]:
+    """One dict per record: every field, or the rows of ``format``."""
+    if format is not None:
+        from .export import format_rows
+
+        return list(format_rows(records, format, source=source))
+    out = []
+    for r in records:
+        if hasattr(r, "chosen"):
+            d = {"chosen": r.chosen, "rejected": r.rejected}
+            if source:
+                d.update(subset=r.subset, split=r.split, index=r.index)
+        else:
+            d = {k: getattr(r, k) for k in RED_TEAM_KEYS}
+            if source:
+                d["index"] = r.index
+        out.append(d)
+    return out
+
+
+def to_arrow(records: Iterable, *, format=None, source: bool = True):
+    """A ``pyarrow.Table`` of the records (needs ``hhrlhf[hf]``)."""
+    pa = require("pyarrow", "hf", "to_arrow()")
+    return pa.Table.from_pylist(record_rows(records, format=format, source=source))
+
+
+def to_pandas(records: Iterable, *, format=None, source: bool = True):
+    """A ``pandas.DataFrame`` of the records (needs ``hhrlhf[hf]``)."""
+    pd = require("pandas", "hf", "to_pandas()")
+    rows = record_rows(records, format=format, source=source)
+    return pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+
+
+def rows_to_hf(rows: list[dict]):
+    datasets = require("datasets", "hf", "to_hf()")
+    pa = require("pyarrow", "hf", "to_hf()")
+    return datasets.Dataset(datasets.table.InMemoryTable(pa.Table.from_pylist(rows)))
+
+
+def to_hf(records: Iterable, *, format=None, source: bool = True):
+    """A ``datasets.Dataset`` of the records (needs ``hhrlhf[hf]``)."""
+    return rows_to_hf(record_rows(records, format=format, source=source))

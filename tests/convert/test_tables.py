@@ -1,0 +1,44 @@
+"""RecordList.to_pandas / to_arrow / to_hf keep every field."""
+
+from __future__ import annotations
+
+import pytest
+
+import hhrlhf
+from hhrlhf.convert.tables import record_rows
+
+
+def test_record_rows_hold_every_field(sample_pairs, sample_attempts):
+    row = record_rows(sample_pairs[:1])[0]
+    assert set(row) == {"chosen", "rejected", "subset", "split", "index"}
+    assert set(record_rows(sample_pairs[:1], source=False)[0]) == {"chosen", "rejected"}
+    rt = record_rows(sample_attempts[:1])[0]
+    assert "task_description_harmlessness_score" in rt and rt["index"] == 0 and len(rt) == 11
+    assert set(record_rows(sample_pairs[:1], format="dpo")[0]) == {
+        "prompt", "chosen", "rejected", "subset", "split", "index"
+    }
+
+
+def test_to_pandas_and_arrow(sample_dir):
+    pytest.importorskip("pandas", reason="needs hhrlhf[hf]")
+    pytest.importorskip("pyarrow", reason="needs hhrlhf[hf]")
+    test = hhrlhf.load_dataset("harmless-base", data=sample_dir, split="test")
+    df = test.to_pandas()
+    assert len(df) == len(test) and list(df["index"]) == list(range(len(test)))
+    assert df["chosen"][3] == test[3].chosen
+    table = test.to_arrow()
+    assert table.num_rows == len(test) and table.column("subset")[0].as_py() == "harmless-base"
+
+
+def _prompt_len(row):
+    return {"n": len(row["chosen"])}
+
+
+def test_to_hf_map_with_processes_keeps_source(sample_dir):
+    pytest.importorskip("datasets", reason="to_hf needs the datasets package (hhrlhf[hf])")
+    test = hhrlhf.load_dataset("helpful-base", data=sample_dir, split="test")
+    ds = test.to_hf()
+    mapped = ds.map(_prompt_len, num_proc=2)
+    assert mapped["index"] == list(range(len(test)))
+    assert set(mapped["subset"]) == {"helpful-base"} and set(mapped["split"]) == {"test"}
+    assert mapped["n"] == [len(p.chosen) for p in test]
