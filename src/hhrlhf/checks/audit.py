@@ -1,0 +1,243 @@
+"""The audit: every check over the selected files, with counts, reasons and excerpts.
+
+Files are read line by line in lenient mode (:func:`hhrlhf.reader.read_objects`), so a line
+that is not JSON becomes a ``bad_json`` finding instead of stopping the audit, and every row
+of the input is accounted for: ``rows`` counts each decoded row and each bad line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..dataset import DataSource, resolve_source
+from ..errors import HHError
+from ..reader import detect_container, read_objects
+from ..records import PreferencePair
+from ..subsets import RED_TEAM, resolve_subsets
+from .base import CorpusCheck, Finding, PairCheck, RowCheck, SplitCheck, Source
+from .duplicates import DuplicatePairs, DuplicatePrompts
+from .leak import TrainTestLeak
+from .near_duplicates import NearDuplicateLeak
+from .pair import PairClasses
+from .redteam import RedTeamFields
+from .rows import PairShape
+
+__all__ = ["AuditFile", "AuditResult", "audit", "audit_files", "file_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditFile:
+    """One file to audit. ``reference``: read only to compare against (never flagged)."""
+
+    subset: str | None
+    split: str
+    path: Path
+    red_team: bool = False
+    reference: bool = False
+
+    @property
+    def key(self) -> str:
+        return file_key(self.subset, self.split)
+
+
+def file_key(subset, split) -> str:
+    return f"{subset or 'file'}/{split}"
+
+
+def audit_files(subsets=None, *, split: str | None = None, data=None, reference: bool = True):
+    """The files an audit reads, in registry order.
+
+    With ``split="test"`` and ``reference=True``, the train files of the same subsets are
+    added as reference files, so leaks into train can still be found.
+    """
+    src: DataSource = resolve_source(data)
+    if src.kind == "file":
+        subset, file_split = src.file_identity()
+        if split is not None and split != file_split:
+            raise HHError(f"{src.root}: this file is the {file_split!r} split, not {split!r}")
+        red = subset == RED_TEAM or detect_container(src.root) == "array"
+        return [AuditFile(subset, file_split, src.root, red)]
+    out = []
+    for subset in resolve_subsets(list(subsets) if subsets else None):
+        for spec in subset.files:
+            red = subset.kind == "red-team"
+            if split is None or spec.split == split:
+                out.append(AuditFile(subset.name, spec.split, src.locate(spec), red))
+            elif reference and not red and spec.split == "train":
+                out.append(AuditFile(subset.name, spec.split, src.locate(spec), red, True))
+    return out
+
+
+@dataclass
+class AuditResult:
+    """What an audit found: ``flags[source] = {class: detail}``, rows per file, excerpts."""
+
+    rows: int = 0
+    files: dict[str, dict] = field(default_factory=dict)
+    flags: dict[Source, dict[str, str]] = field(default_factory=dict)
+    excerpts: dict[Source, str] = field(default_factory=dict)
+    near_duplicates: dict | None = None
+
+    def add(self, source: Source, name: str, detail: str = "", excerpt: str | None = None):
+        self.flags.setdefault(source, {})[name] = detail
+        if excerpt is not None and source not in self.excerpts:
+            self.excerpts[source] = excerpt
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Rows flagged per class (every known class, 0 when absent)."""
+        from . import CLASSES
+
+        c = Counter(name for names in self.flags.values() for name in names)
+        return {name: c.get(name, 0) for name in CLASSES}
+
+    def file_counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, Counter] = {k: Counter() for k in self.files}
+        for source, names in self.flags.items():
+            out.setdefault(file_key(source[0], source[1]), Counter()).update(list(names))
+        return {k: dict(sorted(v.items())) for k, v in out.items()}
+
+    def to_json(self) -> dict:
+        fc = self.file_counts()
+        return {
+            "counts": self.counts,
+            "rows": self.rows,
+            "flagged_rows": len(self.flags),
+            "files": {
+                k: {"rows": f["rows"], "path": f["path"], "counts": fc.get(k, {})}
+                for k, f in self.files.items()
+            },
+            "near_duplicates": self.near_duplicates,
+        }
+
+    def report_rows(self) -> Iterable[dict]:
+        """One dict per flagged row: source, classes, details, a short excerpt."""
+        for source, names in self.flags.items():
+            yield {
+                "source": {"subset": source[0], "split": source[1], "index": source[2]},
+                "classes": sorted(names),
+                "details": {k: v for k, v in sorted(names.items()) if v},
+                "excerpt": self.excerpts.get(source, ""),
+            }
+
+    def classes_of(self, source: Source) -> dict[str, str]:
+        return self.flags.get(source, {})
+
+
+def _excerpt(text: str, n: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= n else flat[: n - 1] + "\u2026"
+
+
+def audit(
+    subsets: Iterable[str] | None = None,
+    *,
+    split: str | None = None,
+    data: str | os.PathLike | DataSource | None = None,
+    near_duplicates: bool = True,
+    threshold: float = 0.8,
+    num_perm: int = 128,
+    progress: Callable[[str], None] | None = None,
+) -> AuditResult:
+    """Run every check over the selected files (see :data:`hhrlhf.checks.CLASSES`)."""
+    files = audit_files(subsets, split=split, data=data)
+    row_check: RowCheck = PairShape()
+    red_check: RowCheck = RedTeamFields()
+    pair_checks: list[PairCheck] = [PairClasses()]
+    split_checks: list[SplitCheck] = [DuplicatePairs(), DuplicatePrompts()]
+    corpus: list[CorpusCheck] = [TrainTestLeak()]
+    if near_duplicates:
+        near = NearDuplicateLeak(threshold, num_perm)
+        corpus.append(near)
+    result = AuditResult()
+    for f in files:
+        if progress:
+            progress(f"checking {f.key}" + (" (reference)" if f.reference else ""))
+        if f.red_team:
+            _audit_red_team(f, red_check, result)
+        else:
+            _audit_pairs(f, row_check, pair_checks, split_checks, corpus, result)
+    for check in corpus:
+        if progress:
+            progress(f"finishing {check.name}")
+        for finding in check.finish():
+            result.add(finding.source, finding.name, finding.detail)
+    if near_duplicates:
+        result.near_duplicates = {
+            "threshold": threshold,
+            "num_perm": num_perm,
+            "bands": near.bands,
+            "rows_per_band": near.rows,
+        }
+    return result
+
+
+def _audit_pairs(f: AuditFile, row_check, pair_checks, split_checks, corpus, result) -> None:
+    skipped: list = []
+    n = 0
+    for check in split_checks:
+        check.start()
+    ref = f.reference
+    for pos, obj in read_objects(f.path, lenient=True, skipped=skipped):
+        index = pos - 1
+        source = (f.subset, f.split, index)
+        if (
+            type(obj) is dict
+            and type(obj.get("chosen")) is str
+            and type(obj.get("rejected")) is str
+        ):
+            pair = PreferencePair(obj["chosen"], obj["rejected"], f.subset, f.split, index)
+        else:
+            pair = None
+        n += 1
+        if pair is None:
+            if not ref:
+                for name, detail in row_check.check_row(obj):
+                    result.add(source, name, detail, _excerpt(detail))
+            continue
+        if not ref:
+            for check in (*pair_checks, *split_checks):
+                for name, detail in check.check_pair(pair):
+                    result.add(source, name, detail, _excerpt(pair.chosen))
+        for check in corpus:
+            check.observe(pair, reference=ref)
+        if not ref and (f.subset, f.split, index) in result.flags:
+            result.excerpts.setdefault(source, _excerpt(pair.chosen))
+        elif not ref and f.split == "test" and pair.prompt_end:
+            # leak findings arrive later; keep a short excerpt for the report
+            result.excerpts.setdefault(source, _excerpt(pair.chosen))
+    if ref:
+        return
+    for s in skipped:
+        n += 1
+        result.add(
+            (f.subset, f.split, (s.line or 1) - 1), "bad_json", s.problem, _excerpt(s.problem)
+        )
+    result.rows += n
+    result.files[f.key] = {"rows": n, "path": str(f.path)}
+
+
+def _audit_red_team(f: AuditFile, red_check, result) -> None:
+    n = 0
+    for pos, obj in read_objects(f.path, lenient=True):
+        n += 1
+        source = (f.subset or RED_TEAM, f.split, pos - 1)
+        problems = red_check.check_row(obj)
+        if problems:
+            text = obj.get("transcript") if type(obj) is dict else None
+            excerpt = _excerpt(text) if type(text) is str else _excerpt(str(obj))
+            for name, detail in problems:
+                result.add(source, name, detail, excerpt)
+    result.rows += n
+    result.files[file_key(f.subset or RED_TEAM, f.split)] = {"rows": n, "path": str(f.path)}
+
+
+def findings_by_file(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
+    out: dict[str, list[Finding]] = {}
+    for x in findings:
+        out.setdefault(file_key(x.source[0], x.source[1]), []).append(x)
+    return out

@@ -1,0 +1,90 @@
+"""Red-team record checks: keys, types, and values outside what the file should hold."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..records import MODEL_TYPES, NUM_PARAMS, TASK_SCORE_KEY_REAL
+from .base import CheckClass, RowCheck
+
+__all__ = ["RedTeamFields", "RED_TEAM_KEYS_ACCEPTED"]
+
+_CARD_SCORE_KEY = "task_description_harmlessness_score"
+_REQUIRED = (
+    "transcript",
+    "min_harmlessness_score_transcript",
+    "num_params",
+    "model_type",
+    "rating",
+    "task_description",
+    "red_team_member_id",
+    "is_upworker",
+    "tags",
+)
+#: Every key a record may have (the task score under the real or the card's spelling).
+RED_TEAM_KEYS_ACCEPTED = frozenset((*_REQUIRED, TASK_SCORE_KEY_REAL, _CARD_SCORE_KEY))
+
+
+def _is_number(v: Any) -> bool:
+    return type(v) in (int, float)
+
+
+class RedTeamFields(RowCheck):
+    name = "red_team_fields"
+    classes = (
+        CheckClass("missing_key", "error", "a red-team record lacks one of its ten keys"),
+        CheckClass("extra_key", "warning", "a red-team record has a key beyond the ten"),
+        CheckClass("wrong_type", "error", "a red-team field has the wrong JSON type"),
+        CheckClass("rating_out_of_range", "error", "rating is not a whole number from 0 to 4"),
+        CheckClass("unknown_model_type", "error", f"model_type is not one of {MODEL_TYPES}"),
+        CheckClass("unknown_num_params", "error", f"num_params is not one of {tuple(NUM_PARAMS)}"),
+        CheckClass("score_not_finite", "error", "a harmlessness score is NaN or infinite"),
+    )
+
+    def check_row(self, obj):
+        if type(obj) is not dict:
+            return [("wrong_type", f"expected a JSON object, got {type(obj).__name__}")]
+        out = []
+        score_key = TASK_SCORE_KEY_REAL if TASK_SCORE_KEY_REAL in obj else _CARD_SCORE_KEY
+        missing = [k for k in (*_REQUIRED, score_key) if k not in obj]
+        if missing:
+            out.append(("missing_key", "missing " + ", ".join(map(repr, missing))))
+        extra = sorted(set(obj) - RED_TEAM_KEYS_ACCEPTED)
+        if TASK_SCORE_KEY_REAL in obj and _CARD_SCORE_KEY in obj:
+            extra.append(_CARD_SCORE_KEY)
+        if extra:
+            out.append(("extra_key", "unexpected " + ", ".join(map(repr, extra))))
+        wrong = []
+        for key in ("transcript", "num_params", "model_type", "task_description"):
+            if key in obj and type(obj[key]) is not str:
+                wrong.append(key)
+        for key in ("min_harmlessness_score_transcript", score_key, "rating"):
+            if key in obj and not _is_number(obj[key]):
+                wrong.append(key)
+        if "is_upworker" in obj and type(obj["is_upworker"]) is not bool:
+            wrong.append("is_upworker")
+        if "red_team_member_id" in obj and type(obj["red_team_member_id"]) not in (int, str):
+            wrong.append("red_team_member_id")
+        tags = obj.get("tags")
+        if tags is not None and (type(tags) is not list or any(type(t) is not str for t in tags)):
+            wrong.append("tags")
+        if wrong:
+            out.append(("wrong_type", "wrong type: " + ", ".join(map(repr, wrong))))
+        rating = obj.get("rating")
+        if _is_number(rating) and not (
+            math.isfinite(rating) and rating == int(rating) and 0 <= rating <= 4
+        ):
+            out.append(("rating_out_of_range", f"rating is {rating!r}"))
+        if type(obj.get("model_type")) is str and obj["model_type"] not in MODEL_TYPES:
+            out.append(("unknown_model_type", f"model_type is {obj['model_type']!r}"))
+        if type(obj.get("num_params")) is str and obj["num_params"] not in NUM_PARAMS:
+            out.append(("unknown_num_params", f"num_params is {obj['num_params']!r}"))
+        bad = [
+            k
+            for k in ("min_harmlessness_score_transcript", score_key)
+            if _is_number(obj.get(k)) and not math.isfinite(obj[k])
+        ]
+        if bad:
+            out.append(("score_not_finite", ", ".join(f"{k} is {obj[k]!r}" for k in bad)))
+        return out

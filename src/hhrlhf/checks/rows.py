@@ -1,0 +1,40 @@
+"""Raw-row classes: a line that is not JSON, not an object, or lacks string fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import CheckClass, RowCheck
+
+__all__ = ["PairShape"]
+
+
+def _type_name(v: Any) -> str:
+    return "null" if v is None else type(v).__name__
+
+
+class PairShape(RowCheck):
+    """A preference row must be a JSON object with string ``chosen`` and ``rejected``.
+
+    ``bad_json`` comes from the lenient reader (the line does not decode, or the gzip stream
+    ends early); this check adds non-object rows to it.
+    """
+
+    name = "pair_shape"
+    classes = (
+        CheckClass("bad_json", "error", "the line is not valid JSON, or not a JSON object"),
+        CheckClass("missing_field", "error", "'chosen' or 'rejected' is missing"),
+        CheckClass("not_a_string", "error", "'chosen' or 'rejected' is not a string"),
+    )
+
+    def check_row(self, obj):
+        if type(obj) is not dict:
+            return [("bad_json", f"expected a JSON object, got {_type_name(obj)}")]
+        out = []
+        missing = [k for k in ("chosen", "rejected") if k not in obj]
+        if missing:
+            out.append(("missing_field", "missing " + ", ".join(map(repr, missing))))
+        wrong = [k for k in ("chosen", "rejected") if k in obj and type(obj[k]) is not str]
+        if wrong:
+            out.append(("not_a_string", ", ".join(f"{k!r} is {_type_name(obj[k])}" for k in wrong)))
+        return out
