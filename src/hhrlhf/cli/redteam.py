@@ -1,3 +1,331 @@
-"""`hh redteam` commands (in progress)."""
+"""``hh redteam``: the red-team report and attempt queries (a thin layer over hhrlhf.redteam)."""
 
-commands: list = []
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import click
+import orjson
+
+from ..dataset import iter_attempts, resolve_source
+from ..records import RedTeamAttempt
+from ..redteam.query import SEARCH_FIELDS, AttemptQuery, filter_attempts
+from .options import data_option, lenient_option, pass_skipped, print_table
+
+__all__ = ["commands", "redteam", "report", "query", "format_attempt", "demo_step"]
+
+
+@click.group()
+def redteam():
+    """Red-team attempts: the paper's analyses as a report, and queries over the attempts.
+
+    \b
+    Examples:
+      hh redteam report --data sample --out redteam-report
+      hh redteam query --data sample --model-type rlhf --min-rating 3 --limit 5
+    """
+
+
+def _summary(report: dict) -> list[str]:
+    s = report["sections"]
+    ok = s["success"]["overall"]
+    top = s["members"]["top_share"]
+    rho = s["success"]["rating_vs_harmlessness"]["spearman"]
+    themes = s["themes"]
+    lines = [
+        f"{report['records']:,} attempts by {s['table1']['totals']['members']:,} members; "
+        f"{len(s['table1']['model_types'])} model types x {len(s['table1']['sizes'])} sizes",
+        f"success (rating >= {report['success_threshold']:g}): "
+        + (f"{100 * ok['share']:.1f}%" if ok["share"] is not None else "-")
+        + (f"; rating vs min-harmlessness Spearman {rho:.3f}" if rho is not None else ""),
+    ]
+    if top["share"] is not None:
+        lines.append(
+            f"top {top['top_members']} members ({top['top_members'] / top['members']:.0%})"
+            f" made {100 * top['share']:.1f}% of the attempts"
+        )
+    lines.append(
+        f"themes: k = {themes['k']} clusters"
+        if themes.get("k")
+        else f"themes: not clustered ({themes.get('skipped')})"
+    )
+    return lines
+
+
+@redteam.command()
+@data_option
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Directory for report.html, report.json and the PNGs (created if needed).",
+)
+@click.option(
+    "--success-threshold",
+    type=float,
+    default=3.0,
+    show_default=True,
+    help="An attempt is successful when its rating is at least this.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed for the bootstrap and the clustering.",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=10),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples per interval.",
+)
+@click.option(
+    "--max-k",
+    type=click.IntRange(min=2),
+    default=10,
+    show_default=True,
+    help="Largest number of attack themes tried (k runs from 2 to this).",
+)
+@lenient_option
+@pass_skipped
+def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, skipped):
+    """Write report.html (self-contained), report.json (every number) and one PNG per plot.
+
+    Sections: Table 1 counts, Fig. 1 means with bootstrap intervals, attack success and rating
+    vs min-harmlessness, members (Lorenz curve, Upwork vs MTurk), marginals, tags, attack
+    themes (task-description clusters) and turns. The paper's published numbers are shown
+    beside the computed ones. The paths are printed to stdout, a summary to stderr.
+
+    \b
+    Example:
+      hh redteam report --data sample --out redteam-report
+    """
+    import json
+
+    from ..redteam.report import write_report
+
+    src = resolve_source(data)
+    attempts = list(iter_attempts(data=src, lenient=lenient, skipped=skipped))
+    paths = write_report(
+        attempts,
+        out_dir,
+        threshold=success_threshold,
+        seed=seed,
+        resamples=resamples,
+        source=src.label,
+        skipped_rows=skipped,
+        k_range=range(2, max_k + 1),
+    )
+    rep = json.loads(paths["json"].read_text(encoding="utf-8"))
+    for line in _summary(rep):
+        click.echo(line, err=True)
+    click.echo(f"{len(paths) - 2} plots", err=True)
+    click.echo(str(paths["html"]))
+    click.echo(str(paths["json"]))
+
+
+def format_attempt(a: RedTeamAttempt, width: int = 96) -> str:
+    """A readable rendering of one attempt: its metadata, task description and dialogue."""
+
+    def wrap(text: str, indent: str) -> str:
+        lines = []
+        for para in text.split("\n"):
+            lines.extend(
+                textwrap.wrap(para, width, initial_indent=indent, subsequent_indent=indent)
+                or [indent]
+            )
+        return "\n".join(lines)
+
+    tags = ", ".join(a.tags) if a.tags else "-"
+    head = (
+        f"attempt {a.index} · {a.model_type} {a.num_params} · rating {a.rating:g} · "
+        f"min harmlessness {a.min_harmlessness_score_transcript:.3f} · member "
+        f"{a.red_team_member_id}{' (upwork)' if a.is_upworker else ''} · tags: {tags}"
+    )
+    out = [
+        click.style(head, bold=True),
+        click.style("task:", fg="yellow"),
+        wrap(a.task_description.strip(), "    "),
+    ]
+    dialogue = a.dialogue
+    if dialogue.preamble.strip():
+        out.append(wrap(dialogue.preamble.strip(), "    "))
+    for turn in dialogue.turns:
+        human = turn.role == "Human"
+        out.append(
+            click.style(f"{'Human' if human else 'Assistant'}:", fg="cyan" if human else "magenta")
+        )
+        out.append(wrap(turn.text.strip(), "    "))
+    return "\n".join(out)
+
+
+def _row(a: RedTeamAttempt) -> dict:
+    task = " ".join(a.task_description.split())
+    return {
+        "index": a.index,
+        "model_type": a.model_type,
+        "size": a.num_params,
+        "rating": f"{a.rating:g}",
+        "min_harm": f"{a.min_harmlessness_score_transcript:.2f}",
+        "member": a.red_team_member_id,
+        "turns": a.human_turns,
+        "tags": "; ".join(a.tags) if a.tags else "",
+        "task": task if len(task) <= 48 else task[:45] + "...",
+    }
+
+
+def _json_line(a: RedTeamAttempt) -> bytes:
+    return orjson.dumps({"index": a.index, **a.to_dict()})
+
+
+@redteam.command()
+@data_option
+@click.option(
+    "--model-type",
+    multiple=True,
+    metavar="TYPE",
+    help="Model type (repeat for several), e.g. 'rlhf', 'plain lm'.",
+)
+@click.option(
+    "--size",
+    "num_params",
+    multiple=True,
+    metavar="SIZE",
+    help="Model size as stored: 2.7B, 13B, 52B (repeatable).",
+)
+@click.option("--min-rating", type=float, default=None, help="Rating at least this.")
+@click.option("--max-rating", type=float, default=None, help="Rating at most this.")
+@click.option(
+    "--min-score", type=float, default=None, help="min_harmlessness_score_transcript at least this."
+)
+@click.option(
+    "--max-score",
+    type=float,
+    default=None,
+    help="min_harmlessness_score_transcript at most this (lower = more harmful).",
+)
+@click.option(
+    "--tag",
+    multiple=True,
+    help="Has a tag containing this text, case-insensitive (repeatable: any).",
+)
+@click.option("--member", multiple=True, help="Red-team member id (repeatable).")
+@click.option(
+    "--upworker/--mturk", "upworker", default=None, help="Only Upwork (or only MTurk) red-teamers."
+)
+@click.option(
+    "--search",
+    "text",
+    default=None,
+    metavar="TEXT",
+    help="Case-insensitive text to find (see --search-in).",
+)
+@click.option(
+    "--search-in",
+    type=click.Choice(list(SEARCH_FIELDS)),
+    default="both",
+    show_default=True,
+    help="Where --search looks.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Show at most N matches (default 20 for the table and --show, all for --jsonl; 0 = all).",
+)
+@click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per match on stdout.")
+@click.option("--show", "as_show", is_flag=True, help="Render each match as a dialogue.")
+@lenient_option
+@pass_skipped
+def query(
+    data,
+    model_type,
+    num_params,
+    min_rating,
+    max_rating,
+    min_score,
+    max_score,
+    tag,
+    member,
+    upworker,
+    text,
+    search_in,
+    limit,
+    as_jsonl,
+    as_show,
+    lenient,
+    skipped,
+):
+    """Filter attempts: print a table, JSON lines (--jsonl) or the dialogues (--show).
+
+    All given filters must match; a repeated option matches any of its values. The number of
+    matches goes to stderr.
+
+    \b
+    Examples:
+      hh redteam query --data sample --model-type rlhf --size 52B --min-rating 3
+      hh redteam query --data sample --max-score -2 --jsonl > harmful.jsonl
+      hh redteam query --data sample --search password --search-in task --show --limit 2
+    """
+    if as_jsonl and as_show:
+        raise click.UsageError("give --jsonl or --show, not both")
+    try:
+        q = AttemptQuery(
+            model_type=model_type,
+            num_params=num_params,
+            min_rating=min_rating,
+            max_rating=max_rating,
+            min_score=min_score,
+            max_score=max_score,
+            tag=tag,
+            member=member,
+            upworker=upworker,
+            text=text,
+            search_in=search_in,
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if limit is None:
+        limit = 0 if as_jsonl else 20
+    matches = 0
+    kept: list[RedTeamAttempt] = []
+    stdout = click.get_binary_stream("stdout") if as_jsonl else None
+    for a in filter_attempts(iter_attempts(data=data, lenient=lenient, skipped=skipped), q):
+        matches += 1
+        if limit and matches > limit:
+            continue
+        if stdout is not None:
+            stdout.write(_json_line(a) + b"\n")
+        else:
+            kept.append(a)
+    if as_show:
+        click.echo("\n\n".join(format_attempt(a) for a in kept))
+    elif not as_jsonl:
+        print_table([_row(a) for a in kept])
+    shown = matches if not limit else min(matches, limit)
+    click.echo(
+        f"{matches:,} matching attempt(s)"
+        + (f", {shown:,} shown (--limit 0 for all)" if shown < matches else ""),
+        err=True,
+    )
+
+
+def demo_step(data: str, out: Path) -> None:
+    """``hh demo``'s red-team step: write the report for ``data`` under ``out/redteam``."""
+    from ..redteam.report import generate_report
+
+    target = Path(out) / "redteam"
+    paths = generate_report(data, target)
+    import json
+
+    rep = json.loads(paths["json"].read_text(encoding="utf-8"))
+    for line in _summary(rep):
+        click.echo(line)
+    click.echo(f"report: {paths['html']} ({len(paths) - 2} plots, numbers in report.json)")
+
+
+commands = [redteam]
