@@ -18,7 +18,7 @@ from ..errors import HHError
 from ..reader import detect_container, read_objects
 from ..records import PreferencePair
 from ..subsets import RED_TEAM, resolve_subsets
-from .base import CorpusCheck, Finding, PairCheck, RowCheck, SplitCheck, Source
+from .base import CorpusCheck, Finding, PairCheck, RowCheck, Source, SplitCheck
 from .duplicates import DuplicatePairs, DuplicatePrompts
 from .leak import TrainTestLeak
 from .near_duplicates import NearDuplicateLeak

@@ -1,0 +1,233 @@
+"""Cleaning: a copy of the data without the flagged rows, and a record of every row dropped.
+
+:func:`clean` audits the selected files (:func:`hhrlhf.checks.audit`), then copies them
+into ``out`` in the upstream layout (``<subset>/<split>.jsonl.gz``, and the red-team file as
+one JSON array). A kept JSONL row is copied byte for byte, so cleaning a file with nothing to
+drop gives back its exact lines. Next to the data it writes:
+
+* ``dropped.jsonl``: one line per dropped row: where it was, every reason it was dropped
+  for, and the row itself (or, for a line that is not JSON, its text);
+* ``manifest.json``: input rows, kept, dropped, dropped per reason (a row dropped for two
+  reasons counts under both), per file and in total, and the sha256 of every file written.
+
+``rows == kept + dropped`` holds for every file and for the total; the function checks it
+before returning and raises if it ever does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+import orjson
+
+from .checks import CLASSES, DEFAULT_DROP, AuditResult, audit, check_class_names
+from .checks.audit import audit_files, file_key
+from .errors import HHError
+from .reader import open_data, read_objects
+from .subsets import RED_TEAM, SUBSETS
+
+__all__ = ["clean", "CleanResult"]
+
+CleanResult = dict
+
+
+def _gzip_writer(path: Path):
+    from isal import igzip
+
+    return igzip.open(path, "wb")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _out_path(subset: str | None, split: str, src: Path) -> str:
+    if subset in SUBSETS:
+        return SUBSETS[subset].file(split).path
+    return f"{split}.jsonl.gz" if subset is None else f"{subset}/{split}.jsonl.gz"
+
+
+def clean(
+    subsets: Iterable[str] | None = None,
+    *,
+    out: str | os.PathLike,
+    split: str | None = None,
+    data=None,
+    drop: Iterable[str] | None = None,
+    threshold: float = 0.8,
+    result: AuditResult | None = None,
+    progress=None,
+) -> dict:
+    """Write the cleaned copy, ``dropped.jsonl`` and ``manifest.json`` to ``out``; return the manifest.
+
+    ``drop`` names the classes to drop (default :data:`hhrlhf.checks.DEFAULT_DROP`, every
+    ``error`` class). Near-duplicate detection runs only when ``near_duplicate_leak`` is
+    dropped. ``result`` reuses an audit already run on the same selection.
+    """
+    drop_set = set(check_class_names(drop)) if drop is not None else set(DEFAULT_DROP)
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise HHError(f"{out}: directory is not empty; choose a new --out directory")
+    if result is None:
+        result = audit(
+            subsets,
+            split=split,
+            data=data,
+            near_duplicates="near_duplicate_leak" in drop_set,
+            threshold=threshold,
+            progress=progress,
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    files = [f for f in audit_files(subsets, split=split, data=data, reference=False)]
+    manifest_files: dict[str, dict] = {}
+    checksums: dict[str, str] = {}
+    dropped_path = out / "dropped.jsonl"
+    total = Counter()
+    by_reason: Counter[str] = Counter()
+    with open(dropped_path, "wb") as dropped:
+        for f in files:
+            rel = _out_path(f.subset, f.split, f.path)
+            target = out / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if progress:
+                progress(f"writing {rel}")
+            subset = f.subset or (RED_TEAM if f.red_team else None)
+            if f.red_team:
+                stats = _clean_array(f.path, target, subset, f.split, result, drop_set, dropped)
+            else:
+                stats = _clean_jsonl(f.path, target, subset, f.split, result, drop_set, dropped)
+            expected = result.files.get(file_key(subset, f.split), {}).get("rows")
+            if stats["rows"] != stats["kept"] + stats["dropped"] or (
+                expected is not None and expected != stats["rows"]
+            ):
+                raise HHError(
+                    f"{f.path}: row accounting failed (audit saw {expected}, clean read "
+                    f"{stats['rows']}, kept {stats['kept']}, dropped {stats['dropped']})"
+                )
+            checksums[rel] = _sha256(target)
+            stats["input"] = str(f.path)
+            manifest_files[rel] = stats
+            total.update({k: stats[k] for k in ("rows", "kept", "dropped")})
+            by_reason.update(stats["dropped_by_reason"])
+    checksums["dropped.jsonl"] = _sha256(dropped_path)
+    manifest = {
+        "input": str(data) if data is not None else "cache",
+        "drop": sorted(drop_set),
+        "rows": total["rows"],
+        "kept": total["kept"],
+        "dropped": total["dropped"],
+        "dropped_by_reason": dict(sorted(by_reason.items())),
+        "files": manifest_files,
+        "sha256": checksums,
+    }
+    if (
+        manifest["rows"] != manifest["kept"] + manifest["dropped"]
+    ):  # pragma: no cover - guarded above
+        raise HHError("row accounting failed: rows != kept + dropped")
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _reasons(result: AuditResult, source, drop_set) -> dict[str, str]:
+    return {k: v for k, v in result.classes_of(source).items() if k in drop_set}
+
+
+def _record(dropped, source, line, reasons, row=None, raw=None) -> None:
+    entry = {
+        "source": {"subset": source[0], "split": source[1], "index": source[2]},
+        "line": line,
+        "reasons": sorted(reasons),
+        "details": {k: v for k, v in sorted(reasons.items()) if v},
+    }
+    if raw is not None:
+        entry["raw"] = raw
+    else:
+        entry["row"] = row
+    dropped.write(
+        orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY)
+    )
+
+
+def _clean_jsonl(path, target, subset, split, result, drop_set, dropped) -> dict:
+    rows = kept = dropped_n = 0
+    reasons_count: Counter[str] = Counter()
+    lineno = 0
+    f = open_data(path)
+    try:
+        with _gzip_writer(target) as w:
+            it = iter(f)
+            while True:
+                try:
+                    line = next(it)
+                except StopIteration:
+                    break
+                except (EOFError, OSError) as exc:
+                    # the audit recorded this as one bad_json row ("the rest of the file is lost")
+                    source = (subset, split, lineno)
+                    reasons = _reasons(result, source, drop_set) or {"bad_json": str(exc)}
+                    rows += 1
+                    dropped_n += 1
+                    reasons_count.update(list(reasons))
+                    _record(dropped, source, lineno + 1, reasons, raw="")
+                    break
+                lineno += 1
+                if not line.strip():
+                    continue  # a blank line holds no row (the reader skips it too)
+                rows += 1
+                source = (subset, split, lineno - 1)
+                reasons = _reasons(result, source, drop_set)
+                if not reasons:
+                    w.write(line if line.endswith(b"\n") else line + b"\n")
+                    kept += 1
+                    continue
+                dropped_n += 1
+                reasons_count.update(list(reasons))
+                try:
+                    _record(dropped, source, lineno, reasons, row=orjson.loads(line))
+                except orjson.JSONDecodeError:
+                    _record(dropped, source, lineno, reasons, raw=line.decode("utf-8", "replace"))
+    finally:
+        f.close()
+    return {
+        "rows": rows,
+        "kept": kept,
+        "dropped": dropped_n,
+        "dropped_by_reason": dict(sorted(reasons_count.items())),
+    }
+
+
+def _clean_array(path, target, subset, split, result, drop_set, dropped) -> dict:
+    rows = kept = dropped_n = 0
+    reasons_count: Counter[str] = Counter()
+    with _gzip_writer(target) as w:
+        w.write(b"[")
+        for pos, obj in read_objects(path):
+            rows += 1
+            source = (subset, split, pos - 1)
+            reasons = _reasons(result, source, drop_set)
+            if reasons:
+                dropped_n += 1
+                reasons_count.update(list(reasons))
+                _record(dropped, source, pos, reasons, row=obj)
+                continue
+            w.write((", " if kept else "").encode() + json.dumps(obj, ensure_ascii=False).encode())
+            kept += 1
+        w.write(b"]")
+    return {
+        "rows": rows,
+        "kept": kept,
+        "dropped": dropped_n,
+        "dropped_by_reason": dict(sorted(reasons_count.items())),
+    }
+
+
+_ = CLASSES  # re-exported for callers validating names
