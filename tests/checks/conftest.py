@@ -1,0 +1,38 @@
+"""Helpers: tiny corpora laid out like upstream, written into tmp_path."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from checks_helpers import write_lines  # noqa: E402
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """Write {"subset/split": [rows or raw lines]} as an upstream-like dir; returns its root."""
+
+    def make(files: dict) -> Path:
+        root = tmp_path / "data"
+        for key, lines in files.items():
+            write_lines(root / f"{key}.jsonl", lines)
+        return root
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def sample_dir(tmp_path_factory) -> Path:
+    from hhrlhf.dataset import SAMPLE_DIR
+
+    if (SAMPLE_DIR / "harmless-base").is_dir():
+        return SAMPLE_DIR
+    from hhrlhf.synth import write_corpus
+
+    root = tmp_path_factory.mktemp("sample")
+    write_corpus(root, scale="sample")
+    return root
