@@ -1,0 +1,208 @@
+"""`hh export`, `hh import`, `hh check`, `hh clean` through click's runner: output and exit codes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hhrlhf.cli import cli
+
+
+def run(*args, code=0):
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    assert result.exit_code == code, result.output + (result.stderr or "")
+    return result
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    from hhrlhf.synth import write_corpus
+
+    root = tmp_path_factory.mktemp("sample")
+    write_corpus(root, scale="sample")
+    return root
+
+
+def t(*turns):
+    roles = ("Human", "Assistant")
+    return "".join(f"\n\n{roles[i % 2]}: {x}" for i, x in enumerate(turns))
+
+
+@pytest.fixture
+def dupes(tmp_path) -> Path:
+    p = {"chosen": t("Hi", "Hello"), "rejected": t("Hi", "Go away")}
+    q = {"chosen": t("Bye", "Bye now"), "rejected": t("Bye", "Whatever")}
+    for split, rows in (("train", [p, p, q]), ("test", [q])):
+        path = tmp_path / "d" / "helpful-base" / f"{split}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path / "d"
+
+
+def test_export_dpo_then_import_gives_upstream_bytes(sample, tmp_path):
+    out = tmp_path / "t.dpo.jsonl.gz"
+    r = run(
+        "export",
+        "harmless-base",
+        "--split",
+        "test",
+        "--format",
+        "dpo",
+        "--out",
+        out,
+        "--data",
+        sample,
+    )
+    assert "wrote 20 rows in format dpo" in r.stderr
+    rows = [json.loads(x) for x in gzip.decompress(out.read_bytes()).splitlines()]
+    assert rows[3]["index"] == 3 and rows[3]["subset"] == "harmless-base"
+    back = tmp_path / "back.jsonl"
+    run("import", out, "--format", "dpo", "--out", back)
+    original = gzip.decompress((sample / "harmless-base" / "test.jsonl.gz").read_bytes())
+    assert back.read_bytes() == original
+
+
+def test_export_no_source_and_both_splits(sample, tmp_path):
+    out = tmp_path / "x.jsonl"
+    run(
+        "export",
+        "helpful-base",
+        "--format",
+        "messages",
+        "--no-source",
+        "--out",
+        out,
+        "--data",
+        sample,
+    )
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == 80 and set(rows[0]) == {"chosen", "rejected"}
+
+
+def test_export_hf(sample, tmp_path):
+    pytest.importorskip("datasets", reason="--hf needs hhrlhf[hf]")
+    run(
+        "export",
+        "helpful-base",
+        "--format",
+        "trl-standard",
+        "--hf",
+        tmp_path / "hf",
+        "--data",
+        sample,
+    )
+    from hhrlhf.convert import hf_splits
+
+    back = hf_splits(tmp_path / "hf")
+    assert {k: len(v) for k, v in back.items()} == {"train": 60, "test": 20}
+
+
+def test_export_redteam_and_import_to_stdout(sample, tmp_path):
+    out = tmp_path / "rt.jsonl"
+    run("export", "red-team-attempts", "--format", "redteam", "--out", out, "--data", sample)
+    r = run("import", out, "--format", "redteam")
+    first = json.loads(r.stdout.splitlines()[0])
+    assert "task_descripton_harmlessness_score" in first and len(r.stdout.splitlines()) == 300
+
+
+def test_export_usage_errors(sample, tmp_path):
+    r = run("export", "--format", "dpo", "--data", sample, code=2)
+    assert "exactly one of --out FILE or --hf DIR" in r.stderr
+    r = run(
+        "export",
+        "red-team-attempts",
+        "--format",
+        "dpo",
+        "--out",
+        tmp_path / "x.jsonl",
+        "--data",
+        sample,
+        code=2,
+    )
+    assert "--format redteam" in r.stderr
+    r = run("export", "--format", "dpo", "--out", tmp_path / "x.csv", "--data", sample, code=1)
+    assert r.stderr.startswith("error:") and ".jsonl.gz" in r.stderr
+
+
+def test_import_bad_row_names_line(tmp_path):
+    f = tmp_path / "bad.jsonl"
+    f.write_text('{"prompt": "p", "chosen": " a", "rejected": " b"}\n{"prompt": 3}\n')
+    r = run("import", f, "--format", "dpo", code=1)
+    assert "bad.jsonl, line 2" in r.stderr
+    r = run("import", f, "--format", "dpo", "--lenient")
+    assert r.stdout == '{"chosen": "p a", "rejected": "p b"}\n'
+    assert "1 row(s) skipped" in r.stderr
+
+
+def test_check_json_counts(dupes):
+    r = run("check", "helpful-base", "--json", "--data", dupes)
+    out = json.loads(r.stdout)
+    assert out["rows"] == 4
+    assert out["counts"]["duplicate_pair"] == 1 and out["counts"]["train_test_leak"] == 1
+    assert out["counts"]["bad_json"] == 0
+    assert out["files"]["helpful-base/train"]["rows"] == 3
+
+
+def test_check_table_and_report(dupes, tmp_path):
+    report = tmp_path / "flagged.jsonl"
+    r = run("check", "helpful-base", "--report", report, "--data", dupes)
+    assert "4 rows in 2 file(s); 2 flagged" in r.stdout
+    assert "duplicate_pair" in r.stdout
+    rows = [json.loads(x) for x in report.read_text().splitlines()]
+    assert [(x["source"]["split"], x["source"]["index"]) for x in rows] == [
+        ("train", 1),
+        ("test", 0),
+    ]
+    assert rows[1]["classes"] == ["train_test_leak"] and rows[1]["excerpt"].startswith("Human: Bye")
+
+
+def test_check_fail_on(dupes):
+    r = run("check", "helpful-base", "--fail-on", "duplicate_pair", "--data", dupes, code=1)
+    assert "failing: duplicate_pair (1)" in r.stderr
+    run("check", "helpful-base", "--fail-on", "bad_json,empty_response", "--data", dupes)
+
+
+def test_unknown_class_is_a_usage_error(dupes, tmp_path):
+    r = run("check", "--fail-on", "dupes", "--data", dupes, code=2)
+    assert "unknown class 'dupes'" in r.stderr and "duplicate_pair" in r.stderr
+    r = run("clean", "--out", tmp_path / "o", "--drop", "nope", "--data", dupes, code=2)
+    assert "valid classes:" in r.stderr
+
+
+def test_clean_command(dupes, tmp_path):
+    out = tmp_path / "clean"
+    r = run(
+        "clean",
+        "helpful-base",
+        "--out",
+        out,
+        "--drop",
+        "duplicate_pair,train_test_leak",
+        "--data",
+        dupes,
+    )
+    assert "4 rows in, 2 kept, 2 dropped" in r.stdout
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["dropped_by_reason"] == {"duplicate_pair": 1, "train_test_leak": 1}
+    r = run("clean", "helpful-base", "--out", out, "--data", dupes, code=1)
+    assert "not empty" in r.stderr
+
+
+def test_commands_have_examples():
+    for name in ("export", "import", "check", "clean"):
+        r = run(name, "--help")
+        assert "Example" in r.stdout, name
+
+
+def test_demo_step(tmp_path, sample, capsys):
+    from hhrlhf.cli.convert import demo_step
+
+    demo_step(str(sample), tmp_path)
+    out = capsys.readouterr().out
+    assert "clean: 620 rows in" in out
+    assert (tmp_path / "convert" / "clean" / "manifest.json").exists()
+    assert (tmp_path / "convert" / "harmless-base-test.dpo.jsonl").exists()
