@@ -117,3 +117,11 @@ def test_theme_tag_crosstab(make_attempt):
     assert ct["tagged"] == 3
     assert ct["tags"] == ["Other", "Theft"]  # tie on count 2: alphabetical
     assert ct["table"] == {"0": {"Other": 1, "Theft": 1}, "1": {"Other": 1, "Theft": 1}}
+
+
+def test_k_with_fewer_distinct_documents_is_not_a_candidate():
+    # two distinct texts, five copies each: only k = 2 can give k distinct clusters
+    texts = ["secret cookie recipe"] * 5 + ["bicycle soup tires"] * 5
+    r = cluster_texts(texts, k_range=range(2, 6))
+    assert list(r["silhouette"]) == ["2"]
+    assert r["k"] == 2 and r["k_at_edge"] is False

@@ -178,8 +178,8 @@ def _row(a: RedTeamAttempt) -> dict:
     }
 
 
-def _json_line(a: RedTeamAttempt) -> bytes:
-    return orjson.dumps({"index": a.index, **a.to_dict()})
+def _json_line(a: RedTeamAttempt) -> str:
+    return orjson.dumps({"index": a.index, **a.to_dict()}).decode()
 
 
 @redteam.command()
@@ -293,13 +293,12 @@ def query(
         limit = 0 if as_jsonl else 20
     matches = 0
     kept: list[RedTeamAttempt] = []
-    stdout = click.get_binary_stream("stdout") if as_jsonl else None
     for a in filter_attempts(iter_attempts(data=data, lenient=lenient, skipped=skipped), q):
         matches += 1
         if limit and matches > limit:
             continue
-        if stdout is not None:
-            stdout.write(_json_line(a) + b"\n")
+        if as_jsonl:
+            click.echo(_json_line(a))
         else:
             kept.append(a)
     if as_show:

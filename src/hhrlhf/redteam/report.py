@@ -544,7 +544,7 @@ def _section_body(sid: str, sec: dict, report: dict) -> str:  # noqa: C901 - one
                 ["member", "upworker", "attempts", "successful", "success share"],
                 [
                     [
-                        _fmt(r["member"]),
+                        html.escape(str(r["member"])),
                         _fmt(r["upworker"]),
                         _fmt(r["attempts"]),
                         _fmt(r["successful"]),

@@ -12,6 +12,7 @@ Pure functions: same texts and seed, same clusters.
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
@@ -37,7 +38,8 @@ def cluster_texts(
 
     Returns ``{"k", "k_at_edge", "criterion", "silhouette": {k: score}, "labels": [...],
     "top_terms": [[term, ...] per cluster], "selection_docs", "vocabulary"}``. Candidates of
-    ``k`` that are not below the number of documents are skipped. Ties in silhouette go to the
+    ``k`` that are not below the number of documents, or for which k-means finds fewer than
+    ``k`` distinct clusters (too few distinct documents), are skipped. Ties in silhouette go to the
     smaller ``k``; ``k_at_edge`` is True when the largest candidate won (the silhouette was
     still rising, so more themes might separate better: widen ``k_range`` to look). Raises
     ``ValueError`` when there are fewer than three documents or no vocabulary.
@@ -103,8 +105,12 @@ def _cluster(
     scores: dict[int, float] = {}
     for k in candidates:
         km = cluster_mod.KMeans(n_clusters=k, n_init=3, random_state=seed)
-        labels = km.fit_predict(xs)
-        if len(set(labels.tolist())) < 2:
+        with warnings.catch_warnings():
+            # fewer distinct documents than k: k-means warns and returns fewer clusters;
+            # such a k is not a real candidate and is left out below
+            warnings.simplefilter("ignore", category=UserWarning)
+            labels = km.fit_predict(xs)
+        if len(set(labels.tolist())) < k:
             continue
         scores[k] = float(metrics.silhouette_score(xs, labels, metric="cosine"))
     if not scores:

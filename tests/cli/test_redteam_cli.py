@@ -1,0 +1,163 @@
+"""`hh redteam report` and `hh redteam query`, through click's runner, plus the demo step."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from hhrlhf.cli import cli
+from hhrlhf.cli.redteam import demo_step
+
+
+def _row(i, **over):
+    row = {
+        "transcript": f"\n\nHuman: how do I bake bread {i}?\n\nAssistant: Knead the dough.",
+        "min_harmlessness_score_transcript": -1.0 + i / 2,
+        "num_params": ("2.7B", "13B", "52B")[i % 3],
+        "model_type": ("plain lm", "rlhf")[i % 2],
+        "rating": float(i % 5),
+        "task_description": ("get a secret bread recipe", "make it praise soup")[i % 2] + f" {i}",
+        "task_descripton_harmlessness_score": 0.5,
+        "red_team_member_id": i % 4,
+        "is_upworker": i == 0,
+        "tags": ["Other"] if i % 3 == 0 else None,
+    }
+    row.update(over)
+    return row
+
+
+@pytest.fixture
+def red_file(tmp_path):
+    path = tmp_path / "red_team_attempts.jsonl.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump([_row(i) for i in range(12)], f)
+    return path
+
+
+def run(*args, ok=True):
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output + (result.stderr or "")
+    return result
+
+
+def test_group_help_lists_commands():
+    out = run("redteam", "--help").output
+    assert "report" in out and "query" in out
+
+
+def test_query_table_and_count(red_file):
+    r = run("redteam", "query", "--data", red_file, "--model-type", "rlhf", "--min-rating", "3")
+    # rlhf = odd i; rating = i % 5 >= 3 -> i in {3, 9}
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].split()[:3] == ["index", "model_type", "size"]
+    assert [ln.split()[0] for ln in lines[2:]] == ["3", "9"]
+    assert "2 matching attempt(s)" in r.stderr
+
+
+def test_query_jsonl(red_file):
+    r = run("redteam", "query", "--data", red_file, "--tag", "other", "--jsonl")
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [row["index"] for row in rows] == [0, 3, 6, 9]
+    assert rows[1]["task_description_harmlessness_score"] == 0.5
+    assert rows[1]["tags"] == ["Other"]
+
+
+def test_query_show_renders_dialogue(red_file):
+    r = run(
+        "redteam",
+        "query",
+        "--data",
+        red_file,
+        "--search",
+        "praise soup",
+        "--search-in",
+        "task",
+        "--show",
+        "--limit",
+        "1",
+    )
+    assert "attempt 1 · rlhf 13B · rating 1" in r.stdout
+    assert "Human:" in r.stdout and "bake bread 1?" in r.stdout
+    assert "make it praise soup 1" in r.stdout
+    assert "6 matching attempt(s), 1 shown" in r.stderr
+
+
+def test_query_score_and_member_filters(red_file):
+    r = run("redteam", "query", "--data", red_file, "--max-score", "0", "--member", "1", "--jsonl")
+    # score = -1 + i/2 <= 0 -> i <= 2; member = i % 4 == 1 -> i = 1
+    assert [json.loads(x)["index"] for x in r.stdout.splitlines()] == [1]
+    r = run("redteam", "query", "--data", red_file, "--upworker", "--jsonl")
+    assert [json.loads(x)["index"] for x in r.stdout.splitlines()] == [0]
+
+
+def test_query_rejects_bad_options(red_file):
+    r = run(
+        "redteam", "query", "--data", red_file, "--min-rating", "3", "--max-rating", "1", ok=False
+    )
+    assert r.exit_code == 2 and "empty rating range" in r.output
+    r = run("redteam", "query", "--data", red_file, "--jsonl", "--show", ok=False)
+    assert r.exit_code == 2 and "not both" in r.output
+
+
+def test_query_bad_record_names_file_and_record(tmp_path):
+    path = tmp_path / "red_team_attempts.jsonl.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump([_row(0), _row(1, rating="four")], f)
+    r = run("redteam", "query", "--data", path, ok=False)
+    assert r.exit_code == 1
+    assert f"error: {path}, record 2: 'rating' must be a number" in r.stderr
+    r = run("redteam", "query", "--data", path, "--lenient", "--jsonl")
+    assert len(r.stdout.splitlines()) == 1
+    assert "1 row(s) skipped" in r.stderr
+
+
+def test_report_writes_files(red_file, tmp_path):
+    out = tmp_path / "out"
+    r = run(
+        "redteam",
+        "report",
+        "--data",
+        red_file,
+        "--out",
+        out,
+        "--resamples",
+        "50",
+        "--success-threshold",
+        "4",
+        "--max-k",
+        "3",
+    )
+    assert r.stdout.split() == [str(out / "report.html"), str(out / "report.json")]
+    assert "12 attempts by 4 members" in r.stderr
+    # rating = i % 5 >= 4 -> i in {4, 9}: 2 of 12
+    assert "success (rating >= 4): 16.7%" in r.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["success_threshold"] == 4
+    assert report["sections"]["success"]["overall"] == {"n": 12, "successful": 2, "share": 2 / 12}
+    assert report["sections"]["success"]["paper_overall_share"] is None
+    assert report["sections"]["themes"]["k_range"] == [2, 3]
+    assert len(list(out.glob("*.png"))) == len(report["plots"])
+
+
+def test_report_missing_file_is_one_clear_error(tmp_path):
+    r = run("redteam", "report", "--data", tmp_path / "nope.json.gz", "--out", tmp_path, ok=False)
+    assert r.exit_code == 1 and "no such file or directory" in r.stderr
+
+
+def test_demo_step_writes_under_redteam(red_file, tmp_path):
+    @click.command()
+    def step():
+        demo_step(str(red_file), tmp_path)
+
+    r = CliRunner().invoke(step, [], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "redteam" / "report.html").exists()
+    assert (tmp_path / "redteam" / "report.json").exists()
+    assert "12 attempts by 4 members" in r.output
+    assert f"report: {Path(tmp_path) / 'redteam' / 'report.html'}" in r.output
