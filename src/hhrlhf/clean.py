@@ -67,7 +67,7 @@ def clean(
     result: AuditResult | None = None,
     progress=None,
 ) -> dict:
-    """Write the cleaned copy, ``dropped.jsonl`` and ``manifest.json`` to ``out``; return the manifest.
+    """Write the cleaned copy, ``dropped.jsonl`` and ``manifest.json``; return the manifest.
 
     ``drop`` names the classes to drop (default :data:`hhrlhf.checks.DEFAULT_DROP`, every
     ``error`` class). Near-duplicate detection runs only when ``near_duplicate_leak`` is

@@ -1,4 +1,4 @@
-"""`hh export`, `hh import`, `hh check`, `hh clean` through click's runner: output and exit codes."""
+"""`hh export`, `hh import`, `hh check`, `hh clean` through click's runner: exit codes, output."""
 
 from __future__ import annotations
 

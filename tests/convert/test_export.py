@@ -28,7 +28,7 @@ def test_export_import_round_trip_every_container(tmp_path, sample_pairs, name, 
     assert export_records(sample_pairs, name, out) == len(sample_pairs)
     back = list(import_records(out, name))
     assert len(back) == len(sample_pairs)
-    for a, b in zip(sample_pairs, back):
+    for a, b in zip(sample_pairs, back, strict=True):
         assert b.source == a.source
         if FORMATS[name].exact:
             assert (b.chosen, b.rejected) == (a.chosen, a.rejected)

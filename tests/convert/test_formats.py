@@ -23,7 +23,14 @@ def golden_pairs():
 
 def test_registry_names_the_formats_trainers_use():
     assert list(FORMATS) == [
-        "raw", "dpo", "trl-standard", "trl-conversational", "messages", "sft", "openai", "redteam"
+        "raw",
+        "dpo",
+        "trl-standard",
+        "trl-conversational",
+        "messages",
+        "sft",
+        "openai",
+        "redteam",
     ]
     assert {n for n, f in FORMATS.items() if f.exact} == {"raw", "dpo"}
 
@@ -141,8 +148,16 @@ def test_redteam_round_trip(sample_attempts):
     [
         ("dpo", {"prompt": "p", "chosen": "c"}, "missing key 'rejected'"),
         ("dpo", {"prompt": 1, "chosen": "c", "rejected": "r"}, "'prompt' must be str"),
-        ("messages", {"chosen": [{"role": "system", "content": "x"}], "rejected": []}, "role must be"),
-        ("openai", {"input": [], "preferred_output": [], "non_preferred_output": []}, "'input' must be"),
+        (
+            "messages",
+            {"chosen": [{"role": "system", "content": "x"}], "rejected": []},
+            "role must be",
+        ),
+        (
+            "openai",
+            {"input": [], "preferred_output": [], "non_preferred_output": []},
+            "'input' must be",
+        ),
         ("raw", ["chosen"], "expected a JSON object"),
     ],
 )
@@ -153,5 +168,12 @@ def test_read_names_the_problem(name, row, problem):
 
 def test_source_is_optional():
     p = golden_pairs()[0]
-    assert set(FORMATS["dpo"].export_row(p)) == {"prompt", "chosen", "rejected", "subset", "split", "index"}
+    assert set(FORMATS["dpo"].export_row(p)) == {
+        "prompt",
+        "chosen",
+        "rejected",
+        "subset",
+        "split",
+        "index",
+    }
     assert set(FORMATS["dpo"].export_row(p, source=False)) == {"prompt", "chosen", "rejected"}

@@ -15,7 +15,12 @@ def test_record_rows_hold_every_field(sample_pairs, sample_attempts):
     rt = record_rows(sample_attempts[:1])[0]
     assert "task_description_harmlessness_score" in rt and rt["index"] == 0 and len(rt) == 11
     assert set(record_rows(sample_pairs[:1], format="dpo")[0]) == {
-        "prompt", "chosen", "rejected", "subset", "split", "index"
+        "prompt",
+        "chosen",
+        "rejected",
+        "subset",
+        "split",
+        "index",
     }
 
 
@@ -42,3 +47,21 @@ def test_to_hf_map_with_processes_keeps_source(sample_dir):
     assert mapped["index"] == list(range(len(test)))
     assert set(mapped["subset"]) == {"helpful-base"} and set(mapped["split"]) == {"test"}
     assert mapped["n"] == [len(p.chosen) for p in test]
+
+
+def test_mixed_member_ids_become_strings_in_arrow(sample_attempts, tmp_path):
+    pytest.importorskip("pyarrow", reason="needs hhrlhf[hf]")
+    from hhrlhf.convert import export_records, import_records
+    from hhrlhf.convert.tables import arrow_table
+
+    table = arrow_table([{"id": 7, "x": 1}, {"id": "m12", "x": 2}])
+    assert table.column("id").to_pylist() == ["7", "m12"]
+    assert table.column("x").to_pylist() == [1, 2]
+    kinds = {type(a.red_team_member_id) for a in sample_attempts}
+    out = tmp_path / "rt.parquet"
+    assert export_records(sample_attempts, "redteam", out) == len(sample_attempts)
+    back = list(import_records(out, "redteam"))
+    assert [str(b.red_team_member_id) for b in back] == [
+        str(a.red_team_member_id) for a in sample_attempts
+    ]
+    assert kinds  # the sample holds member ids

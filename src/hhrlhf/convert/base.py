@@ -92,14 +92,20 @@ def require_key(row: Any, key: str, kind: type | tuple[type, ...] | None = None)
         raise ValueError(f"missing key {key!r}")
     value = row[key]
     if kind is not None and not isinstance(value, kind):
-        raise ValueError(f"{key!r} must be {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
+        raise ValueError(
+            f"{key!r} must be {getattr(kind, '__name__', kind)}, got {type(value).__name__}"
+        )
     return value
 
 
 def _messages(row, key) -> list[dict[str, str]]:
     value = require_key(row, key, list)
     for i, m in enumerate(value):
-        if type(m) is not dict or type(m.get("role")) is not str or type(m.get("content")) is not str:
+        if (
+            type(m) is not dict
+            or type(m.get("role")) is not str
+            or type(m.get("content")) is not str
+        ):
             raise ValueError(f"{key!r}[{i}] must be {{'role': str, 'content': str}}")
         if m["role"] not in ("user", "assistant"):
             raise ValueError(f"{key!r}[{i}]: role must be 'user' or 'assistant', got {m['role']!r}")
@@ -145,7 +151,9 @@ class Format:
     # helpers for subclasses -------------------------------------------------------------
     @staticmethod
     def _pair(row: dict, chosen: str, rejected: str) -> PreferencePair:
-        return PreferencePair(chosen, rejected, row.get("subset"), row.get("split"), row.get("index"))
+        return PreferencePair(
+            chosen, rejected, row.get("subset"), row.get("split"), row.get("index")
+        )
 
     _messages = staticmethod(_messages)
 

@@ -30,5 +30,7 @@ class DpoFormat(Format):
     def read(self, row):
         prompt = require_key(row, "prompt", str)
         return self._pair(
-            row, prompt + require_key(row, "chosen", str), prompt + require_key(row, "rejected", str)
+            row,
+            prompt + require_key(row, "chosen", str),
+            prompt + require_key(row, "rejected", str),
         )

@@ -50,21 +50,28 @@ def format_rows(records: Iterable, fmt: str | Format, *, source: bool = True) ->
 def export_records(
     records: Iterable, fmt: str | Format, out: str | os.PathLike, *, source: bool = True
 ) -> int:
-    """Write ``records`` to ``out`` (``.jsonl``, ``.jsonl.gz`` or ``.parquet``); returns the row count."""
+    """Write ``records`` to ``out`` (.jsonl, .jsonl.gz or .parquet); returns the row count."""
     fmt = get_format(fmt)
     return write_rows(format_rows(records, fmt, source=source), out, encode=fmt.encode)
 
 
 def export_hf(
-    splits: Mapping[str, Iterable], fmt: str | Format, out_dir: str | os.PathLike, *, source: bool = True
+    splits: Mapping[str, Iterable],
+    fmt: str | Format,
+    out_dir: str | os.PathLike,
+    *,
+    source: bool = True,
 ):
-    """Save ``{"train": records, "test": records}`` as a ``datasets.DatasetDict`` (``save_to_disk``)."""
+    """Save ``{"train": records, "test": records}`` as a ``DatasetDict`` (``save_to_disk``)."""
     from .tables import rows_to_hf
 
     datasets = require("datasets", "hf", "--hf")
     fmt = get_format(fmt)
     dd = datasets.DatasetDict(
-        {name: rows_to_hf(list(format_rows(recs, fmt, source=source))) for name, recs in splits.items()}
+        {
+            name: rows_to_hf(list(format_rows(recs, fmt, source=source)))
+            for name, recs in splits.items()
+        }
     )
     dd.save_to_disk(str(out_dir))
     return dd

@@ -87,9 +87,10 @@ def _write_jsonl(rows, path: Path, encode, *, gz: bool) -> int:
 
 
 def _write_parquet(rows, path: Path) -> int:
-    pa = require("pyarrow", "hf", "writing .parquet")
+    from .tables import arrow_table
+
     pq = require("pyarrow.parquet", "hf", "writing .parquet")
-    table = pa.Table.from_pylist(list(rows))
+    table = arrow_table(list(rows))
     pq.write_table(table, path)
     return table.num_rows
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from ..errors import require
 from ..records import RED_TEAM_KEYS
 
-__all__ = ["record_rows", "to_pandas", "to_arrow", "to_hf", "rows_to_hf"]
+__all__ = ["record_rows", "arrow_table", "to_pandas", "to_arrow", "to_hf", "rows_to_hf"]
 
 
 def record_rows(records: Iterable, *, format=None, source: bool = True) -> list[dict]:
@@ -36,10 +36,29 @@ def record_rows(records: Iterable, *, format=None, source: bool = True) -> list[
     return out
 
 
+def arrow_table(rows: list[dict]):
+    """``pyarrow.Table.from_pylist``, except that a column mixing numbers and strings (the
+    red-team ``red_team_member_id`` holds both) is stored as strings, since Arrow columns
+    have one type."""
+    pa = require("pyarrow", "hf", "Arrow tables")
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        pass
+    mixed = set()
+    for key in {k for r in rows for k in r}:
+        kinds = {type(r.get(key)) for r in rows} - {type(None)}
+        if str in kinds and kinds & {int, float, bool}:
+            mixed.add(key)
+    fixed = [
+        {k: (str(v) if k in mixed and v is not None else v) for k, v in r.items()} for r in rows
+    ]
+    return pa.Table.from_pylist(fixed)
+
+
 def to_arrow(records: Iterable, *, format=None, source: bool = True):
     """A ``pyarrow.Table`` of the records (needs ``hhrlhf[hf]``)."""
-    pa = require("pyarrow", "hf", "to_arrow()")
-    return pa.Table.from_pylist(record_rows(records, format=format, source=source))
+    return arrow_table(record_rows(records, format=format, source=source))
 
 
 def to_pandas(records: Iterable, *, format=None, source: bool = True):
@@ -51,8 +70,7 @@ def to_pandas(records: Iterable, *, format=None, source: bool = True):
 
 def rows_to_hf(rows: list[dict]):
     datasets = require("datasets", "hf", "to_hf()")
-    pa = require("pyarrow", "hf", "to_hf()")
-    return datasets.Dataset(datasets.table.InMemoryTable(pa.Table.from_pylist(rows)))
+    return datasets.Dataset(datasets.table.InMemoryTable(arrow_table(rows)))
 
 
 def to_hf(records: Iterable, *, format=None, source: bool = True):

@@ -47,4 +47,6 @@ class TrlStandardFormat(Format):
         rejected = require_key(row, "rejected", str)
         if prompt:
             return self._pair(row, "\n\n" + prompt + chosen, "\n\n" + prompt + rejected)
-        return self._pair(row, "\n\n" + chosen if chosen else "", "\n\n" + rejected if rejected else "")
+        return self._pair(
+            row, "\n\n" + chosen if chosen else "", "\n\n" + rejected if rejected else ""
+        )
