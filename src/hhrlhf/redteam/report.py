@@ -354,13 +354,14 @@ h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2.5rem;border-bottom:2px s
 padding-bottom:.3rem}h3{font-size:1.05rem;margin-top:1.4rem}
 .meta{color:#555;font-size:.9rem}.used{background:#eef3f8;border-left:4px solid #4C72B0;
 padding:.4rem .8rem;font-size:.9rem}
-table{border-collapse:collapse;margin:.6rem 0 1rem;font-size:.88rem;background:#fff}
-th,td{border:1px solid #ddd;padding:.25rem .6rem;text-align:right}
+table{border-collapse:collapse;margin:.6rem 0 1rem;font-size:.84rem;background:#fff}
+th,td{border:1px solid #ddd;padding:.25rem .45rem;text-align:right}
 th{background:#f0f0f0}td.l,th.l{text-align:left}.paper{color:#7a4b00;background:#fff8e8}
 figure{margin:1rem 0;background:#fff;border:1px solid #e4e4e4;padding:.5rem;display:inline-block;
 max-width:100%}figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85rem;color:#555;margin-top:.3rem}
-nav ol{columns:2;font-size:.92rem}code{background:#f0f0f0;padding:0 .2rem}
+nav ol{columns:2;column-gap:3rem;font-size:.92rem}.scroll{overflow-x:auto}
+td{white-space:nowrap}code{background:#f0f0f0;padding:0 .2rem}
 """
 
 
@@ -392,12 +393,12 @@ def _table(
         c = f' class="{" ".join(cls)}"' if cls else ""
         return f"<{tag}{c}>{v}</{tag}>"
 
-    out = ["<table><thead><tr>"]
+    out = ["<div class='scroll'><table><thead><tr>"]
     out += [cell("th", i, html.escape(h)) for i, h in enumerate(head)]
     out.append("</tr></thead><tbody>")
     for r in rows:
         out.append("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 
