@@ -55,9 +55,13 @@ def test_writes_three_charts_per_key_and_stats_json(sample, tmp_path):
     assert json.loads((tmp_path / "plots" / "stats.json").read_text()) == result
 
 
-def test_histograms_from_source_count_every_pair(sample, tmp_path):
-    result = _result(sample)
-    write_stats_plots(result, tmp_path, source=sample)
+def test_histograms_from_kept_lengths_count_every_pair(sample, tmp_path):
+    result = {
+        "harmless-base/test": pair_stats(
+            iter_pairs("harmless-base", split="test", data=sample), keep_lengths=True
+        )
+    }
+    write_stats_plots(result, tmp_path)
     numbers = json.loads((tmp_path / "stats.json").read_text())
     h = numbers["harmless-base/test"]["response_length_histogram"]
     assert sum(h["chosen"]) == sum(h["rejected"]) == result["harmless-base/test"]["rows"] == 20

@@ -3,9 +3,9 @@
 :func:`write_stats_plots` takes the dict ``hh stats`` builds (``"subset/split"`` ->
 :func:`hhrlhf.stats.pair_stats` output) and writes, for each key, three charts: human turns
 per prompt, response lengths of chosen vs rejected, and class counts; plus ``stats.json``
-with the same numbers. ``pair_stats`` keeps length summaries, not every length, so the
-length chart is a histogram when ``source`` is given (the data is read again to get the
-lengths; the bin counts go into ``stats.json`` too) and a chart of the summary otherwise.
+with the same numbers. The length chart is a histogram when the stats kept every length
+(``pair_stats(..., keep_lengths=True)``, as ``hh stats --plots`` does; the bin counts go into
+``stats.json`` in place of the raw lengths) and a chart of the summary otherwise.
 matplotlib runs with its Agg backend, through the object API (no pyplot state).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import require
 
-__all__ = ["write_stats_plots", "response_lengths", "histogram"]
+__all__ = ["write_stats_plots", "histogram"]
 
 
 def _figure(width=6.4, height=4.0):
@@ -28,18 +28,6 @@ def _figure(width=6.4, height=4.0):
     fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)
     return fig
-
-
-def response_lengths(key: str, source) -> dict[str, list[int]]:
-    """Chosen and rejected final-response lengths (chars) of ``"subset/split"`` in ``source``."""
-    from .dataset import iter_pairs
-
-    subset, split = key.split("/")
-    chosen, rejected = [], []
-    for p in iter_pairs(subset, split=split, data=source, lenient=True, skipped=[]):
-        chosen.append(len(p.chosen_response))
-        rejected.append(len(p.rejected_response))
-    return {"chosen": chosen, "rejected": rejected}
 
 
 def histogram(values: list[int], edges: list[float]) -> list[int]:
@@ -72,21 +60,17 @@ def _safe(key: str) -> str:
     return key.replace("/", "-")
 
 
-def write_stats_plots(result: dict, out_dir: str | os.PathLike, *, source=None) -> list[Path]:
-    """Write the PNG charts and ``stats.json`` to ``out_dir``; return the paths written.
-
-    ``source`` (a ``--data`` value: a path, ``"sample"`` or ``"cache"``) turns the length
-    chart into a histogram of every response.
-    """
+def write_stats_plots(result: dict, out_dir: str | os.PathLike) -> list[Path]:
+    """Write the PNG charts and ``stats.json`` to ``out_dir``; return the paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    numbers = {k: dict(v) for k, v in result.items()}
+    numbers = {k: {n: x for n, x in v.items() if n != "lengths"} for k, v in result.items()}
     for key, s in result.items():
         name = _safe(key)
         written.append(_turns_chart(key, s, out / f"{name}-turns.png"))
-        if source is not None:
-            lengths = response_lengths(key, source)
+        lengths = s.get("lengths")
+        if lengths is not None:
             edges = _edges(lengths["chosen"] + lengths["rejected"])
             hist = {side: histogram(v, edges) for side, v in lengths.items()}
             numbers[key]["response_length_histogram"] = {"edges": edges, **hist}

@@ -27,11 +27,12 @@ def summarize_lengths(values: list[int]) -> dict:
     }
 
 
-def pair_stats(pairs: Iterable[PreferencePair]) -> dict:
+def pair_stats(pairs: Iterable[PreferencePair], *, keep_lengths: bool = False) -> dict:
     """Rows, human turns per prompt, response lengths (chars), chosen-longer share, class counts.
 
     ``chosen_longer_share`` compares the final responses; ties (equal length) are counted
-    separately in ``equal_length``.
+    separately in ``equal_length``. ``keep_lengths=True`` adds ``"lengths"``: every chosen and
+    rejected response length, for histograms (one pass over the data serves both).
     """
     turns: Counter[int] = Counter()
     classes: Counter[str] = Counter({name: 0 for name in PAIR_CLASSES})
@@ -47,7 +48,7 @@ def pair_stats(pairs: Iterable[PreferencePair]) -> dict:
         longer += lc > lr
         equal += lc == lr
         classes.update(p.classes)
-    return {
+    out = {
         "rows": rows,
         "human_turns": {str(k): turns[k] for k in sorted(turns)},
         "chosen_response_chars": summarize_lengths(chosen_len),
@@ -56,3 +57,6 @@ def pair_stats(pairs: Iterable[PreferencePair]) -> dict:
         "equal_length": equal,
         "classes": dict(classes),
     }
+    if keep_lengths:
+        out["lengths"] = {"chosen": chosen_len, "rejected": rejected_len}
+    return out

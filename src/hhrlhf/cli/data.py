@@ -181,7 +181,9 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
     if src.kind == "file":  # one file: its own subset/split, whatever the arguments say
         subset_name, file_split = src.file_identity()
         pairs = iter_pairs(data=src, lenient=lenient, skipped=skipped)
-        result[f"{subset_name or src.root.name}/{file_split}"] = pair_stats(pairs)
+        result[f"{subset_name or src.root.name}/{file_split}"] = pair_stats(
+            pairs, keep_lengths=bool(plots_dir)
+        )
     for subset in resolve_subsets(list(subsets) or None) if src.kind != "file" else ():
         if subset.name == RED_TEAM:
             raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam report`")
@@ -190,12 +192,14 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
                 continue
             pairs = iter_pairs(subset.name, split=spec.split, data=src, lenient=lenient,
                                skipped=skipped)
-            result[f"{subset.name}/{spec.split}"] = pair_stats(pairs)
+            result[f"{subset.name}/{spec.split}"] = pair_stats(pairs, keep_lengths=bool(plots_dir))
     if plots_dir:
         from ..plots import write_stats_plots
 
         written = write_stats_plots(result, plots_dir)
         click.echo(f"wrote {len(written)} file(s) to {plots_dir}", err=True)
+        for s in result.values():
+            s.pop("lengths", None)
     if as_json:
         emit_json(result)
         return
