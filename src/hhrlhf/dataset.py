@@ -214,8 +214,40 @@ def iter_attempts(
     yield from read_attempts(path, lenient=lenient, skipped=skipped)
 
 
-def load_pairs(data_dir=None, *, split=None, data=None, lenient=False, skipped=None) -> RecordList:
-    return RecordList(iter_pairs(data_dir, split=split, data=data, lenient=lenient, skipped=skipped))
+def _pair_jobs(src: DataSource, data_dir, split: str | None) -> list:
+    """``(path, subset, split)`` for every preference file to read, in ``iter_pairs`` order."""
+    names = [data_dir] if isinstance(data_dir, str) or data_dir is None else list(data_dir)
+    jobs = []
+    for name in names:
+        if name == RED_TEAM:
+            raise HHError("red-team-attempts holds attempts, not pairs: use iter_attempts()")
+        for subset, split_name, f in _files(src, name, split):
+            path = f if isinstance(f, Path) else src.locate(f)
+            jobs.append((path, subset.name if subset else None, split_name))
+    return jobs
+
+
+def load_pairs(
+    data_dir=None, *, split=None, data=None, lenient=False, skipped=None, fast: bool = True
+) -> RecordList:
+    """All pairs of :func:`iter_pairs`, in the same order, as one list.
+
+    ``fast=True`` (the default) reads with :mod:`hhrlhf.fastload` (decompression in a thread
+    beside the parser, batched decoding and alignment), whose records, errors and lenient
+    reports are identical to the streaming reader's; ``fast=False`` collects
+    :func:`iter_pairs`. Files are located (and, for the cache, downloaded) before reading.
+    """
+    if not fast:
+        return RecordList(
+            iter_pairs(data_dir, split=split, data=data, lenient=lenient, skipped=skipped)
+        )
+    from .fastload import load_files
+
+    jobs = _pair_jobs(resolve_source(data), data_dir, split)
+    out = RecordList()
+    for pairs in load_files(jobs, lenient=lenient, skipped=skipped):
+        out += pairs
+    return out
 
 
 def load_attempts(*, data=None, lenient=False, skipped=None) -> RecordList:
@@ -229,11 +261,13 @@ def load_dataset(
     data: str | os.PathLike | DataSource | None = None,
     lenient: bool = False,
     skipped: list[SkippedRow] | None = None,
+    fast: bool = True,
 ) -> dict[str, RecordList] | RecordList:
     """Load like ``datasets.load_dataset("Anthropic/hh-rlhf", data_dir=...)``.
 
     Returns ``{"train": [...], "test": [...]}`` (red team: ``{"train": [...]}``), or the one
     list when ``split`` is given. ``data_dir=None`` is the four preference subsets together.
+    ``fast`` as in :func:`load_pairs` (same records either way).
     """
     src = resolve_source(data)
     red = data_dir == RED_TEAM or (src.kind == "file" and _is_red_team_file(src.root))
@@ -243,17 +277,20 @@ def load_dataset(
         records = load_attempts(data=src, lenient=lenient, skipped=skipped)
         return records if split else {"train": records}
     if split is not None:
-        return load_pairs(data_dir, split=split, data=src, lenient=lenient, skipped=skipped)
-    out: dict[str, RecordList] = {}
-    for subset, split_name, f in _files(src, data_dir, None):
-        path = f if isinstance(f, Path) else src.locate(f)
-        out.setdefault(split_name, RecordList()).extend(
-            read_pairs(
-                path,
-                subset=subset.name if subset else None,
-                split=split_name,
-                lenient=lenient,
-                skipped=skipped,
-            )
+        return load_pairs(
+            data_dir, split=split, data=src, lenient=lenient, skipped=skipped, fast=fast
         )
+    jobs = _pair_jobs(src, data_dir, None)
+    out: dict[str, RecordList] = {}
+    if fast:
+        from .fastload import load_files
+
+        loaded = load_files(jobs, lenient=lenient, skipped=skipped)
+    else:
+        loaded = (
+            read_pairs(path, subset=subset, split=s, lenient=lenient, skipped=skipped)
+            for path, subset, s in jobs
+        )
+    for (_, _, split_name), pairs in zip(jobs, loaded, strict=True):
+        out.setdefault(split_name, RecordList()).extend(pairs)
     return out

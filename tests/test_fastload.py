@@ -1,0 +1,374 @@
+"""The fast loader gives exactly the reference reader's records, errors and lenient reports."""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import os
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hhrlhf
+from hhrlhf import synth
+from hhrlhf.errors import DataFormatError
+from hhrlhf.fastload import Fallback, load_files, parse_jsonl
+from hhrlhf.reader import read_pairs
+from hhrlhf.records import PreferencePair
+from hhrlhf.transcript import align_pair, prompt_length
+
+DATA = Path(__file__).parent / "data"
+BAD = sorted(p for p in (DATA / "bad").glob("*.json*") if p.name != "expected.json")
+
+
+def _key(p: PreferencePair):
+    return (p.chosen, p.rejected, p.subset, p.split, p.index, p.prompt_end)
+
+
+def _reference(jobs, **kw):
+    return [list(read_pairs(path, subset=s, split=sp, **kw)) for path, s, sp in jobs]
+
+
+def _fast_only(jobs):
+    """The fast parser alone (no fallback), to prove the tests exercise it."""
+    out = []
+    for path, subset, split in jobs:
+        data = Path(path).read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        out.append(parse_jsonl(data, subset=subset, split=split))
+    return out
+
+
+def _assert_same(fast, ref):
+    assert [len(x) for x in fast] == [len(x) for x in ref]
+    for f_list, r_list in zip(fast, ref, strict=True):
+        assert [_key(p) for p in f_list] == [_key(p) for p in r_list]
+
+
+# --------------------------------------------------------------------------- alignment
+
+#: Every quirk at a high rate, so a few thousand pairs hold each many times.
+HEAVY = synth.QuirkRates(
+    empty_chosen=0.05,
+    turns_in_chosen=0.05,
+    turns_in_rejected=0.05,
+    assistant_in_response=0.05,
+    double_human=0.05,
+    double_assistant=0.05,
+    inline_label=0.1,
+    identical=0.05,
+    duplicate=0.03,
+    diverge_early=0.05,
+    preamble=0.05,
+    no_prompt=0.05,
+    shared_start=0.3,
+    unicode=0.2,
+)
+
+
+def test_prompt_length_equals_the_turn_walk_on_every_quirk():
+    pairs = list(synth.generate_pairs(3000, seed=7, quirks=HEAVY))
+    for p in pairs:
+        c, r = p["chosen"], p["rejected"]
+        assert prompt_length(c, r) == align_pair(c, r).prompt_end, (c, r)
+    # the quirks that defeat shortcuts are really there
+    ends = [prompt_length(p["chosen"], p["rejected"]) for p in pairs]
+    assert ends.count(0) > 10
+    assert sum("\n\nHuman:" in p["chosen"][e:] for p, e in zip(pairs, ends, strict=True)) > 10
+
+
+PIECES = [
+    "\n\nHuman:",
+    "\n\nAssistant:",
+    "\n",
+    "\n\n",
+    " Human:",
+    "Assistant:",
+    " hi",
+    "x",
+    "é",
+    "🙂",
+]
+texts = st.lists(st.sampled_from(PIECES), max_size=12).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(prefix=texts, a=texts, b=texts)
+def test_prompt_length_property(prefix, a, b):
+    """Pairs that share a prefix and diverge anywhere, including inside markers."""
+    for c, r in ((prefix + a, prefix + b), (prefix + a, prefix + a), (a, b)):
+        assert prompt_length(c, r) == align_pair(c, r).prompt_end
+
+
+def test_prompt_length_hand_examples():
+    prompt = "\n\nHuman: hi\n\nAssistant:"
+    assert prompt_length(prompt + " yes", prompt + " no") == len(prompt)
+    # a response holding a newline or a marker leaves the first fast test to the others
+    assert prompt_length(prompt + " a\nb", prompt + " no") == len(prompt)
+    assert prompt_length(prompt + " a\n\nHuman: more", prompt + " no") == len(prompt)
+    # the last assistant marker differs in position: only the shared turns count
+    two = prompt + " ok\n\nHuman: and?\n\nAssistant:"
+    assert prompt_length(two + " x", prompt + " ok then") == len(prompt)
+    assert prompt_length("no markers", "no markers at all") == 0
+
+
+# --------------------------------------------------------------------------- whole files
+
+
+def _jobs(root: Path):
+    return [
+        (root / spec.path, spec.subset, spec.split)
+        for name in synth.PREFERENCE_SUBSETS
+        for spec in hhrlhf.SUBSETS[name].files
+    ]
+
+
+def test_sample_corpus_identical(tmp_path):
+    synth.write_corpus(tmp_path, scale="sample", seed=3)
+    jobs = _jobs(tmp_path)
+    ref = _reference(jobs)
+    _assert_same(load_files(jobs), ref)
+    _assert_same(_fast_only(jobs), ref)
+
+
+def test_heavy_quirk_files_identical(tmp_path):
+    jobs = []
+    for k, (subset, split) in enumerate([("helpful-base", "train"), ("harmless-base", "test")]):
+        path = tmp_path / f"{k}.jsonl.gz"
+        synth.write_jsonl_gz(path, synth.generate_pairs(1500, seed=k, quirks=HEAVY), fast=k == 1)
+        jobs.append((path, subset, split))
+    fast = load_files(jobs)
+    _assert_same(fast, _reference(jobs))
+    _assert_same(_fast_only(jobs), fast)
+    assert sum(map(len, fast)) == 3000
+    for p in fast[0]:
+        assert p.prompt + p.chosen_response == p.chosen
+        assert p.prompt + p.rejected_response == p.rejected
+
+
+def test_records_equal_constructed_ones(tmp_path):
+    path = tmp_path / "p.jsonl"
+    pair_json = {
+        "chosen": "\n\nHuman: a\n\nAssistant: b",
+        "rejected": "\n\nHuman: a\n\nAssistant: c",
+    }
+    path.write_bytes(orjson.dumps(pair_json) + b"\n")
+    (pair,) = parse_jsonl(path.read_bytes(), subset="harmless-base", split="test")
+    expected = PreferencePair(
+        "\n\nHuman: a\n\nAssistant: b", "\n\nHuman: a\n\nAssistant: c", "harmless-base", "test", 0
+    )
+    assert pair == expected and hash(pair) == hash(expected) and repr(pair) == repr(expected)
+    assert pair.prompt_end == expected.prompt_end == len("\n\nHuman: a\n\nAssistant:")
+    with pytest.raises(AttributeError):
+        pair.chosen = "x"  # still frozen
+
+
+LINE = (
+    b'{"chosen": "\\n\\nHuman: q\\n\\nAssistant: a", '
+    b'"rejected": "\\n\\nHuman: q\\n\\nAssistant: b"}'
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        LINE + b"\n" + LINE,  # no final newline
+        LINE + b"\r\n" + LINE + b"\r\n",  # CRLF
+        b"\n" + LINE + b"\n\n  \n" + LINE + b"\n\n",  # blank lines: skipped, still counted
+        b'{"chosen": "x", "rejected": "y", "extra": 1}\n' + LINE + b"\n",  # extra key
+        b'{"rejected": "y", "chosen": "x"}\n',  # other key order
+        b'{"chosen": "a", "chosen": "b", "rejected": "c"}\n',  # duplicate key
+    ],
+    ids=["no-final-newline", "crlf", "blank-lines", "extra-key", "key-order", "duplicate-key"],
+)
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_unusual_but_valid_files(tmp_path, body, gz):
+    path = tmp_path / ("f.jsonl.gz" if gz else "f.jsonl")
+    path.write_bytes(gzip.compress(body) if gz else body)
+    jobs = [(path, "helpful-base", "train")]
+    ref = _reference(jobs)
+    _assert_same(load_files(jobs), ref)
+    _assert_same(_fast_only(jobs), ref)
+
+
+def test_multi_member_gzip_and_trailing_bytes(tmp_path):
+    two = tmp_path / "two.jsonl.gz"
+    two.write_bytes(gzip.compress(LINE + b"\n") + gzip.compress(LINE + b"\n"))
+    jobs = [(two, None, None)]
+    fast = load_files(jobs)
+    _assert_same(fast, _reference(jobs))
+    assert [p.index for p in fast[0]] == [0, 1]
+    junk = tmp_path / "junk.jsonl.gz"
+    junk.write_bytes(gzip.compress(LINE + b"\n") + b"garbage")
+    with pytest.raises(DataFormatError) as ref_err:
+        _reference([(junk, None, None)])
+    with pytest.raises(DataFormatError) as fast_err:
+        load_files([(junk, None, None)])
+    assert str(fast_err.value) == str(ref_err.value)
+
+
+@pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
+def test_bad_files_raise_the_reference_error(path):
+    jobs = [(path, "harmless-base", "test")]
+    with pytest.raises(DataFormatError) as ref_err:
+        _reference(jobs)
+    with pytest.raises(DataFormatError) as fast_err:
+        load_files(jobs)
+    assert str(fast_err.value) == str(ref_err.value)
+    assert (fast_err.value.path, fast_err.value.line) == (ref_err.value.path, ref_err.value.line)
+
+
+@pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
+def test_bad_files_lenient_reports_are_the_reference_ones(path):
+    jobs = [(path, "harmless-base", "test")]
+    ref_skipped, fast_skipped = [], []
+    try:
+        ref = _reference(jobs, lenient=True, skipped=ref_skipped)
+    except DataFormatError as exc:  # whole-file problems stay errors when lenient
+        with pytest.raises(DataFormatError) as fast_err:
+            load_files(jobs, lenient=True, skipped=fast_skipped)
+        assert str(fast_err.value) == str(exc) and fast_skipped == ref_skipped
+        return
+    fast = load_files(jobs, lenient=True, skipped=fast_skipped)
+    _assert_same(fast, ref)
+    assert fast_skipped == ref_skipped
+
+
+def test_several_files_keep_file_order_for_errors_and_reports(tmp_path):
+    """Files are decompressed smallest first, but errors and reports follow the job order."""
+    big_bad = tmp_path / "a.jsonl"
+    big_bad.write_bytes((LINE + b"\n") * 50 + b"{not json\n" + (LINE + b"\n") * 5)
+    small_bad = tmp_path / "b.jsonl"
+    small_bad.write_bytes(b'{"chosen": 1, "rejected": "x"}\n' + LINE + b"\n")
+    good = tmp_path / "c.jsonl.gz"
+    good.write_bytes(gzip.compress((LINE + b"\n") * 3))
+    jobs = [(big_bad, "helpful-base", "train"), (good, None, "test"), (small_bad, None, None)]
+    with pytest.raises(DataFormatError) as err:
+        load_files(jobs)
+    assert err.value.path == str(big_bad) and err.value.line == 51
+    ref_skipped, fast_skipped = [], []
+    ref = _reference(jobs, lenient=True, skipped=ref_skipped)
+    fast = load_files(jobs, lenient=True, skipped=fast_skipped)
+    _assert_same(fast, ref)
+    assert fast_skipped == ref_skipped and [s.path for s in fast_skipped] == [
+        str(big_bad),
+        str(small_bad),
+    ]
+
+
+def test_truncated_gzip_falls_back_to_the_reference_error(tmp_path):
+    data = gzip.compress(
+        b"".join(orjson.dumps(p) + b"\n" for p in synth.generate_pairs(200, seed=1))
+    )
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataFormatError) as ref_err:
+        _reference([(cut, None, None)])
+    with pytest.raises(DataFormatError) as fast_err:
+        load_files([(cut, None, None)])
+    assert str(fast_err.value) == str(ref_err.value)
+    ref_skipped, fast_skipped = [], []
+    ref = _reference([(cut, None, None)], lenient=True, skipped=ref_skipped)
+    fast = load_files([(cut, None, None)], lenient=True, skipped=fast_skipped)
+    _assert_same(fast, ref)
+    assert fast_skipped == ref_skipped and len(fast_skipped) == 1
+
+
+def test_parse_jsonl_refuses_what_it_does_not_vouch_for():
+    for body in (
+        b"",
+        b"\n \n",
+        b"[1, 2]\n",
+        b'{"chosen": "a"}\n',
+        b"{bad\n",
+        b'{"chosen": "a", "rejected": 2}\n',
+    ):
+        with pytest.raises(Fallback):
+            parse_jsonl(body)
+
+
+def test_missing_file_error_is_the_reference_one(tmp_path):
+    jobs = [(tmp_path / "nope.jsonl.gz", None, None)]
+    with pytest.raises(Exception) as ref_err:
+        _reference(jobs)
+    with pytest.raises(type(ref_err.value)) as fast_err:
+        load_files(jobs)
+    assert str(fast_err.value) == str(ref_err.value)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_garbage_collector_state_is_restored(tmp_path, enabled):
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(LINE + b"\n")
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        load_files([(path, None, None)])
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def test_load_dataset_fast_and_reference_agree_on_the_sample():
+    fast = hhrlhf.load_dataset(data="sample")
+    slow = hhrlhf.load_dataset(data="sample", fast=False)
+    assert set(fast) == set(slow) == {"train", "test"}
+    for split in fast:
+        assert isinstance(fast[split], hhrlhf.RecordList)
+        assert [_key(p) for p in fast[split]] == [_key(p) for p in slow[split]]
+    one = hhrlhf.load_dataset("harmless-base", split="test", data="sample")
+    assert [_key(p) for p in one] == [
+        _key(p) for p in hhrlhf.iter_pairs("harmless-base", split="test", data="sample")
+    ]
+    assert isinstance(one, hhrlhf.RecordList)
+    several = hhrlhf.load_pairs(["helpful-base", "harmless-base"], split="train", data="sample")
+    assert [_key(p) for p in several] == [
+        _key(p)
+        for p in hhrlhf.iter_pairs(["helpful-base", "harmless-base"], split="train", data="sample")
+    ]
+
+
+def test_load_dataset_lenient_report_matches(tmp_path):
+    root = tmp_path / "hh"
+    synth.write_corpus(root, scale="sample", seed=5)
+    bad = root / "helpful-online" / "test.jsonl.gz"
+    lines = gzip.decompress(bad.read_bytes()).split(b"\n")
+    lines[4] = b'{"chosen": "x"}'
+    bad.write_bytes(gzip.compress(b"\n".join(lines)))
+    skipped_fast, skipped_slow = [], []
+    fast = hhrlhf.load_dataset(data=root, lenient=True, skipped=skipped_fast)
+    slow = hhrlhf.load_dataset(data=root, lenient=True, skipped=skipped_slow, fast=False)
+    assert skipped_fast == skipped_slow and [s.line for s in skipped_fast] == [5]
+    for split in ("train", "test"):
+        assert [_key(p) for p in fast[split]] == [_key(p) for p in slow[split]]
+    with pytest.raises(DataFormatError, match="line 5"):
+        hhrlhf.load_dataset(data=root)
+
+
+REAL = os.environ.get("HH_RLHF_REAL")
+REAL_FILE = Path(REAL or "/nonexistent") / "harmless-base" / "test.jsonl.gz"
+
+
+@pytest.mark.skipif(
+    not REAL_FILE.is_file(),
+    reason="set HH_RLHF_REAL to a folder holding the real harmless-base/test.jsonl.gz",
+)
+def test_real_file_identical(tmp_path):
+    jobs = [(REAL_FILE, "harmless-base", "test")]
+    fast = load_files(jobs)
+    _assert_same(fast, _reference(jobs))
+    _assert_same(_fast_only(jobs), fast)
+    assert len(fast[0]) == 2312
+    # and the same bytes as a plain (not gzipped) file
+    plain = tmp_path / "test.jsonl"
+    with gzip.open(REAL_FILE, "rb") as src, plain.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    _assert_same(load_files([(plain, "harmless-base", "test")]), fast)
