@@ -111,3 +111,12 @@ def test_python_m_and_version():
 def test_every_command_has_help_with_an_example(command):
     out = run(command, "--help").stdout
     assert "Example" in out
+
+
+def test_print_table_right_aligns_numbers_including_negative(capsys):
+    from hhrlhf.cli.options import print_table
+
+    print_table([{"name": "a", "score": "-1.5"}, {"name": "bbb", "score": "12.25"}])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == "a     -1.5"
+    assert lines[3] == "bbb  12.25"

@@ -62,10 +62,12 @@ def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None
     cells = [[str(r.get(c, "")) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
 
+    def numeric(v: str) -> bool:
+        return v.lstrip("-").replace(".", "").replace(",", "").replace("%", "").isdigit()
+
     def line(values):
         return "  ".join(
-            v.rjust(w) if v.replace(".", "").replace(",", "").replace("%", "").isdigit() else v.ljust(w)
-            for v, w in zip(values, widths)
+            v.rjust(w) if numeric(v) else v.ljust(w) for v, w in zip(values, widths)
         ).rstrip()
 
     out = [line(columns), line(["-" * w for w in widths])] + [line(r) for r in cells]
