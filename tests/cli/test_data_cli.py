@@ -118,5 +118,5 @@ def test_print_table_right_aligns_numbers_including_negative(capsys):
 
     print_table([{"name": "a", "score": "-1.5"}, {"name": "bbb", "score": "12.25"}])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2] == "a     -1.5"
-    assert lines[3] == "bbb  12.25"
+    assert lines[2] == "a      -1.5"
+    assert lines[3] == "bbb   12.25"
