@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import HHError, UnknownSubsetError
+from ..errors import UnknownSubsetError
 from ..subsets import RED_TEAM
 from .options import data_option, emit_json, json_option, print_table
 
@@ -370,4 +370,3 @@ def demo_step(data: str, out: Path) -> None:
 
 
 commands = [export, import_, check, clean]
-_ = HHError

@@ -18,6 +18,17 @@ def _step(title: str) -> None:
     click.echo(click.style(f"\n== {title} ==", bold=True))
 
 
+def _optional(data: str, out: Path, module: str, extra: str) -> None:
+    """Run a step that needs an extra; without it, say what to install instead of failing."""
+    from ..errors import MissingExtraError
+
+    step = __import__(f"{__package__}.{module}", fromlist=["demo_step"]).demo_step
+    try:
+        step(data, out)
+    except MissingExtraError as exc:
+        click.echo(f"skipped: {exc}")
+
+
 @click.command("demo")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="hh-demo-out",
               show_default=True, help="Where the demo writes its outputs.")
@@ -68,6 +79,14 @@ def demo_command(out_dir, data):
             f"a right-most split of chosen would put the prompt at {naive} characters; "
             f"the turn-level prompt ends at {tricky.prompt_end}"
         )
+
+    _step("4. export, audit and clean (hh export / hh check / hh clean)")
+    from . import convert
+
+    convert.demo_step(data, out)
+
+    _step("5. the red-team report (hh redteam report)")
+    _optional(data, out, "redteam", "report")
 
     _step("done")
     click.echo(f"outputs are in {out.resolve()}")
