@@ -372,3 +372,18 @@ def test_real_file_identical(tmp_path):
     with gzip.open(REAL_FILE, "rb") as src, plain.open("wb") as dst:
         shutil.copyfileobj(src, dst)
     _assert_same(load_files([(plain, "harmless-base", "test")]), fast)
+
+
+@pytest.mark.parametrize("block", [1, 7, 100, 4096])
+def test_lines_cut_across_blocks(tmp_path, block):
+    """The stream is parsed in blocks: a line split between blocks is joined back."""
+    rows = list(synth.generate_pairs(40, seed=11, quirks=HEAVY))
+    body = b"".join(
+        orjson.dumps(r) + (b"\r\n" if i % 5 == 0 else b"\n") for i, r in enumerate(rows)
+    )
+    body = body.replace(b"\n", b"\n\n", 3)  # a few blank lines as well
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(body)
+    ref = _reference([(path, "helpful-online", "test")])
+    _assert_same([parse_jsonl(body, subset="helpful-online", split="test", block=block)], ref)
+    assert len(ref[0]) == 40 and ref[0][-1].index > 40

@@ -2,20 +2,21 @@
 
 ``load_dataset`` hands back every pair with its prompt and both responses computed, so a
 full load does four things per pair: decompress, decode the JSON line, align, build the
-record. Done line by line on one core, that is slower than a bare ``gzip`` + ``orjson``
-loop. This module overlaps the work on two cores and removes per-line Python frames:
+record. The reference reader does them one line at a time, with a Python frame or two per
+line. This module does them a block of lines at a time:
 
-* a background thread reads and inflates whole files ahead of the parser. ISA-L inflates
-  an in-memory buffer in one call with the GIL released, so the thread needs the GIL only
-  a few times per file (a thread that needs it per 128 KiB block would queue behind the
-  parser's 5 ms switch interval every time);
-* the main thread splits a file into lines with one ``bytes.split`` and decodes, checks,
-  aligns and builds a whole batch of lines with ``map`` over C-level callables;
+* decompressed bytes are read in 1 MiB blocks through the reference reader's own opener
+  (ISA-L), so the block, its lines and their decoded objects stay in cache. Reading whole
+  files instead, even with the inflating moved to a second thread, measured slower: the
+  hundreds of megabytes of fresh memory cost more than the overlap saved, and the thread
+  only helps when a core is idle;
+* each block is cut into lines with one ``bytes.split``, and the lines are decoded,
+  checked, aligned and built with ``map`` over C-level callables (no per-line frames);
 * the alignment is :func:`hhrlhf.transcript.prompt_length`, whose fast path answers the
   usual pair with two ``memrchr`` calls and one prefix comparison (proof in its docstring);
-* the cyclic garbage collector is paused while the records are built: the records hold
-  only strings and ints, so a collection pass over hundreds of thousands of fresh objects
-  would find nothing to free.
+* records are filled through their slot descriptors, and the cyclic garbage collector is
+  paused meanwhile: the records hold only strings and ints, so collection passes over
+  hundreds of thousands of fresh objects would find nothing to free.
 
 The fast path only ever *accepts* a file it fully understood: every line decoded to a JSON
 object with string ``chosen`` and ``rejected`` (blank lines skipped, as the reference
@@ -32,37 +33,30 @@ from __future__ import annotations
 
 import gc
 import os
-import queue
-import threading
+import zlib
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from itertools import repeat
 from operator import itemgetter
 
 import orjson
 
-from .reader import SkippedRow, read_pairs
+from .reader import SkippedRow, open_data, read_pairs
 from .records import PreferencePair
 from .transcript import prompt_length
-
-try:
-    from isal.isal_zlib import decompressobj as _decompressobj
-except ImportError:  # pragma: no cover - isal is a core dependency
-    from zlib import decompressobj as _decompressobj
 
 __all__ = ["FileJob", "Fallback", "load_files", "parse_jsonl"]
 
 #: A file to load and the labels its pairs get: ``(path, subset, split)``.
 FileJob = tuple[str | os.PathLike, str | None, str | None]
 
-#: Whole files the decompression thread may hold ready ahead of the parser.
-AHEAD = 2
-#: Lines decoded per batch: large enough to amortise ``map`` set-up, small enough that
-#: the decoded JSON objects of one batch stay in cache.
-BATCH = 4096
+#: Decompressed bytes parsed at a time: big enough to amortise the per-block work, small
+#: enough that the block, its lines and their decoded objects stay in cache.
+BLOCK = 1 << 20
+#: What reading a damaged or unreadable file raises (the reference reader reports it).
+_READ_ERRORS = (EOFError, zlib.error, OSError, UnicodeDecodeError)
 
-_GZIP_MAGIC = b"\x1f\x8b"
 _chosen = itemgetter("chosen")
 _rejected = itemgetter("rejected")
 _loads = orjson.loads
@@ -129,63 +123,63 @@ def _all_str(values: list) -> bool:
     return not values or set(map(type, values)) == {str}
 
 
-def parse_jsonl(data: bytes, *, subset=None, split=None) -> list[PreferencePair]:
+def parse_jsonl(
+    data: bytes, *, subset=None, split=None, block: int = BLOCK
+) -> list[PreferencePair]:
     """All pairs of a JSONL file's bytes, as :func:`~hhrlhf.reader.read_pairs` would give them.
 
-    Raises :class:`Fallback` instead of deciding anything unusual itself (see the module
-    docstring); the caller then uses the reference reader.
+    The bytes are parsed in blocks of ``block`` bytes, as :func:`load_files` parses a
+    stream. Raises :class:`Fallback` instead of deciding anything unusual itself (see the
+    module docstring); the caller then uses the reference reader.
     """
-    lines = data.split(b"\n")
-    if not lines[-1]:
-        lines.pop()  # the text after the final newline: nothing, not a line
-    out: list[PreferencePair] = []
-    for start in range(0, len(lines), BATCH):
-        objs, indices = _decode(lines[start : start + BATCH], start + 1)
-        try:
-            # itemgetter raises on anything but a dict (orjson gives dicts, lists, scalars)
-            cs = list(map(_chosen, objs))
-            rs = list(map(_rejected, objs))
-        except (KeyError, TypeError, IndexError):
-            raise Fallback from None
-        if not (_all_str(cs) and _all_str(rs)):
-            raise Fallback
-        out += _build(cs, rs, subset, split, indices, map(prompt_length, cs, rs))
-    if not out:
-        raise Fallback  # empty, or blank lines only: the reference names the problem
-    return out
+    blocks = (data[i : i + block] for i in range(0, len(data), block))
+    return _parse_stream(blocks, subset, split)
 
 
 # --------------------------------------------------------------------------- files
 
 
-def _read_whole(path: str) -> bytes:
-    """A file's bytes, gunzipped when it starts with the gzip magic number.
+def _parse_stream(blocks: Iterator[bytes], subset, split) -> list[PreferencePair]:
+    """Pairs of a JSONL byte stream given in blocks; raises :class:`Fallback` like
+    :func:`parse_jsonl`. Blocks are parsed as they come, so the lines being decoded stay
+    in cache and the memory held is the records plus a few blocks."""
+    out: list[PreferencePair] = []
+    rest = b""
+    first = 1  # 1-based number of the next complete line
+    for block in blocks:
+        lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
+        rest = lines.pop()
+        if lines:
+            out += _parse_lines(lines, first, subset, split)
+            first += len(lines)
+    if rest:
+        out += _parse_lines([rest], first, subset, split)
+    if not out:
+        raise Fallback  # empty, or blank lines only: the reference names the problem
+    return out
 
-    One gzip member inflated in one call. Anything else (more members, bytes after the
-    member, a stream that stops short) raises :class:`Fallback`: the reference reader
-    decides what those mean.
-    """
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] != _GZIP_MAGIC:
-        return raw
-    d = _decompressobj(wbits=31)
-    data = d.decompress(raw)
-    if not d.eof or d.unused_data:
+
+def _parse_lines(lines: list[bytes], first: int, subset, split) -> list[PreferencePair]:
+    objs, indices = _decode(lines, first)
+    try:
+        # itemgetter raises on anything but a dict (orjson gives dicts, lists, scalars)
+        cs = list(map(_chosen, objs))
+        rs = list(map(_rejected, objs))
+    except (KeyError, TypeError, IndexError):
+        raise Fallback from None
+    if not (_all_str(cs) and _all_str(rs)):
         raise Fallback
-    return data
+    return _build(cs, rs, subset, split, indices, map(prompt_length, cs, rs))
 
 
-def _produce(paths: Sequence[str], q: queue.Queue, stop: threading.Event) -> None:
-    """Thread body: put ``(k, bytes)`` or ``(k, exception)`` for each path, in order."""
-    for k, path in enumerate(paths):
-        if stop.is_set():
-            return
-        try:
-            item = _read_whole(path)
-        except BaseException as exc:  # handed to the parser, which falls back
-            item = exc
-        q.put((k, item))
+def _read_blocks(path: str) -> Iterator[bytes]:
+    """A file's decompressed bytes in blocks, through the reference reader's own opener."""
+    with open_data(path) as f:
+        while True:
+            block = f.read(BLOCK)
+            if not block:
+                return
+            yield block
 
 
 def load_files(
@@ -197,45 +191,21 @@ def load_files(
     """Load preference files completely; one list of pairs per job, in order.
 
     Gives exactly what ``[list(read_pairs(path, subset=, split=, lenient=, skipped=)) ...]``
-    gives over the jobs (same records, same first error, same ``skipped`` entries in the
-    same order), with decompression in a thread beside the parser.
+    gives over the jobs: the same records, the same first error, the same ``skipped``
+    entries in the same order. The cyclic garbage collector is paused while it runs and
+    restored before it returns.
     """
     jobs = [(str(p), subset, split) for p, subset, split in jobs]
-    # Smallest first: the parser waits only for the first file's decompression.
-    order = sorted(range(len(jobs)), key=lambda k: _size(jobs[k][0]))
     results: list[list[PreferencePair] | None] = [None] * len(jobs)
-    q: queue.Queue = queue.Queue(maxsize=AHEAD)
-    stop = threading.Event()
-    worker = threading.Thread(
-        target=_produce,
-        args=([jobs[k][0] for k in order], q, stop),
-        name="hhrlhf-decompress",
-        daemon=True,
-    )
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    worker.start()
     try:
-        for pos, k in enumerate(order):
-            got, data = q.get()
-            if got != pos:  # pragma: no cover - an internal invariant
-                raise RuntimeError("decompression thread out of step")
-            if isinstance(data, BaseException):
-                continue
-            _, subset, split = jobs[k]
+        for k, (path, subset, split) in enumerate(jobs):
             try:
-                results[k] = parse_jsonl(data, subset=subset, split=split)
-            except Fallback:
-                pass
-            del data
+                results[k] = _parse_stream(_read_blocks(path), subset, split)
+            except (Fallback, *_READ_ERRORS):
+                pass  # decided below by the reference reader
     finally:
-        stop.set()
-        while worker.is_alive():  # unblock a producer waiting on a full queue
-            try:
-                q.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        worker.join()
         if gc_was_enabled:
             gc.enable()
     # The reference reader, in file order, for every file the fast path did not accept.
@@ -245,10 +215,3 @@ def load_files(
                 read_pairs(path, subset=subset, split=split, lenient=lenient, skipped=skipped)
             )
     return results  # type: ignore[return-value]
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0

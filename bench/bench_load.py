@@ -1,0 +1,325 @@
+"""Benchmark: load every preference pair, aligned, against the gzip+orjson floor and ``datasets``.
+
+Usage::
+
+    python bench/make_corpus.py --out bench/corpus      # once: the full-scale synthetic corpus
+    python bench/bench_load.py --corpus bench/corpus    # writes bench/RESULTS-load.md
+
+What is timed, in one run, interleaved (floor, hhrlhf, reference, datasets; again...), best
+of ``--repeats``:
+
+* ``floor``: ``gzip.open`` + ``orjson.loads`` per line over the eight preference files, no
+  alignment, nothing kept;
+* ``hhrlhf``: ``hhrlhf.load_dataset(data=corpus)``: every pair as a ``PreferencePair`` with its
+  prompt end computed at load time (``prompt``/``chosen_response``/``rejected_response`` are
+  slices at that offset), both splits;
+* ``hhrlhf (reference)``: the same with ``fast=False`` (the streaming reader collected);
+* ``datasets``: ``datasets.load_dataset("json", data_files=..., cache_dir=<fresh temp dir>)``,
+  a new cache directory for each run so that it parses the files instead of reading its cache
+  (raw strings only, no alignment).
+
+Peak RSS is measured in child processes with ``resource.getrusage(RUSAGE_SELF).ru_maxrss``:
+streaming every pair with ``hhrlhf.iter_pairs`` (touching each pair's prompt end), the
+interpreter with ``hhrlhf`` imported and nothing read (the baseline), and the full load. With
+``HH_RLHF_REAL`` set, the real ``harmless-base/test.jsonl.gz`` is timed the same way as a small
+sanity line. Wall time is what the target is about; CPU time (all threads and child
+processes) is shown beside it because the machine may be shared while the benchmark runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+import hhrlhf
+from hhrlhf.subsets import PREFERENCE_SUBSETS, SUBSETS
+
+HERE = Path(__file__).resolve().parent
+TARGET_RATIO = 0.75
+TARGET_RSS_MB = 150
+
+
+def preference_files(root: Path) -> list[Path]:
+    files = [root / spec.path for name in PREFERENCE_SUBSETS for spec in SUBSETS[name].files]
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        sys.exit(f"missing corpus files: {missing[:3]}... (run bench/make_corpus.py first)")
+    return files
+
+
+def run_floor(files) -> int:
+    n = 0
+    loads = orjson.loads
+    for path in files:
+        with gzip.open(path, "rb") as f:
+            for line in f:
+                loads(line)
+                n += 1
+    return n
+
+
+def run_hhrlhf(root, fast=True) -> int:
+    ds = hhrlhf.load_dataset(data=root, fast=fast)
+    n = sum(len(v) for v in ds.values())
+    run_hhrlhf.last = ds  # freed outside the timed region
+    return n
+
+
+def run_hhrlhf_file(path, fast=True) -> int:
+    pairs = hhrlhf.load_dataset(data=path, split="test", fast=fast)
+    run_hhrlhf_file.last = pairs
+    return len(pairs)
+
+
+def run_datasets(files) -> int:
+    import datasets
+
+    datasets.disable_progress_bars()
+    tmp = tempfile.mkdtemp(prefix="hh-bench-datasets-")
+    try:
+        ds = datasets.load_dataset("json", data_files=[str(f) for f in files], cache_dir=tmp)
+        return sum(len(v) for v in ds.values())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def cpu_now() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def timed(fn, *args, **kw):
+    gc.collect()
+    c0, t0 = cpu_now(), time.perf_counter()
+    n = fn(*args, **kw)
+    wall, cpu = time.perf_counter() - t0, cpu_now() - c0
+    for f in (run_hhrlhf, run_hhrlhf_file):
+        f.last = None
+    return n, wall, cpu
+
+
+CHILD = {
+    "baseline": "import hhrlhf",
+    "streaming": (
+        "import hhrlhf, sys\n"
+        "n = 0\n"
+        "for p in hhrlhf.iter_pairs(data=sys.argv[1]):\n"
+        "    n += p.prompt_end >= 0\n"
+        "print(n)"
+    ),
+    "full load": (
+        "import hhrlhf, sys\n"
+        "ds = hhrlhf.load_dataset(data=sys.argv[1])\n"
+        "print(sum(len(v) for v in ds.values()))"
+    ),
+}
+
+
+def peak_rss_mb(kind: str, root: Path) -> tuple[float, str]:
+    # VmHWM is the high-water mark of this process image; ru_maxrss would also count the
+    # benchmark process's memory, which the child inherits at fork, before exec.
+    code = CHILD[kind] + (
+        "\nimport re, resource, sys\n"
+        "try:\n"
+        "    s = open('/proc/self/status').read()\n"
+        "    kib = int(re.search(r'VmHWM:\\s+(\\d+) kB', s).group(1))\n"
+        "except (OSError, AttributeError):\n"
+        "    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(kib, file=sys.stderr)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True
+    )
+    kib = int(out.stderr.strip().splitlines()[-1])  # Linux reports KiB
+    return kib / 1024, out.stdout.strip()
+
+
+def machine() -> dict:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for mod in ("orjson", "isal", "datasets", "pyarrow"):
+        try:
+            versions[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001 - a missing optional package is reported as such
+            versions[mod] = "not installed"
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": versions,
+    }
+
+
+def best(rows):
+    """The run with the lowest wall time: (n, wall, cpu)."""
+    return min(rows, key=lambda r: r[1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=HERE / "corpus")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=HERE / "RESULTS-load.md")
+    parser.add_argument("--no-datasets", action="store_true", help="skip datasets.load_dataset")
+    parser.add_argument("--no-reference", action="store_true", help="skip the fast=False load")
+    args = parser.parse_args(argv)
+
+    root = args.corpus
+    files = preference_files(root)
+    load_before = os.getloadavg()
+    info = machine()
+    print(
+        f"machine: {info['nproc']} cores, {info['cpu']}, Python {info['python']}", file=sys.stderr
+    )
+
+    runs: dict[str, list] = {"floor": [], "hhrlhf": []}
+    if not args.no_reference:
+        runs["hhrlhf (reference)"] = []
+    if not args.no_datasets:
+        try:
+            import datasets  # noqa: F401
+        except ImportError:
+            print("datasets not installed: skipped (pip install 'hhrlhf[hf]')", file=sys.stderr)
+            args.no_datasets = True
+        else:
+            runs["datasets"] = []
+    for r in range(args.repeats):
+        for name in runs:
+            if name == "floor":
+                res = timed(run_floor, files)
+            elif name == "hhrlhf":
+                res = timed(run_hhrlhf, root)
+            elif name == "hhrlhf (reference)":
+                res = timed(run_hhrlhf, root, fast=False)
+            else:
+                res = timed(run_datasets, files)
+            runs[name].append(res)
+            print(
+                f"run {r + 1}: {name:20s} {res[0]:>8,} rows  "
+                f"wall {res[1]:6.3f} s  cpu {res[2]:6.3f} s",
+                file=sys.stderr,
+            )
+    counts = {name: best(rows)[0] for name, rows in runs.items()}
+    if len(set(counts.values())) != 1:
+        sys.exit(f"row counts differ: {counts}")
+
+    rss = {kind: peak_rss_mb(kind, root) for kind in CHILD}
+
+    real = None
+    real_dir = os.environ.get("HH_RLHF_REAL")
+    real_file = Path(real_dir) / "harmless-base" / "test.jsonl.gz" if real_dir else None
+    if real_file and real_file.is_file():
+        real = {"floor": [], "hhrlhf": []}
+        for _ in range(max(args.repeats, 5)):
+            real["floor"].append(timed(run_floor, [real_file]))
+            real["hhrlhf"].append(timed(run_hhrlhf_file, real_file))
+    load_after = os.getloadavg()
+
+    report = render(args, info, runs, rss, real, real_file, load_before, load_after)
+    print(report)
+    args.out.write_text(report)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def render(args, info, runs, rss, real, real_file, load_before, load_after) -> str:
+    floor = best(runs["floor"])
+    n = floor[0]
+    lines = [
+        "# Loading benchmark (hhrlhf.load_dataset vs the gzip+orjson floor and datasets)",
+        "",
+        "Command (from the repository root, after "
+        "`python bench/make_corpus.py --out bench/corpus`):",
+        "",
+        "```",
+        f"HH_RLHF_REAL=../shared/data/hh-rlhf python bench/bench_load.py --corpus {args.corpus}"
+        + (f" --repeats {args.repeats}" if args.repeats != 3 else ""),
+        "```",
+        "",
+        f"Machine: {info['nproc']} cores ({info['cpu']}), Python {info['python']}, "
+        f"{info['platform']}; " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()) + ".",
+        f"Load average before / after the run: {load_before[0]:.2f} / {load_after[0]:.2f} "
+        "(other work on the machine inflates wall times; the ratios compare runs interleaved "
+        "in the same process).",
+        "",
+        f"Corpus: `{args.corpus}`, {n:,} pairs in the eight preference files "
+        f"({sum(f.stat().st_size for f in preference_files(args.corpus)) / 1e6:.1f} MB gzipped). "
+        f"Best of {args.repeats} runs each (lowest wall time); CPU = user + system time of the "
+        "process, its threads and its child processes.",
+        "",
+        "| what | wall (s) | CPU (s) | wall / floor |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, rows in runs.items():
+        _, wall, cpu = best(rows)
+        lines.append(f"| {name} | {wall:.3f} | {cpu:.3f} | {wall / floor[1]:.2f} |")
+    hh = best(runs["hhrlhf"])
+    ratio = hh[1] / floor[1]
+    lines += [
+        "",
+        "- floor: `gzip.open` + `orjson.loads` per line, no alignment, nothing kept.",
+        "- hhrlhf: `hhrlhf.load_dataset(data=corpus)`, every pair a `PreferencePair` with its "
+        "turn-level prompt end computed at load (not deferred).",
+        "- hhrlhf (reference): the same with `fast=False` (the streaming reader, collected).",
+        '- datasets: `datasets.load_dataset("json", data_files=..., cache_dir=<new temp dir>)`, '
+        "a fresh cache directory each run so it parses rather than reads its cache; raw strings, "
+        "no alignment.",
+        "",
+        f"Target: hhrlhf at most {TARGET_RATIO}x the floor: measured {ratio:.2f}x "
+        f"({'met' if ratio <= TARGET_RATIO else 'NOT met'}).",
+        "",
+        "## Peak RSS (child processes, `ru_maxrss`)",
+        "",
+        "| what | peak RSS (MB) |",
+        "|---|---:|",
+    ]
+    for kind, (mb, _) in rss.items():
+        label = {
+            "baseline": "interpreter + `import hhrlhf`, nothing read",
+            "streaming": "streaming every pair (`hhrlhf.iter_pairs`)",
+            "full load": "full `load_dataset` (all pairs held)",
+        }[kind]
+        lines.append(f"| {label} | {mb:.1f} |")
+    stream = rss["streaming"][0]
+    lines += [
+        "",
+        f"Target: streaming peak RSS under {TARGET_RSS_MB} MB: measured {stream:.1f} MB "
+        f"({'met' if stream < TARGET_RSS_MB else 'NOT met'}).",
+    ]
+    if real:
+        f_best, h_best = best(real["floor"]), best(real["hhrlhf"])
+        lines += [
+            "",
+            "## Sanity line: the real harmless-base/test.jsonl.gz",
+            "",
+            f"{f_best[0]:,} pairs; best of {len(real['floor'])}: floor {f_best[1] * 1000:.1f} ms, "
+            f"hhrlhf {h_best[1] * 1000:.1f} ms ({h_best[1] / f_best[1]:.2f}x the floor).",
+        ]
+    else:
+        lines += ["", "(Real-file sanity line skipped: HH_RLHF_REAL not set.)"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
