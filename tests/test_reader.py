@@ -200,3 +200,11 @@ def test_plain_copy_of_gzip_name_still_reads(tmp_path):
     p = tmp_path / "test.jsonl.gz"
     shutil.copy(DATA / "good" / "pairs.jsonl", p)
     assert len(list(read_pairs(p))) == 3
+
+
+def test_missing_file_is_not_called_corrupt_gzip(tmp_path):
+    with pytest.raises(DataFormatError) as info:
+        list(read_pairs(tmp_path / "absent.jsonl.gz"))
+    assert info.value.line is None
+    assert "cannot open: No such file or directory" in str(info.value)
+    assert "gzip" not in str(info.value)

@@ -99,7 +99,11 @@ def detect_container(path: str | os.PathLike) -> str:
     """``"jsonl"`` or ``"array"``, from the first non-blank byte; raises on an empty file."""
     path = str(path)
     try:
-        with open_data(path) as f:
+        stream = open_data(path)
+    except OSError as exc:  # missing, unreadable, a directory: not a gzip problem
+        raise DataFormatError(path, None, f"cannot open: {exc.strerror or exc}") from None
+    try:
+        with stream as f:
             # byte by byte through leading blanks only (usually none): a large read could
             # run into a truncated stream's end before the first record is seen
             first = f.read1(1)
