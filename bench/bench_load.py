@@ -5,17 +5,14 @@ Usage::
     python bench/make_corpus.py --out bench/corpus      # once: the full-scale synthetic corpus
     python bench/bench_load.py --corpus bench/corpus    # writes bench/RESULTS-load.md
 
-What is timed, in one run, interleaved (floor, hhrlhf, hhrlhf with the worker process,
-reference, datasets; again...), best of ``--repeats``:
+What is timed, in one run, interleaved (floor, hhrlhf, reference, datasets; again...), best
+of ``--repeats``:
 
 * ``floor``: ``gzip.open`` + ``orjson.loads`` per line over the eight preference files, no
   alignment, nothing kept;
 * ``hhrlhf``: ``hhrlhf.load_dataset(data=corpus)``: every pair as a ``PreferencePair`` with its
   prompt end computed at load time (``prompt``/``chosen_response``/``rejected_response`` are
   slices at that offset), both splits;
-* ``hhrlhf (2 processes)``: the same with the worker process forced on
-  (``fastload.load_files(..., parallel=True)``): a forked worker parses part of the files and
-  ships their strings back through shared memory (see ``hhrlhf.fastload``);
 * ``hhrlhf (reference)``: the same with ``fast=False`` (the streaming reader collected);
 * ``datasets``: ``datasets.load_dataset("json", data_files=..., cache_dir=<fresh temp dir>)``,
   a new cache directory for each run so that it parses the files instead of reading its cache
@@ -26,8 +23,8 @@ streaming every pair with ``hhrlhf.iter_pairs`` (touching each pair's prompt end
 interpreter with ``hhrlhf`` imported and nothing read (the baseline), and the full load. With
 ``HH_RLHF_REAL`` set, the real ``harmless-base/test.jsonl.gz`` is timed the same way as a small
 sanity line. Wall time is what the target is about; CPU time (all threads and child
-processes, and this process alone) is shown beside it because the machine may be shared while
-the benchmark runs: with two busy cores a second process only waits for a core.
+processes) is shown beside it because the machine may be shared while the benchmark runs, and
+so are this process's minor page faults.
 """
 
 from __future__ import annotations
@@ -48,12 +45,31 @@ from pathlib import Path
 import orjson
 
 import hhrlhf
-from hhrlhf import fastload
 from hhrlhf.subsets import PREFERENCE_SUBSETS, SUBSETS
 
 HERE = Path(__file__).resolve().parent
 TARGET_RATIO = 0.75
 TARGET_RSS_MB = 150
+
+#: Written under the results every time: the numbers of an experiment whose code is gone.
+TRIED_AND_REMOVED = [
+    "## Tried and removed: a second process",
+    "",
+    "An opt-in two-process load (`load_files(..., parallel=True)` or `HH_RLHF_LOAD_WORKER=1`; "
+    "the code is in commit d74ffe9) was measured in commit be2442b and then removed. A forked "
+    "worker parsed about 58% of the input (by decompressed bytes) and shipped its strings "
+    "(UTF-8) and int64 tables back through a memfd; the parent parsed the rest, then rebuilt "
+    "the worker's strings and records. In that run (same corpus and machine, floor 0.716 s) "
+    "it took 1.171 s, 1.63x the floor, against 0.699 s (0.98x) for the serial load; CPU: "
+    "parent 0.660 s, worker 0.507 s; 73,190 page faults against 14,840. Step by step, the "
+    "parent's rebuild of every file's strings and records cost 0.347 s, 51% of the 0.676 s "
+    "a serial parse costs (making the str objects is most of what the JSON decoder does, "
+    "and the parent still had to make them), and the worker's side 0.841 s. Even on two "
+    "idle cores the best split those costs allow ends at about 0.68x the floor; on this "
+    "shared 2-core machine the worker waited for a core, and after the fork both processes "
+    "paid copy-on-write faults on heap memory an earlier load had freed. It did not pay here, "
+    "so it was removed rather than kept off by default.",
+]
 
 
 def preference_files(root: Path) -> list[Path]:
@@ -80,22 +96,6 @@ def run_hhrlhf(root, fast=True) -> int:
     n = sum(len(v) for v in ds.values())
     run_hhrlhf.last = ds  # freed outside the timed region
     return n
-
-
-def run_hhrlhf_worker(root) -> int:
-    """``load_dataset``'s fast path, step by step, with the worker forced on.
-
-    ``HH_RLHF_LOAD_WORKER=1`` alone would stay serial here once ``datasets`` has run: its
-    tqdm monitor thread is still alive, and the loader does not fork a threaded process.
-    """
-    from hhrlhf.dataset import _pair_jobs, resolve_source
-
-    jobs = _pair_jobs(resolve_source(root), None, None)
-    ds: dict[str, list] = {}
-    for (_, _, split), pairs in zip(jobs, fastload.load_files(jobs, parallel=True), strict=True):
-        ds.setdefault(split, hhrlhf.RecordList()).extend(pairs)
-    run_hhrlhf.last = ds
-    return sum(len(v) for v in ds.values())
 
 
 def run_hhrlhf_file(path, fast=True) -> int:
@@ -147,45 +147,9 @@ def breakdown(files, repeats: int) -> dict[str, float]:
     gc.disable()
     try:
         step("records built", lambda: _build(cs, rs, "s", "train", range(len(cs)), ends))
-        # the worker process's protocol, both sides run here one after the other
-        jobs = [(str(f), "s", "train") for f in files]
-        step("worker side: parse, align, encode, write to memfd", lambda: _worker_side(jobs))
-        steps["parent side: strings and records rebuilt from memfd"] = min(
-            _parent_side(jobs) for _ in range(repeats)
-        )
     finally:
         gc.enable()
     return steps
-
-
-def _worker_side(jobs):
-    fd = os.memfd_create("bench")
-    r, w = os.pipe()
-    try:
-        fastload._work(jobs, fd, w)
-    finally:
-        for f in (fd, r, w):
-            os.close(f)
-
-
-def _parent_side(jobs) -> float:
-    """CPU seconds to rebuild every file from a worker's output written beforehand."""
-    fd = os.memfd_create("bench")
-    r, w = os.pipe()
-    try:
-        fastload._work(jobs, fd, w)
-        c0 = time.process_time()
-        results = [None] * len(jobs)
-        for k in range(len(jobs)):
-            fastload._take(r, fd, jobs, k, results)
-        cpu = time.process_time() - c0
-        if not all(isinstance(x, list) for x in results):
-            sys.exit("the worker protocol refused a corpus file")
-        del results
-        return cpu
-    finally:
-        for f in (fd, r, w):
-            os.close(f)
 
 
 def _cpu_of(fn) -> float:
@@ -204,17 +168,16 @@ def cpu_now() -> float:
 
 
 def timed(fn, *args, **kw):
-    """(rows, wall, CPU of this process and its children, CPU of this process alone, page
-    faults of this process)."""
+    """(rows, wall, CPU of this process and its children, minor page faults of this process)."""
     gc.collect()
     f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    c0, o0, t0 = cpu_now(), time.process_time(), time.perf_counter()
+    c0, t0 = cpu_now(), time.perf_counter()
     n = fn(*args, **kw)
-    wall, cpu, own = time.perf_counter() - t0, cpu_now() - c0, time.process_time() - o0
+    wall, cpu = time.perf_counter() - t0, cpu_now() - c0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
     for f in (run_hhrlhf, run_hhrlhf_file):
         f.last = None
-    return n, wall, cpu, own, faults
+    return n, wall, cpu, faults
 
 
 CHILD = {
@@ -278,7 +241,7 @@ def machine() -> dict:
 
 
 def best(rows):
-    """The run with the lowest wall time: (n, wall, cpu)."""
+    """The run with the lowest wall time: (n, wall, cpu, page faults)."""
     return min(rows, key=lambda r: r[1])
 
 
@@ -295,13 +258,11 @@ def main(argv=None) -> int:
     files = preference_files(root)
     load_before = os.getloadavg()
     info = machine()
-    if not fastload._CAN_FORK:
-        sys.exit("the worker process needs fork and memfd_create (Linux)")
     print(
         f"machine: {info['nproc']} cores, {info['cpu']}, Python {info['python']}", file=sys.stderr
     )
 
-    runs: dict[str, list] = {"floor": [], "hhrlhf": [], "hhrlhf (2 processes)": []}
+    runs: dict[str, list] = {"floor": [], "hhrlhf": []}
     if not args.no_reference:
         runs["hhrlhf (reference)"] = []
     if not args.no_datasets:
@@ -318,8 +279,6 @@ def main(argv=None) -> int:
                 res = timed(run_floor, files)
             elif name == "hhrlhf":
                 res = timed(run_hhrlhf, root)
-            elif name == "hhrlhf (2 processes)":
-                res = timed(run_hhrlhf_worker, root)
             elif name == "hhrlhf (reference)":
                 res = timed(run_hhrlhf, root, fast=False)
             else:
@@ -327,7 +286,7 @@ def main(argv=None) -> int:
             runs[name].append(res)
             print(
                 f"run {r + 1}: {name:20s} {res[0]:>8,} rows  "
-                f"wall {res[1]:6.3f} s  cpu {res[2]:6.3f} s (this process {res[3]:6.3f} s)",
+                f"wall {res[1]:6.3f} s  cpu {res[2]:6.3f} s",
                 file=sys.stderr,
             )
     counts = {name: best(rows)[0] for name, rows in runs.items()}
@@ -383,41 +342,26 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
         f"Best of {args.repeats} runs each (lowest wall time); CPU = user + system time of the "
         "process, its threads and its child processes.",
         "",
-        "| what | wall (s) | CPU, all processes (s) | CPU, this process (s) "
-        "| page faults, this process | wall / floor |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| what | wall (s) | CPU (s) | page faults | wall / floor |",
+        "|---|---:|---:|---:|---:|",
     ]
     for name, rows in runs.items():
-        _, wall, cpu, own, faults = best(rows)
-        lines.append(
-            f"| {name} | {wall:.3f} | {cpu:.3f} | {own:.3f} | {faults:,} | {wall / floor[1]:.2f} |"
-        )
+        _, wall, cpu, faults = best(rows)
+        lines.append(f"| {name} | {wall:.3f} | {cpu:.3f} | {faults:,} | {wall / floor[1]:.2f} |")
     hh = best(runs["hhrlhf"])
     ratio = hh[1] / floor[1]
-    two = best(runs["hhrlhf (2 processes)"])
-    two_ratio = two[1] / floor[1]
-    worker_cpu = two[2] - two[3]
     lines += [
         "",
         "- floor: `gzip.open` + `orjson.loads` per line, no alignment, nothing kept.",
         "- hhrlhf: `hhrlhf.load_dataset(data=corpus)`, every pair a `PreferencePair` with its "
         "turn-level prompt end computed at load (not deferred).",
-        "- hhrlhf (2 processes): the same with the worker process forced on "
-        "(`load_files(..., parallel=True)`; what `HH_RLHF_LOAD_WORKER=1` enables): a forked worker "
-        f"parses about {fastload.WORKER_SHARE:.0%} of the input (by decompressed bytes) and "
-        "ships its strings (UTF-8) and int64 tables back through a memfd; the parent parses "
-        "the rest, then rebuilds the worker's strings and records. Its CPU: parent "
-        f"{two[3]:.3f} s, worker {worker_cpu:.3f} s; on two otherwise idle cores its wall "
-        f"time could not go below the larger of the two ({max(two[3], worker_cpu):.3f} s, "
-        f"{max(two[3], worker_cpu) / floor[1]:.2f}x the floor).",
         "- hhrlhf (reference): the same with `fast=False` (the streaming reader, collected).",
         '- datasets: `datasets.load_dataset("json", data_files=..., cache_dir=<new temp dir>)`, '
         "a fresh cache directory each run so it parses rather than reads its cache; raw strings, "
         "no alignment.",
         "",
         f"Target: hhrlhf at most {TARGET_RATIO}x the floor: measured {ratio:.2f}x "
-        f"({'met' if ratio <= TARGET_RATIO else 'NOT met'}); with the worker process "
-        f"{two_ratio:.2f}x ({'met' if two_ratio <= TARGET_RATIO else 'NOT met'}).",
+        f"({'met' if ratio <= TARGET_RATIO else 'NOT met'}).",
         "",
         "## Peak RSS (child processes, `VmHWM`)",
         "",
@@ -452,45 +396,6 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
         f"{steps['orjson.loads per line'] / floor[1]:.0%} of the floor's time, and it holds "
         "the GIL: only decompression can run beside it in a thread.",
     ]
-    full = sum(
-        steps[k]
-        for k in (
-            "isal decompression",
-            "orjson.loads per line",
-            "prompt_length (alignment)",
-            "records built",
-        )
-    )
-    work = steps["worker side: parse, align, encode, write to memfd"]
-    rebuild = steps["parent side: strings and records rebuilt from memfd"]
-    # parent: (1 - f) * full + f * rebuild; worker: f * work; equal at the best share f
-    share = full / (full - rebuild + work)
-    bound = share * work
-    lines += [
-        "",
-        "A second process pays only if what the parent does with the worker's files costs "
-        "much less than parsing them. Here it does not cost much less: rebuilding the strings "
-        f"and records of every file costs {rebuild:.3f} s, {rebuild / full:.0%} of the "
-        f"{full:.3f} s a "
-        "serial parse costs (making hundreds of megabytes of str objects is most of what "
-        "orjson does; the parent must still make them, and build the records), while the "
-        f"worker's side costs {work:.3f} s ({work / full:.0%}: the parse plus encoding and "
-        "writing the strings). With these costs the best split, on two otherwise idle "
-        f"cores and with no waiting, gives the worker {share:.0%} of the input and ends "
-        f"after {bound:.3f} s, {bound / floor[1]:.2f}x the floor "
-        + (
-            f"(the {TARGET_RATIO}x target is out of reach this way)"
-            if bound / floor[1] > TARGET_RATIO
-            else f"(within the {TARGET_RATIO}x target only on idle cores)"
-        )
-        + f", against {ratio:.2f}x for one process in this run (a model, from numbers "
-        "taken on a busy machine). Measured, it does worse than the model: after the fork, "
-        "parent and worker share the heap copy-on-write, "
-        "so the memory an earlier load freed costs a page fault (and a copy) when either "
-        "process reuses it (see the page-fault column: the serial loads reuse it for "
-        "free), and with the second core busy the worker only waits for it. So the worker "
-        f"is off by default (opt in with `{fastload.WORKER_ENV}=1`).",
-    ]
     if real:
         f_best, h_best = best(real["floor"]), best(real["hhrlhf"])
         lines += [
@@ -502,6 +407,7 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
         ]
     else:
         lines += ["", "(Real-file sanity line skipped: HH_RLHF_REAL not set.)"]
+    lines += ["", *TRIED_AND_REMOVED]
     return "\n".join(lines) + "\n"
 
 

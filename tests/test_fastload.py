@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hhrlhf
-from hhrlhf import fastload, synth
+from hhrlhf import synth
 from hhrlhf.errors import DataFormatError
 from hhrlhf.fastload import Fallback, load_files, parse_jsonl
 from hhrlhf.reader import read_pairs
@@ -128,23 +128,21 @@ def _jobs(root: Path):
     ]
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "worker"])
-def test_sample_corpus_identical(tmp_path, parallel):
+def test_sample_corpus_identical(tmp_path):
     synth.write_corpus(tmp_path, scale="sample", seed=3)
     jobs = _jobs(tmp_path)
     ref = _reference(jobs)
-    _assert_same(load_files(jobs, parallel=parallel), ref)
+    _assert_same(load_files(jobs), ref)
     _assert_same(_fast_only(jobs), ref)
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "worker"])
-def test_heavy_quirk_files_identical(tmp_path, parallel):
+def test_heavy_quirk_files_identical(tmp_path):
     jobs = []
     for k, (subset, split) in enumerate([("helpful-base", "train"), ("harmless-base", "test")]):
         path = tmp_path / f"{k}.jsonl.gz"
         synth.write_jsonl_gz(path, synth.generate_pairs(1500, seed=k, quirks=HEAVY), fast=k == 1)
         jobs.append((path, subset, split))
-    fast = load_files(jobs, parallel=parallel)
+    fast = load_files(jobs)
     _assert_same(fast, _reference(jobs))
     _assert_same(_fast_only(jobs), fast)
     assert sum(map(len, fast)) == 3000
@@ -214,38 +212,35 @@ def test_multi_member_gzip_and_trailing_bytes(tmp_path):
     assert str(fast_err.value) == str(ref_err.value)
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "worker"])
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
-def test_bad_files_raise_the_reference_error(path, parallel):
+def test_bad_files_raise_the_reference_error(path):
     jobs = [(path, "harmless-base", "test")]
     with pytest.raises(DataFormatError) as ref_err:
         _reference(jobs)
     with pytest.raises(DataFormatError) as fast_err:
-        load_files(jobs, parallel=parallel)
+        load_files(jobs)
     assert str(fast_err.value) == str(ref_err.value)
     assert (fast_err.value.path, fast_err.value.line) == (ref_err.value.path, ref_err.value.line)
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "worker"])
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
-def test_bad_files_lenient_reports_are_the_reference_ones(path, parallel):
+def test_bad_files_lenient_reports_are_the_reference_ones(path):
     jobs = [(path, "harmless-base", "test")]
     ref_skipped, fast_skipped = [], []
     try:
         ref = _reference(jobs, lenient=True, skipped=ref_skipped)
     except DataFormatError as exc:  # whole-file problems stay errors when lenient
         with pytest.raises(DataFormatError) as fast_err:
-            load_files(jobs, lenient=True, skipped=fast_skipped, parallel=parallel)
+            load_files(jobs, lenient=True, skipped=fast_skipped)
         assert str(fast_err.value) == str(exc) and fast_skipped == ref_skipped
         return
-    fast = load_files(jobs, lenient=True, skipped=fast_skipped, parallel=parallel)
+    fast = load_files(jobs, lenient=True, skipped=fast_skipped)
     _assert_same(fast, ref)
     assert fast_skipped == ref_skipped
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "worker"])
-def test_several_files_keep_file_order_for_errors_and_reports(tmp_path, parallel):
-    """Whichever process parses which file, errors and reports follow the job order."""
+def test_several_files_keep_file_order_for_errors_and_reports(tmp_path):
+    """With several files, the first error and the lenient reports follow the job order."""
     big_bad = tmp_path / "a.jsonl"
     big_bad.write_bytes((LINE + b"\n") * 50 + b"{not json\n" + (LINE + b"\n") * 5)
     small_bad = tmp_path / "b.jsonl"
@@ -254,11 +249,11 @@ def test_several_files_keep_file_order_for_errors_and_reports(tmp_path, parallel
     good.write_bytes(gzip.compress((LINE + b"\n") * 3))
     jobs = [(big_bad, "helpful-base", "train"), (good, None, "test"), (small_bad, None, None)]
     with pytest.raises(DataFormatError) as err:
-        load_files(jobs, parallel=parallel)
+        load_files(jobs)
     assert err.value.path == str(big_bad) and err.value.line == 51
     ref_skipped, fast_skipped = [], []
     ref = _reference(jobs, lenient=True, skipped=ref_skipped)
-    fast = load_files(jobs, lenient=True, skipped=fast_skipped, parallel=parallel)
+    fast = load_files(jobs, lenient=True, skipped=fast_skipped)
     _assert_same(fast, ref)
     assert fast_skipped == ref_skipped and [s.path for s in fast_skipped] == [
         str(big_bad),
@@ -297,25 +292,23 @@ def test_parse_jsonl_refuses_what_it_does_not_vouch_for():
             parse_jsonl(body)
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "worker"])
-def test_missing_file_error_is_the_reference_one(tmp_path, parallel):
+def test_missing_file_error_is_the_reference_one(tmp_path):
     jobs = [(tmp_path / "nope.jsonl.gz", None, None)]
     with pytest.raises(Exception) as ref_err:
         _reference(jobs)
     with pytest.raises(type(ref_err.value)) as fast_err:
-        load_files(jobs, parallel=parallel)
+        load_files(jobs)
     assert str(fast_err.value) == str(ref_err.value)
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "worker"])
 @pytest.mark.parametrize("enabled", [True, False])
-def test_garbage_collector_state_is_restored(tmp_path, enabled, parallel):
+def test_garbage_collector_state_is_restored(tmp_path, enabled):
     path = tmp_path / "p.jsonl"
     path.write_bytes(LINE + b"\n")
     was = gc.isenabled()
     try:
         gc.enable() if enabled else gc.disable()
-        load_files([(path, None, None)], parallel=parallel)
+        load_files([(path, None, None)])
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
@@ -374,8 +367,6 @@ def test_real_file_identical(tmp_path):
     _assert_same(fast, _reference(jobs))
     _assert_same(_fast_only(jobs), fast)
     assert len(fast[0]) == 2312
-    if fastload._CAN_FORK:
-        _assert_same(load_files(jobs, parallel=True), fast)
     # and the same bytes as a plain (not gzipped) file
     plain = tmp_path / "test.jsonl"
     with gzip.open(REAL_FILE, "rb") as src, plain.open("wb") as dst:
@@ -396,193 +387,3 @@ def test_lines_cut_across_blocks(tmp_path, block):
     ref = _reference([(path, "helpful-online", "test")])
     _assert_same([parse_jsonl(body, subset="helpful-online", split="test", block=block)], ref)
     assert len(ref[0]) == 40 and ref[0][-1].index > 40
-
-
-# --------------------------------------------------------------------------- worker process
-
-needs_fork = pytest.mark.skipif(
-    not fastload._CAN_FORK, reason="the worker process needs fork and memfd_create (Linux)"
-)
-
-
-@pytest.fixture
-def forks(monkeypatch):
-    """The pids of the worker processes started meanwhile."""
-    pids = []
-    real_fork = os.fork
-
-    def fork():
-        pid = real_fork()
-        if pid:
-            pids.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-    return pids
-
-
-def _assert_reaped(pids):
-    for pid in pids:  # reaped already: neither running nor a zombie
-        with pytest.raises(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-
-
-def _count_calls(monkeypatch, name):
-    calls = []
-    real = getattr(fastload, name)
-
-    def counted(*args):
-        calls.append(args)
-        return real(*args)
-
-    monkeypatch.setattr(fastload, name, counted)
-    return calls
-
-
-def _worker_share(jobs) -> int:
-    weights = [fastload._work_of(str(path)) for path, _, _ in jobs]
-    return sum(fastload._split(weights, fastload.WORKER_SHARE))
-
-
-@needs_fork
-def test_worker_ships_its_files_and_is_reaped(tmp_path, forks, monkeypatch):
-    synth.write_corpus(tmp_path, scale="sample", seed=4)
-    jobs = _jobs(tmp_path)
-    rebuilt = _count_calls(monkeypatch, "_rebuild")
-    fast = load_files(jobs, parallel=True)
-    _assert_same(fast, _reference(jobs))
-    assert len(forks) == 1
-    assert 1 <= len(rebuilt) == _worker_share(jobs) < len(jobs)  # both processes parsed
-    _assert_reaped(forks)
-
-
-@needs_fork
-def test_a_dead_worker_leaves_its_files_to_the_parent(tmp_path, forks, monkeypatch):
-    synth.write_corpus(tmp_path, scale="sample", seed=4)
-    jobs = _jobs(tmp_path)
-    rebuilt = _count_calls(monkeypatch, "_rebuild")
-    real_work = fastload._work
-
-    def first_file_then_die(worker_jobs, fd, outbox):
-        real_work(worker_jobs[:1], fd, outbox)
-        os._exit(3)
-
-    monkeypatch.setattr(fastload, "_work", first_file_then_die)
-    _assert_same(load_files(jobs, parallel=True), _reference(jobs))
-    assert len(rebuilt) == 1
-    monkeypatch.setattr(fastload, "_work", lambda *args: os._exit(3))
-    _assert_same(load_files(jobs, parallel=True), _reference(jobs))
-    assert len(rebuilt) == 1 and len(forks) == 2
-    _assert_reaped(forks)
-
-
-@needs_fork
-def test_files_the_worker_could_not_finish_are_parsed_by_the_parent(tmp_path, monkeypatch):
-    synth.write_corpus(tmp_path, scale="sample", seed=4)
-    jobs = _jobs(tmp_path)
-    rebuilt = _count_calls(monkeypatch, "_rebuild")
-    parent, real_columns = os.getpid(), fastload._columns
-
-    def columns(blocks):
-        if os.getpid() != parent:
-            raise RuntimeError("the worker cannot")
-        return real_columns(blocks)
-
-    monkeypatch.setattr(fastload, "_columns", columns)
-    parsed = _count_calls(monkeypatch, "_load_file")
-    _assert_same(load_files(jobs, parallel=True), _reference(jobs))
-    assert rebuilt == [] and len(parsed) == len(jobs)
-
-
-@needs_fork
-def test_an_error_in_the_parent_stops_and_reaps_the_worker(tmp_path, forks, monkeypatch):
-    synth.write_corpus(tmp_path, scale="sample", seed=4)
-
-    def boom(*args):
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(fastload, "_load_file", boom)  # the parent's own files only
-    with pytest.raises(RuntimeError, match="boom"):
-        load_files(_jobs(tmp_path), parallel=True)
-    assert len(forks) == 1
-    _assert_reaped(forks)
-
-
-@needs_fork
-def test_non_ascii_and_escapes_cross_the_process_boundary(tmp_path):
-    rows = [
-        {"chosen": '\n\nHuman: é 🙂 \u0000 \\ "q"\n\nAssistant: ü', "rejected": "\n\nHuman: é"},
-        {"chosen": "", "rejected": "\u2028\ud7ff\ue000"},
-    ]
-    path = tmp_path / "u.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows * 3))
-    jobs = [(path, "helpful-base", "test")]
-    fast = load_files(jobs, parallel=True)
-    _assert_same(fast, _reference(jobs))
-    assert [p.chosen for p in fast[0][:2]] == [r["chosen"] for r in rows]
-
-
-@needs_fork
-def test_environment_switch(tmp_path, forks, monkeypatch):
-    root = tmp_path / "hh"
-    synth.write_corpus(root, scale="sample", seed=6)
-    monkeypatch.setattr(fastload, "MIN_WORKER_BYTES", 0)
-    monkeypatch.setattr(fastload, "_cores", lambda: 2)
-    monkeypatch.delenv(fastload.WORKER_ENV, raising=False)
-    slow = hhrlhf.load_dataset(data=root, fast=False)
-    off = hhrlhf.load_dataset(data=root)
-    assert forks == []  # off by default
-    monkeypatch.setenv(fastload.WORKER_ENV, "1")
-    on = hhrlhf.load_dataset(data=root)
-    assert len(forks) == 1
-    for split in ("train", "test"):
-        assert [_key(p) for p in on[split]] == [_key(p) for p in off[split]]
-        assert [_key(p) for p in on[split]] == [_key(p) for p in slow[split]]
-    monkeypatch.setattr(fastload, "MIN_WORKER_BYTES", 1 << 40)
-    hhrlhf.load_dataset(data=root)  # too small to pay
-    assert len(forks) == 1
-    _assert_reaped(forks)
-
-
-@needs_fork
-def test_no_worker_while_other_threads_run(tmp_path, forks, monkeypatch):
-    import threading
-
-    synth.write_corpus(tmp_path, scale="sample", seed=6)
-    monkeypatch.setattr(fastload, "MIN_WORKER_BYTES", 0)
-    monkeypatch.setattr(fastload, "_cores", lambda: 2)
-    monkeypatch.setenv(fastload.WORKER_ENV, "1")
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    other.start()
-    try:
-        load_files(_jobs(tmp_path))
-    finally:
-        stop.set()
-        other.join()
-    assert forks == []
-    load_files(_jobs(tmp_path))
-    assert len(forks) == 1
-    _assert_reaped(forks)
-
-
-def test_split_gives_each_file_to_the_least_loaded_side():
-    # biggest first: 10 to the worker (tie), then 6, 3 and 1 to the parent
-    assert fastload._split([10, 1, 6, 3], 0.5) == [True, False, False, False]
-    # a 0.6 share, as (worker load / 0.6, parent load / 0.4) if the file went to either:
-    # 10: (16.7, 25) -> worker; 6: (26.7, 15) -> parent; 3: (21.7, 22.5) -> worker;
-    # 1: (23.3, 17.5) -> parent
-    assert fastload._split([10, 1, 6, 3], 0.6) == [True, False, False, True]
-    # one file goes where it weighs less: 5 / 0.58 = 8.6 < 5 / 0.42 = 11.9
-    assert fastload._split([5], 0.58) == [True] and fastload._split([5], 0.3) == [False]
-    assert fastload._split([], 0.5) == []
-
-
-def test_work_of_is_the_decompressed_size(tmp_path):
-    body = (LINE + b"\n") * 40
-    gz, plain = tmp_path / "a.jsonl.gz", tmp_path / "a.jsonl"
-    gz.write_bytes(gzip.compress(body))
-    plain.write_bytes(body)
-    assert fastload._work_of(str(gz)) == len(body) > gz.stat().st_size
-    assert fastload._work_of(str(plain)) == len(body)
-    assert fastload._work_of(str(tmp_path / "missing.jsonl.gz")) == 0
