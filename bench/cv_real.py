@@ -1,0 +1,136 @@
+"""Seeded 5-fold cross-validation on the real harmless-base/test.jsonl.gz: our PM vs baselines.
+
+Run (from the repository root; needs the [reward] extra and the real file)::
+
+    HH_RLHF_REAL=../shared/data/hh-rlhf python bench/cv_real.py [--seed 0] [--folds 5]
+
+All models see the same folds in the same run:
+
+- ``shorter wins``: the shorter final response scores higher (equal lengths are ties,
+  counted as not correct);
+- ``word-bigram TF-IDF BT``: sklearn's TfidfVectorizer (word 1-2 grams) fitted on the training
+  responses, logistic regression without intercept on the feature differences of both pair
+  orders (the Bradley-Terry model), C=1;
+- ``hhrlhf PM``: :func:`hhrlhf.reward.train_pm` with the default features; its ``l2`` is chosen
+  for each outer fold by an inner 3-fold CV on that fold's training pairs only (the test fold
+  is never used to pick anything).
+
+Only counts and accuracies are printed; no text from the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from hhrlhf import read_pairs
+from hhrlhf.reward.features import Featurizer
+from hhrlhf.reward.model import PreferenceModel
+from hhrlhf.reward.loss import bt_objective
+
+L2_GRID = (2e-4, 5e-4, 1e-3, 2e-3)
+
+
+def _slice(raw: dict, idx) -> dict:
+    return {k: v[idx] for k, v in raw.items()}
+
+
+def _fit(feat_raw_c, feat_raw_r, tr, l2, max_iter=300):
+    """Fit the PM on pairs ``tr`` from precomputed raw blocks; returns a scorer of pair indices."""
+    from scipy.optimize import minimize
+
+    f = Featurizer()
+    both = {k: (np.vstack if k == "dense" else sp.vstack)([feat_raw_c[k][tr], feat_raw_r[k][tr]])
+            for k in feat_raw_c}
+    f.fit(None, None, raw=both)
+    xc = f.transform(None, None, raw=feat_raw_c)
+    xr = f.transform(None, None, raw=feat_raw_r)
+    d = (xc - xr).tocsr()
+    res = minimize(bt_objective, np.zeros(d.shape[1]), args=(d[tr], None, l2), jac=True,
+                   method="L-BFGS-B", options={"maxiter": max_iter})
+    return np.asarray(d @ res.x).ravel()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--inner", type=int, default=3, help="inner folds for choosing l2")
+    args = ap.parse_args(argv)
+
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import KFold
+
+    root = os.environ.get("HH_RLHF_REAL")
+    path = Path(root or "", "harmless-base", "test.jsonl.gz")
+    if not root or not path.is_file():
+        print("skipped: set HH_RLHF_REAL to the directory holding harmless-base/test.jsonl.gz",
+              file=sys.stderr)
+        return 0
+    t0 = time.perf_counter()
+    pairs = list(read_pairs(path, subset="harmless-base", split="test"))
+    n = len(pairs)
+    prompts = [p.prompt for p in pairs]
+    chosen = [p.chosen_response for p in pairs]
+    rejected = [p.rejected_response for p in pairs]
+    f0 = Featurizer()
+    raw_c, raw_r = f0._raw(prompts, chosen), f0._raw(prompts, rejected)
+    outer = list(KFold(args.folds, shuffle=True, random_state=args.seed).split(np.arange(n)))
+    results = {"shorter wins": [], "word-bigram TF-IDF BT": [], "hhrlhf PM": []}
+    ties = {k: 0 for k in results}
+    chosen_l2 = []
+    for k, (tr, te) in enumerate(outer):
+        # shorter wins
+        lc = np.array([len(chosen[i].strip()) for i in te])
+        lr = np.array([len(rejected[i].strip()) for i in te])
+        results["shorter wins"].append(np.mean(lc < lr))
+        ties["shorter wins"] += int(np.sum(lc == lr))
+        # plain word-bigram TF-IDF logistic BT
+        vec = TfidfVectorizer(ngram_range=(1, 2))
+        vec.fit([chosen[i] for i in tr] + [rejected[i] for i in tr])
+        d = (vec.transform(chosen) - vec.transform(rejected)).tocsr()
+        lr_model = LogisticRegression(C=1.0, fit_intercept=False, max_iter=2000)
+        lr_model.fit(sp.vstack([d[tr], -d[tr]]), np.r_[np.ones(len(tr)), np.zeros(len(tr))])
+        m = lr_model.decision_function(d[te])
+        results["word-bigram TF-IDF BT"].append(np.mean(m > 0))
+        ties["word-bigram TF-IDF BT"] += int(np.sum(m == 0))
+        # our PM, l2 chosen by inner CV on the training pairs only
+        inner = list(KFold(args.inner, shuffle=True, random_state=args.seed + 1 + k).split(tr))
+        inner_acc = {}
+        for l2 in L2_GRID:
+            accs = []
+            for itr, ite in inner:
+                margin = _fit(raw_c, raw_r, tr[itr], l2)
+                accs.append(np.mean(margin[tr[ite]] > 0))
+            inner_acc[l2] = float(np.mean(accs))
+        best = max(L2_GRID, key=lambda v: (inner_acc[v], v))
+        chosen_l2.append(best)
+        margin = _fit(raw_c, raw_r, tr, best)
+        results["hhrlhf PM"].append(np.mean(margin[te] > 0))
+        ties["hhrlhf PM"] += int(np.sum(margin[te] == 0))
+        print(f"fold {k + 1}/{args.folds}: " + ", ".join(
+            f"{name} {accs[-1]:.3f}" for name, accs in results.items()) + f" (l2={best:g})",
+            file=sys.stderr, flush=True)
+    elapsed = time.perf_counter() - t0
+    print(f"# {args.folds}-fold CV on harmless-base/test ({n:,} pairs), seed {args.seed}")
+    print(f"# machine: {os.cpu_count()} cores, Python {platform.python_version()}; "
+          f"{elapsed:.0f}s in all")
+    print("| model | mean accuracy | per fold | ties |")
+    print("|---|---:|---|---:|")
+    for name, accs in results.items():
+        folds = ", ".join(f"{a:.3f}" for a in accs)
+        print(f"| {name} | {100 * np.mean(accs):.1f}% | {folds} | {ties[name]} |")
+    print(f"\nl2 chosen by inner CV per fold: {', '.join(f'{v:g}' for v in chosen_l2)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,317 @@
+"""The featuriser: text features of a response *in the context of its prompt*.
+
+A linear preference model scores ``r = x(prompt, response) . w``. Because it is trained on
+feature differences between the two responses to the same prompt, features of the prompt
+alone cancel out; what can carry signal is the response and how it relates to the prompt.
+The groups (each one a block of columns, scaled by its weight in :class:`FeatureConfig`):
+
+- ``word``: hashed word 1-2 grams of the response, log term frequency times IDF, L2-normalised;
+- ``char``: hashed character n-grams inside word boundaries (robust to spelling and markup);
+- ``edge``: the first words (by position) and last words of the response; refusals and
+  compliance announce themselves at the start ("I'm sorry", "Sure, here's");
+- ``pair``: prompt x response interactions: (last human word, early response word) pairs and
+  response words tagged with the dialogue depth, so a cue can mean different things after
+  different requests;
+- ``dense``: standardised scalars: lengths and length bins, question and newline rates,
+  whether the model wrote speaker markers itself, word overlap with the last human turn and
+  the whole prompt, and cosine similarity (word and char) with the last human turn and with
+  the earlier assistant turns of the same conversation. In red-team data the conversation
+  continued with the response the red-teamer judged *more harmful*, so resembling the earlier
+  assistant turns is informative.
+
+Hashing keeps the featuriser stateless apart from IDF weights and the dense means and
+standard deviations, which :meth:`Featurizer.fit` learns from training responses only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+
+from ..errors import require
+
+__all__ = ["FeatureConfig", "Featurizer", "DENSE_FEATURES", "split_prompt"]
+
+_MARKER_RE = re.compile(r"\n\n(Human|Assistant):")
+_WORD_RE = re.compile(r"[a-z0-9']+")
+_EDGE_RE = re.compile(r"[a-z0-9']+|[?!.,]")
+_LENGTH_BINS = (1, 20, 50, 100, 200, 400, 800)
+
+#: Names of the dense columns, in order.
+DENSE_FEATURES: tuple[str, ...] = (
+    "log_chars",
+    "log_words",
+    "empty",
+    "question_rate",
+    "ends_with_question",
+    "overlap_last_human",
+    "overlap_prompt",
+    "unique_word_ratio",
+    "log_length_ratio_last_human",
+    "writes_speaker_marker",
+    "newline_rate",
+    *(f"shorter_than_{b}" for b in _LENGTH_BINS),
+    "word_cosine_last_human",
+    "word_cosine_earlier_assistant",
+    "word_cosine_human_turns",
+    "char_cosine_last_human",
+    "char_cosine_earlier_assistant",
+)
+
+HASHED_GROUPS = ("word", "char", "edge", "pair")
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    """Everything that defines the feature space (saved with a model)."""
+
+    word_ngrams: tuple[int, int] = (1, 2)
+    char_ngrams: tuple[int, int] = (3, 5)
+    word_bits: int = 18
+    char_bits: int = 18
+    edge_bits: int = 16
+    pair_bits: int = 18
+    #: Characters of a response used for char n-grams (bounds the cost of long responses).
+    char_max: int = 2000
+    #: Weight of each group's block; 0 drops the group.
+    weights: dict = field(
+        default_factory=lambda: {"word": 1.0, "char": 1.0, "edge": 1.0, "pair": 1.0, "dense": 1.0}
+    )
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["word_ngrams"] = list(self.word_ngrams)
+        d["char_ngrams"] = list(self.char_ngrams)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FeatureConfig:
+        d = dict(d)
+        for k in ("word_ngrams", "char_ngrams"):
+            if k in d:
+                d[k] = tuple(d[k])
+        known = set(cls.__dataclass_fields__)
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown feature settings: {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+
+def split_prompt(prompt: str) -> tuple[str, str, str]:
+    """(last human turn, earlier assistant turns joined, all human turns joined) of a prompt."""
+    parts = _MARKER_RE.split(prompt)
+    humans, assistants = [], []
+    for i in range(1, len(parts) - 1, 2):
+        (humans if parts[i] == "Human" else assistants).append(parts[i + 1])
+    return (humans[-1] if humans else parts[0]), " ".join(assistants), " ".join(humans)
+
+
+def _edge_doc(response: str) -> str:
+    w = _EDGE_RE.findall(response.lower())
+    toks = [f"b{i}_{x}" for i, x in enumerate(w[:4])]
+    toks.append(f"bb_{w[0]}_{w[1]}" if len(w) > 1 else "bb_short")
+    toks += [f"e_{x}" for x in w[-3:]]
+    toks.append(f"nw{min(len(w) // 10, 20)}")
+    return " ".join(toks)
+
+
+def _pair_doc(prompt: str, response: str, last_human: str) -> str:
+    lh = set(_WORD_RE.findall(last_human.lower()))
+    rw = _WORD_RE.findall(response.lower())
+    early = set(rw[:12])
+    depth = min(prompt.count("\n\nHuman:"), 4)
+    toks = [f"{a}|{b}" for a in lh for b in early]
+    toks += [f"t{depth}|{b}" for b in set(rw)]
+    return " ".join(toks)
+
+
+def _dense_row(prompt: str, response: str, last_human: str) -> list[float]:
+    rw = _WORD_RE.findall(response.lower())
+    nw = len(rw)
+    lh = set(_WORD_RE.findall(last_human.lower()))
+    pw = set(_WORD_RE.findall(prompt.lower()))
+    stripped = response.strip()
+    n = len(stripped)
+    return [
+        math.log1p(n),
+        math.log1p(nw),
+        float(n == 0),
+        10.0 * response.count("?") / (1 + nw),
+        float(stripped.endswith("?")),
+        sum(w in lh for w in rw) / max(nw, 1),
+        sum(w in pw for w in rw) / max(nw, 1),
+        len(set(rw)) / max(nw, 1),
+        math.log1p(n) - math.log1p(len(last_human.strip())),
+        float("\n\nHuman:" in response or "\n\nAssistant:" in response),
+        10.0 * response.count("\n") / (1 + nw),
+        *(float(n < b) for b in _LENGTH_BINS),
+    ]
+
+
+class Featurizer:
+    """Maps (prompt, response) pairs to a sparse feature matrix; holds the fitted statistics."""
+
+    def __init__(self, config: FeatureConfig | None = None):
+        self.config = config or FeatureConfig()
+        self.idf: dict[str, object] = {}
+        self.dense_mean = None
+        self.dense_std = None
+
+    # ---------------------------------------------------------------- vectorizers
+    def _vectorizers(self):
+        fe = require("sklearn.feature_extraction.text", "reward", "the preference model")
+        H = fe.HashingVectorizer
+        c = self.config
+        common = dict(alternate_sign=False, norm=None, dtype=float)
+        return {
+            "word": H(ngram_range=tuple(c.word_ngrams), n_features=2**c.word_bits, **common),
+            "char": H(
+                analyzer="char_wb",
+                ngram_range=tuple(c.char_ngrams),
+                n_features=2**c.char_bits,
+                **common,
+            ),
+            "edge": H(token_pattern=r"\S+", lowercase=False, n_features=2**c.edge_bits, **common),
+            "pair": H(token_pattern=r"\S+", lowercase=False, n_features=2**c.pair_bits, **common),
+            "unit_word": H(n_features=2**c.word_bits, alternate_sign=True, norm="l2"),
+            "unit_char": H(
+                analyzer="char_wb",
+                ngram_range=tuple(c.char_ngrams),
+                n_features=2**c.char_bits,
+                alternate_sign=True,
+                norm="l2",
+            ),
+        }
+
+    @property
+    def active(self) -> list[str]:
+        return [g for g in (*HASHED_GROUPS, "dense") if self.config.weights.get(g, 0) > 0]
+
+    def _raw(self, prompts, responses) -> dict:
+        """Unweighted raw blocks: term counts for hashed groups, the dense matrix."""
+        import numpy as np
+
+        v = self._vectorizers()
+        cut = self.config.char_max
+        parts = [split_prompt(p) for p in prompts]
+        last = [p[0] for p in parts]
+        out = {}
+        active = self.active
+        if "word" in active:
+            out["word"] = v["word"].transform(responses)
+        if "char" in active:
+            out["char"] = v["char"].transform([r[:cut] for r in responses])
+        if "edge" in active:
+            out["edge"] = v["edge"].transform([_edge_doc(r) for r in responses])
+        if "pair" in active:
+            out["pair"] = v["pair"].transform(
+                [_pair_doc(p, r, lh) for p, r, lh in zip(prompts, responses, last)]
+            )
+        if "dense" in active:
+            base = np.array(
+                [_dense_row(p, r, lh) for p, r, lh in zip(prompts, responses, last)], dtype=float
+            ).reshape(len(responses), -1)
+            uw, uc = v["unit_word"], v["unit_char"]
+            rw, rc = uw.transform(responses), uc.transform([r[:cut] for r in responses])
+
+            def cos(a, b):
+                return np.asarray(a.multiply(b).sum(axis=1)).ravel()
+
+            earlier = [p[1] for p in parts]
+            sims = np.column_stack(
+                [
+                    cos(rw, uw.transform(last)),
+                    cos(rw, uw.transform(earlier)),
+                    cos(rw, uw.transform([p[2] for p in parts])),
+                    cos(rc, uc.transform([x[:cut] for x in last])),
+                    cos(rc, uc.transform([x[-cut:] for x in earlier])),
+                ]
+            ).reshape(len(responses), -1)
+            out["dense"] = np.hstack([base, sims])
+        return out
+
+    def _raw_parallel(self, prompts, responses, n_jobs: int) -> dict:
+        n = len(responses)
+        if n_jobs == 1 or n < 4000:
+            return self._raw(prompts, responses)
+        import numpy as np
+        import scipy.sparse as sp
+        from joblib import Parallel, delayed
+
+        step = math.ceil(n / (n_jobs * 4))
+        chunks = Parallel(n_jobs=n_jobs)(
+            delayed(self._raw)(prompts[i : i + step], responses[i : i + step])
+            for i in range(0, n, step)
+        )
+        out = {}
+        for k in chunks[0]:
+            parts = [c[k] for c in chunks]
+            out[k] = np.vstack(parts) if k == "dense" else sp.vstack(parts, format="csr")
+        return out
+
+    # ---------------------------------------------------------------- fit/transform
+    def fit(self, prompts, responses, *, n_jobs: int = 1, raw: dict | None = None) -> Featurizer:
+        """Learn IDF weights and dense standardisation from training (prompt, response) rows."""
+        import numpy as np
+
+        raw = raw if raw is not None else self._raw_parallel(list(prompts), list(responses), n_jobs)
+        n = raw[next(iter(raw))].shape[0]
+        for g in HASHED_GROUPS:
+            if g in raw:
+                df = np.bincount(raw[g].indices, minlength=raw[g].shape[1])
+                self.idf[g] = np.log((1.0 + n) / (1.0 + df)) + 1.0
+        if "dense" in raw:
+            self.dense_mean = raw["dense"].mean(axis=0)
+            self.dense_std = raw["dense"].std(axis=0) + 1e-9
+        return self
+
+    def transform(self, prompts, responses, *, n_jobs: int = 1, raw: dict | None = None):
+        """The weighted feature matrix (scipy CSR), one row per (prompt, response)."""
+        import numpy as np
+        import scipy.sparse as sp
+        from sklearn.preprocessing import normalize
+
+        if not self.idf and self.dense_mean is None:
+            raise RuntimeError("Featurizer.transform called before fit")
+        raw = raw if raw is not None else self._raw_parallel(list(prompts), list(responses), n_jobs)
+        w = self.config.weights
+        blocks = []
+        for g in HASHED_GROUPS:
+            if g in raw:
+                m = raw[g].tocsr(copy=True)
+                m.data = np.log1p(m.data)
+                m = normalize(m @ sp.diags(self.idf[g]))
+                blocks.append(m * w[g])
+        if "dense" in raw:
+            z = (raw["dense"] - self.dense_mean) / self.dense_std
+            blocks.append(sp.csr_matrix(z * (w["dense"] / math.sqrt(z.shape[1]))))
+        return sp.hstack(blocks, format="csr")
+
+    @property
+    def n_features(self) -> int:
+        c = self.config
+        bits = {"word": c.word_bits, "char": c.char_bits, "edge": c.edge_bits, "pair": c.pair_bits}
+        return sum(2 ** bits[g] for g in HASHED_GROUPS if g in self.active) + (
+            len(DENSE_FEATURES) if "dense" in self.active else 0
+        )
+
+    # ---------------------------------------------------------------- persistence
+    def state(self) -> dict:
+        """Arrays to save (``np.savez``)."""
+        out = {f"idf_{g}": v for g, v in self.idf.items()}
+        if self.dense_mean is not None:
+            out["dense_mean"] = self.dense_mean
+            out["dense_std"] = self.dense_std
+        return out
+
+    @classmethod
+    def from_state(cls, config: FeatureConfig, arrays) -> Featurizer:
+        f = cls(config)
+        for g in HASHED_GROUPS:
+            if f"idf_{g}" in arrays:
+                f.idf[g] = arrays[f"idf_{g}"]
+        if "dense_mean" in arrays:
+            f.dense_mean = arrays["dense_mean"]
+            f.dense_std = arrays["dense_std"]
+        return f
