@@ -32,7 +32,6 @@ import scipy.sparse as sp
 
 from hhrlhf import read_pairs
 from hhrlhf.reward.features import Featurizer
-from hhrlhf.reward.model import PreferenceModel
 from hhrlhf.reward.loss import bt_objective
 
 L2_GRID = (2e-4, 5e-4, 1e-3, 2e-3)
@@ -47,14 +46,22 @@ def _fit(feat_raw_c, feat_raw_r, tr, l2, max_iter=300):
     from scipy.optimize import minimize
 
     f = Featurizer()
-    both = {k: (np.vstack if k == "dense" else sp.vstack)([feat_raw_c[k][tr], feat_raw_r[k][tr]])
-            for k in feat_raw_c}
+    both = {
+        k: (np.vstack if k == "dense" else sp.vstack)([feat_raw_c[k][tr], feat_raw_r[k][tr]])
+        for k in feat_raw_c
+    }
     f.fit(None, None, raw=both)
     xc = f.transform(None, None, raw=feat_raw_c)
     xr = f.transform(None, None, raw=feat_raw_r)
     d = (xc - xr).tocsr()
-    res = minimize(bt_objective, np.zeros(d.shape[1]), args=(d[tr], None, l2), jac=True,
-                   method="L-BFGS-B", options={"maxiter": max_iter})
+    res = minimize(
+        bt_objective,
+        np.zeros(d.shape[1]),
+        args=(d[tr], None, l2),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": max_iter},
+    )
     return np.asarray(d @ res.x).ravel()
 
 
@@ -72,8 +79,10 @@ def main(argv=None) -> int:
     root = os.environ.get("HH_RLHF_REAL")
     path = Path(root or "", "harmless-base", "test.jsonl.gz")
     if not root or not path.is_file():
-        print("skipped: set HH_RLHF_REAL to the directory holding harmless-base/test.jsonl.gz",
-              file=sys.stderr)
+        print(
+            "skipped: set HH_RLHF_REAL to the directory holding harmless-base/test.jsonl.gz",
+            file=sys.stderr,
+        )
         return 0
     t0 = time.perf_counter()
     pairs = list(read_pairs(path, subset="harmless-base", split="test"))
@@ -116,13 +125,19 @@ def main(argv=None) -> int:
         margin = _fit(raw_c, raw_r, tr, best)
         results["hhrlhf PM"].append(np.mean(margin[te] > 0))
         ties["hhrlhf PM"] += int(np.sum(margin[te] == 0))
-        print(f"fold {k + 1}/{args.folds}: " + ", ".join(
-            f"{name} {accs[-1]:.3f}" for name, accs in results.items()) + f" (l2={best:g})",
-            file=sys.stderr, flush=True)
+        print(
+            f"fold {k + 1}/{args.folds}: "
+            + ", ".join(f"{name} {accs[-1]:.3f}" for name, accs in results.items())
+            + f" (l2={best:g})",
+            file=sys.stderr,
+            flush=True,
+        )
     elapsed = time.perf_counter() - t0
     print(f"# {args.folds}-fold CV on harmless-base/test ({n:,} pairs), seed {args.seed}")
-    print(f"# machine: {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"{elapsed:.0f}s in all")
+    print(
+        f"# machine: {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"{elapsed:.0f}s in all"
+    )
     print("| model | mean accuracy | per fold | ties |")
     print("|---|---:|---|---:|")
     for name, accs in results.items():

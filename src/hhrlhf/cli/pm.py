@@ -1,3 +1,478 @@
-"""`hh pm` commands (in progress)."""
+"""``hh pm``: train, evaluate, score and rerank with preference models (thin layer over hhrlhf.reward)."""
 
-commands: list = []
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import click
+import orjson
+
+from ..dataset import iter_attempts, load_pairs, resolve_source
+from ..errors import HHError
+from ..subsets import resolve_subsets
+from .options import data_option, emit_json, json_option, lenient_option, pass_skipped, print_table
+
+__all__ = ["commands", "pm", "demo_step"]
+
+
+@click.group()
+def pm():
+    """Preference models: train (Bradley-Terry), evaluate honestly, score dialogues, rerank.
+
+    \b
+    Examples:
+      hh pm train harmless-base --split train --data sample --out pm-model
+      hh pm eval harmless-base --split test --data sample --model pm-model
+      hh pm score --model pm-model --data sample
+      hh pm rerank --model pm-model --in candidates.jsonl --k 4
+    """
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _load(subsets, split, data, lenient, skipped):
+    names = list(subsets) or None
+    pairs = []
+    for name in names or [None]:
+        pairs += load_pairs(name, split=split, data=data, lenient=lenient, skipped=skipped)
+    if not pairs:
+        raise HHError("no pairs selected (check the subsets, --split and --data)")
+    return pairs
+
+
+def _training_data(subsets, split, data, pairs) -> dict:
+    """Subsets, splits, rows and the sha256 of each file read (where there are files)."""
+    src = resolve_source(data)
+    rows: dict[str, int] = {}
+    for p in pairs:
+        key = f"{p.subset}/{p.split}"
+        rows[key] = rows.get(key, 0) + 1
+    files = {}
+    if src.kind == "file":
+        files[src.root.name] = _sha256(src.root)
+    else:
+        for subset in resolve_subsets(list(subsets) or None):
+            if subset.kind != "preference":
+                continue
+            for spec in subset.files:
+                if (split and spec.split != split) or not src.has(spec):
+                    continue
+                try:
+                    files[spec.path] = _sha256(src.locate(spec, download=False))
+                except HHError:
+                    pass
+    return {
+        "source": src.label,
+        "subsets": sorted({str(p.subset) for p in pairs}),
+        "splits": sorted({str(p.split) for p in pairs}),
+        "rows": rows,
+        "sha256": files,
+    }
+
+
+@pm.command()
+@click.argument("subsets", nargs=-1)
+@click.option("--split", default="train", show_default=True, help="Split to train on.")
+@click.option(
+    "--out", "out", required=True, type=click.Path(path_type=Path), help="Model directory to write."
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["linear", "transformers"]),
+    default="linear",
+    show_default=True,
+    help="linear: CPU, [reward] extra; transformers: [train] extra.",
+)
+@click.option(
+    "--lambda",
+    "harm_weight",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Weight of harmless-base pairs: L = L_help + lambda * L_harm.",
+)
+@click.option("--l2", type=float, default=5e-4, show_default=True, help="Ridge penalty (linear).")
+@click.option("--max-iter", type=int, default=300, show_default=True, help="L-BFGS iterations.")
+@click.option("--jobs", type=int, default=1, show_default=True, help="Featurisation processes.")
+@click.option("--base-model", default=None, help="HF model id/path (transformers backend).")
+@click.option("--epochs", type=float, default=1.0, show_default=True, help="transformers backend.")
+@click.option("--max-steps", type=int, default=-1, help="transformers backend: stop after N steps.")
+@data_option
+@lenient_option
+@json_option
+@pass_skipped
+def train(
+    subsets,
+    split,
+    out,
+    backend,
+    harm_weight,
+    l2,
+    max_iter,
+    jobs,
+    base_model,
+    epochs,
+    max_steps,
+    data,
+    lenient,
+    as_json,
+    skipped,
+):
+    """Train a preference model on SUBSETS (default: the four preference subsets).
+
+    \b
+    Example:
+      hh pm train harmless-base helpful-base --split train --data sample --out pm-model --lambda 2
+    """
+    pairs = _load(subsets, split, data, lenient, skipped)
+    info = _training_data(subsets, split, data, pairs)
+    click.echo(f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})", err=True)
+    if backend == "linear":
+        from ..reward.model import train_pm
+
+        model = train_pm(
+            pairs,
+            l2=l2,
+            harm_weight=harm_weight,
+            max_iter=max_iter,
+            n_jobs=jobs,
+            training_data=info,
+            progress=lambda m: click.echo(m, err=True),
+        )
+        model.save(out)
+        meta = model.meta
+    else:
+        if not base_model:
+            raise click.UsageError("--backend transformers needs --base-model ID")
+        from ..reward.hf import train_hf
+
+        model = train_hf(
+            base_model, pairs, out, epochs=epochs, max_steps=max_steps, training_data=info
+        )
+        meta = model.meta
+    if as_json:
+        emit_json({"model": str(out), "backend": backend, **meta})
+    else:
+        m = meta["metrics"]
+        acc = m.get("train_accuracy")
+        click.echo(
+            f"saved {out} ({backend}); train loss {m['train_loss']:.4f}"
+            + (f", train accuracy {acc:.3f}" if acc is not None else "")
+            + f", {m['train_seconds']:.1f}s"
+        )
+
+
+def _fmt_acc(s: dict) -> dict:
+    lo, hi = s["ci95"]
+    return {
+        "n": s["n"],
+        "accuracy": "-" if s["accuracy"] is None else f"{100 * s['accuracy']:.1f}%",
+        "95% CI": "-" if lo is None else f"{100 * lo:.1f}-{100 * hi:.1f}",
+        "ties": s["ties"],
+    }
+
+
+def print_report(report: dict, name: str) -> None:
+    """The evaluation report as plain tables (stdout)."""
+    rows = [{"model": name, "group": "overall", **_fmt_acc(report["overall"])}]
+    for section in ("subsets", "by_turns", "length_controlled"):
+        prefix = {"by_turns": "turns ", "subsets": "", "length_controlled": ""}[section]
+        for key, s in report[section].items():
+            rows.append({"model": name, "group": f"{prefix}{key}", **_fmt_acc(s)})
+    for base, rep in report.get("baselines", {}).items():
+        rows.append({"model": base, "group": "overall", **_fmt_acc(rep["overall"])})
+        for key, s in rep["length_controlled"].items():
+            rows.append({"model": base, "group": key, **_fmt_acc(s)})
+    print_table(rows)
+    cal = report.get("calibration")
+    if cal and cal["ece"] is not None:
+        click.echo(f"\ncalibration of {name}: ECE {cal['ece']:.3f}")
+        print_table(
+            [
+                {
+                    "confidence bin": f"{b['low']:.2f}-{b['high']:.2f}",
+                    "n": b["n"],
+                    "mean confidence": "-" if b["confidence"] is None else f"{b['confidence']:.3f}",
+                    "accuracy": "-" if b["accuracy"] is None else f"{b['accuracy']:.3f}",
+                }
+                for b in cal["bins"]
+            ]
+        )
+
+
+def plot_report(report: dict, path: Path, name: str) -> Path:
+    """Reliability diagram and accuracy-with-baselines bar chart (needs matplotlib)."""
+    from ..errors import require
+
+    matplotlib = require("matplotlib", "plots", "evaluation plots")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    bins = [b for b in report["calibration"]["bins"] if b["n"]]
+    ax1.plot([0.5, 1], [0.5, 1], "--", color="grey", label="perfect calibration")
+    ax1.plot([b["confidence"] for b in bins], [b["accuracy"] for b in bins], "o-", label=name)
+    ax1.set_xlabel("predicted P(pick is preferred)")
+    ax1.set_ylabel("observed accuracy")
+    ax1.set_title(f"Reliability (ECE {report['calibration']['ece']:.3f})")
+    ax1.legend()
+    names = [name, *report.get("baselines", {})]
+    reps = [report, *report.get("baselines", {}).values()]
+    acc = [r["overall"]["accuracy"] for r in reps]
+    err = [
+        [a - r["overall"]["ci95"][0] for a, r in zip(acc, reps, strict=False)],
+        [r["overall"]["ci95"][1] - a for a, r in zip(acc, reps, strict=False)],
+    ]
+    ax2.bar(names, acc, yerr=err, capsize=4)
+    ax2.axhline(0.5, color="grey", lw=0.8)
+    ax2.set_ylabel("accuracy (ties not correct)")
+    ax2.set_title("Accuracy with bootstrap 95% CI")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+@pm.command("eval")
+@click.argument("subsets", nargs=-1)
+@click.option("--split", default="test", show_default=True, help="Split to evaluate on.")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), help="A saved model.")
+@click.option(
+    "--scores",
+    "scores_path",
+    type=click.Path(path_type=Path),
+    help='JSONL of {"id": "subset/split/index", "chosen": s, "rejected": s}.',
+)
+@click.option("--hf-model", default=None, help="A Hugging Face reward model id ([train] extra).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap/random seed.")
+@click.option("--bootstrap", "n_boot", type=int, default=1000, show_default=True)
+@click.option("--bins", type=int, default=10, show_default=True, help="Calibration bins.")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(path_type=Path),
+    help="Write a PNG (reliability + accuracy), needs matplotlib.",
+)
+@click.option("--jobs", type=int, default=1, show_default=True)
+@data_option
+@lenient_option
+@json_option
+@pass_skipped
+def eval_command(
+    subsets,
+    split,
+    model_path,
+    scores_path,
+    hf_model,
+    seed,
+    n_boot,
+    bins,
+    plot_path,
+    jobs,
+    data,
+    lenient,
+    as_json,
+    skipped,
+):
+    """Evaluate a model, a scores file or an HF reward model, with baselines in the same run.
+
+    \b
+    Example:
+      hh pm eval harmless-base --split test --data sample --model pm-model --json
+    """
+    from ..reward.evaluate import evaluate_model, read_scores_file
+
+    given = [x for x in (model_path, scores_path, hf_model) if x]
+    if len(given) != 1:
+        raise click.UsageError("give exactly one of --model, --scores, --hf-model")
+    pairs = _load(subsets, split, data, lenient, skipped)
+    t0 = time.perf_counter()
+    if model_path:
+        from ..reward.model import load_model
+
+        target, name = load_model(model_path), str(model_path)
+    elif scores_path:
+        target, name = read_scores_file(scores_path, pairs), str(scores_path)
+    else:
+        from ..reward.hf import HFRewardModel
+
+        target, name = HFRewardModel(hf_model), hf_model
+    report = evaluate_model(target, pairs, seed=seed, n_boot=n_boot, bins=bins, n_jobs=jobs)
+    report["model"] = name
+    report["seconds"] = round(time.perf_counter() - t0, 3)
+    if plot_path:
+        plot_report(report, plot_path, name)
+        click.echo(f"wrote {plot_path}", err=True)
+    if as_json:
+        emit_json(report)
+    else:
+        print_report(report, "model")
+
+
+@pm.command()
+@click.option("--model", "model_path", required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--in",
+    "in_path",
+    type=click.Path(path_type=Path),
+    help='JSONL of {"transcript": ...} dialogues (default: red-team attempts from --data).',
+)
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(path_type=Path),
+    help="Write one JSONL row per dialogue (turn scores, min score).",
+)
+@click.option("--limit", type=int, default=None, help="Score at most N dialogues.")
+@click.option("--jobs", type=int, default=1, show_default=True)
+@data_option
+@lenient_option
+@json_option
+@pass_skipped
+def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, skipped):
+    """Score every assistant turn in context and the min over turns.
+
+    For red-team data, also the correlation of our min score with the file's
+    min_harmlessness_score_transcript.
+
+    \b
+    Example:
+      hh pm score --model pm-model --data sample --out scores.jsonl
+    """
+    from ..reward.model import load_model
+    from ..reward.score import score_attempts, score_dialogues
+
+    model = load_model(model_path)
+    if in_path:
+        from ..reader import read_objects
+
+        dialogues, ids = [], []
+        for line, row in read_objects(in_path):
+            text = row.get("transcript") if isinstance(row, dict) else None
+            if not isinstance(text, str):
+                from ..errors import DataFormatError
+
+                raise DataFormatError(
+                    in_path, line, 'expected an object with a "transcript" string'
+                )
+            dialogues.append(text)
+            ids.append(row.get("id", len(ids)))
+            if limit and len(dialogues) >= limit:
+                break
+        rows = [
+            {"id": i, **s}
+            for i, s in zip(ids, score_dialogues(model, dialogues, n_jobs=jobs), strict=False)
+        ]
+        summary = {"dialogues": len(rows), "correlation": None}
+    else:
+        attempts = []
+        for a in iter_attempts(data=data, lenient=lenient, skipped=skipped):
+            attempts.append(a)
+            if limit and len(attempts) >= limit:
+                break
+        result = score_attempts(model, attempts, n_jobs=jobs)
+        rows = result["rows"]
+        summary = {"dialogues": len(rows), "correlation": result["correlation"]}
+    scored = [r["min_score"] for r in rows if r["min_score"] is not None]
+    summary["mean_min_score"] = sum(scored) / len(scored) if scored else None
+    if out_path:
+        with open(out_path, "wb") as f:
+            for r in rows:
+                f.write(orjson.dumps(r) + b"\n")
+        click.echo(f"wrote {len(rows):,} rows to {out_path}", err=True)
+    if as_json:
+        emit_json(summary)
+    else:
+        c = summary["correlation"]
+        click.echo(
+            f"scored {summary['dialogues']:,} dialogues; mean min score "
+            + ("-" if summary["mean_min_score"] is None else f"{summary['mean_min_score']:.3f}")
+        )
+        if c:
+            pr = "-" if c["pearson"] is None else f"{c['pearson']:.3f}"
+            sr = "-" if c["spearman"] is None else f"{c['spearman']:.3f}"
+            click.echo(
+                f"correlation with the file's min score (n={c['n']:,}): Pearson {pr}, Spearman {sr}"
+            )
+
+
+@pm.command()
+@click.option("--model", "model_path", required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--in",
+    "in_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help='JSONL of {"prompt": ..., "candidates": [...]} rows.',
+)
+@click.option("--k", type=int, default=None, help="Use the first K candidates of each row.")
+@click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per row to stdout.")
+def rerank(model_path, in_path, k, as_jsonl):
+    """Best-of-k: rank each prompt's candidates by PM score; print the best and the margin.
+
+    \b
+    Example:
+      hh pm rerank --model pm-model --in candidates.jsonl --k 4 --jsonl
+    """
+    from ..reward.model import load_model
+    from ..reward.rerank import rerank_file
+
+    if k is not None and k < 1:
+        raise click.UsageError("--k must be at least 1")
+    results = rerank_file(load_model(model_path), in_path, k=k)
+    if as_jsonl:
+        for r in results:
+            click.echo(orjson.dumps(r).decode())
+        return
+    print_table(
+        [
+            {
+                "id": r["id"],
+                "k": r["k"],
+                "best": r["best"],
+                "ranking": " ".join(map(str, r["ranking"])),
+                "margin": "-" if r["margin"] is None else f"{r['margin']:.3f}",
+            }
+            for r in results
+        ]
+    )
+
+
+def demo_step(data: str, out: Path) -> None:
+    """Train on the sample's train split, evaluate on its test split with baselines."""
+    from ..reward.evaluate import evaluate_model
+    from ..reward.model import train_pm
+
+    out = Path(out) / "pm"
+    out.mkdir(parents=True, exist_ok=True)
+    train_pairs = load_pairs(None, split="train", data=data)
+    test_pairs = load_pairs(None, split="test", data=data)
+    model = train_pm(train_pairs, training_data=_training_data((), "train", data, train_pairs))
+    model.save(out / "model")
+    report = evaluate_model(model, test_pairs)
+    (out / "eval.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    o = report["overall"]
+    base = ", ".join(
+        f"{k} {100 * v['overall']['accuracy']:.1f}%" for k, v in report["baselines"].items()
+    )
+    click.echo(
+        f"pm: trained on {len(train_pairs):,} pairs in "
+        f"{model.meta['metrics']['train_seconds']:.1f}s; test accuracy "
+        f"{100 * o['accuracy']:.1f}% (95% CI {100 * o['ci95'][0]:.1f}-"
+        f"{100 * o['ci95'][1]:.1f}, {o['ties']} ties) on {o['n']:,} pairs"
+    )
+    click.echo(f"pm: baselines: {base}; ECE {report['calibration']['ece']:.3f}")
+    click.echo(f"pm: model and report in {out}")
+
+
+commands = [pm]

@@ -206,11 +206,12 @@ class Featurizer:
             out["edge"] = v["edge"].transform([_edge_doc(r) for r in responses])
         if "pair" in active:
             out["pair"] = v["pair"].transform(
-                [_pair_doc(p, r, lh) for p, r, lh in zip(prompts, responses, last)]
+                [_pair_doc(p, r, lh) for p, r, lh in zip(prompts, responses, last, strict=False)]
             )
         if "dense" in active:
             base = np.array(
-                [_dense_row(p, r, lh) for p, r, lh in zip(prompts, responses, last)], dtype=float
+                [_dense_row(p, r, lh) for p, r, lh in zip(prompts, responses, last, strict=False)],
+                dtype=float,
             ).reshape(len(responses), -1)
             uw, uc = v["unit_word"], v["unit_char"]
             rw, rc = uw.transform(responses), uc.transform([r[:cut] for r in responses])

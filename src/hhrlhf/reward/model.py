@@ -107,7 +107,9 @@ def read_model_json(path: str | os.PathLike) -> dict:
     except (OSError, ValueError) as exc:
         raise ModelFormatError(meta_path, f"unreadable model.json: {exc}") from exc
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise ModelFormatError(meta_path, f"not an hhrlhf preference model (format != {FORMAT_NAME!r})")
+        raise ModelFormatError(
+            meta_path, f"not an hhrlhf preference model (format != {FORMAT_NAME!r})"
+        )
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         raise ModelFormatError(
@@ -141,7 +143,9 @@ def load_model(path: str | os.PathLike):
     weights = arrays.get("weights")
     if weights is None or weights.shape != (featurizer.n_features,):
         raise ModelFormatError(path, "corrupt model: weights do not match the feature settings")
-    return PreferenceModel(featurizer, weights, {k: v for k, v in meta.items() if k not in _RESERVED})
+    return PreferenceModel(
+        featurizer, weights, {k: v for k, v in meta.items() if k not in _RESERVED}
+    )
 
 
 def pair_weights(subsets, harm_weight: float):

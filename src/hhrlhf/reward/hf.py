@@ -1,0 +1,188 @@
+"""The transformers backend (``[train]`` extra): TRL's ``RewardTrainer`` and HF reward scoring.
+
+Training hands a Hugging Face sequence-classification model (``num_labels=1``) and the pairs, in
+TRL's "preference, implicit prompt" format (``{"chosen": whole text, "rejected": whole text}``),
+to ``trl.RewardTrainer``, which minimises the same Bradley-Terry loss as the linear model. There
+is no hand-written loop. The device is whatever ``transformers`` finds (CUDA, MPS or CPU).
+The saved directory is the usual hhrlhf model directory, with the HF model and tokenizer in
+``hf/`` and ``backend: "transformers"`` in ``model.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from .. import __version__
+from ..errors import require
+
+__all__ = ["HFRewardModel", "train_hf", "device_name"]
+
+
+def _torch():
+    return require("torch", "train", "the transformers backend")
+
+
+def device_name() -> str:
+    """The device training and scoring use: ``cuda``, ``mps`` or ``cpu``."""
+    torch = _torch()
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+class HFRewardModel:
+    """A Hugging Face sequence-classification model used as a reward model (score = logit 0)."""
+
+    backend = "transformers"
+
+    def __init__(
+        self,
+        name_or_path,
+        *,
+        model=None,
+        tokenizer=None,
+        meta=None,
+        max_length: int = 512,
+        batch_size: int = 16,
+    ):
+        transformers = require("transformers", "train", "Hugging Face reward models")
+        self.name = str(name_or_path)
+        self.meta = meta or {}
+        self.device = device_name()
+        self.tokenizer = tokenizer or transformers.AutoTokenizer.from_pretrained(self.name)
+        self.model = model or transformers.AutoModelForSequenceClassification.from_pretrained(
+            self.name
+        )
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        if self.model.config.pad_token_id is None:
+            self.model.config.pad_token_id = self.tokenizer.pad_token_id
+        self.model.to(self.device).eval()
+        self.max_length = max_length
+        self.batch_size = batch_size
+
+    def score_texts(self, texts) -> list[float]:
+        torch = _torch()
+        out: list[float] = []
+        texts = list(texts)
+        with torch.no_grad():
+            for i in range(0, len(texts), self.batch_size):
+                enc = self.tokenizer(
+                    texts[i : i + self.batch_size],
+                    return_tensors="pt",
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_length,
+                ).to(self.device)
+                logits = self.model(**enc).logits
+                out += logits[:, 0].float().cpu().tolist()
+        return out
+
+    def score(self, prompts, responses, **_):
+        np = require("numpy", "reward", "scoring")
+        return np.array(self.score_texts(p + r for p, r in zip(prompts, responses, strict=False)))
+
+    def score_pairs(self, pairs, **_):
+        pairs = list(pairs)
+        s = self.score_texts([p.chosen for p in pairs] + [p.rejected for p in pairs])
+        np = require("numpy", "reward", "scoring")
+        s = np.array(s)
+        return s[: len(pairs)], s[len(pairs) :]
+
+
+def train_hf(
+    model,
+    pairs,
+    out,
+    *,
+    tokenizer=None,
+    epochs: float = 1.0,
+    max_steps: int = -1,
+    batch_size: int = 8,
+    learning_rate: float = 1e-5,
+    max_length: int = 512,
+    seed: int = 0,
+    training_data: dict | None = None,
+) -> HFRewardModel:
+    """Fine-tune ``model`` (a model id/path or a ``PreTrainedModel``) with ``trl.RewardTrainer``.
+
+    Writes the hhrlhf model directory ``out`` and returns the trained :class:`HFRewardModel`.
+    """
+    transformers = require("transformers", "train", "the transformers backend")
+    trl = require("trl", "train", "the transformers backend")
+    datasets = require("datasets", "train", "the transformers backend")
+    from .model import FORMAT_NAME, FORMAT_VERSION, _describe_pairs
+
+    pairs = list(pairs)
+    out = Path(out)
+    name = (
+        model
+        if isinstance(model, (str, os.PathLike))
+        else getattr(model.config, "_name_or_path", "model")
+    )
+    if isinstance(model, (str, os.PathLike)):
+        tokenizer = tokenizer or transformers.AutoTokenizer.from_pretrained(str(model))
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(
+            str(model), num_labels=1
+        )
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.config.pad_token_id = tokenizer.pad_token_id
+    train = datasets.Dataset.from_dict(
+        {"chosen": [p.chosen for p in pairs], "rejected": [p.rejected for p in pairs]}
+    )
+    args = trl.RewardConfig(
+        output_dir=str(out / "checkpoints"),
+        num_train_epochs=epochs,
+        max_steps=max_steps,
+        per_device_train_batch_size=batch_size,
+        learning_rate=learning_rate,
+        max_length=max_length,
+        seed=seed,
+        report_to=[],
+        save_strategy="no",
+        logging_steps=10,
+        use_cpu=device_name() == "cpu",
+    )
+    t0 = time.perf_counter()
+    trainer = trl.RewardTrainer(
+        model=model, args=args, train_dataset=train, processing_class=tokenizer
+    )
+    result = trainer.train()
+    seconds = time.perf_counter() - t0
+    (out / "hf").mkdir(parents=True, exist_ok=True)
+    trainer.model.save_pretrained(out / "hf")
+    tokenizer.save_pretrained(out / "hf")
+    meta = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "package_version": __version__,
+        "backend": "transformers",
+        "base_model": str(name),
+        "hyperparameters": {
+            "epochs": epochs,
+            "max_steps": max_steps,
+            "batch_size": batch_size,
+            "learning_rate": learning_rate,
+            "max_length": max_length,
+            "seed": seed,
+            "trainer": "trl.RewardTrainer",
+        },
+        "training_data": training_data or _describe_pairs(pairs),
+        "metrics": {
+            "pairs": len(pairs),
+            "train_loss": float(result.training_loss),
+            "steps": int(result.global_step),
+            "device": device_name(),
+            "train_seconds": round(seconds, 3),
+        },
+    }
+    (out / "model.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return HFRewardModel(
+        out / "hf", model=trainer.model, tokenizer=tokenizer, meta=meta, max_length=max_length
+    )
