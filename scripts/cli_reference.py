@@ -1,7 +1,7 @@
 """Write docs/cli-reference.md: the --help of every `hh` command, generated so it cannot go stale.
 
-    python scripts/cli_reference.py          # rewrite the file
-    python scripts/cli_reference.py --check  # exit 1 if the file is out of date (tests run this)
+python scripts/cli_reference.py          # rewrite the file
+python scripts/cli_reference.py --check  # exit 1 if the file is out of date (tests run this)
 """
 
 from __future__ import annotations

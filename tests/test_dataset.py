@@ -43,7 +43,9 @@ def test_default_is_the_four_preference_subsets(upstream):
 def test_one_subset_and_one_split(upstream):
     test = hhrlhf.load_dataset("helpful-online", split="test", data=upstream)
     assert isinstance(test, RecordList)
-    assert [(p.subset, p.split, p.index) for p in test] == [("helpful-online", "test", i) for i in range(3)]
+    assert [(p.subset, p.split, p.index) for p in test] == [
+        ("helpful-online", "test", i) for i in range(3)
+    ]
     with pytest.raises(UnknownSubsetError, match="unknown name 'dev'"):
         hhrlhf.load_dataset("helpful-online", split="dev", data=upstream)
     with pytest.raises(UnknownSubsetError, match="expected one of"):
@@ -84,18 +86,24 @@ def test_uncompressed_directory_layout(tmp_path):
 def test_streaming_matches_loading(upstream):
     streamed = list(hhrlhf.iter_pairs(data=upstream, split="test"))
     assert streamed == list(hhrlhf.load_dataset(data=upstream)["test"])
-    several = list(hhrlhf.iter_pairs(["harmless-base", "helpful-base"], split="train", data=upstream))
+    several = list(
+        hhrlhf.iter_pairs(["harmless-base", "helpful-base"], split="train", data=upstream)
+    )
     assert [p.subset for p in several] == ["harmless-base"] * 3 + ["helpful-base"] * 3
 
 
 def test_lenient_loading_reports_skips(tmp_path):
     (tmp_path / "helpful-base").mkdir()
     text = (GOOD / "pairs.jsonl").read_text().splitlines()
-    (tmp_path / "helpful-base" / "test.jsonl").write_text("\n".join([text[0], "{bad", text[1]]) + "\n")
+    (tmp_path / "helpful-base" / "test.jsonl").write_text(
+        "\n".join([text[0], "{bad", text[1]]) + "\n"
+    )
     with pytest.raises(hhrlhf.DataFormatError, match="line 2"):
         hhrlhf.load_dataset("helpful-base", split="test", data=tmp_path)
     skipped = []
-    pairs = hhrlhf.load_dataset("helpful-base", split="test", data=tmp_path, lenient=True, skipped=skipped)
+    pairs = hhrlhf.load_dataset(
+        "helpful-base", split="test", data=tmp_path, lenient=True, skipped=skipped
+    )
     assert len(pairs) == 2 and [s.line for s in skipped] == [2]
 
 

@@ -10,7 +10,9 @@ import click
 from hhrlhf.cli import cli
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "scripts" / "cli_reference.py")
+spec = importlib.util.spec_from_file_location(
+    "cli_reference", ROOT / "scripts" / "cli_reference.py"
+)
 cli_reference = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(cli_reference)
 

@@ -99,7 +99,11 @@ def test_lenient_reports_every_skipped_row(tmp_path):
     skipped: list[SkippedRow] = []
     pairs = list(read_pairs(mixed, lenient=True, skipped=skipped))
     assert [p.index for p in pairs] == [0, 2, 5]
-    assert [(s.line, s.path) for s in skipped] == [(2, str(mixed)), (4, str(mixed)), (5, str(mixed))]
+    assert [(s.line, s.path) for s in skipped] == [
+        (2, str(mixed)),
+        (4, str(mixed)),
+        (5, str(mixed)),
+    ]
     assert "invalid JSON" in skipped[0].problem
     assert "'chosen' must be a string" in skipped[1].problem
     assert "expected a JSON object, got list" in skipped[2].problem
@@ -114,23 +118,36 @@ def test_lenient_on_array_elements(tmp_path):
     skipped: list[SkippedRow] = []
     pairs = list(read_pairs(p, lenient=True, skipped=skipped))
     assert [x.index for x in pairs] == [0, 2]
-    assert skipped == [SkippedRow(str(p), 2, "missing key 'rejected' (a pair needs 'chosen' and 'rejected')", "record")]
+    assert skipped == [
+        SkippedRow(
+            str(p), 2, "missing key 'rejected' (a pair needs 'chosen' and 'rejected')", "record"
+        )
+    ]
 
 
 def test_large_array_streams_across_buffer_boundaries(tmp_path):
     # elements far larger than the 1 MiB read size, and a number at the very end
-    big = {"chosen": "\n\nHuman: hi\n\nAssistant: " + "a" * 1_500_000, "rejected": "\n\nHuman: hi\n\nAssistant: b"}
+    big = {
+        "chosen": "\n\nHuman: hi\n\nAssistant: " + "a" * 1_500_000,
+        "rejected": "\n\nHuman: hi\n\nAssistant: b",
+    }
     p = tmp_path / "big.json"
     p.write_text(json.dumps([big, big, big]))
     assert len(list(read_pairs(p))) == 3
     q = tmp_path / "nums.json"
-    q.write_text("[" + ", ".join("{\"n\": %d}" % i for i in range(50_000)) + "]")
+    q.write_text("[" + ", ".join(f'{{"n": {i}}}' for i in range(50_000)) + "]")
     assert [o["n"] for _, o in read_objects(q)] == list(range(50_000))
 
 
 def test_unicode_and_escapes_survive(tmp_path):
-    pair = {"chosen": "\n\nHuman: café ☕ \\ \"q\"\n\nAssistant: 🙂", "rejected": "\n\nHuman: café ☕ \\ \"q\"\n\nAssistant: \u2028"}
-    for name, text in (("u.jsonl", json.dumps(pair) + "\n"), ("u.json", json.dumps([pair], ensure_ascii=False))):
+    pair = {
+        "chosen": '\n\nHuman: café ☕ \\ "q"\n\nAssistant: 🙂',
+        "rejected": '\n\nHuman: café ☕ \\ "q"\n\nAssistant: \u2028',
+    }
+    for name, text in (
+        ("u.jsonl", json.dumps(pair) + "\n"),
+        ("u.json", json.dumps([pair], ensure_ascii=False)),
+    ):
         p = tmp_path / name
         p.write_text(text, encoding="utf-8")
         [got] = read_pairs(p)
@@ -150,9 +167,13 @@ def test_red_team_records_typed_and_both_key_spellings():
         list(read_attempts(DATA / "good" / "red_team_card_key.jsonl")),
     )
     a, b = real
-    assert a.task_description_harmlessness_score == 0.5 == card[0].task_description_harmlessness_score
+    assert (
+        a.task_description_harmlessness_score == 0.5 == card[0].task_description_harmlessness_score
+    )
     assert a.rating == 1.0 and isinstance(a.rating, float)
-    assert b.min_harmlessness_score_transcript == -2.0 and isinstance(b.min_harmlessness_score_transcript, float)
+    assert b.min_harmlessness_score_transcript == -2.0 and isinstance(
+        b.min_harmlessness_score_transcript, float
+    )
     assert a.red_team_member_id == 7 and b.red_team_member_id == "m-12"
     assert a.tags is None and b.tags == ["Other"]
     assert a.params == 52e9 and b.params == 2.7e9

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hhrlhf.records import PAIR_CLASSES, PreferencePair, RedTeamAttempt, classify_pair
 from hhrlhf.reader import attempt_from_object
+from hhrlhf.records import PAIR_CLASSES, PreferencePair, RedTeamAttempt, classify_pair
 
 P = "\n\nHuman: Any tips for a first garden?\n\nAssistant:"
 CLEAN = PreferencePair(P + " Start small with herbs.", P + " Plant everything at once.")
@@ -66,7 +66,11 @@ def test_prompt_and_responses():
     assert [t.role for t in pair.prompt_dialogue.turns] == ["Human"]
     assert pair.source == {"subset": "harmless-base", "split": "test", "index": 7}
     assert pair.to_dict(source=True) == {
-        "chosen": chosen, "rejected": rejected, "subset": "harmless-base", "split": "test", "index": 7,
+        "chosen": chosen,
+        "rejected": rejected,
+        "subset": "harmless-base",
+        "split": "test",
+        "index": 7,
     }
 
 

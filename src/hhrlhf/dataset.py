@@ -69,7 +69,13 @@ class DataSource:
 
     @property
     def label(self) -> str:
-        return "sample" if self.kind == "sample" else "cache" if self.kind == "cache" else str(self.root)
+        return (
+            "sample"
+            if self.kind == "sample"
+            else "cache"
+            if self.kind == "cache"
+            else str(self.root)
+        )
 
     def locate(self, spec: FileSpec, *, download: bool = True) -> Path:
         """The local path of one registry file, downloading it into the cache if allowed."""
@@ -95,14 +101,18 @@ class DataSource:
         for candidate in (base, base.with_suffix(""), base.with_suffix("").with_suffix(".json")):
             if candidate.exists():
                 return candidate
-        raise HHError(f"{base}: no such file (expected the upstream layout <subset>/<split>.jsonl.gz)")
+        raise HHError(
+            f"{base}: no such file (expected the upstream layout <subset>/<split>.jsonl.gz)"
+        )
 
     def has(self, spec: FileSpec) -> bool:
         try:
             if self.kind == "cache":
                 from . import download as dl
 
-                return dl.cached_path(spec, cache_dir=self.cache_dir, revision=self.revision).exists()
+                return dl.cached_path(
+                    spec, cache_dir=self.cache_dir, revision=self.revision
+                ).exists()
             self.locate(spec, download=False)
             return True
         except HHError:

@@ -52,9 +52,7 @@ class ChecksumMismatchError(HHError):
         self.expected = expected
         self.actual = actual
         self.hint = "delete the file and download again, or pass --no-verify if you trust it"
-        super().__init__(
-            f"{self.path}: sha256 mismatch: expected {expected}, got {actual}"
-        )
+        super().__init__(f"{self.path}: sha256 mismatch: expected {expected}, got {actual}")
 
 
 class DownloadError(HHError):
@@ -103,11 +101,9 @@ class MissingExtraError(HHError, ImportError):
     def __init__(self, extra: str, module: str, feature: str | None = None):
         self.extra = extra
         self.module = module
-        what = feature or f"this feature"
+        what = feature or "this feature"
         self.hint = f"pip install 'hhrlhf[{extra}]'"
-        super().__init__(
-            f"{what} needs the {module!r} package: pip install 'hhrlhf[{extra}]'"
-        )
+        super().__init__(f"{what} needs the {module!r} package: pip install 'hhrlhf[{extra}]'")
 
 
 class ModelFormatError(HHError):

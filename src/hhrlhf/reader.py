@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - isal is a core dependency, kept option
     class _IsalError(Exception):
         pass
 
+
 __all__ = [
     "SkippedRow",
     "open_data",
@@ -203,7 +204,9 @@ def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
         except _GZIP_ERRORS as exc:
             raise DataFormatError(path, record + 1, _gzip_problem(exc), unit="record") from None
         except UnicodeDecodeError as exc:
-            raise DataFormatError(path, record + 1, f"invalid UTF-8 ({exc})", unit="record") from None
+            raise DataFormatError(
+                path, record + 1, f"invalid UTF-8 ({exc})", unit="record"
+            ) from None
         if not chunk:
             eof = True
             return False
@@ -293,7 +296,9 @@ def pair_from_object(
         chosen = obj["chosen"]
         rejected = obj["rejected"]
     except KeyError as exc:
-        raise ValueError(f"missing key {exc.args[0]!r} (a pair needs 'chosen' and 'rejected')") from None
+        raise ValueError(
+            f"missing key {exc.args[0]!r} (a pair needs 'chosen' and 'rejected')"
+        ) from None
     if type(chosen) is not str:
         raise ValueError(f"'chosen' must be a string, got {_type_name(chosen)}")
     if type(rejected) is not str:
@@ -365,15 +370,21 @@ def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt
     )
     missing = [k for k in required if k not in obj]
     if missing:
-        raise ValueError("missing key" + ("s " if len(missing) > 1 else " ") + ", ".join(map(repr, missing)))
+        raise ValueError(
+            "missing key" + ("s " if len(missing) > 1 else " ") + ", ".join(map(repr, missing))
+        )
     for key in ("transcript", "num_params", "model_type", "task_description"):
         if type(obj[key]) is not str:
             raise ValueError(f"{key!r} must be a string, got {_type_name(obj[key])}")
     member = obj["red_team_member_id"]
     if type(member) not in (int, str):
-        raise ValueError(f"'red_team_member_id' must be an int or a string, got {_type_name(member)}")
+        raise ValueError(
+            f"'red_team_member_id' must be an int or a string, got {_type_name(member)}"
+        )
     if type(obj["is_upworker"]) is not bool:
-        raise ValueError(f"'is_upworker' must be true or false, got {_type_name(obj['is_upworker'])}")
+        raise ValueError(
+            f"'is_upworker' must be true or false, got {_type_name(obj['is_upworker'])}"
+        )
     tags = obj["tags"]
     if tags is not None and (type(tags) is not list or any(type(t) is not str for t in tags)):
         raise ValueError(f"'tags' must be null or a list of strings, got {_type_name(tags)}")
@@ -409,4 +420,3 @@ def read_attempts(
                 _skip(skipped, path, pos, str(exc), unit)
                 continue
             raise DataFormatError(path, pos, str(exc), unit=unit) from None
-

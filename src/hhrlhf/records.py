@@ -127,9 +127,7 @@ def classify_pair(chosen: str, rejected: str, prompt_end: int | None = None) -> 
     if MARKER_RE.search(cr) or MARKER_RE.search(rr):
         out.add("response_contains_turns")
     dc, dr = parse_transcript(chosen), parse_transcript(rejected)
-    if not is_alternating(t.role for t in dc.turns) or not is_alternating(
-        t.role for t in dr.turns
-    ):
+    if not is_alternating(t.role for t in dc.turns) or not is_alternating(t.role for t in dr.turns):
         out.add("non_alternating")
     if any(has_inline_label(t.text) for t in dc.turns) or any(
         has_inline_label(t.text) for t in dr.turns

@@ -89,21 +89,33 @@ SUBSETS: dict[str, Subset] = {
         _pref(
             "helpful-base",
             "helpfulness comparisons with the context-distilled 52B models",
-            (43_835, 16_200_131, "518a5bf288456fc9f3b7c980c54116fba0c52f274d3f4d344675d83e4058f6f4"),
+            (
+                43_835,
+                16_200_131,
+                "518a5bf288456fc9f3b7c980c54116fba0c52f274d3f4d344675d83e4058f6f4",
+            ),
             (2_354, 875_191, "8be3fc1a13b27901631696f2be6f184c799f1baeaf145f53ac5db24960adc37b"),
             lfs=True,
         ),
         _pref(
             "helpful-online",
             "helpfulness comparisons with the iterated online RLHF policies",
-            (22_007, 20_127_228, "0994d18b82083f5c084ce04071b683958a724df8c7215ab1d851986642d36a2a"),
+            (
+                22_007,
+                20_127_228,
+                "0994d18b82083f5c084ce04071b683958a724df8c7215ab1d851986642d36a2a",
+            ),
             (1_137, 1_053_578, "39a475cc7e0df972902f8e3a0972726fce826ac65369bda8c671de4330c60a10"),
             lfs=True,
         ),
         _pref(
             "helpful-rejection-sampled",
             "helpfulness comparisons of best-of-k samples (mostly k=16) against an early 52B PM",
-            (52_421, 25_697_148, "0cea2d2ab2187624ec1314e8cc6fb579f0fa987b3a33e8102b7556ed4d255f64"),
+            (
+                52_421,
+                25_697_148,
+                "0cea2d2ab2187624ec1314e8cc6fb579f0fa987b3a33e8102b7556ed4d255f64",
+            ),
             (2_749, 1_361_231, "abc35dbc56015db1dae0faa484514ccbc3eee0133bfcd557fc69250619b028bb"),
             lfs=True,
         ),

@@ -116,7 +116,7 @@ def parse_transcript(text: str) -> Dialogue:
     """Split ``text`` into turns at every ``"\\n\\nHuman:"`` / ``"\\n\\nAssistant:"`` marker."""
     parts = MARKER_RE.split(text)
     it = iter(parts[1:])
-    return Dialogue(tuple(Turn(role, body) for role, body in zip(it, it)), parts[0])
+    return Dialogue(tuple(Turn(role, body) for role, body in zip(it, it, strict=False)), parts[0])
 
 
 def render_transcript(dialogue: Dialogue) -> str:

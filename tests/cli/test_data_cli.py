@@ -49,15 +49,21 @@ def test_show_marks_prompt_and_responses():
     assert "CHOSEN response" in result.stdout and "REJECTED response" in result.stdout
     assert "classes:" in result.stdout and "index 1" in result.stdout
     data = json.loads(
-        run("show", "helpful-base", "--split", "test", "--index", "1", "--data", "sample", "--json").stdout
+        run(
+            "show", "helpful-base", "--split", "test", "--index", "1", "--data", "sample", "--json"
+        ).stdout
     )
     assert data["prompt"] + data["chosen_response"] == data["chosen"]
     assert data["index"] == 1
 
 
 def test_show_sample_is_seeded():
-    a = run("show", "harmless-base", "--sample", "2", "--seed", "3", "--data", "sample", "--json").stdout
-    b = run("show", "harmless-base", "--sample", "2", "--seed", "3", "--data", "sample", "--json").stdout
+    a = run(
+        "show", "harmless-base", "--sample", "2", "--seed", "3", "--data", "sample", "--json"
+    ).stdout
+    b = run(
+        "show", "harmless-base", "--sample", "2", "--seed", "3", "--data", "sample", "--json"
+    ).stdout
     assert a == b and len(json.loads(a)) == 2
 
 
@@ -72,7 +78,9 @@ def test_stats_numbers_match_the_library():
     from hhrlhf import iter_pairs
     from hhrlhf.stats import pair_stats
 
-    out = json.loads(run("stats", "harmless-base", "--split", "test", "--data", "sample", "--json").stdout)
+    out = json.loads(
+        run("stats", "harmless-base", "--split", "test", "--data", "sample", "--json").stdout
+    )
     expected = pair_stats(iter_pairs("harmless-base", split="test", data="sample"))
     assert out == {"harmless-base/test": json.loads(json.dumps(expected))}
     table = run("stats", "--data", "sample").stdout
@@ -82,7 +90,9 @@ def test_stats_numbers_match_the_library():
 def test_bad_file_is_one_clear_line_and_exit_1():
     result = run("stats", "--data", str(BAD / "missing_key.jsonl"), ok=False)
     assert result.exit_code == 1
-    assert result.stderr.startswith(f"error: {BAD / 'missing_key.jsonl'}, line 3: missing key 'rejected'")
+    assert result.stderr.startswith(
+        f"error: {BAD / 'missing_key.jsonl'}, line 3: missing key 'rejected'"
+    )
     assert "Traceback" not in result.output
 
 
@@ -92,7 +102,11 @@ def test_lenient_stats_reports_skips():
         "missing_key.jsonl/train": json.loads(result.stdout)["missing_key.jsonl/train"]
     }
     assert json.loads(result.stdout)["missing_key.jsonl/train"]["rows"] == 2
-    assert "skipped: " in result.stderr and "line 3" in result.stderr and "1 row(s) skipped" in result.stderr
+    assert (
+        "skipped: " in result.stderr
+        and "line 3" in result.stderr
+        and "1 row(s) skipped" in result.stderr
+    )
 
 
 def test_demo_runs_on_the_sample(tmp_path):
@@ -103,7 +117,9 @@ def test_demo_runs_on_the_sample(tmp_path):
 
 
 def test_python_m_and_version():
-    proc = subprocess.run([sys.executable, "-m", "hhrlhf", "--version"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hhrlhf", "--version"], capture_output=True, text=True
+    )
     assert proc.returncode == 0 and proc.stdout.startswith("hh, version")
 
 

@@ -83,7 +83,9 @@ def _wrap(text: str, indent: str) -> str:
 
     lines = []
     for para in text.split("\n"):
-        lines.extend(textwrap.wrap(para, 96, initial_indent=indent, subsequent_indent=indent) or [indent])
+        lines.extend(
+            textwrap.wrap(para, 96, initial_indent=indent, subsequent_indent=indent) or [indent]
+        )
     return "\n".join(lines)
 
 
@@ -161,9 +163,13 @@ def show(subset, split, index, sample, seed, data, as_json):
 @click.command()
 @click.argument("subsets", nargs=-1)
 @click.option("--split", default=None, help="train or test (default: both).")
-@click.option("--plots", "plots_dir", type=click.Path(file_okay=False), default=None,
-              help="Also write PNG charts and the numbers as JSON to this directory "
-              "(needs hhrlhf[plots]).")
+@click.option(
+    "--plots",
+    "plots_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Also write PNG charts and the numbers as JSON to this directory (needs hhrlhf[plots]).",
+)
 @data_option
 @json_option
 @lenient_option
@@ -190,8 +196,9 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
         for spec in subset.files:
             if split is not None and spec.split != split:
                 continue
-            pairs = iter_pairs(subset.name, split=spec.split, data=src, lenient=lenient,
-                               skipped=skipped)
+            pairs = iter_pairs(
+                subset.name, split=spec.split, data=src, lenient=lenient, skipped=skipped
+            )
             result[f"{subset.name}/{spec.split}"] = pair_stats(pairs, keep_lengths=bool(plots_dir))
     if plots_dir:
         from ..plots import write_stats_plots
@@ -229,8 +236,12 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
     for s in result.values():
         for k, v in s["human_turns"].items():
             turns[int(k)] = turns.get(int(k), 0) + v
-    click.echo("\nhuman turns per prompt: " + ", ".join(f"{k}: {v}" for k, v in sorted(turns.items())))
-    click.echo("(med = median final-response length in characters; class columns count pairs)", err=True)
+    click.echo(
+        "\nhuman turns per prompt: " + ", ".join(f"{k}: {v}" for k, v in sorted(turns.items()))
+    )
+    click.echo(
+        "(med = median final-response length in characters; class columns count pairs)", err=True
+    )
 
 
 commands = [info, show, stats]

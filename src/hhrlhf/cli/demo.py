@@ -30,10 +30,21 @@ def _optional(data: str, out: Path, module: str, extra: str) -> None:
 
 
 @click.command("demo")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="hh-demo-out",
-              show_default=True, help="Where the demo writes its outputs.")
-@click.option("--data", default="sample", show_default=True, metavar="PATH|sample",
-              help="Data to walk through (default: the bundled sample).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="hh-demo-out",
+    show_default=True,
+    help="Where the demo writes its outputs.",
+)
+@click.option(
+    "--data",
+    default="sample",
+    show_default=True,
+    metavar="PATH|sample",
+    help="Data to walk through (default: the bundled sample).",
+)
 def demo_command(out_dir, data):
     """Walk the bundled sample end to end: info, stats, a shown pair, and what each part writes.
 
@@ -63,8 +74,11 @@ def demo_command(out_dir, data):
 
     _step("3. a pair whose response contains speaker markers (hh show)")
     tricky = next(
-        (p for p in iter_pairs("harmless-base", split="test", data=data)
-         if "response_contains_turns" in p.classes),
+        (
+            p
+            for p in iter_pairs("harmless-base", split="test", data=data)
+            if "response_contains_turns" in p.classes
+        ),
         ds["test"][0],
     )
     click.echo(format_pair(tricky))

@@ -67,7 +67,7 @@ def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None
 
     def line(values):
         return "  ".join(
-            v.rjust(w) if numeric(v) else v.ljust(w) for v, w in zip(values, widths)
+            v.rjust(w) if numeric(v) else v.ljust(w) for v, w in zip(values, widths, strict=True)
         ).rstrip()
 
     out = [line(columns), line(["-" * w for w in widths])] + [line(r) for r in cells]
