@@ -6,8 +6,8 @@ The default backend is a linear model over text features (numpy/scipy/scikit-lea
 this package costs nothing.
 
 >>> from hhrlhf.reward import train_pm, evaluate_model
->>> model = train_pm(hhrlhf.load_dataset(data="sample", split="train"))   # doctest: +SKIP
->>> evaluate_model(model, hhrlhf.load_dataset(data="sample", split="test"))["overall"]  # doctest: +SKIP
+>>> model = train_pm(hhrlhf.load_dataset(data="sample", split="train"))  # doctest: +SKIP
+>>> evaluate_model(model, hhrlhf.load_dataset(data="sample", split="test"))  # doctest: +SKIP
 """
 
 from .evaluate import BASELINES, evaluate_model, evaluate_scores, read_scores_file

@@ -37,6 +37,9 @@ _MARKER_RE = re.compile(r"\n\n(Human|Assistant):")
 _WORD_RE = re.compile(r"[a-z0-9']+")
 _EDGE_RE = re.compile(r"[a-z0-9']+|[?!.,]")
 _LENGTH_BINS = (1, 20, 50, 100, 200, 400, 800)
+#: Characters of the last human turn / the end of the earlier assistant turns compared with
+#: the response by char n-gram cosine (bounds the cost on long conversations).
+_CONTEXT_CHARS = 600
 
 #: Names of the dense columns, in order.
 DENSE_FEATURES: tuple[str, ...] = (
@@ -116,21 +119,30 @@ def _edge_doc(response: str) -> str:
     return " ".join(toks)
 
 
-def _pair_doc(prompt: str, response: str, last_human: str) -> str:
-    lh = set(_WORD_RE.findall(last_human.lower()))
+def _pair_doc(response: str, last_human_words: set, depth: int) -> str:
     rw = _WORD_RE.findall(response.lower())
     early = set(rw[:12])
-    depth = min(prompt.count("\n\nHuman:"), 4)
-    toks = [f"{a}|{b}" for a in lh for b in early]
+    toks = [f"{a}|{b}" for a in last_human_words for b in early]
     toks += [f"t{depth}|{b}" for b in set(rw)]
     return " ".join(toks)
 
 
-def _dense_row(prompt: str, response: str, last_human: str) -> list[float]:
+class _Context:
+    """What the features need from one prompt, computed once however many responses share it."""
+
+    __slots__ = ("last", "earlier", "humans", "last_words", "prompt_words", "depth")
+
+    def __init__(self, prompt: str):
+        self.last, self.earlier, self.humans = split_prompt(prompt)
+        self.last_words = set(_WORD_RE.findall(self.last.lower()))
+        self.prompt_words = set(_WORD_RE.findall(prompt.lower()))
+        self.depth = min(prompt.count("\n\nHuman:"), 4)
+
+
+def _dense_row(response: str, ctx: _Context) -> list[float]:
     rw = _WORD_RE.findall(response.lower())
     nw = len(rw)
-    lh = set(_WORD_RE.findall(last_human.lower()))
-    pw = set(_WORD_RE.findall(prompt.lower()))
+    lh, pw = ctx.last_words, ctx.prompt_words
     stripped = response.strip()
     n = len(stripped)
     return [
@@ -142,7 +154,7 @@ def _dense_row(prompt: str, response: str, last_human: str) -> list[float]:
         sum(w in lh for w in rw) / max(nw, 1),
         sum(w in pw for w in rw) / max(nw, 1),
         len(set(rw)) / max(nw, 1),
-        math.log1p(n) - math.log1p(len(last_human.strip())),
+        math.log1p(n) - math.log1p(len(ctx.last.strip())),
         float("\n\nHuman:" in response or "\n\nAssistant:" in response),
         10.0 * response.count("\n") / (1 + nw),
         *(float(n < b) for b in _LENGTH_BINS),
@@ -179,7 +191,7 @@ class Featurizer:
                 analyzer="char_wb",
                 ngram_range=tuple(c.char_ngrams),
                 n_features=2**c.char_bits,
-                alternate_sign=True,
+                alternate_sign=False,
                 norm="l2",
             ),
         }
@@ -191,42 +203,47 @@ class Featurizer:
     def _raw(self, prompts, responses) -> dict:
         """Unweighted raw blocks: term counts for hashed groups, the dense matrix."""
         import numpy as np
+        from sklearn.preprocessing import normalize
 
         v = self._vectorizers()
         cut = self.config.char_max
-        parts = [split_prompt(p) for p in prompts]
-        last = [p[0] for p in parts]
+        # Prompts repeat (both sides of a pair, candidates of one prompt): do their work once.
+        first: dict[str, int] = {}
+        row_of = np.array([first.setdefault(p, len(first)) for p in prompts], dtype=np.int64)
+        contexts = [_Context(p) for p in first]
+        ctx = [contexts[i] for i in row_of]
         out = {}
         active = self.active
         if "word" in active:
             out["word"] = v["word"].transform(responses)
+        char_counts = None
+        if "char" in active or "dense" in active:
+            char_counts = v["char"].transform([r[:cut] for r in responses])
         if "char" in active:
-            out["char"] = v["char"].transform([r[:cut] for r in responses])
+            out["char"] = char_counts
         if "edge" in active:
             out["edge"] = v["edge"].transform([_edge_doc(r) for r in responses])
         if "pair" in active:
             out["pair"] = v["pair"].transform(
-                [_pair_doc(p, r, lh) for p, r, lh in zip(prompts, responses, last, strict=False)]
+                [_pair_doc(r, c.last_words, c.depth) for r, c in zip(responses, ctx, strict=True)]
             )
         if "dense" in active:
             base = np.array(
-                [_dense_row(p, r, lh) for p, r, lh in zip(prompts, responses, last, strict=False)],
-                dtype=float,
+                [_dense_row(r, c) for r, c in zip(responses, ctx, strict=True)], dtype=float
             ).reshape(len(responses), -1)
             uw, uc = v["unit_word"], v["unit_char"]
-            rw, rc = uw.transform(responses), uc.transform([r[:cut] for r in responses])
+            rw, rc = uw.transform(responses), normalize(char_counts)
 
             def cos(a, b):
-                return np.asarray(a.multiply(b).sum(axis=1)).ravel()
+                return np.asarray(a.multiply(b[row_of]).sum(axis=1)).ravel()
 
-            earlier = [p[1] for p in parts]
             sims = np.column_stack(
                 [
-                    cos(rw, uw.transform(last)),
-                    cos(rw, uw.transform(earlier)),
-                    cos(rw, uw.transform([p[2] for p in parts])),
-                    cos(rc, uc.transform([x[:cut] for x in last])),
-                    cos(rc, uc.transform([x[-cut:] for x in earlier])),
+                    cos(rw, uw.transform([c.last for c in contexts])),
+                    cos(rw, uw.transform([c.earlier for c in contexts])),
+                    cos(rw, uw.transform([c.humans for c in contexts])),
+                    cos(rc, uc.transform([c.last[:_CONTEXT_CHARS] for c in contexts])),
+                    cos(rc, uc.transform([c.earlier[-_CONTEXT_CHARS:] for c in contexts])),
                 ]
             ).reshape(len(responses), -1)
             out["dense"] = np.hstack([base, sims])
@@ -241,6 +258,7 @@ class Featurizer:
         from joblib import Parallel, delayed
 
         step = math.ceil(n / (n_jobs * 4))
+        step += step % 2  # keep interleaved (chosen, rejected) rows of a pair in one chunk
         chunks = Parallel(n_jobs=n_jobs)(
             delayed(self._raw)(prompts[i : i + step], responses[i : i + step])
             for i in range(0, n, step)

@@ -49,15 +49,20 @@ class HFRewardModel:
         meta=None,
         max_length: int = 512,
         batch_size: int = 16,
+        add_eos: bool | None = None,
     ):
         transformers = require("transformers", "train", "Hugging Face reward models")
+        torch = _torch()
         self.name = str(name_or_path)
         self.meta = meta or {}
         self.device = device_name()
         self.tokenizer = tokenizer or transformers.AutoTokenizer.from_pretrained(self.name)
+        # float32 for scoring: the checkpoint may be stored in bf16 by the trainer
         self.model = model or transformers.AutoModelForSequenceClassification.from_pretrained(
-            self.name
+            self.name, dtype=torch.float32
         )
+        # Models trained here saw TRL's appended EOS; score them the same way.
+        self.add_eos = (self.meta.get("backend") == "transformers") if add_eos is None else add_eos
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         if self.model.config.pad_token_id is None:
@@ -70,6 +75,9 @@ class HFRewardModel:
         torch = _torch()
         out: list[float] = []
         texts = list(texts)
+        eos = self.tokenizer.eos_token
+        if self.add_eos and eos:
+            texts = [t if t.endswith(eos) else t + eos for t in texts]
         with torch.no_grad():
             for i in range(0, len(texts), self.batch_size):
                 enc = self.tokenizer(
@@ -183,6 +191,5 @@ def train_hf(
         },
     }
     (out / "model.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    return HFRewardModel(
-        out / "hf", model=trainer.model, tokenizer=tokenizer, meta=meta, max_length=max_length
-    )
+    # Reload from disk: the trained module may still carry the trainer's mixed-precision hooks.
+    return HFRewardModel(out / "hf", meta=meta, max_length=max_length)

@@ -65,13 +65,10 @@ class PreferenceModel:
 
     def score_pairs(self, pairs, *, n_jobs: int = 1):
         """(chosen scores, rejected scores) for a list of :class:`~hhrlhf.PreferencePair`."""
-        prompts = [p.prompt for p in pairs]
-        s = self.score(
-            prompts * 2,
-            [p.chosen_response for p in pairs] + [p.rejected_response for p in pairs],
-            n_jobs=n_jobs,
-        )
-        return s[: len(pairs)], s[len(pairs) :]
+        prompts = [p.prompt for p in pairs for _ in (0, 1)]
+        responses = [r for p in pairs for r in (p.chosen_response, p.rejected_response)]
+        s = self.score(prompts, responses, n_jobs=n_jobs)
+        return s[0::2], s[1::2]
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> Path:
@@ -182,13 +179,14 @@ def train_pm(
     t0 = time.perf_counter()
     featurizer = Featurizer(config)
     n = len(pairs)
-    prompts = [p.prompt for p in pairs]
-    responses = [p.chosen_response for p in pairs] + [p.rejected_response for p in pairs]
-    raw = featurizer._raw_parallel(prompts * 2, responses, n_jobs)
+    # Rows interleaved (chosen, rejected) so each pair's prompt is featurised once per chunk.
+    prompts = [p.prompt for p in pairs for _ in (0, 1)]
+    responses = [r for p in pairs for r in (p.chosen_response, p.rejected_response)]
+    raw = featurizer._raw_parallel(prompts, responses, n_jobs)
     featurizer.fit(None, None, raw=raw)
     x = featurizer.transform(None, None, raw=raw)
     del raw
-    diffs = (x[:n] - x[n:]).tocsr()
+    diffs = (x[0::2] - x[1::2]).tocsr()
     del x
     t_feat = time.perf_counter() - t0
     say(f"featurised {n:,} pairs in {t_feat:.1f}s ({diffs.shape[1]:,} features)")

@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+
+from hhrlhf.reward.features import DENSE_FEATURES, FeatureConfig, Featurizer, split_prompt
+
+
+def test_split_prompt_turns():
+    p = "\n\nHuman: first\n\nAssistant: reply one\n\nHuman: second ask\n\nAssistant:"
+    last, earlier, humans = split_prompt(p)
+    assert last == " second ask"
+    assert earlier == " reply one "
+    assert humans == " first  second ask"
+
+
+def test_transform_shape_and_groups(small_config):
+    f = Featurizer(small_config)
+    prompts = ["\n\nHuman: hi there\n\nAssistant:"] * 3
+    responses = [" hello", " I'm sorry, I can't help with that.", ""]
+    f.fit(prompts, responses)
+    x = f.transform(prompts, responses)
+    assert x.shape == (3, f.n_features)
+    assert f.n_features == 2**12 * 3 + 2**10 + len(DENSE_FEATURES)
+    # deterministic
+    assert (f.transform(prompts, responses) != x).nnz == 0
+
+
+def test_dropping_a_group_removes_its_columns(small_config):
+    weights = dict(small_config.weights, pair=0.0)
+    cfg = FeatureConfig(**{**small_config.__dict__, "weights": weights})
+    f = Featurizer(cfg)
+    assert "pair" not in f.active
+    f.fit(["\n\nHuman: a\n\nAssistant:"], [" b"])
+    assert f.transform(["\n\nHuman: a\n\nAssistant:"], [" b"]).shape[1] == f.n_features
+
+
+def test_config_round_trip_and_unknown_key():
+    cfg = FeatureConfig(char_ngrams=(2, 4))
+    assert FeatureConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="unknown feature settings: bogus"):
+        FeatureConfig.from_dict({**cfg.to_dict(), "bogus": 1})
+
+
+def test_overlap_with_last_human_turn_feature(small_config):
+    f = Featurizer(small_config)
+    raw = f._raw(["\n\nHuman: red apples\n\nAssistant:"] * 2, [" red apples", " blue sky"])
+    col = DENSE_FEATURES.index("overlap_last_human")
+    assert raw["dense"][:, col] == pytest.approx([1.0, 0.0])
+    col = DENSE_FEATURES.index("word_cosine_last_human")
+    assert raw["dense"][0, col] == pytest.approx(1.0)
+    assert raw["dense"][1, col] == pytest.approx(0.0)
+
+
+def test_transform_before_fit_is_an_error(small_config):
+    with pytest.raises(RuntimeError):
+        Featurizer(small_config).transform(["p"], ["r"])
+
+
+def test_parallel_featurisation_equals_serial(small_config):
+    from .conftest import make_pairs
+
+    pairs = make_pairs(2100, seed=3)
+    prompts = [p.prompt for p in pairs] * 2
+    responses = [p.chosen_response for p in pairs] + [p.rejected_response for p in pairs]
+    f = Featurizer(small_config)
+    serial = f._raw_parallel(prompts, responses, 1)
+    parallel = f._raw_parallel(prompts, responses, 2)
+    for k in serial:
+        a, b = serial[k], parallel[k]
+        if k == "dense":
+            assert np.array_equal(a, b)
+        else:
+            assert (a != b).nnz == 0
