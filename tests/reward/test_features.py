@@ -19,18 +19,24 @@ def test_transform_shape_and_groups(small_config):
     f.fit(prompts, responses)
     x = f.transform(prompts, responses)
     assert x.shape == (3, f.n_features)
-    assert f.n_features == 2**12 * 3 + 2**10 + len(DENSE_FEATURES)
+    # word + char (2**12 each) + edge (2**10) + dense; pair is off by default
+    assert f.active == ["word", "char", "edge", "dense"]
+    assert f.n_features == 2**12 * 2 + 2**10 + len(DENSE_FEATURES)
     # deterministic
     assert (f.transform(prompts, responses) != x).nnz == 0
 
 
-def test_dropping_a_group_removes_its_columns(small_config):
-    weights = dict(small_config.weights, pair=0.0)
-    cfg = FeatureConfig(**{**small_config.__dict__, "weights": weights})
+@pytest.mark.parametrize("group, on", [("edge", False), ("pair", True)])
+def test_group_weights_switch_groups(small_config, group, on):
+    weights = dict(small_config.weights, **{group: 1.0 if on else 0.0})
+    cfg = FeatureConfig(**{**small_config.__dict__, "weights": weights, "context_chars": 50})
     f = Featurizer(cfg)
-    assert "pair" not in f.active
-    f.fit(["\n\nHuman: a\n\nAssistant:"], [" b"])
-    assert f.transform(["\n\nHuman: a\n\nAssistant:"], [" b"]).shape[1] == f.n_features
+    assert (group in f.active) is on
+    prompts = ["\n\nHuman: a b\n\nAssistant: c\n\nHuman: d\n\nAssistant:"] * 2
+    f.fit(prompts, [" b", " c d"])
+    x = f.transform(prompts, [" b", " c d"])
+    assert x.shape[1] == f.n_features
+    assert f.n_features == Featurizer(small_config).n_features + (2**12 if on else -(2**10))
 
 
 def test_config_round_trip_and_unknown_key():

@@ -9,13 +9,15 @@ The groups (each one a block of columns, scaled by its weight in :class:`Feature
 - ``char``: hashed character n-grams inside word boundaries (robust to spelling and markup);
 - ``edge``: the first words (by position) and last words of the response; refusals and
   compliance announce themselves at the start ("I'm sorry", "Sure, here's");
-- ``pair``: prompt x response interactions: (last human word, early response word) pairs and
-  response words tagged with the dialogue depth, so a cue can mean different things after
-  different requests;
+- ``pair`` (off by default): prompt x response interactions: (last human word, early response
+  word) pairs and response words tagged with the dialogue depth, so a cue can mean different
+  things after different requests. It did not improve cross-validated accuracy on the real
+  harmless-base test file (bench/RESULTS-pm.md) and costs a fifth of the featurisation time;
 - ``dense``: standardised scalars: lengths and length bins, question and newline rates,
   whether the model wrote speaker markers itself, word overlap with the last human turn and
-  the whole prompt, and cosine similarity (word and char) with the last human turn and with
-  the earlier assistant turns of the same conversation. In red-team data the conversation
+  the whole prompt, and cosine similarity with the last human turn, the human turns and the
+  earlier assistant turns of the same conversation (word n-grams; char n-grams too when
+  ``context_chars`` > 0, off by default for speed, no accuracy change measured). In red-team data the conversation
   continued with the response the red-teamer judged *more harmful*, so resembling the earlier
   assistant turns is informative.
 
@@ -37,9 +39,6 @@ _MARKER_RE = re.compile(r"\n\n(Human|Assistant):")
 _WORD_RE = re.compile(r"[a-z0-9']+")
 _EDGE_RE = re.compile(r"[a-z0-9']+|[?!.,]")
 _LENGTH_BINS = (1, 20, 50, 100, 200, 400, 800)
-#: Characters of the last human turn / the end of the earlier assistant turns compared with
-#: the response by char n-gram cosine (bounds the cost on long conversations).
-_CONTEXT_CHARS = 600
 
 #: Names of the dense columns, in order.
 DENSE_FEATURES: tuple[str, ...] = (
@@ -77,9 +76,14 @@ class FeatureConfig:
     pair_bits: int = 18
     #: Characters of a response used for char n-grams (bounds the cost of long responses).
     char_max: int = 2000
+    #: Word token regex (the default keeps one-letter words like "I" and contractions whole).
+    word_pattern: str = r"(?u)\b\w\w+\b"
+    #: Characters of the last human turn and of the end of the earlier assistant turns that
+    #: the char n-gram cosine features compare with the response (0 switches them off).
+    context_chars: int = 0
     #: Weight of each group's block; 0 drops the group.
     weights: dict = field(
-        default_factory=lambda: {"word": 1.0, "char": 1.0, "edge": 1.0, "pair": 1.0, "dense": 1.0}
+        default_factory=lambda: {"word": 1.0, "char": 1.0, "edge": 1.0, "pair": 0.0, "dense": 2.5}
     )
 
     def to_dict(self) -> dict:
@@ -177,7 +181,12 @@ class Featurizer:
         c = self.config
         common = dict(alternate_sign=False, norm=None, dtype=float)
         return {
-            "word": H(ngram_range=tuple(c.word_ngrams), n_features=2**c.word_bits, **common),
+            "word": H(
+                ngram_range=tuple(c.word_ngrams),
+                token_pattern=c.word_pattern,
+                n_features=2**c.word_bits,
+                **common,
+            ),
             "char": H(
                 analyzer="char_wb",
                 ngram_range=tuple(c.char_ngrams),
@@ -186,7 +195,12 @@ class Featurizer:
             ),
             "edge": H(token_pattern=r"\S+", lowercase=False, n_features=2**c.edge_bits, **common),
             "pair": H(token_pattern=r"\S+", lowercase=False, n_features=2**c.pair_bits, **common),
-            "unit_word": H(n_features=2**c.word_bits, alternate_sign=True, norm="l2"),
+            "unit_word": H(
+                token_pattern=c.word_pattern,
+                n_features=2**c.word_bits,
+                alternate_sign=True,
+                norm="l2",
+            ),
             "unit_char": H(
                 analyzer="char_wb",
                 ngram_range=tuple(c.char_ngrams),
@@ -237,13 +251,15 @@ class Featurizer:
             def cos(a, b):
                 return np.asarray(a.multiply(b[row_of]).sum(axis=1)).ravel()
 
+            k = self.config.context_chars
+            zero = np.zeros(len(responses))
             sims = np.column_stack(
                 [
                     cos(rw, uw.transform([c.last for c in contexts])),
                     cos(rw, uw.transform([c.earlier for c in contexts])),
                     cos(rw, uw.transform([c.humans for c in contexts])),
-                    cos(rc, uc.transform([c.last[:_CONTEXT_CHARS] for c in contexts])),
-                    cos(rc, uc.transform([c.earlier[-_CONTEXT_CHARS:] for c in contexts])),
+                    cos(rc, uc.transform([c.last[:k] for c in contexts])) if k else zero,
+                    cos(rc, uc.transform([c.earlier[-k:] for c in contexts])) if k else zero,
                 ]
             ).reshape(len(responses), -1)
             out["dense"] = np.hstack([base, sims])
