@@ -77,7 +77,7 @@ def test_save_load_round_trip(planted, tmp_path):
     assert meta["hyperparameters"]["l2"] == 5e-4
     assert "package_version" in meta and "metrics" in meta
     loaded = load_model(path)
-    for a, b in zip(model.score_pairs(test), loaded.score_pairs(test)):
+    for a, b in zip(model.score_pairs(test), loaded.score_pairs(test), strict=True):
         assert np.array_equal(a, b)
 
 

@@ -165,6 +165,16 @@ def _dense_row(response: str, ctx: _Context) -> list[float]:
     ]
 
 
+#: (featurizer, prompts, responses) shared with forked workers by :meth:`Featurizer._raw_parallel`.
+_WORK = None
+
+
+def _raw_chunk(bounds):
+    featurizer, prompts, responses = _WORK
+    i, j = bounds
+    return featurizer._raw(prompts[i:j], responses[i:j])
+
+
 class Featurizer:
     """Maps (prompt, response) pairs to a sparse feature matrix; holds the fitted statistics."""
 
@@ -266,19 +276,33 @@ class Featurizer:
         return out
 
     def _raw_parallel(self, prompts, responses, n_jobs: int) -> dict:
+        """:meth:`_raw` in ``n_jobs`` processes (forked where the platform allows, so the
+        inputs are inherited rather than pickled); same result as one process."""
         n = len(responses)
         if n_jobs == 1 or n < 4000:
             return self._raw(prompts, responses)
+        import multiprocessing
+
         import numpy as np
         import scipy.sparse as sp
-        from joblib import Parallel, delayed
 
         step = math.ceil(n / (n_jobs * 4))
         step += step % 2  # keep interleaved (chosen, rejected) rows of a pair in one chunk
-        chunks = Parallel(n_jobs=n_jobs)(
-            delayed(self._raw)(prompts[i : i + step], responses[i : i + step])
-            for i in range(0, n, step)
-        )
+        ranges = [(i, min(i + step, n)) for i in range(0, n, step)]
+        if "fork" in multiprocessing.get_all_start_methods():
+            global _WORK
+            _WORK = (self, prompts, responses)
+            try:
+                with multiprocessing.get_context("fork").Pool(n_jobs) as pool:
+                    chunks = pool.map(_raw_chunk, ranges, chunksize=1)
+            finally:
+                _WORK = None
+        else:
+            from joblib import Parallel, delayed
+
+            chunks = Parallel(n_jobs=n_jobs)(
+                delayed(self._raw)(prompts[i:j], responses[i:j]) for i, j in ranges
+            )
         out = {}
         for k in chunks[0]:
             parts = [c[k] for c in chunks]

@@ -9,7 +9,10 @@ Everything here is numerically stable for large margins of either sign.
 
 from __future__ import annotations
 
-import numpy as np
+from ..errors import require
+
+# A missing numpy becomes MissingExtraError naming `pip install 'hhrlhf[reward]'`.
+np = require("numpy", "reward", "preference models")
 
 __all__ = ["bt_loss", "bt_objective", "preference_probability", "sigmoid"]
 
