@@ -187,3 +187,16 @@ def test_demo_step(tmp_path, capsys):
     rep = json.loads((tmp_path / "pm" / "eval.json").read_text())
     assert rep["overall"]["n"] > 0
     assert (tmp_path / "pm" / "model" / "model.json").is_file()
+
+
+def test_transformers_backend_needs_a_base_model(tmp_path):
+    r = run("pm", "train", "--backend", "transformers", "--data", "sample", "--out", tmp_path / "m")
+    assert r.exit_code == 2 and "--base-model" in r.output
+    assert not (tmp_path / "m").exists()
+
+
+def test_missing_input_files_are_clear_errors(model_dir, tmp_path):
+    r = run("pm", "rerank", "--model", model_dir, "--in", tmp_path / "nope.jsonl")
+    assert r.exit_code == 1 and "nope.jsonl" in r.output and "error:" in r.output
+    r = run("pm", "eval", "harmless-base", "--data", "sample", "--scores", tmp_path / "no.jsonl")
+    assert r.exit_code == 1 and "no.jsonl" in r.output

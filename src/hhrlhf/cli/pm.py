@@ -1,4 +1,4 @@
-"""``hh pm``: train, evaluate, score and rerank with preference models (thin layer over hhrlhf.reward)."""
+"""``hh pm``: train, evaluate, score and rerank preference models (over hhrlhf.reward)."""
 
 from __future__ import annotations
 
@@ -132,6 +132,8 @@ def train(
     Example:
       hh pm train harmless-base helpful-base --split train --data sample --out pm-model --lambda 2
     """
+    if backend == "transformers" and not base_model:
+        raise click.UsageError("--backend transformers needs --base-model ID")
     pairs = _load(subsets, split, data, lenient, skipped)
     info = _training_data(subsets, split, data, pairs)
     click.echo(f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})", err=True)
@@ -150,8 +152,6 @@ def train(
         model.save(out)
         meta = model.meta
     else:
-        if not base_model:
-            raise click.UsageError("--backend transformers needs --base-model ID")
         from ..reward.hf import train_hf
 
         model = train_hf(
