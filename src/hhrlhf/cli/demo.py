@@ -102,5 +102,8 @@ def demo_command(out_dir, data):
     _step("5. the red-team report (hh redteam report)")
     _optional(data, out, "redteam", "report")
 
+    _step("6. a preference model, trained and evaluated (hh pm train / hh pm eval)")
+    _optional(data, out, "pm", "reward")
+
     _step("done")
     click.echo(f"outputs are in {out.resolve()}")
