@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..convert import FORMATS
 from ..errors import UnknownSubsetError
 from ..subsets import RED_TEAM
 from .options import data_option, emit_json, json_option, print_table
@@ -65,9 +66,7 @@ def _records(subsets, split, data, fmt):
     "fmt_name",
     required=True,
     metavar="FORMAT",
-    type=click.Choice(
-        ["raw", "dpo", "trl-standard", "trl-conversational", "messages", "sft", "openai", "redteam"]
-    ),
+    type=click.Choice(list(FORMATS)),
     help="Output format (see docs/convert.md).",
 )
 @click.option(
@@ -121,9 +120,8 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data):
     "fmt_name",
     required=True,
     metavar="FORMAT",
-    type=click.Choice(
-        ["raw", "dpo", "trl-standard", "trl-conversational", "messages", "openai", "redteam"]
-    ),
+    # a conversation format (sft) reads back into one dialogue, not a pair
+    type=click.Choice([n for n, f in FORMATS.items() if f.kind != "conversation"]),
     help="The format FILE was written in.",
 )
 @click.option(
