@@ -24,7 +24,13 @@ from typing import Any
 import orjson
 
 from .errors import DataFormatError
-from .records import TASK_SCORE_KEY_REAL, PreferencePair, RedTeamAttempt
+from .records import (
+    RED_TEAM_KEYS,
+    TASK_SCORE_KEY_CARD,
+    TASK_SCORE_KEY_REAL,
+    PreferencePair,
+    RedTeamAttempt,
+)
 
 try:  # ISA-L decompresses gzip several times faster than zlib
     from isal import igzip as _gzip
@@ -353,21 +359,8 @@ def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt
     """
     if type(obj) is not dict:
         raise ValueError(f"expected a JSON object, got {_type_name(obj)}")
-    score_key = (
-        TASK_SCORE_KEY_REAL if TASK_SCORE_KEY_REAL in obj else "task_description_harmlessness_score"
-    )
-    required = (
-        "transcript",
-        "min_harmlessness_score_transcript",
-        "num_params",
-        "model_type",
-        "rating",
-        "task_description",
-        score_key,
-        "red_team_member_id",
-        "is_upworker",
-        "tags",
-    )
+    score_key = TASK_SCORE_KEY_REAL if TASK_SCORE_KEY_REAL in obj else TASK_SCORE_KEY_CARD
+    required = [score_key if k == TASK_SCORE_KEY_CARD else k for k in RED_TEAM_KEYS]
     missing = [k for k in required if k not in obj]
     if missing:
         raise ValueError(

@@ -161,6 +161,11 @@ RED_TEAM_KEYS = (
 )
 #: The spelling in the real file; the dataset card spells it without the typo.
 TASK_SCORE_KEY_REAL = "task_descripton_harmlessness_score"
+TASK_SCORE_KEY_CARD = "task_description_harmlessness_score"
+#: The ten keys as the real file spells them.
+RED_TEAM_KEYS_REAL = tuple(
+    TASK_SCORE_KEY_REAL if k == TASK_SCORE_KEY_CARD else k for k in RED_TEAM_KEYS
+)
 
 
 def parse_num_params(value: str) -> float | None:

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from .records import TASK_SCORE_KEY_REAL
+from .records import RED_TEAM_KEYS_REAL, TASK_SCORE_KEY_REAL
 from .subsets import PREFERENCE_SUBSETS, RED_TEAM, SUBSETS
 
 __all__ = [
@@ -54,19 +54,6 @@ __all__ = [
     "TAG_VOCABULARY",
 ]
 
-#: The ten keys of a real red-team record, in the real file's spelling.
-RED_TEAM_KEYS_REAL = (
-    "transcript",
-    "min_harmlessness_score_transcript",
-    "num_params",
-    "model_type",
-    "rating",
-    "task_description",
-    TASK_SCORE_KEY_REAL,
-    "red_team_member_id",
-    "is_upworker",
-    "tags",
-)
 
 #: Rows per split at ``scale="sample"``.
 SAMPLE_ROWS = {"train": 60, "test": 20}

@@ -5,24 +5,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..records import MODEL_TYPES, NUM_PARAMS, TASK_SCORE_KEY_REAL
+from ..records import (
+    MODEL_TYPES,
+    NUM_PARAMS,
+    RED_TEAM_KEYS,
+    TASK_SCORE_KEY_CARD,
+    TASK_SCORE_KEY_REAL,
+)
 from .base import CheckClass, RowCheck
 
 __all__ = ["RedTeamFields", "RED_TEAM_KEYS_ACCEPTED"]
 
-_CARD_SCORE_KEY = "task_description_harmlessness_score"
-_REQUIRED = (
-    "transcript",
-    "min_harmlessness_score_transcript",
-    "num_params",
-    "model_type",
-    "rating",
-    "task_description",
-    "red_team_member_id",
-    "is_upworker",
-    "tags",
-)
-#: Every key a record may have (the task score under the real or the card's spelling).
+_CARD_SCORE_KEY = TASK_SCORE_KEY_CARD
+#: The nine keys spelled the same in the file and on the card.
+_REQUIRED = tuple(k for k in RED_TEAM_KEYS if k != TASK_SCORE_KEY_CARD)
 RED_TEAM_KEYS_ACCEPTED = frozenset((*_REQUIRED, TASK_SCORE_KEY_REAL, _CARD_SCORE_KEY))
 
 
