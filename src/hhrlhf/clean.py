@@ -25,10 +25,10 @@ from pathlib import Path
 
 import orjson
 
-from .checks import CLASSES, DEFAULT_DROP, AuditResult, audit, check_class_names
+from .checks import DEFAULT_DROP, AuditResult, audit, check_class_names
 from .checks.audit import audit_files, file_key
 from .errors import HHError
-from .reader import open_data, read_objects
+from .reader import StreamError, iter_lines, read_objects
 from .subsets import RED_TEAM, SUBSETS
 
 __all__ = ["clean", "CleanResult"]
@@ -160,26 +160,9 @@ def _record(dropped, source, line, reasons, row=None, raw=None) -> None:
 def _clean_jsonl(path, target, subset, split, result, drop_set, dropped) -> dict:
     rows = kept = dropped_n = 0
     reasons_count: Counter[str] = Counter()
-    lineno = 0
-    f = open_data(path)
-    try:
-        with _gzip_writer(target) as w:
-            it = iter(f)
-            while True:
-                try:
-                    line = next(it)
-                except StopIteration:
-                    break
-                except (EOFError, OSError) as exc:
-                    # the audit recorded this as one bad_json row ("the rest of the file is lost")
-                    source = (subset, split, lineno)
-                    reasons = _reasons(result, source, drop_set) or {"bad_json": str(exc)}
-                    rows += 1
-                    dropped_n += 1
-                    reasons_count.update(list(reasons))
-                    _record(dropped, source, lineno + 1, reasons, raw="")
-                    break
-                lineno += 1
+    with _gzip_writer(target) as w:
+        try:
+            for lineno, line in iter_lines(path):
                 if not line.strip():
                     continue  # a blank line holds no row (the reader skips it too)
                 rows += 1
@@ -195,8 +178,14 @@ def _clean_jsonl(path, target, subset, split, result, drop_set, dropped) -> dict
                     _record(dropped, source, lineno, reasons, row=orjson.loads(line))
                 except orjson.JSONDecodeError:
                     _record(dropped, source, lineno, reasons, raw=line.decode("utf-8", "replace"))
-    finally:
-        f.close()
+        except StreamError as exc:
+            # the audit recorded this as one bad_json row ("the rest of the file is lost")
+            source = (subset, split, exc.line - 1)
+            reasons = _reasons(result, source, drop_set) or {"bad_json": exc.problem}
+            rows += 1
+            dropped_n += 1
+            reasons_count.update(list(reasons))
+            _record(dropped, source, exc.line, reasons, raw="")
     return {
         "rows": rows,
         "kept": kept,
@@ -228,6 +217,3 @@ def _clean_array(path, target, subset, split, result, drop_set, dropped) -> dict
         "dropped": dropped_n,
         "dropped_by_reason": dict(sorted(reasons_count.items())),
     }
-
-
-_ = CLASSES  # re-exported for callers validating names

@@ -47,6 +47,8 @@ except ImportError:  # pragma: no cover - isal is a core dependency, kept option
 
 __all__ = [
     "SkippedRow",
+    "StreamError",
+    "iter_lines",
     "open_data",
     "detect_container",
     "read_objects",
@@ -156,8 +158,18 @@ def _skip(skipped, path, line, problem, unit="line"):
         skipped.append(SkippedRow(path, line, problem, unit))
 
 
-def _read_jsonl(path, lenient, skipped, threaded) -> Iterator[tuple[int, Any]]:
-    loads = orjson.loads
+class StreamError(DataFormatError):
+    """A gzip stream ends early or is corrupt: the lines from ``line`` on cannot be read."""
+
+
+def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` of a file, 1-based, decompressing gzip.
+
+    A damaged gzip stream raises :class:`StreamError` naming the first line it could not
+    read, after yielding every line before it. Used by the reader and by ``hh clean``
+    (which copies kept lines byte for byte).
+    """
+    path = str(path)
     lineno = 0
     f = open_data(path, threaded=threaded)
     try:
@@ -166,14 +178,20 @@ def _read_jsonl(path, lenient, skipped, threaded) -> Iterator[tuple[int, Any]]:
             try:
                 line = next(it)
             except StopIteration:
-                break
+                return
             except _GZIP_ERRORS as exc:
-                problem = _gzip_problem(exc)
-                if lenient:
-                    _skip(skipped, path, lineno + 1, problem + "; the rest of the file is lost")
-                    return
-                raise DataFormatError(path, lineno + 1, problem) from None
+                raise StreamError(path, lineno + 1, _gzip_problem(exc)) from None
             lineno += 1
+            yield lineno, line
+    finally:
+        f.close()
+
+
+def _read_jsonl(path, lenient, skipped, threaded) -> Iterator[tuple[int, Any]]:
+    loads = orjson.loads
+    lineno = 0
+    try:
+        for lineno, line in iter_lines(path, threaded=threaded):
             try:
                 obj = loads(line)
             except orjson.JSONDecodeError as exc:
@@ -187,8 +205,11 @@ def _read_jsonl(path, lenient, skipped, threaded) -> Iterator[tuple[int, Any]]:
                     continue
                 raise DataFormatError(path, lineno, problem) from None
             yield lineno, obj
-    finally:
-        f.close()
+    except StreamError as exc:
+        if not lenient:
+            raise
+        _skip(skipped, path, exc.line, exc.problem + "; the rest of the file is lost")
+        return
     if lineno == 0:
         raise DataFormatError(path, None, "empty file (no records)")
 
