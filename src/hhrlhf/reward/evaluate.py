@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import DataFormatError, HHError, require
+from ..reader import read_objects
 
 __all__ = [
     "BASELINES",
@@ -209,25 +210,13 @@ def read_scores_file(path, pairs) -> tuple:
     ``chosen_score`` / ``rejected_score``. Every pair needs exactly one row; rows for pairs
     not being evaluated are ignored. Errors name the file and line.
     """
-    import orjson
-
     np = require("numpy", "reward", "evaluation")
     path = Path(path)
     wanted = {pair_id(p): i for i, p in enumerate(pairs)}
     chosen = np.full(len(pairs), np.nan)
     rejected = np.full(len(pairs), np.nan)
     seen: dict[str, int] = {}
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise HHError(f"{path}: cannot read scores file: {exc.strerror or exc}") from exc
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise DataFormatError(path, lineno, f"invalid JSON: {exc}") from exc
+    for lineno, row in read_objects(path):
         if not isinstance(row, dict) or "id" not in row:
             raise DataFormatError(path, lineno, 'expected an object with "id"')
         values = []

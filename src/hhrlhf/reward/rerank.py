@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import DataFormatError, HHError
+from ..reader import read_objects
 
 __all__ = ["as_prompt", "rerank", "rerank_file"]
 
@@ -57,21 +58,9 @@ def rerank(model, prompt: str, candidates, *, k: int | None = None) -> dict:
 
 def rerank_file(model, path, *, k: int | None = None) -> list[dict]:
     """Rerank every row of a JSONL candidates file; errors name the file and line."""
-    import orjson
-
     path = Path(path)
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise HHError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     out = []
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise DataFormatError(path, lineno, f"invalid JSON: {exc}") from exc
+    for lineno, row in read_objects(path):
         if not isinstance(row, dict):
             raise DataFormatError(path, lineno, "expected an object")
         prompt = row.get("prompt")
