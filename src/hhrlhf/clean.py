@@ -16,7 +16,6 @@ before returning and raises if it ever does not.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import Counter
@@ -27,6 +26,7 @@ import orjson
 
 from .checks import DEFAULT_DROP, AuditResult, audit, check_class_names
 from .checks.audit import audit_files, file_key
+from .download import sha256_file
 from .errors import HHError
 from .reader import StreamError, iter_lines, read_objects
 from .subsets import RED_TEAM, SUBSETS
@@ -40,14 +40,6 @@ def _gzip_writer(path: Path):
     from isal import igzip
 
     return igzip.open(path, "wb")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _out_path(subset: str | None, split: str, src: Path) -> str:
@@ -113,12 +105,12 @@ def clean(
                     f"{f.path}: row accounting failed (audit saw {expected}, clean read "
                     f"{stats['rows']}, kept {stats['kept']}, dropped {stats['dropped']})"
                 )
-            checksums[rel] = _sha256(target)
+            checksums[rel] = sha256_file(target)
             stats["input"] = str(f.path)
             manifest_files[rel] = stats
             total.update({k: stats[k] for k in ("rows", "kept", "dropped")})
             by_reason.update(stats["dropped_by_reason"])
-    checksums["dropped.jsonl"] = _sha256(dropped_path)
+    checksums["dropped.jsonl"] = sha256_file(dropped_path)
     manifest = {
         "input": str(data) if data is not None else "cache",
         "drop": sorted(drop_set),

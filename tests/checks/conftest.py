@@ -23,16 +23,3 @@ def corpus(tmp_path):
         return root
 
     return make
-
-
-@pytest.fixture(scope="session")
-def sample_dir(tmp_path_factory) -> Path:
-    from hhrlhf.dataset import SAMPLE_DIR
-
-    if (SAMPLE_DIR / "harmless-base").is_dir():
-        return SAMPLE_DIR
-    from hhrlhf.synth import write_corpus
-
-    root = tmp_path_factory.mktemp("sample")
-    write_corpus(root, scale="sample")
-    return root

@@ -1,4 +1,4 @@
-"""Fixtures: the bundled sample (or the same sample written by hhrlhf.synth while it is absent)."""
+"""Fixtures: the sample's pairs and attempts (`sample_dir` is in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,6 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).parent.parent / "data" / "convert"
-
-
-@pytest.fixture(scope="session")
-def sample_dir(tmp_path_factory) -> Path:
-    from hhrlhf.dataset import SAMPLE_DIR
-
-    if (SAMPLE_DIR / "harmless-base").is_dir():
-        return SAMPLE_DIR
-    from hhrlhf.synth import write_corpus
-
-    root = tmp_path_factory.mktemp("sample")
-    write_corpus(root, scale="sample")
-    return root
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import click
 import orjson
 
 from ..dataset import iter_attempts, load_pairs, resolve_source
+from ..download import sha256_file
 from ..errors import HHError
 from ..subsets import resolve_subsets
 from .options import data_option, emit_json, json_option, lenient_option, pass_skipped, print_table
@@ -28,14 +28,6 @@ def pm():
       hh pm score --model pm-model --data sample
       hh pm rerank --model pm-model --in candidates.jsonl --k 4
     """
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _load(subsets, split, data, lenient, skipped):
@@ -57,7 +49,7 @@ def _training_data(subsets, split, data, pairs) -> dict:
         rows[key] = rows.get(key, 0) + 1
     files = {}
     if src.kind == "file":
-        files[src.root.name] = _sha256(src.root)
+        files[src.root.name] = sha256_file(src.root)
     else:
         for subset in resolve_subsets(list(subsets) or None):
             if subset.kind != "preference":
@@ -66,7 +58,7 @@ def _training_data(subsets, split, data, pairs) -> dict:
                 if (split and spec.split != split) or not src.has(spec):
                     continue
                 try:
-                    files[spec.path] = _sha256(src.locate(spec, download=False))
+                    files[spec.path] = sha256_file(src.locate(spec, download=False))
                 except HHError:
                     pass
     return {
