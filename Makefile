@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed-all: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-all: pyproject.toml setup.py src/hhrlhf/_jsonl.c | $(BIN)/python
 	$(BIN)/pip install -q -e '.[all]'
 	touch $@
 

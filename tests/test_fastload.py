@@ -1,4 +1,9 @@
-"""The fast loader gives exactly the reference reader's records, errors and lenient reports."""
+"""The fast loader gives exactly the reference reader's records, errors and lenient reports.
+
+Every test here runs twice: with the native block parser (``hhrlhf._jsonl``) and with the
+pure-Python one, so both are held to the reference reader. The C parser's own edge cases
+(escapes, surrogates, invalid UTF-8, fuzzed lines) are in ``tests/test_native.py``.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hhrlhf
-from hhrlhf import synth
+from hhrlhf import fastload, synth
 from hhrlhf.errors import DataFormatError
 from hhrlhf.fastload import Fallback, load_files, parse_jsonl
 from hhrlhf.reader import read_pairs
@@ -23,6 +28,16 @@ from hhrlhf.transcript import align_pair, prompt_length
 
 DATA = Path(__file__).parent / "data"
 BAD = sorted(p for p in (DATA / "bad").glob("*.json*") if p.name != "expected.json")
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def block_parser(request, monkeypatch):
+    """Run the test with one block parser; both must give the reference's results."""
+    native = request.param == "native"
+    if native and fastload._jsonl is None:
+        pytest.skip("the native block parser is not built (tests/test_native.py says why)")
+    monkeypatch.setattr(fastload, "NATIVE", native)
+    return request.param
 
 
 def _key(p: PreferencePair):
