@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -117,10 +118,20 @@ def test_demo_runs_on_the_sample(tmp_path):
 
 
 def test_python_m_and_version():
+    from hhrlhf.fastload import NATIVE
+
     proc = subprocess.run(
         [sys.executable, "-m", "hhrlhf", "--version"], capture_output=True, text=True
     )
     assert proc.returncode == 0 and proc.stdout.startswith("hh, version")
+    assert ("loader: native" in proc.stdout) is NATIVE
+    off = subprocess.run(
+        [sys.executable, "-m", "hhrlhf", "--version"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HH_RLHF_NATIVE": "0"},
+    )
+    assert "loader: pure Python" in off.stdout
 
 
 @pytest.mark.parametrize("command", ["info", "show", "stats", "download", "demo"])

@@ -38,8 +38,16 @@ class HHGroup(click.Group):
             raise _UserError(exc) from exc
 
 
+def _loader() -> str:
+    from ..fastload import NATIVE
+
+    return "native block parser (hhrlhf._jsonl)" if NATIVE else "pure Python (no C extension)"
+
+
 @click.group(cls=HHGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="hh")
+@click.version_option(
+    __version__, prog_name="hh", message=f"%(prog)s, version %(version)s; loader: {_loader()}"
+)
 def cli():
     """hh: Anthropic's HH-RLHF data, loaded exactly, converted, audited and learned from.
 
