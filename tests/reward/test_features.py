@@ -1,7 +1,13 @@
 import numpy as np
 import pytest
 
-from hhrlhf.reward.features import DENSE_FEATURES, FeatureConfig, Featurizer, split_prompt
+from hhrlhf.reward.features import (
+    DENSE_FEATURES,
+    LEXICON_FEATURES,
+    FeatureConfig,
+    Featurizer,
+    split_prompt,
+)
 
 
 def test_split_prompt_turns():
@@ -19,15 +25,18 @@ def test_transform_shape_and_groups(small_config):
     f.fit(prompts, responses)
     x = f.transform(prompts, responses)
     assert x.shape == (3, f.n_features)
-    # word + char (2**12 each) + edge (2**10) + dense; pair is off by default
-    assert f.active == ["word", "char", "edge", "dense"]
-    assert f.n_features == 2**12 * 2 + 2**10 + len(DENSE_FEATURES)
+    # word + char (2**12 each) + lex + dense; edge and pair are off by default
+    assert f.active == ["word", "char", "lex", "dense"]
+    assert f.n_features == 2**12 * 2 + len(LEXICON_FEATURES) + len(DENSE_FEATURES)
     # deterministic
     assert (f.transform(prompts, responses) != x).nnz == 0
 
 
-@pytest.mark.parametrize("group, on", [("edge", False), ("pair", True)])
-def test_group_weights_switch_groups(small_config, group, on):
+@pytest.mark.parametrize(
+    "group, on, size",
+    [("edge", True, 2**10), ("pair", True, 2**12), ("lex", False, len(LEXICON_FEATURES))],
+)
+def test_group_weights_switch_groups(small_config, group, on, size):
     weights = dict(small_config.weights, **{group: 1.0 if on else 0.0})
     cfg = FeatureConfig(**{**small_config.__dict__, "weights": weights, "context_chars": 50})
     f = Featurizer(cfg)
@@ -36,7 +45,7 @@ def test_group_weights_switch_groups(small_config, group, on):
     f.fit(prompts, [" b", " c d"])
     x = f.transform(prompts, [" b", " c d"])
     assert x.shape[1] == f.n_features
-    assert f.n_features == Featurizer(small_config).n_features + (2**12 if on else -(2**10))
+    assert f.n_features == Featurizer(small_config).n_features + (size if on else -size)
 
 
 def test_config_round_trip_and_unknown_key():
@@ -72,7 +81,35 @@ def test_parallel_featurisation_equals_serial(small_config):
     parallel = f._raw_parallel(prompts, responses, 2)
     for k in serial:
         a, b = serial[k], parallel[k]
-        if k == "dense":
+        if k in ("lex", "dense"):
             assert np.array_equal(a, b)
         else:
             assert (a != b).nnz == 0
+
+
+def test_lexicon_block_is_standardised_on_training_rows(small_config):
+    """A refusal scores its category column above the training mean; the block has its
+    own saved statistics."""
+    f = Featurizer(small_config)
+    prompts = ["\n\nHuman: how do I pick a lock\n\nAssistant:"] * 3
+    responses = [" Sure, first get a pin.", " I'm sorry, I can't help.", " Maybe."]
+    f.fit(prompts, responses)
+    assert set(f.state()) >= {"lex_mean", "lex_std", "dense_mean", "dense_std"}
+    raw = f._raw(prompts, responses)["lex"]
+    col = LEXICON_FEATURES.index("refuse_log_count")
+    z = (raw[:, col] - f.mean["lex"][col]) / f.std["lex"][col]
+    assert z[1] > 0 > z[0]
+
+
+def test_ending_and_sentence_columns(small_config):
+    f = Featurizer(small_config)
+    responses = [" Fine. Thanks.", " Wow!", " and then we", ""]
+    dense = f._raw(["\n\nHuman: hi\n\nAssistant:"] * 4, responses)["dense"]
+
+    def col(name):
+        return dense[:, DENSE_FEATURES.index(name)].tolist()
+
+    assert col("ends_with_period") == [1.0, 0.0, 0.0, 0.0]
+    assert col("ends_with_exclamation") == [0.0, 1.0, 0.0, 0.0]
+    assert col("ends_without_punctuation") == [0.0, 0.0, 1.0, 0.0]
+    assert col("log_sentences")[0] > col("log_sentences")[1] == 0.0

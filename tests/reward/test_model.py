@@ -81,13 +81,15 @@ def test_save_load_round_trip(planted, tmp_path):
         assert np.array_equal(a, b)
 
 
-def test_other_format_version_is_a_clear_error(planted, tmp_path):
+@pytest.mark.parametrize("offset", [-1, 1])
+def test_other_format_version_is_a_clear_error(planted, tmp_path, offset):
+    """Older models (before the lexicon features) and newer ones are refused by name."""
     model, _ = planted
     path = model.save(tmp_path / "pm")
     meta = json.loads((path / "model.json").read_text())
-    meta["format_version"] = FORMAT_VERSION + 1
+    meta["format_version"] = FORMAT_VERSION + offset
     (path / "model.json").write_text(json.dumps(meta))
-    with pytest.raises(ModelFormatError, match="format version 2"):
+    with pytest.raises(ModelFormatError, match=f"format version {FORMAT_VERSION + offset}"):
         load_model(path)
 
 

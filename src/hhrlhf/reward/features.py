@@ -7,22 +7,32 @@ The groups (each one a block of columns, scaled by its weight in :class:`Feature
 
 - ``word``: hashed word 1-2 grams of the response, log term frequency times IDF, L2-normalised;
 - ``char``: hashed character n-grams inside word boundaries (robust to spelling and markup);
-- ``edge``: the first words (by position) and last words of the response; refusals and
-  compliance announce themselves at the start ("I'm sorry", "Sure, here's");
+- ``edge`` (off by default): the first words (by position) and last words of the response;
+  refusals and compliance announce themselves at the start ("I'm sorry", "Sure, here's").
+  The ``lex`` group's opening columns carry that cue pooled, and with them in the model,
+  dropping ``edge`` gained cross-validated accuracy on the real file (bench/RESULTS-pm.md);
 - ``pair`` (off by default): prompt x response interactions: (last human word, early response
   word) pairs and response words tagged with the dialogue depth, so a cue can mean different
   things after different requests. It did not improve cross-validated accuracy on the real
   harmless-base test file (bench/RESULTS-pm.md) and costs a fifth of the featurisation time;
-- ``dense``: standardised scalars: lengths and length bins, question and newline rates,
-  whether the model wrote speaker markers itself, word overlap with the last human turn and
-  the whole prompt, and cosine similarity with the last human turn, the human turns and the
-  earlier assistant turns of the same conversation (word n-grams; char n-grams too when
-  ``context_chars`` > 0, off by default for speed, no accuracy change measured). In red-team data the conversation
-  continued with the response the red-teamer judged *more harmful*, so resembling the earlier
-  assistant turns is informative.
+- ``lex``: standardised counts of hand-written phrase categories (:mod:`.lexicon`: refusing,
+  hedging, asking back, redirecting to someone qualified, moralising, complying, harmful-topic
+  words echoed from the human turns or new, ...). About 2,000 pairs cannot estimate a weight
+  per word; a pooled category gets one well-estimated weight. Together with the ending and
+  sentence columns of ``dense`` and ``edge`` off, it took cross-validated accuracy on the real
+  harmless-base test file from 63.6% to 67.0% (bench/RESULTS-pm.md);
+- ``dense``: standardised scalars: lengths and length bins, question and newline rates, how
+  the response ends (a period, an exclamation mark, no punctuation at all), sentence and list
+  counts, whether the model wrote speaker markers itself, word overlap with the last human
+  turn and the whole prompt, and cosine similarity with the last human turn, the human turns
+  and the earlier assistant turns of the same conversation (word n-grams; char n-grams too
+  when ``context_chars`` > 0, off by default for speed, no accuracy change measured). In
+  red-team data the conversation continued with the response the red-teamer judged *more
+  harmful*, so resembling the earlier assistant turns is informative.
 
-Hashing keeps the featuriser stateless apart from IDF weights and the dense means and
-standard deviations, which :meth:`Featurizer.fit` learns from training responses only.
+Hashing keeps the featuriser stateless apart from IDF weights and the means and standard
+deviations of the ``dense`` and ``lex`` columns, which :meth:`Featurizer.fit` learns from
+training responses only.
 """
 
 from __future__ import annotations
@@ -32,8 +42,9 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from ..errors import require
+from .lexicon import LEXICON_FEATURES, harm_words, lexicon_row
 
-__all__ = ["FeatureConfig", "Featurizer", "DENSE_FEATURES", "split_prompt"]
+__all__ = ["FeatureConfig", "Featurizer", "DENSE_FEATURES", "LEXICON_FEATURES", "split_prompt"]
 
 _MARKER_RE = re.compile(r"\n\n(Human|Assistant):")
 _WORD_RE = re.compile(r"[a-z0-9']+")
@@ -54,6 +65,11 @@ DENSE_FEATURES: tuple[str, ...] = (
     "writes_speaker_marker",
     "newline_rate",
     *(f"shorter_than_{b}" for b in _LENGTH_BINS),
+    "ends_with_period",
+    "ends_with_exclamation",
+    "ends_without_punctuation",
+    "log_sentences",
+    "log_list_markers",
     "word_cosine_last_human",
     "word_cosine_earlier_assistant",
     "word_cosine_human_turns",
@@ -62,6 +78,8 @@ DENSE_FEATURES: tuple[str, ...] = (
 )
 
 HASHED_GROUPS = ("word", "char", "edge", "pair")
+#: Groups of real-valued columns, standardised with training means and deviations.
+DENSE_GROUPS = {"lex": LEXICON_FEATURES, "dense": DENSE_FEATURES}
 
 
 @dataclass(frozen=True)
@@ -83,7 +101,14 @@ class FeatureConfig:
     context_chars: int = 0
     #: Weight of each group's block; 0 drops the group.
     weights: dict = field(
-        default_factory=lambda: {"word": 1.0, "char": 1.0, "edge": 1.0, "pair": 0.0, "dense": 2.5}
+        default_factory=lambda: {
+            "word": 1.0,
+            "char": 1.0,
+            "edge": 0.0,
+            "pair": 0.0,
+            "lex": 0.5,
+            "dense": 2.5,
+        }
     )
 
     def to_dict(self) -> dict:
@@ -162,6 +187,11 @@ def _dense_row(response: str, ctx: _Context) -> list[float]:
         float("\n\nHuman:" in response or "\n\nAssistant:" in response),
         10.0 * response.count("\n") / (1 + nw),
         *(float(n < b) for b in _LENGTH_BINS),
+        float(stripped.endswith(".")),
+        float(stripped.endswith("!")),
+        float(n > 0 and stripped[-1].isalnum()),
+        math.log1p(stripped.count(". ") + stripped.count("? ") + stripped.count("! ")),
+        math.log1p(stripped.count("\n- ") + stripped.count("\n1")),
     ]
 
 
@@ -181,8 +211,9 @@ class Featurizer:
     def __init__(self, config: FeatureConfig | None = None):
         self.config = config or FeatureConfig()
         self.idf: dict[str, object] = {}
-        self.dense_mean = None
-        self.dense_std = None
+        #: Training means and standard deviations of each of :data:`DENSE_GROUPS`.
+        self.mean: dict[str, object] = {}
+        self.std: dict[str, object] = {}
 
     # ---------------------------------------------------------------- vectorizers
     def _vectorizers(self):
@@ -222,10 +253,10 @@ class Featurizer:
 
     @property
     def active(self) -> list[str]:
-        return [g for g in (*HASHED_GROUPS, "dense") if self.config.weights.get(g, 0) > 0]
+        return [g for g in (*HASHED_GROUPS, *DENSE_GROUPS) if self.config.weights.get(g, 0) > 0]
 
     def _raw(self, prompts, responses) -> dict:
-        """Unweighted raw blocks: term counts for hashed groups, the dense matrix."""
+        """Unweighted raw blocks: term counts for hashed groups, matrices for dense groups."""
         import numpy as np
         from sklearn.preprocessing import normalize
 
@@ -251,6 +282,12 @@ class Featurizer:
             out["pair"] = v["pair"].transform(
                 [_pair_doc(r, c.last_words, c.depth) for r, c in zip(responses, ctx, strict=True)]
             )
+        if "lex" in active:
+            harm = [harm_words(c.humans) for c in contexts]
+            out["lex"] = np.array(
+                [lexicon_row(r, harm[i]) for r, i in zip(responses, row_of.tolist(), strict=True)],
+                dtype=float,
+            ).reshape(len(responses), -1)
         if "dense" in active:
             base = np.array(
                 [_dense_row(r, c) for r, c in zip(responses, ctx, strict=True)], dtype=float
@@ -306,7 +343,7 @@ class Featurizer:
         out = {}
         for k in chunks[0]:
             parts = [c[k] for c in chunks]
-            out[k] = np.vstack(parts) if k == "dense" else sp.vstack(parts, format="csr")
+            out[k] = np.vstack(parts) if k in DENSE_GROUPS else sp.vstack(parts, format="csr")
         return out
 
     # ---------------------------------------------------------------- fit/transform
@@ -320,9 +357,10 @@ class Featurizer:
             if g in raw:
                 df = np.bincount(raw[g].indices, minlength=raw[g].shape[1])
                 self.idf[g] = np.log((1.0 + n) / (1.0 + df)) + 1.0
-        if "dense" in raw:
-            self.dense_mean = raw["dense"].mean(axis=0)
-            self.dense_std = raw["dense"].std(axis=0) + 1e-9
+        for g in DENSE_GROUPS:
+            if g in raw:
+                self.mean[g] = raw[g].mean(axis=0)
+                self.std[g] = raw[g].std(axis=0) + 1e-9
         return self
 
     def transform(self, prompts, responses, *, n_jobs: int = 1, raw: dict | None = None):
@@ -331,7 +369,7 @@ class Featurizer:
         import scipy.sparse as sp
         from sklearn.preprocessing import normalize
 
-        if not self.idf and self.dense_mean is None:
+        if not self.idf and not self.mean:
             raise RuntimeError("Featurizer.transform called before fit")
         raw = raw if raw is not None else self._raw_parallel(list(prompts), list(responses), n_jobs)
         w = self.config.weights
@@ -342,26 +380,28 @@ class Featurizer:
                 m.data = np.log1p(m.data)
                 m = normalize(m @ sp.diags(self.idf[g]))
                 blocks.append(m * w[g])
-        if "dense" in raw:
-            z = (raw["dense"] - self.dense_mean) / self.dense_std
-            blocks.append(sp.csr_matrix(z * (w["dense"] / math.sqrt(z.shape[1]))))
+        for g in DENSE_GROUPS:
+            if g in raw:
+                z = (raw[g] - self.mean[g]) / self.std[g]
+                blocks.append(sp.csr_matrix(z * (w[g] / math.sqrt(z.shape[1]))))
         return sp.hstack(blocks, format="csr")
 
     @property
     def n_features(self) -> int:
         c = self.config
         bits = {"word": c.word_bits, "char": c.char_bits, "edge": c.edge_bits, "pair": c.pair_bits}
-        return sum(2 ** bits[g] for g in HASHED_GROUPS if g in self.active) + (
-            len(DENSE_FEATURES) if "dense" in self.active else 0
+        active = self.active
+        return sum(2 ** bits[g] for g in HASHED_GROUPS if g in active) + sum(
+            len(names) for g, names in DENSE_GROUPS.items() if g in active
         )
 
     # ---------------------------------------------------------------- persistence
     def state(self) -> dict:
         """Arrays to save (``np.savez``)."""
         out = {f"idf_{g}": v for g, v in self.idf.items()}
-        if self.dense_mean is not None:
-            out["dense_mean"] = self.dense_mean
-            out["dense_std"] = self.dense_std
+        for g in self.mean:
+            out[f"{g}_mean"] = self.mean[g]
+            out[f"{g}_std"] = self.std[g]
         return out
 
     @classmethod
@@ -370,7 +410,8 @@ class Featurizer:
         for g in HASHED_GROUPS:
             if f"idf_{g}" in arrays:
                 f.idf[g] = arrays[f"idf_{g}"]
-        if "dense_mean" in arrays:
-            f.dense_mean = arrays["dense_mean"]
-            f.dense_std = arrays["dense_std"]
+        for g in DENSE_GROUPS:
+            if f"{g}_mean" in arrays:
+                f.mean[g] = arrays[f"{g}_mean"]
+                f.std[g] = arrays[f"{g}_std"]
         return f

@@ -37,7 +37,9 @@ __all__ = [
     "pair_weights",
 ]
 
-FORMAT_VERSION = 1
+#: 2: the ``lex`` group and five more ``dense`` columns (a version-1 model's weights would not
+#: line up with this featuriser's columns).
+FORMAT_VERSION = 2
 FORMAT_NAME = "hhrlhf-preference-model"
 #: Subsets whose pairs form the "harm" part of the mixed loss.
 HARM_SUBSETS = frozenset({"harmless-base"})
