@@ -454,6 +454,17 @@ def test_server_error_is_retried(upstream, monkeypatch):
     assert len(upstream.hits(url_path)) == 4
 
 
+def test_retries_are_reported_with_progress(upstream, monkeypatch, capsys):
+    monkeypatch.setenv("HH_RLHF_RETRIES", "2")
+    monkeypatch.setenv("HH_RLHF_BACKOFF", "0")
+    data = payload(11, 500)
+    spec = fake(data)
+    upstream.serve(spec, data, plan=["503"])
+    assert dl.ensure_file(spec, progress=True).read_bytes() == data
+    err = capsys.readouterr().err
+    assert f"{spec.path}: " in err and "retry 1/2" in err
+
+
 def test_connection_refused_is_a_download_error(env, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # discard port: nothing listens
     with pytest.raises(DownloadError, match="connection failed"):

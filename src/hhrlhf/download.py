@@ -590,34 +590,16 @@ def _parse_content_range(value: str | None) -> tuple[int | None, int | None]:
     return start, total
 
 
-def _fetch(
-    url: str,
-    part: Path,
-    *,
-    auth: dict[str, str],
-    expected_size: int | None,
-    progress: bool,
-    label: str,
-    source: str,
-    revision: str | None,
-) -> str:
-    """Download ``url`` into ``part`` (resuming it), with retries; returns the sha256."""
+def _fetch(url: str, part: Path, **options) -> str:
+    """Download ``url`` into ``part`` (resuming it), with retries; returns the sha256.
+    ``options`` are :func:`_fetch_once`'s."""
     retries = int(_env_number("HH_RLHF_RETRIES", RETRIES))
     backoff = _env_number("HH_RLHF_BACKOFF", BACKOFF)
     attempt = 0
     restarted = False
     while True:
         try:
-            return _fetch_once(
-                url,
-                part,
-                auth=auth,
-                expected_size=expected_size,
-                progress=progress,
-                label=label,
-                source=source,
-                revision=revision,
-            )
+            return _fetch_once(url, part, **options)
         except _Restart:
             with contextlib.suppress(FileNotFoundError):
                 part.unlink()
@@ -631,9 +613,9 @@ def _fetch(
                 raise exc.error from None
             delay = backoff * (2**attempt) if exc.delay is None else min(exc.delay, 60.0)
             attempt += 1
-            if progress:
+            if options["progress"]:
                 print(
-                    f"{label}: {exc.error.problem}; retry {attempt}/{retries} in {delay:.1f}s",
+                    f"{options['label']}: {exc.error.problem}; retry {attempt}/{retries} in {delay:.1f}s",
                     file=sys.stderr,
                 )
             time.sleep(max(delay, 0.0))

@@ -44,41 +44,27 @@ def cluster_texts(
     still rising, so more themes might separate better: widen ``k_range`` to look). Raises
     ``ValueError`` when there are fewer than three documents or no vocabulary.
     """
-    np = require("numpy", "report", _FEATURE)
-    text_mod = require("sklearn.feature_extraction.text", "report", _FEATURE)
-    cluster_mod = require("sklearn.cluster", "report", _FEATURE)
-    metrics = require("sklearn.metrics", "report", _FEATURE)
-
+    # checked up front, so that a missing extra is named before any work starts
+    for module in (
+        "numpy",
+        "sklearn.feature_extraction.text",
+        "sklearn.cluster",
+        "sklearn.metrics",
+    ):
+        require(module, "report", _FEATURE)
     threadpoolctl = require("threadpoolctl", "report", _FEATURE)
     # k-means on a few thousand short documents takes milliseconds, but OpenMP thread start-up
     # and spinning made each fit ~40x slower on a two-core machine: one thread is faster here.
     with threadpoolctl.threadpool_limits(1):
-        return _cluster(
-            np,
-            text_mod,
-            cluster_mod,
-            metrics,
-            texts,
-            k_range,
-            seed,
-            max_features,
-            selection_sample,
-            top_terms,
-        )
+        return _cluster(texts, k_range, seed, max_features, selection_sample, top_terms)
 
 
-def _cluster(
-    np,
-    text_mod,
-    cluster_mod,
-    metrics,
-    texts,
-    k_range,
-    seed,
-    max_features,
-    selection_sample,
-    top_terms,
-) -> dict:
+def _cluster(texts, k_range, seed, max_features, selection_sample, top_terms) -> dict:
+    import numpy as np
+    from sklearn import cluster as cluster_mod
+    from sklearn import metrics
+    from sklearn.feature_extraction import text as text_mod
+
     n = len(texts)
     if n < 3:
         raise ValueError(f"need at least 3 task descriptions to cluster, got {n}")
