@@ -37,6 +37,7 @@ __all__ = [
     "scan",
     "file_identity",
     "select_files",
+    "preferred_split",
 ]
 
 #: The bundled sample, laid out exactly like upstream.
@@ -322,3 +323,8 @@ def select_files(
                 path = src.locate(f, download=download)
             out.append(DataFile(name, s, path, rel, name == RED_TEAM))
     return out
+
+
+def preferred_split(files: list[DataFile], preferred: str) -> str | None:
+    """``preferred`` when some of ``files`` are of that split, else None (every split there)."""
+    return preferred if any(f.split == preferred for f in files) else None

@@ -39,23 +39,31 @@ def _class_names(values, option: str) -> list[str]:
 
 def _records(subsets, split, data, fmt):
     """(split name -> iterator of records) for export."""
-    from ..dataset import iter_attempts, iter_pairs, resolve_source
+    from ..layout import select_files
+    from ..reader import read_attempts, read_pairs
 
     names = list(subsets)
     if fmt.kind == "redteam":
         if names and names != [RED_TEAM]:
             raise click.BadParameter("--format redteam exports red-team-attempts only")
-        if split not in (None, "train"):
-            raise click.BadParameter("red-team-attempts has only the train split")
-        return {"train": iter_attempts(data=data)}
+        files = select_files(names or RED_TEAM, split=split, data=data)
+        if not files[0].red_team:
+            raise click.BadParameter(f"{files[0].path} holds pairs: use a pair format")
+        return {files[0].split: read_attempts(files[0].path)}
     if RED_TEAM in names:
         raise click.BadParameter("red-team-attempts holds attempts: use --format redteam")
-    src = resolve_source(data)
-    splits = [split] if split else (["train"] if src.kind == "file" else ["train", "test"])
-    if src.kind == "file":
-        ident = src.file_identity()[1]
-        splits = [ident] if split is None else splits
-    return {s: iter_pairs(names or None, split=s, data=src) for s in splits}
+    files = [f for f in select_files(names or None, split=split, data=data) if not f.red_team]
+    if not files:
+        raise click.BadParameter("the data holds red-team attempts: use --format redteam")
+    by_split: dict[str, list] = {}
+    for f in files:
+        by_split.setdefault(f.split, []).append(f)
+
+    def chain(fs):
+        for f in fs:
+            yield from read_pairs(f.path, subset=f.subset, split=f.split)
+
+    return {s: chain(fs) for s, fs in by_split.items()}
 
 
 @click.command()
@@ -178,6 +186,13 @@ def import_(file, fmt_name, out, with_source, lenient):
             _chatter(f"{len(skipped)} row(s) skipped")
 
 
+def _report_skipped_checks(skipped: dict[str, str]) -> None:
+    """One stderr line naming the checks that could not run on the data at hand, and why."""
+    if skipped:
+        why = "; ".join(dict.fromkeys(skipped.values()))
+        _chatter(f"skipped {', '.join(skipped)}: {why}")
+
+
 def _short(text: str, n: int = 64) -> str:
     return text if len(text) <= n else text[: n - 1] + "\u2026"
 
@@ -257,6 +272,7 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
         threshold=threshold,
         progress=_chatter,
     )
+    _report_skipped_checks(result.skipped)
     if report:
         from ..convert import write_rows
 
@@ -319,6 +335,7 @@ def clean(subsets, split, out, drop, threshold, data, as_json):
         threshold=threshold,
         progress=_chatter,
     )
+    _report_skipped_checks(manifest.get("skipped", {}))
     if as_json:
         emit_json(manifest)
         return
@@ -335,20 +352,22 @@ def demo_step(data: str, out: Path) -> None:
     from ..checks import audit
     from ..clean import clean as run_clean
     from ..convert import export_records
-    from ..dataset import iter_pairs
+    from ..layout import select_files
+    from ..reader import read_pairs
 
     base = Path(out) / "convert"
     base.mkdir(parents=True, exist_ok=True)
+    files = [f for f in select_files(data=data) if not f.red_team]
+    # harmless-base/test where it is there, else the first preference file
+    f = next((f for f in files if f.key == "harmless-base/test"), files[0])
     for fmt in ("dpo", "trl-conversational"):
+        target = base / f"{f.subset}-{f.split}.{fmt}.jsonl"
         n = export_records(
-            iter_pairs("harmless-base", split="test", data=data),
+            read_pairs(f.path, subset=f.subset, split=f.split),
             fmt,
-            base / f"harmless-base-test.{fmt}.jsonl",
+            target,
         )
-        click.echo(
-            f"export: {n} harmless-base/test pairs as {fmt} -> "
-            f"{base / f'harmless-base-test.{fmt}.jsonl'}"
-        )
+        click.echo(f"export: {n} {f.key} pairs as {fmt} -> {target}")
     result = audit(["all"], data=data)
     flagged = {k: v for k, v in result.counts.items() if v}
     click.echo(
