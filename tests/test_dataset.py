@@ -48,7 +48,9 @@ def test_one_subset_and_one_split(upstream):
     ]
     with pytest.raises(UnknownSubsetError, match="no split 'dev'; splits there: train, test"):
         hhrlhf.load_dataset("helpful-online", split="dev", data=upstream)
-    with pytest.raises(UnknownSubsetError, match="no subset .helpful-offline.; subsets there: harmless-base"):
+    with pytest.raises(
+        UnknownSubsetError, match="no subset .helpful-offline.; subsets there: harmless-base"
+    ):
         hhrlhf.load_dataset("helpful-offline", data=upstream)
 
 

@@ -374,6 +374,9 @@ def demo_step(data: str, out: Path) -> None:
         f"check: {result.rows} rows, {len(result.flags)} flagged: "
         + ", ".join(f"{k}={v}" for k, v in flagged.items())
     )
+    if result.skipped:
+        why = "; ".join(dict.fromkeys(result.skipped.values()))
+        click.echo(f"check: skipped {', '.join(result.skipped)}: {why}")
     target = base / "clean"
     if target.exists():
         import shutil
