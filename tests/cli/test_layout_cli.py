@@ -164,3 +164,10 @@ def test_demo_labels_its_steps_with_the_data_it_uses(tmp_path):
     assert f"skipped: no red-team attempts in {ONE}" in out
     assert f"skipped: no train split in {ONE}" in out
     assert "check: skipped train_test_leak" in out
+
+
+def test_demo_without_pairs_is_one_clear_error(tmp_path):
+    result = run("demo", "--data", EMPTY, "--out", tmp_path / "demo", ok=False)
+    assert result.exit_code == 1
+    assert f"error: {EMPTY}: no preference pairs to walk through" in result.stderr
+    assert "Traceback" not in result.output

@@ -52,6 +52,7 @@ def demo_command(out_dir, data):
     Example:
       hh demo --out /tmp/hh-demo
     """
+    from ..errors import HHError
     from ..layout import resolve_source, select_files
 
     out = Path(out_dir)
@@ -63,6 +64,8 @@ def demo_command(out_dir, data):
 
     _step(f"1. the data (hh info --data {label})")
     ds = load_dataset(data=src) if pair_files else {}
+    if not any(ds.values()):
+        raise HHError(f"{src.label}: no preference pairs to walk through")
     what = ", ".join(dict.fromkeys(str(f.subset or f.path.name) for f in pair_files))
     click.echo(f"the preference data in {src.label} ({what}), as load_dataset gives it:")
     print_table([{"split": k, "pairs": len(v)} for k, v in ds.items()])
