@@ -56,12 +56,16 @@ def audit_files(subsets=None, *, split: str | None = None, data=None, reference:
     src: DataSource = resolve_source(data)
     names = list(subsets) if subsets and not isinstance(subsets, str) else subsets
     picked = select_files(names, split=split, data=src)
-    out = [AuditFile(f.subset, f.split, f.path, f.red_team) for f in picked]
-    if split is not None and split != "train" and reference and src.kind != "file":
-        with_split = {f.subset for f in picked if not f.red_team}
-        for f in select_files(names, data=src):
-            if f.subset in with_split and f.split == "train":
-                out.append(AuditFile(f.subset, f.split, f.path, f.red_team, True))
+    if split is None or split == "train" or not reference or src.kind == "file":
+        return [AuditFile(f.subset, f.split, f.path, f.red_team) for f in picked]
+    chosen = {f.key for f in picked}
+    with_split = {f.subset for f in picked if not f.red_team}
+    out = []
+    for f in select_files(names, data=src):  # in order, each train file before its test file
+        if f.key in chosen:
+            out.append(AuditFile(f.subset, f.split, f.path, f.red_team))
+        elif f.subset in with_split and f.split == "train":
+            out.append(AuditFile(f.subset, f.split, f.path, f.red_team, True))
     return out
 
 
