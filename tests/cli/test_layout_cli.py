@@ -171,3 +171,27 @@ def test_demo_without_pairs_is_one_clear_error(tmp_path):
     assert result.exit_code == 1
     assert f"error: {EMPTY}: no preference pairs to walk through" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_subset_option_names_a_single_files_subset(tmp_path):
+    args = ["--subset", "my-campaign", "--split", "train", "--data", ODD]
+    got = json.loads(run("stats", *args, "--json").stdout)
+    assert list(got) == ["my-campaign/train"]
+    shown = json.loads(run("show", *args, "--json").stdout)
+    assert (shown["subset"], shown["split"], shown["index"]) == ("my-campaign", "train", 0)
+    check = json.loads(run("check", *args, "--json").stdout)
+    assert list(check["files"]) == ["my-campaign/train"]
+    run("clean", *args, "--out", tmp_path / "c")
+    assert (tmp_path / "c" / "my-campaign" / "train.jsonl.gz").exists()
+    run("export", *args, "--format", "dpo", "--out", tmp_path / "x.jsonl")
+    run("pm", "train", *args, "--out", tmp_path / "pm", "--max-iter", "5")
+    ev = run("pm", "eval", *args, "--model", tmp_path / "pm", "--json")
+    assert json.loads(ev.stdout)["overall"]["n"] == 3
+    # the path says harmless-base: a different --subset is an error, not a relabelling
+    wrong = run("stats", "--subset", "helpful-base", "--data", ONE_FILE, ok=False)
+    assert (
+        wrong.exit_code != 0 and "this file is harmless-base/test, not helpful-base" in wrong.output
+    )
+    # --subset is for a single file; a directory's subsets are arguments
+    bad = run("stats", "--subset", "harmless-base", "--data", ONE, ok=False)
+    assert bad.exit_code == 2 and "--subset names the subset of a single --data FILE" in bad.output

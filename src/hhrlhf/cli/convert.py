@@ -10,7 +10,7 @@ import click
 from ..convert import FORMATS
 from ..errors import UnknownSubsetError
 from ..subsets import RED_TEAM
-from .options import data_option, emit_json, json_option, print_table
+from .options import data_option, emit_json, file_subsets, json_option, print_table, subset_option
 
 __all__ = ["commands", "export", "import_", "check", "clean", "demo_step"]
 
@@ -93,7 +93,8 @@ def _records(subsets, split, data, fmt):
 )
 @click.option("--no-source", is_flag=True, help="Leave out the subset/split/index of each row.")
 @data_option
-def export(subsets, split, fmt_name, out, hf_dir, no_source, data):
+@subset_option
+def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset):
     """Export pairs (or red-team attempts) in the format a trainer wants.
 
     \b
@@ -106,6 +107,7 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data):
 
     if (out is None) == (hf_dir is None):
         raise click.UsageError("give exactly one of --out FILE or --hf DIR")
+    subsets = file_subsets(subsets, file_subset, data)
     fmt = get_format(fmt_name)
     splits = _records(subsets, split, data, fmt)
     if hf_dir:
@@ -249,8 +251,9 @@ def _print_counts(result) -> None:
     help="Run MinHash LSH near-duplicate detection (needs hhrlhf[audit]).",
 )
 @data_option
+@subset_option
 @json_option
-def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
+def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subset, as_json):
     """Audit the data: per-pair classes, duplicates, train/test leaks, near duplicates, red team.
 
     SUBSETS default to the four preference subsets; 'all' adds red-team-attempts.
@@ -263,6 +266,7 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
     """
     from ..checks import audit
 
+    subsets = file_subsets(subsets, file_subset, data)
     fail_classes = _class_names(fail_on, "--fail-on")
     result = audit(
         subsets or None,
@@ -313,8 +317,9 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
     help="Jaccard threshold, when near_duplicate_leak is dropped.",
 )
 @data_option
+@subset_option
 @json_option
-def clean(subsets, split, out, drop, threshold, data, as_json):
+def clean(subsets, split, out, drop, threshold, data, file_subset, as_json):
     """Write a cleaned copy plus manifest.json and dropped.jsonl (rows in = kept + dropped).
 
     \b
@@ -325,6 +330,7 @@ def clean(subsets, split, out, drop, threshold, data, as_json):
     from ..checks import DEFAULT_DROP
     from ..clean import clean as run_clean
 
+    subsets = file_subsets(subsets, file_subset, data)
     names = _class_names(drop, "--drop") if drop else list(DEFAULT_DROP)
     manifest = run_clean(
         subsets or None,

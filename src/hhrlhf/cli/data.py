@@ -12,7 +12,16 @@ from ..reader import detect_container, read_objects, read_pairs
 from ..records import PAIR_CLASSES, PreferencePair
 from ..stats import pair_stats
 from ..subsets import RED_TEAM, SUBSETS
-from .options import data_option, emit_json, json_option, lenient_option, pass_skipped, print_table
+from .options import (
+    data_option,
+    emit_json,
+    file_subsets,
+    json_option,
+    lenient_option,
+    pass_skipped,
+    print_table,
+    subset_option,
+)
 
 __all__ = ["commands", "info", "show", "stats", "format_pair"]
 
@@ -144,8 +153,9 @@ def pair_json(pair: PreferencePair) -> dict:
 @click.option("--sample", "sample", type=int, default=None, help="Show K random pairs.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
 @data_option
+@subset_option
 @json_option
-def show(subset, split, index, sample, seed, data, as_json):
+def show(subset, split, index, sample, seed, data, file_subset, as_json):
     """Show a pair as a readable dialogue: the prompt, both responses marked, its classes.
 
     SUBSET may be left out when the data holds one preference subset (or is one file).
@@ -159,7 +169,8 @@ def show(subset, split, index, sample, seed, data, as_json):
         raise click.UsageError("give --index or --sample, not both")
     if subset == RED_TEAM:
         raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam query`")
-    files = [f for f in select_files(subset, split=split, data=data) if not f.red_team]
+    names = list(file_subsets((subset,) if subset else (), file_subset, data)) or None
+    files = [f for f in select_files(names, split=split, data=data) if not f.red_team]
     names = list(dict.fromkeys(f.subset for f in files))
     if len(names) > 1:
         raise click.UsageError(f"name the subset to show: one of {', '.join(map(str, names))}")
@@ -197,10 +208,11 @@ def show(subset, split, index, sample, seed, data, as_json):
     help="Also write PNG charts and the numbers as JSON to this directory (needs hhrlhf[plots]).",
 )
 @data_option
+@subset_option
 @json_option
 @lenient_option
 @pass_skipped
-def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
+def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, skipped):
     """Rows, human turns per prompt, response lengths, chosen-longer share and class counts.
 
     \b
@@ -209,6 +221,7 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
       hh stats harmless-base --split test --json
     """
     result = {}
+    subsets = file_subsets(subsets, file_subset, data)
     files = select_files(list(subsets) or None, split=split, data=data)
     if any(f.red_team for f in files):
         raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam report`")

@@ -11,7 +11,16 @@ import orjson
 from ..dataset import iter_attempts, resolve_source
 from ..download import sha256_file
 from ..errors import HHError
-from .options import data_option, emit_json, json_option, lenient_option, pass_skipped, print_table
+from .options import (
+    data_option,
+    emit_json,
+    file_subsets,
+    json_option,
+    lenient_option,
+    pass_skipped,
+    print_table,
+    subset_option,
+)
 
 __all__ = ["commands", "pm", "demo_step"]
 
@@ -112,6 +121,7 @@ def _training_data(files, data, pairs) -> dict:
 @click.option("--epochs", type=float, default=1.0, show_default=True, help="transformers backend.")
 @click.option("--max-steps", type=int, default=-1, help="transformers backend: stop after N steps.")
 @data_option
+@subset_option
 @lenient_option
 @json_option
 @pass_skipped
@@ -128,6 +138,7 @@ def train(
     epochs,
     max_steps,
     data,
+    file_subset,
     lenient,
     as_json,
     skipped,
@@ -140,7 +151,7 @@ def train(
     """
     if backend == "transformers" and not base_model:
         raise click.UsageError("--backend transformers needs --base-model ID")
-    files = _select(subsets, split, data, "train")
+    files = _select(file_subsets(subsets, file_subset, data), split, data, "train")
     pairs = _load(files, lenient, skipped)
     info = _training_data(files, data, pairs)
     click.echo(f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})", err=True)
@@ -277,6 +288,7 @@ def plot_report(report: dict, path: Path, name: str) -> Path:
 )
 @click.option("--jobs", type=int, default=1, show_default=True)
 @data_option
+@subset_option
 @lenient_option
 @json_option
 @pass_skipped
@@ -292,6 +304,7 @@ def eval_command(
     plot_path,
     jobs,
     data,
+    file_subset,
     lenient,
     as_json,
     skipped,
@@ -307,6 +320,7 @@ def eval_command(
     given = [x for x in (model_path, scores_path, hf_model) if x]
     if len(given) != 1:
         raise click.UsageError("give exactly one of --model, --scores, --hf-model")
+    subsets = file_subsets(subsets, file_subset, data)
     pairs = _load(_select(subsets, split, data, "test"), lenient, skipped)
     t0 = time.perf_counter()
     if model_path:
