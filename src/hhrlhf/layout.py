@@ -11,7 +11,8 @@
   ``red-team-attempts/red_team_attempts.jsonl.gz`` is the ``train`` split of the attempts;
 - a single file. Its subset and split come from its path when it is laid out like upstream
   (``.../harmless-base/test.jsonl.gz``), otherwise from what the caller says (``subsets`` and
-  ``split``); a split that neither says is an error, never a guess.
+  ``split``; on the command line SUBSET or ``--subset``, and ``--split``); a split that
+  neither says is an error, never a guess.
 
 :func:`select_files` turns ``(subsets, split, data)`` into :class:`DataFile` entries, in
 order: upstream registry subsets first, then other subsets sorted by name; ``train``, ``test``,
