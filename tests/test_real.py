@@ -79,3 +79,26 @@ def test_turn_counts_and_length_share(pairs):
 
 def has_inline_label_any(text: str) -> bool:
     return any(has_inline_label(t.text) for t in parse_transcript(text).turns)
+
+
+def test_a_folder_holding_only_the_real_file(tmp_path):
+    """`hh check` on a folder with only harmless-base/test: the facts file's counts, leak skipped."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from hhrlhf.cli import cli
+
+    (tmp_path / "harmless-base").mkdir()
+    shutil.copy(PATH, tmp_path / "harmless-base" / "test.jsonl.gz")
+    for split in ([], ["--split", "test"]):
+        result = CliRunner().invoke(
+            cli, ["check", *split, "--data", str(tmp_path), "--json", "--no-near-dups"]
+        )
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.stdout)
+        assert out["rows"] == 2312 and list(out["skipped"]) == ["train_test_leak"]
+        counts = out["counts"]
+        assert (counts["empty_response"], counts["response_contains_turns"]) == (4, 5)
+        assert (counts["non_alternating"], counts["inline_speaker_label"]) == (9, 49)

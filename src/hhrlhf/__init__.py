@@ -8,6 +8,7 @@ True
 """
 
 from .dataset import (
+    DatasetDict,
     RecordList,
     iter_attempts,
     iter_pairs,
@@ -24,7 +25,9 @@ from .errors import (
     HHError,
     MissingExtraError,
     OfflineError,
+    UnknownNameError,
 )
+from .layout import DataFile, select_files
 from .reader import SkippedRow, read_attempts, read_pairs
 from .records import PAIR_CLASSES, PreferencePair, RedTeamAttempt, classify_pair
 from .subsets import DEFAULT, SUBSETS, FileSpec, Subset
@@ -35,6 +38,10 @@ __version__ = "0.1.0"
 __all__ = [
     "load_dataset",
     "iter_pairs",
+    "select_files",
+    "DataFile",
+    "DatasetDict",
+    "UnknownNameError",
     "iter_attempts",
     "load_pairs",
     "load_attempts",

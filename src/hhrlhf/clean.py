@@ -43,8 +43,8 @@ def _gzip_writer(path: Path):
 
 
 def _out_path(subset: str | None, split: str, src: Path) -> str:
-    if subset in SUBSETS:
-        return SUBSETS[subset].file(split).path
+    if subset == RED_TEAM:
+        return SUBSETS[RED_TEAM].files[0].path
     return f"{split}.jsonl.gz" if subset is None else f"{subset}/{split}.jsonl.gz"
 
 
@@ -121,6 +121,9 @@ def clean(
         "files": manifest_files,
         "sha256": checksums,
     }
+    skipped = {k: v for k, v in result.skipped.items() if k in drop_set}
+    if skipped:  # a class asked to be dropped whose check could not run on this data
+        manifest["skipped"] = skipped
     if (
         manifest["rows"] != manifest["kept"] + manifest["dropped"]
     ):  # pragma: no cover - guarded above

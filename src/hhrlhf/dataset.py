@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
-from .errors import HHError, NotCachedError, UnknownSubsetError
-from .reader import SkippedRow, detect_container, read_attempts, read_objects, read_pairs
+from .errors import HHError
+from .layout import SAMPLE_DIR, DataFile, DataSource, resolve_source, select_files
+from .reader import SkippedRow, read_attempts, read_pairs
 from .records import PreferencePair, RedTeamAttempt
-from .subsets import DEFAULT, RED_TEAM, SUBSETS, FileSpec, Subset, resolve_subsets
+from .subsets import RED_TEAM
 
 __all__ = [
     "SAMPLE_DIR",
     "DataSource",
+    "DatasetDict",
     "RecordList",
     "resolve_source",
     "load_dataset",
@@ -33,12 +33,37 @@ __all__ = [
     "load_attempts",
 ]
 
-#: The bundled sample, laid out exactly like upstream.
-SAMPLE_DIR = Path(__file__).parent / "sample_data"
-
 
 class RecordList(list):
-    """The records of one split: a plain list, plus converters to the usual table libraries."""
+    """The records of one split: a plain list, plus converters to the usual table libraries.
+
+    Its ``repr`` is one short line (subset, split, rows, fields), never the records.
+    """
+
+    subset: str | None = None
+    split: str | None = None
+
+    def __init__(self, records=(), *, subset: str | None = None, split: str | None = None):
+        super().__init__(records)
+        self.subset = subset
+        self.split = split
+
+    @property
+    def fields(self) -> list[str]:
+        if not self:
+            return []
+        first = self[0]
+        if isinstance(first, PreferencePair):
+            return ["chosen", "rejected"]
+        if hasattr(first, "to_dict"):
+            return list(first.to_dict(real_keys=True))
+        return list(first) if isinstance(first, dict) else []
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordList(subset={self.subset!r}, split={self.split!r}, rows={len(self)}, "
+            f"fields={self.fields!r})"
+        )
 
     def to_pandas(self):
         from .convert.tables import to_pandas
@@ -56,135 +81,35 @@ class RecordList(list):
         return to_hf(self)
 
 
-@dataclass(frozen=True)
-class DataSource:
-    """Where data comes from: ``kind`` is ``"cache"``, ``"sample"``, ``"dir"`` or ``"file"``."""
+class DatasetDict(dict):
+    """``{split: RecordList}``, as ``load_dataset`` returns it, with a short ``repr``."""
 
-    kind: str
-    root: Path | None = None
-    cache_dir: Path | None = None
-    offline: bool | None = None
-    source: str = "hub"
-    revision: str | None = None
-
-    @property
-    def label(self) -> str:
-        return (
-            "sample"
-            if self.kind == "sample"
-            else "cache"
-            if self.kind == "cache"
-            else str(self.root)
+    def __repr__(self) -> str:
+        inner = "".join(
+            f"\n    {k}: {{rows: {len(v)}, fields: {v.fields if isinstance(v, RecordList) else []}}}"
+            for k, v in self.items()
         )
-
-    def locate(self, spec: FileSpec, *, download: bool = True) -> Path:
-        """The local path of one registry file, downloading it into the cache if allowed."""
-        if self.kind == "file":
-            return self.root
-        if self.kind == "cache":
-            from . import download as dl
-
-            path = dl.cached_path(spec, cache_dir=self.cache_dir, revision=self.revision)
-            if path.exists():
-                return path
-            if not download:
-                raise NotCachedError(path)
-            return dl.ensure_file(
-                spec,
-                cache_dir=self.cache_dir,
-                source=self.source,
-                revision=self.revision,
-                offline=self.offline,
-                progress=True,
-            )
-        base = self.root / spec.path
-        for candidate in (base, base.with_suffix(""), base.with_suffix("").with_suffix(".json")):
-            if candidate.exists():
-                return candidate
-        raise HHError(
-            f"{base}: no such file (expected the upstream layout <subset>/<split>.jsonl.gz)"
-        )
-
-    def has(self, spec: FileSpec) -> bool:
-        try:
-            if self.kind == "cache":
-                from . import download as dl
-
-                return dl.cached_path(
-                    spec, cache_dir=self.cache_dir, revision=self.revision
-                ).exists()
-            self.locate(spec, download=False)
-            return True
-        except HHError:
-            return False
-
-    def file_identity(self) -> tuple[str | None, str | None]:
-        """For a single file: (subset, split) guessed from its path, e.g. ``harmless-base/test.jsonl.gz``."""
-        assert self.kind == "file"
-        name = self.root.name.split(".")[0]
-        parent = self.root.parent.name
-        subset = parent if parent in SUBSETS else None
-        if name == "red_team_attempts":
-            return RED_TEAM, "train"
-        split = name if name in ("train", "test") else "train"
-        return subset, split
+        return "DatasetDict({" + inner + ("\n" if inner else "") + "})"
 
 
-def resolve_source(
-    data: str | os.PathLike | DataSource | None = None,
-    *,
-    cache_dir: str | os.PathLike | None = None,
-    offline: bool | None = None,
-    source: str = "hub",
-    revision: str | None = None,
-) -> DataSource:
-    """Turn ``--data`` (None, ``"sample"``, a directory or a file) into a :class:`DataSource`."""
-    if isinstance(data, DataSource):
-        return data
-    if data is None or str(data) == "cache":
-        return DataSource(
-            "cache", None, Path(cache_dir) if cache_dir else None, offline, source, revision
-        )
-    if str(data) == "sample":
-        return DataSource("sample", SAMPLE_DIR)
-    path = Path(data).expanduser()
-    if path.is_dir():
-        return DataSource("dir", path)
-    if path.is_file():
-        return DataSource("file", path)
-    raise HHError(f"{path}: no such file or directory (--data takes a path, 'sample' or 'cache')")
+def _names(data_dir) -> list:
+    return [data_dir] if isinstance(data_dir, str) or data_dir is None else list(data_dir)
 
 
-def _is_red_team_file(path: Path) -> bool:
-    if "red_team" in path.name:
-        return True
-    # a JSON array is the red-team layout; JSONL files may hold either kind
-    if detect_container(path) == "array":
-        for _, obj in read_objects(path):
-            return isinstance(obj, dict) and "transcript" in obj
-    for _, obj in read_objects(path):
-        return isinstance(obj, dict) and "transcript" in obj and "chosen" not in obj
-    return False
-
-
-def _files(
-    src: DataSource, data_dir: str | None, split: str | None
-) -> list[tuple[Subset | None, str, Path | FileSpec]]:
-    """The (subset, split, file) triples to read, in registry order."""
-    if src.kind == "file":
-        subset_name, file_split = src.file_identity()
-        if split is not None and split != file_split:
-            raise HHError(f"{src.root}: this file is the {file_split!r} split, not {split!r}")
-        subset = SUBSETS.get(subset_name) if subset_name else None
-        return [(subset, file_split, src.root)]
-    out = []
-    for subset in resolve_subsets(data_dir or DEFAULT):
-        for spec in subset.files:
-            if split is None or spec.split == split:
-                out.append((subset, spec.split, spec))
-        if split is not None and split not in subset.splits:
-            raise UnknownSubsetError(split, subset.splits)
-    return out
+def _pair_files(src: DataSource, data_dir, split: str | None) -> list[DataFile]:
+    """The preference files to read, in order; the red-team attempts are refused."""
+    files = []
+    for name in _names(data_dir):
+        if name == RED_TEAM:
+            raise HHError("red-team-attempts holds attempts, not pairs: use iter_attempts()")
+        for f in select_files(name, split=split, data=src):
+            if f.red_team:
+                if src.kind == "file":
+                    raise HHError(f"{f.path}: holds red-team attempts, not pairs")
+                continue
+            if f not in files:
+                files.append(f)
+    return files
 
 
 def iter_pairs(
@@ -196,20 +121,17 @@ def iter_pairs(
     skipped: list[SkippedRow] | None = None,
 ) -> Iterator[PreferencePair]:
     """Stream preference pairs (constant memory). ``data_dir`` may name several subsets."""
-    src = resolve_source(data)
-    names = [data_dir] if isinstance(data_dir, str) or data_dir is None else list(data_dir)
-    for name in names:
-        if name == RED_TEAM:
-            raise HHError("red-team-attempts holds attempts, not pairs: use iter_attempts()")
-        for subset, split_name, f in _files(src, name, split):
-            path = f if isinstance(f, Path) else src.locate(f)
-            yield from read_pairs(
-                path,
-                subset=subset.name if subset else None,
-                split=split_name,
-                lenient=lenient,
-                skipped=skipped,
-            )
+    for f in _pair_files(resolve_source(data), data_dir, split):
+        yield from read_pairs(
+            f.path, subset=f.subset, split=f.split, lenient=lenient, skipped=skipped
+        )
+
+
+def _attempts_file(src: DataSource, split: str | None = None) -> DataFile:
+    files = select_files(RED_TEAM if src.kind != "file" else None, split=split, data=src)
+    if src.kind == "file" and not files[0].red_team:
+        raise HHError(f"{src.root}: holds preference pairs, not red-team attempts")
+    return files[0]
 
 
 def iter_attempts(
@@ -219,22 +141,13 @@ def iter_attempts(
     skipped: list[SkippedRow] | None = None,
 ) -> Iterator[RedTeamAttempt]:
     """Stream the red-team attempts."""
-    src = resolve_source(data)
-    path = src.root if src.kind == "file" else src.locate(SUBSETS[RED_TEAM].files[0])
-    yield from read_attempts(path, lenient=lenient, skipped=skipped)
+    f = _attempts_file(resolve_source(data))
+    yield from read_attempts(f.path, lenient=lenient, skipped=skipped)
 
 
 def _pair_jobs(src: DataSource, data_dir, split: str | None) -> list:
     """``(path, subset, split)`` for every preference file to read, in ``iter_pairs`` order."""
-    names = [data_dir] if isinstance(data_dir, str) or data_dir is None else list(data_dir)
-    jobs = []
-    for name in names:
-        if name == RED_TEAM:
-            raise HHError("red-team-attempts holds attempts, not pairs: use iter_attempts()")
-        for subset, split_name, f in _files(src, name, split):
-            path = f if isinstance(f, Path) else src.locate(f)
-            jobs.append((path, subset.name if subset else None, split_name))
-    return jobs
+    return [(f.path, f.subset, f.split) for f in _pair_files(src, data_dir, split)]
 
 
 def load_pairs(
@@ -247,21 +160,27 @@ def load_pairs(
     identical to the streaming reader's; ``fast=False`` collects :func:`iter_pairs`.
     Files are located (and, for the cache, downloaded) before reading.
     """
+    src = resolve_source(data)
+    jobs = _pair_jobs(src, data_dir, split)
+    subsets = {s for _, s, _ in jobs}
+    out = RecordList(
+        subset=subsets.pop() if len(subsets) == 1 else None,
+        split=split if split is not None else (jobs[0][2] if src.kind == "file" else None),
+    )
     if not fast:
-        return RecordList(
-            iter_pairs(data_dir, split=split, data=data, lenient=lenient, skipped=skipped)
-        )
+        out += iter_pairs(data_dir, split=split, data=src, lenient=lenient, skipped=skipped)
+        return out
     from .fastload import load_files
 
-    jobs = _pair_jobs(resolve_source(data), data_dir, split)
-    out = RecordList()
     for pairs in load_files(jobs, lenient=lenient, skipped=skipped):
         out += pairs
     return out
 
 
 def load_attempts(*, data=None, lenient=False, skipped=None) -> RecordList:
-    return RecordList(iter_attempts(data=data, lenient=lenient, skipped=skipped))
+    return RecordList(
+        iter_attempts(data=data, lenient=lenient, skipped=skipped), subset=RED_TEAM, split="train"
+    )
 
 
 def load_dataset(
@@ -272,7 +191,7 @@ def load_dataset(
     lenient: bool = False,
     skipped: list[SkippedRow] | None = None,
     fast: bool = True,
-) -> dict[str, RecordList] | RecordList:
+) -> DatasetDict | RecordList:
     """Load like ``datasets.load_dataset("Anthropic/hh-rlhf", data_dir=...)``.
 
     Returns ``{"train": [...], "test": [...]}`` (red team: ``{"train": [...]}``), or the one
@@ -280,18 +199,21 @@ def load_dataset(
     ``fast`` as in :func:`load_pairs` (same records either way).
     """
     src = resolve_source(data)
-    red = data_dir == RED_TEAM or (src.kind == "file" and _is_red_team_file(src.root))
-    if red:
-        if split not in (None, "train"):
-            raise UnknownSubsetError(split, ("train",))
-        records = load_attempts(data=src, lenient=lenient, skipped=skipped)
-        return records if split else {"train": records}
+    if data_dir == RED_TEAM or src.kind == "file":
+        first = select_files(data_dir, split=split, data=src)[0]
+        if first.red_team:
+            records = RecordList(
+                read_attempts(first.path, lenient=lenient, skipped=skipped),
+                subset=first.subset,
+                split=first.split,
+            )
+            return records if split else DatasetDict({first.split: records})
     if split is not None:
         return load_pairs(
             data_dir, split=split, data=src, lenient=lenient, skipped=skipped, fast=fast
         )
     jobs = _pair_jobs(src, data_dir, None)
-    out: dict[str, RecordList] = {}
+    out = DatasetDict()
     if fast:
         from .fastload import load_files
 
@@ -301,6 +223,8 @@ def load_dataset(
             read_pairs(path, subset=subset, split=s, lenient=lenient, skipped=skipped)
             for path, subset, s in jobs
         )
+    subsets = {subset for _, subset, _ in jobs}
+    one = subsets.pop() if len(subsets) == 1 else None
     for (_, _, split_name), pairs in zip(jobs, loaded, strict=True):
-        out.setdefault(split_name, RecordList()).extend(pairs)
+        out.setdefault(split_name, RecordList(subset=one, split=split_name)).extend(pairs)
     return out

@@ -14,6 +14,7 @@ __all__ = [
     "DownloadError",
     "OfflineError",
     "NotCachedError",
+    "UnknownNameError",
     "UnknownSubsetError",
     "MissingExtraError",
     "ModelFormatError",
@@ -83,16 +84,48 @@ class NotCachedError(HHError):
         super().__init__(f"{self.path} is not in the cache")
 
 
-class UnknownSubsetError(HHError, KeyError):
-    """A subset or split name that the registry does not know."""
+class UnknownNameError(HHError, KeyError):
+    """A name (a subset, a split, a class, ...) that is not among the ``known`` ones.
 
-    def __init__(self, name: str, known: list[str] | tuple[str, ...]):
+    ``kind`` says what the name is ("subset", "split", ...); ``where`` (optional) says where it
+    was looked for (a directory, a file), and the message then lists what is there.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        known: list[str] | tuple[str, ...],
+        *,
+        where: str | None = None,
+    ):
+        self.kind = kind
         self.name = name
         self.known = list(known)
-        super().__init__(f"unknown name {name!r}; expected one of: {', '.join(self.known)}")
+        self.where = where
+        if where is None:
+            msg = f"unknown {kind} {name!r}; expected one of: {', '.join(self.known)}"
+        else:
+            there = ", ".join(self.known) or "nothing"
+            msg = f"{where}: no {kind} {name!r}; {kind}s there: {there}"
+        super().__init__(msg)
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return str(self.args[0])
+
+
+class UnknownSubsetError(UnknownNameError):
+    """A subset or split name that the registry (or the data at hand) does not know."""
+
+    def __init__(
+        self,
+        name: str,
+        known: list[str] | tuple[str, ...],
+        *,
+        kind: str = "name",
+        where: str | None = None,
+    ):
+        super().__init__(kind, name, known, where=where)
 
 
 class MissingExtraError(HHError, ImportError):

@@ -116,10 +116,14 @@ def detect_container(path: str | os.PathLike) -> str:
             # byte by byte through leading blanks only (usually none): a large read could
             # run into a truncated stream's end before the first record is seen
             first = f.read1(1)
+            if not first:  # no content at all: an empty split, unless not even a gzip header
+                if path.endswith(".gz") and os.path.getsize(path) == 0:
+                    raise DataFormatError(path, None, "0-byte file: not a gzip stream")
+                return "jsonl"
             while first and first in _WS:
                 first = f.read1(1)
             if not first:
-                raise DataFormatError(path, None, "empty file (no records)")
+                raise DataFormatError(path, None, "empty file (blank lines only, no records)")
     except _GZIP_ERRORS as exc:
         raise DataFormatError(path, 1, _gzip_problem(exc)) from None
     if first == b"{":
@@ -210,8 +214,6 @@ def _read_jsonl(path, lenient, skipped, threaded) -> Iterator[tuple[int, Any]]:
             raise
         _skip(skipped, path, exc.line, exc.problem + "; the rest of the file is lost")
         return
-    if lineno == 0:
-        raise DataFormatError(path, None, "empty file (no records)")
 
 
 def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:

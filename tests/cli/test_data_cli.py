@@ -89,7 +89,7 @@ def test_stats_numbers_match_the_library():
 
 
 def test_bad_file_is_one_clear_line_and_exit_1():
-    result = run("stats", "--data", str(BAD / "missing_key.jsonl"), ok=False)
+    result = run("stats", "--split", "train", "--data", str(BAD / "missing_key.jsonl"), ok=False)
     assert result.exit_code == 1
     assert result.stderr.startswith(
         f"error: {BAD / 'missing_key.jsonl'}, line 3: missing key 'rejected'"
@@ -98,7 +98,9 @@ def test_bad_file_is_one_clear_line_and_exit_1():
 
 
 def test_lenient_stats_reports_skips():
-    result = run("stats", "--data", str(BAD / "missing_key.jsonl"), "--lenient", "--json")
+    result = run(
+        "stats", "--split", "train", "--data", str(BAD / "missing_key.jsonl"), "--lenient", "--json"
+    )
     assert json.loads(result.stdout) == {
         "missing_key.jsonl/train": json.loads(result.stdout)["missing_key.jsonl/train"]
     }

@@ -13,11 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..dataset import DataSource, resolve_source
-from ..errors import HHError
-from ..reader import detect_container, read_objects
+from ..layout import DataSource, resolve_source, select_files
+from ..reader import read_objects
 from ..records import PreferencePair
-from ..subsets import RED_TEAM, resolve_subsets
+from ..subsets import RED_TEAM
 from .base import CorpusCheck, Finding, PairCheck, RowCheck, Source, SplitCheck
 from .duplicates import DuplicatePairs, DuplicatePrompts
 from .leak import TrainTestLeak
@@ -49,27 +48,37 @@ def file_key(subset, split) -> str:
 
 
 def audit_files(subsets=None, *, split: str | None = None, data=None, reference: bool = True):
-    """The files an audit reads, in registry order.
+    """The files an audit reads, in the order of :func:`hhrlhf.layout.select_files`.
 
     With ``split="test"`` and ``reference=True``, the train files of the same subsets are
-    added as reference files, so leaks into train can still be found.
+    added as reference files (where there are any), so leaks into train can still be found.
     """
     src: DataSource = resolve_source(data)
-    if src.kind == "file":
-        subset, file_split = src.file_identity()
-        if split is not None and split != file_split:
-            raise HHError(f"{src.root}: this file is the {file_split!r} split, not {split!r}")
-        red = subset == RED_TEAM or detect_container(src.root) == "array"
-        return [AuditFile(subset, file_split, src.root, red)]
+    names = list(subsets) if subsets and not isinstance(subsets, str) else subsets
+    picked = select_files(names, split=split, data=src)
+    if split is None or split == "train" or not reference or src.kind == "file":
+        return [AuditFile(f.subset, f.split, f.path, f.red_team) for f in picked]
+    chosen = {f.key for f in picked}
+    with_split = {f.subset for f in picked if not f.red_team}
     out = []
-    for subset in resolve_subsets(list(subsets) if subsets else None):
-        for spec in subset.files:
-            red = subset.kind == "red-team"
-            if split is None or spec.split == split:
-                out.append(AuditFile(subset.name, spec.split, src.locate(spec), red))
-            elif reference and not red and spec.split == "train":
-                out.append(AuditFile(subset.name, spec.split, src.locate(spec), red, True))
+    for f in select_files(names, data=src):  # in order, each train file before its test file
+        if f.key in chosen:
+            out.append(AuditFile(f.subset, f.split, f.path, f.red_team))
+        elif f.subset in with_split and f.split == "train":
+            out.append(AuditFile(f.subset, f.split, f.path, f.red_team, True))
     return out
+
+
+def _missing_for_leaks(files: list[AuditFile], label: str) -> str | None:
+    """Why the leak checks cannot run on ``files`` (None when they can)."""
+    pairs = [f for f in files if not f.red_team]
+    if not pairs:
+        return None
+    if not any(f.split == "train" for f in pairs):
+        return f"no train split in {label} to compare the test prompts with"
+    if not any(f.split != "train" and not f.reference for f in pairs):
+        return f"no test split in {label} to compare with the train prompts"
+    return None
 
 
 @dataclass
@@ -81,6 +90,8 @@ class AuditResult:
     flags: dict[Source, dict[str, str]] = field(default_factory=dict)
     excerpts: dict[Source, str] = field(default_factory=dict)
     near_duplicates: dict | None = None
+    #: checks that could not run on the data at hand: ``{check: why}``
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def add(self, source: Source, name: str, detail: str = "", excerpt: str | None = None):
         self.flags.setdefault(source, {})[name] = detail
@@ -112,6 +123,7 @@ class AuditResult:
                 for k, f in self.files.items()
             },
             "near_duplicates": self.near_duplicates,
+            "skipped": dict(self.skipped),
         }
 
     def report_rows(self) -> Iterable[dict]:
@@ -144,16 +156,24 @@ def audit(
     progress: Callable[[str], None] | None = None,
 ) -> AuditResult:
     """Run every check over the selected files (see :data:`hhrlhf.checks.CLASSES`)."""
-    files = audit_files(subsets, split=split, data=data)
+    src = resolve_source(data)
+    files = audit_files(subsets, split=split, data=src)
+    missing = _missing_for_leaks(files, src.label)
     row_check: RowCheck = PairShape()
     red_check: RowCheck = RedTeamFields()
     pair_checks: list[PairCheck] = [PairClasses()]
     split_checks: list[SplitCheck] = [DuplicatePairs(), DuplicatePrompts()]
-    corpus: list[CorpusCheck] = [TrainTestLeak()]
-    if near_duplicates:
+    corpus: list[CorpusCheck] = []
+    result = AuditResult()
+    if missing is None:
+        corpus.append(TrainTestLeak())
+    else:
+        result.skipped["train_test_leak"] = missing
+    if near_duplicates and missing is None:
         near = NearDuplicateLeak(threshold, num_perm)
         corpus.append(near)
-    result = AuditResult()
+    elif near_duplicates:
+        result.skipped["near_duplicate_leak"] = missing
     for f in files:
         if progress:
             progress(f"checking {f.key}" + (" (reference)" if f.reference else ""))
@@ -166,7 +186,7 @@ def audit(
             progress(f"finishing {check.name}")
         for finding in check.finish():
             result.add(finding.source, finding.name, finding.detail)
-    if near_duplicates:
+    if near_duplicates and missing is None:
         result.near_duplicates = {
             "threshold": threshold,
             "num_perm": num_perm,

@@ -10,7 +10,7 @@ import click
 from ..convert import FORMATS
 from ..errors import UnknownSubsetError
 from ..subsets import RED_TEAM
-from .options import data_option, emit_json, json_option, print_table
+from .options import data_option, emit_json, file_subsets, json_option, print_table, subset_option
 
 __all__ = ["commands", "export", "import_", "check", "clean", "demo_step"]
 
@@ -39,23 +39,31 @@ def _class_names(values, option: str) -> list[str]:
 
 def _records(subsets, split, data, fmt):
     """(split name -> iterator of records) for export."""
-    from ..dataset import iter_attempts, iter_pairs, resolve_source
+    from ..layout import select_files
+    from ..reader import read_attempts, read_pairs
 
     names = list(subsets)
     if fmt.kind == "redteam":
         if names and names != [RED_TEAM]:
             raise click.BadParameter("--format redteam exports red-team-attempts only")
-        if split not in (None, "train"):
-            raise click.BadParameter("red-team-attempts has only the train split")
-        return {"train": iter_attempts(data=data)}
+        files = select_files(names or RED_TEAM, split=split, data=data)
+        if not files[0].red_team:
+            raise click.BadParameter(f"{files[0].path} holds pairs: use a pair format")
+        return {files[0].split: read_attempts(files[0].path)}
     if RED_TEAM in names:
         raise click.BadParameter("red-team-attempts holds attempts: use --format redteam")
-    src = resolve_source(data)
-    splits = [split] if split else (["train"] if src.kind == "file" else ["train", "test"])
-    if src.kind == "file":
-        ident = src.file_identity()[1]
-        splits = [ident] if split is None else splits
-    return {s: iter_pairs(names or None, split=s, data=src) for s in splits}
+    files = [f for f in select_files(names or None, split=split, data=data) if not f.red_team]
+    if not files:
+        raise click.BadParameter("the data holds red-team attempts: use --format redteam")
+    by_split: dict[str, list] = {}
+    for f in files:
+        by_split.setdefault(f.split, []).append(f)
+
+    def chain(fs):
+        for f in fs:
+            yield from read_pairs(f.path, subset=f.subset, split=f.split)
+
+    return {s: chain(fs) for s, fs in by_split.items()}
 
 
 @click.command()
@@ -85,7 +93,8 @@ def _records(subsets, split, data, fmt):
 )
 @click.option("--no-source", is_flag=True, help="Leave out the subset/split/index of each row.")
 @data_option
-def export(subsets, split, fmt_name, out, hf_dir, no_source, data):
+@subset_option
+def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset):
     """Export pairs (or red-team attempts) in the format a trainer wants.
 
     \b
@@ -98,6 +107,7 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data):
 
     if (out is None) == (hf_dir is None):
         raise click.UsageError("give exactly one of --out FILE or --hf DIR")
+    subsets = file_subsets(subsets, file_subset, data)
     fmt = get_format(fmt_name)
     splits = _records(subsets, split, data, fmt)
     if hf_dir:
@@ -178,6 +188,13 @@ def import_(file, fmt_name, out, with_source, lenient):
             _chatter(f"{len(skipped)} row(s) skipped")
 
 
+def _report_skipped_checks(skipped: dict[str, str]) -> None:
+    """One stderr line naming the checks that could not run on the data at hand, and why."""
+    if skipped:
+        why = "; ".join(dict.fromkeys(skipped.values()))
+        _chatter(f"skipped {', '.join(skipped)}: {why}")
+
+
 def _short(text: str, n: int = 64) -> str:
     return text if len(text) <= n else text[: n - 1] + "\u2026"
 
@@ -234,8 +251,9 @@ def _print_counts(result) -> None:
     help="Run MinHash LSH near-duplicate detection (needs hhrlhf[audit]).",
 )
 @data_option
+@subset_option
 @json_option
-def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
+def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subset, as_json):
     """Audit the data: per-pair classes, duplicates, train/test leaks, near duplicates, red team.
 
     SUBSETS default to the four preference subsets; 'all' adds red-team-attempts.
@@ -248,6 +266,7 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
     """
     from ..checks import audit
 
+    subsets = file_subsets(subsets, file_subset, data)
     fail_classes = _class_names(fail_on, "--fail-on")
     result = audit(
         subsets or None,
@@ -257,6 +276,7 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
         threshold=threshold,
         progress=_chatter,
     )
+    _report_skipped_checks(result.skipped)
     if report:
         from ..convert import write_rows
 
@@ -297,8 +317,9 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
     help="Jaccard threshold, when near_duplicate_leak is dropped.",
 )
 @data_option
+@subset_option
 @json_option
-def clean(subsets, split, out, drop, threshold, data, as_json):
+def clean(subsets, split, out, drop, threshold, data, file_subset, as_json):
     """Write a cleaned copy plus manifest.json and dropped.jsonl (rows in = kept + dropped).
 
     \b
@@ -309,6 +330,7 @@ def clean(subsets, split, out, drop, threshold, data, as_json):
     from ..checks import DEFAULT_DROP
     from ..clean import clean as run_clean
 
+    subsets = file_subsets(subsets, file_subset, data)
     names = _class_names(drop, "--drop") if drop else list(DEFAULT_DROP)
     manifest = run_clean(
         subsets or None,
@@ -319,6 +341,7 @@ def clean(subsets, split, out, drop, threshold, data, as_json):
         threshold=threshold,
         progress=_chatter,
     )
+    _report_skipped_checks(manifest.get("skipped", {}))
     if as_json:
         emit_json(manifest)
         return
@@ -335,26 +358,31 @@ def demo_step(data: str, out: Path) -> None:
     from ..checks import audit
     from ..clean import clean as run_clean
     from ..convert import export_records
-    from ..dataset import iter_pairs
+    from ..layout import select_files
+    from ..reader import read_pairs
 
     base = Path(out) / "convert"
     base.mkdir(parents=True, exist_ok=True)
+    files = [f for f in select_files(data=data) if not f.red_team]
+    # harmless-base/test where it is there, else the first preference file
+    f = next((f for f in files if f.key == "harmless-base/test"), files[0])
     for fmt in ("dpo", "trl-conversational"):
+        target = base / f"{f.subset}-{f.split}.{fmt}.jsonl"
         n = export_records(
-            iter_pairs("harmless-base", split="test", data=data),
+            read_pairs(f.path, subset=f.subset, split=f.split),
             fmt,
-            base / f"harmless-base-test.{fmt}.jsonl",
+            target,
         )
-        click.echo(
-            f"export: {n} harmless-base/test pairs as {fmt} -> "
-            f"{base / f'harmless-base-test.{fmt}.jsonl'}"
-        )
+        click.echo(f"export: {n} {f.key} pairs as {fmt} -> {target}")
     result = audit(["all"], data=data)
     flagged = {k: v for k, v in result.counts.items() if v}
     click.echo(
         f"check: {result.rows} rows, {len(result.flags)} flagged: "
         + ", ".join(f"{k}={v}" for k, v in flagged.items())
     )
+    if result.skipped:
+        why = "; ".join(dict.fromkeys(result.skipped.values()))
+        click.echo(f"check: skipped {', '.join(result.skipped)}: {why}")
     target = base / "clean"
     if target.exists():
         import shutil

@@ -6,13 +6,22 @@ import random
 
 import click
 
-from ..dataset import iter_pairs, resolve_source
 from ..errors import HHError
-from ..reader import detect_container, read_objects
+from ..layout import preferred_split, resolve_source, scan, select_files
+from ..reader import detect_container, read_objects, read_pairs
 from ..records import PAIR_CLASSES, PreferencePair
 from ..stats import pair_stats
-from ..subsets import RED_TEAM, SUBSETS, resolve_subsets
-from .options import data_option, emit_json, json_option, lenient_option, pass_skipped, print_table
+from ..subsets import RED_TEAM, SUBSETS
+from .options import (
+    data_option,
+    emit_json,
+    file_subsets,
+    json_option,
+    lenient_option,
+    pass_skipped,
+    print_table,
+    subset_option,
+)
 
 __all__ = ["commands", "info", "show", "stats", "format_pair"]
 
@@ -34,29 +43,39 @@ def info(data, as_json):
     """
     src = resolve_source(data)
     rows = []
-    for subset in SUBSETS.values():
-        for spec in subset.files:
-            row = {
-                "subset": subset.name,
-                "split": spec.split,
-                "expected_rows": spec.rows,
-                "file": spec.path,
-            }
-            if src.kind == "cache":
-                from .. import download as dl
+    if src.kind == "cache":
+        from .. import download as dl
 
+        for subset in SUBSETS.values():
+            for spec in subset.files:
                 path = dl.cached_path(spec, cache_dir=src.cache_dir)
-                row["path"] = str(path)
-                row["cached"] = path.exists()
-                row["checksum"] = dl.checksum_status(spec, cache_dir=src.cache_dir)
-                row["sha256"] = spec.sha256
-            elif src.kind == "file":
-                continue
-            else:
-                present = src.has(spec)
-                row["path"] = str(src.locate(spec).relative_to(src.root)) if present else None
-                row["rows"] = _count_rows(src.locate(spec)) if present else None
-            rows.append(row)
+                rows.append(
+                    {
+                        "subset": subset.name,
+                        "split": spec.split,
+                        "expected_rows": spec.rows,
+                        "file": spec.path,
+                        "path": str(path),
+                        "cached": path.exists(),
+                        "checksum": dl.checksum_status(spec, cache_dir=src.cache_dir),
+                        "sha256": spec.sha256,
+                    }
+                )
+    elif src.kind != "file":  # what is there, registry subsets first
+        for name, splits in scan(src.root).items():
+            for split, path in splits.items():
+                known = SUBSETS.get(name)
+                spec = next((f for f in known.files if f.split == split), None) if known else None
+                rows.append(
+                    {
+                        "subset": name,
+                        "split": split,
+                        "expected_rows": spec.rows if spec else "-",
+                        "file": spec.path if spec else f"{name}/{path.name}",
+                        "path": str(path.relative_to(src.root)),
+                        "rows": _count_rows(path),
+                    }
+                )
     if src.kind == "file":
         rows.append(
             {
@@ -123,15 +142,23 @@ def pair_json(pair: PreferencePair) -> dict:
 
 
 @click.command()
-@click.argument("subset", type=click.Choice([s for s in SUBSETS if s != RED_TEAM]))
-@click.option("--split", default="train", show_default=True, help="train or test.")
+@click.argument("subset", required=False)
+@click.option(
+    "--split",
+    default=None,
+    metavar="SPLIT",
+    help="Split to show (default: train where there is one, else the split there).",
+)
 @click.option("--index", "index", type=int, default=None, help="0-based row of the pair.")
 @click.option("--sample", "sample", type=int, default=None, help="Show K random pairs.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
 @data_option
+@subset_option
 @json_option
-def show(subset, split, index, sample, seed, data, as_json):
+def show(subset, split, index, sample, seed, data, file_subset, as_json):
     """Show a pair as a readable dialogue: the prompt, both responses marked, its classes.
+
+    SUBSET may be left out when the data holds one preference subset (or is one file).
 
     \b
     Examples:
@@ -140,9 +167,19 @@ def show(subset, split, index, sample, seed, data, as_json):
     """
     if index is not None and sample is not None:
         raise click.UsageError("give --index or --sample, not both")
-    if split not in SUBSETS[subset].splits:
-        raise click.BadParameter(f"{subset} has splits {', '.join(SUBSETS[subset].splits)}")
-    pairs = iter_pairs(subset, split=split, data=data)
+    if subset == RED_TEAM:
+        raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam query`")
+    names = list(file_subsets((subset,) if subset else (), file_subset, data)) or None
+    files = [f for f in select_files(names, split=split, data=data) if not f.red_team]
+    names = list(dict.fromkeys(f.subset for f in files))
+    if len(names) > 1:
+        raise click.UsageError(f"name the subset to show: one of {', '.join(map(str, names))}")
+    if not files:
+        raise HHError(f"{resolve_source(data).label}: holds red-team attempts, not pairs")
+    split = split or preferred_split(files, "train") or files[0].split
+    f = next(f for f in files if f.split == split)
+    subset = f.subset or f.path.name
+    pairs = read_pairs(f.path, subset=f.subset, split=f.split)
     if sample is None:
         index = index or 0
         if index < 0:
@@ -171,10 +208,11 @@ def show(subset, split, index, sample, seed, data, as_json):
     help="Also write PNG charts and the numbers as JSON to this directory (needs hhrlhf[plots]).",
 )
 @data_option
+@subset_option
 @json_option
 @lenient_option
 @pass_skipped
-def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
+def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, skipped):
     """Rows, human turns per prompt, response lengths, chosen-longer share and class counts.
 
     \b
@@ -183,23 +221,15 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
       hh stats harmless-base --split test --json
     """
     result = {}
-    src = resolve_source(data)
-    if src.kind == "file":  # one file: its own subset/split, whatever the arguments say
-        subset_name, file_split = src.file_identity()
-        pairs = iter_pairs(data=src, lenient=lenient, skipped=skipped)
-        result[f"{subset_name or src.root.name}/{file_split}"] = pair_stats(
+    subsets = file_subsets(subsets, file_subset, data)
+    files = select_files(list(subsets) or None, split=split, data=data)
+    if any(f.red_team for f in files):
+        raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam report`")
+    for f in files:
+        pairs = read_pairs(f.path, subset=f.subset, split=f.split, lenient=lenient, skipped=skipped)
+        result[f"{f.subset or f.path.name}/{f.split}"] = pair_stats(
             pairs, keep_lengths=bool(plots_dir)
         )
-    for subset in resolve_subsets(list(subsets) or None) if src.kind != "file" else ():
-        if subset.name == RED_TEAM:
-            raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam report`")
-        for spec in subset.files:
-            if split is not None and spec.split != split:
-                continue
-            pairs = iter_pairs(
-                subset.name, split=spec.split, data=src, lenient=lenient, skipped=skipped
-            )
-            result[f"{subset.name}/{spec.split}"] = pair_stats(pairs, keep_lengths=bool(plots_dir))
     if plots_dir:
         from ..plots import write_stats_plots
 

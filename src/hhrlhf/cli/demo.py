@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..dataset import iter_pairs, load_dataset
+from ..dataset import load_dataset
 from ..stats import pair_stats
 from .data import format_pair
 from .options import print_table
@@ -52,15 +52,25 @@ def demo_command(out_dir, data):
     Example:
       hh demo --out /tmp/hh-demo
     """
+    from ..errors import HHError
+    from ..layout import resolve_source, select_files
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    src = resolve_source(data)
+    label = "sample" if src.kind == "sample" else str(data)
+    files = select_files("all", data=src)
+    pair_files = [f for f in files if not f.red_team]
 
-    _step("1. the data (hh info --data sample)")
-    ds = load_dataset(data=data)
-    click.echo("the four preference subsets, as load_dataset('Anthropic/hh-rlhf') gives them:")
+    _step(f"1. the data (hh info --data {label})")
+    ds = load_dataset(data=src) if pair_files else {}
+    if not any(ds.values()):
+        raise HHError(f"{src.label}: no preference pairs to walk through")
+    what = ", ".join(dict.fromkeys(str(f.subset or f.path.name) for f in pair_files))
+    click.echo(f"the preference data in {src.label} ({what}), as load_dataset gives it:")
     print_table([{"split": k, "pairs": len(v)} for k, v in ds.items()])
 
-    _step("2. statistics (hh stats --data sample)")
+    _step(f"2. statistics (hh stats --data {label})")
     stats = {}
     for split, pairs in ds.items():
         stats[split] = pair_stats(pairs)
@@ -73,14 +83,11 @@ def demo_command(out_dir, data):
     (out / "stats.json").write_text(__import__("json").dumps(stats, indent=2))
 
     _step("3. a pair whose response contains speaker markers (hh show)")
-    tricky = next(
-        (
-            p
-            for p in iter_pairs("harmless-base", split="test", data=data)
-            if "response_contains_turns" in p.classes
-        ),
-        ds["test"][0],
-    )
+    # harmless-base/test first where it is there, then every other pair
+    every = [p for p in ds.get("test", []) if p.subset == "harmless-base"]
+    every += [p for pairs in ds.values() for p in pairs if p not in every]
+    default = ds["test"][0] if ds.get("test") else every[0]
+    tricky = next((p for p in every if "response_contains_turns" in p.classes), default)
     click.echo(format_pair(tricky))
     click.echo(
         f"\nprompt + chosen_response == chosen: {tricky.prompt + tricky.chosen_response == tricky.chosen}"
@@ -100,7 +107,10 @@ def demo_command(out_dir, data):
     convert.demo_step(data, out)
 
     _step("5. the red-team report (hh redteam report)")
-    _optional(data, out, "redteam", "report")
+    if any(f.red_team for f in files):
+        _optional(data, out, "redteam", "report")
+    else:
+        click.echo(f"skipped: no red-team attempts in {src.label}")
 
     _step("6. a preference model, trained and evaluated (hh pm train / hh pm eval)")
     _optional(data, out, "pm", "reward")

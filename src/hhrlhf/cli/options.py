@@ -13,6 +13,8 @@ __all__ = [
     "json_option",
     "lenient_option",
     "split_option",
+    "subset_option",
+    "file_subsets",
     "emit_json",
     "print_table",
     "report_skipped",
@@ -29,6 +31,31 @@ def data_option(f):
         help="Where the data is: a directory laid out like upstream, one file, 'sample' "
         "(the bundled benign sample) or, by default, the download cache.",
     )(f)
+
+
+def subset_option(f):
+    return click.option(
+        "--subset",
+        "file_subset",
+        metavar="NAME",
+        default=None,
+        help="The subset a single --data FILE holds, when its path does not say "
+        "(.../harmless-base/test.jsonl.gz does).",
+    )(f)
+
+
+def file_subsets(subsets, file_subset, data) -> tuple:
+    """SUBSETS with ``--subset`` added; ``--subset`` is for a single ``--data`` file only."""
+    if file_subset is None:
+        return tuple(subsets)
+    from ..layout import resolve_source
+
+    if resolve_source(data).kind != "file":
+        raise click.UsageError(
+            "--subset names the subset of a single --data FILE; "
+            "for a directory, name subsets as arguments"
+        )
+    return (*subsets, file_subset)
 
 
 def json_option(f):

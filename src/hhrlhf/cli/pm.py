@@ -8,11 +8,19 @@ from pathlib import Path
 import click
 import orjson
 
-from ..dataset import iter_attempts, load_pairs, resolve_source
+from ..dataset import iter_attempts, resolve_source
 from ..download import sha256_file
 from ..errors import HHError
-from ..subsets import resolve_subsets
-from .options import data_option, emit_json, json_option, lenient_option, pass_skipped, print_table
+from .options import (
+    data_option,
+    emit_json,
+    file_subsets,
+    json_option,
+    lenient_option,
+    pass_skipped,
+    print_table,
+    subset_option,
+)
 
 __all__ = ["commands", "pm", "demo_step"]
 
@@ -30,49 +38,64 @@ def pm():
     """
 
 
-def _load(subsets, split, data, lenient, skipped):
-    names = list(subsets) or None
+def _select(subsets, split, data, preferred: str) -> list:
+    """The preference files to read: ``split``, or ``preferred`` where there is one, else all."""
+    from ..layout import preferred_split, select_files
+    from ..subsets import RED_TEAM
+
+    if RED_TEAM in subsets:
+        raise HHError("red-team-attempts holds attempts, not pairs")
+    files = [
+        f for f in select_files(list(subsets) or None, split=split, data=data) if not f.red_team
+    ]
+    if split is None and files:
+        split = preferred_split(files, preferred)
+        if split is None:
+            there = ", ".join(dict.fromkeys(f.split for f in files))
+            click.echo(
+                f"no {preferred} split in {resolve_source(data).label}: using {there}", err=True
+            )
+        files = [f for f in files if split is None or f.split == split]
+    return files
+
+
+def _load(files, lenient, skipped):
+    from ..fastload import load_files
+
     pairs = []
-    for name in names or [None]:
-        pairs += load_pairs(name, split=split, data=data, lenient=lenient, skipped=skipped)
+    for got in load_files(
+        [(f.path, f.subset, f.split) for f in files], lenient=lenient, skipped=skipped
+    ):
+        pairs += got
     if not pairs:
         raise HHError("no pairs selected (check the subsets, --split and --data)")
     return pairs
 
 
-def _training_data(subsets, split, data, pairs) -> dict:
-    """Subsets, splits, rows and the sha256 of each file read (where there are files)."""
+def _training_data(files, data, pairs) -> dict:
+    """Subsets, splits, rows and the sha256 of each file read."""
     src = resolve_source(data)
     rows: dict[str, int] = {}
     for p in pairs:
         key = f"{p.subset}/{p.split}"
         rows[key] = rows.get(key, 0) + 1
-    files = {}
-    if src.kind == "file":
-        files[src.root.name] = sha256_file(src.root)
-    else:
-        for subset in resolve_subsets(list(subsets) or None):
-            if subset.kind != "preference":
-                continue
-            for spec in subset.files:
-                if (split and spec.split != split) or not src.has(spec):
-                    continue
-                try:
-                    files[spec.path] = sha256_file(src.locate(spec, download=False))
-                except HHError:
-                    pass
     return {
         "source": src.label,
         "subsets": sorted({str(p.subset) for p in pairs}),
         "splits": sorted({str(p.split) for p in pairs}),
         "rows": rows,
-        "sha256": files,
+        "sha256": {f.rel: sha256_file(f.path) for f in files},
     }
 
 
 @pm.command()
 @click.argument("subsets", nargs=-1)
-@click.option("--split", default="train", show_default=True, help="Split to train on.")
+@click.option(
+    "--split",
+    default=None,
+    metavar="SPLIT",
+    help="Split to train on (default: train where there is one, else the splits there).",
+)
 @click.option(
     "--out", "out", required=True, type=click.Path(path_type=Path), help="Model directory to write."
 )
@@ -98,6 +121,7 @@ def _training_data(subsets, split, data, pairs) -> dict:
 @click.option("--epochs", type=float, default=1.0, show_default=True, help="transformers backend.")
 @click.option("--max-steps", type=int, default=-1, help="transformers backend: stop after N steps.")
 @data_option
+@subset_option
 @lenient_option
 @json_option
 @pass_skipped
@@ -114,6 +138,7 @@ def train(
     epochs,
     max_steps,
     data,
+    file_subset,
     lenient,
     as_json,
     skipped,
@@ -126,8 +151,9 @@ def train(
     """
     if backend == "transformers" and not base_model:
         raise click.UsageError("--backend transformers needs --base-model ID")
-    pairs = _load(subsets, split, data, lenient, skipped)
-    info = _training_data(subsets, split, data, pairs)
+    files = _select(file_subsets(subsets, file_subset, data), split, data, "train")
+    pairs = _load(files, lenient, skipped)
+    info = _training_data(files, data, pairs)
     click.echo(f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})", err=True)
     if backend == "linear":
         from ..reward.model import train_pm
@@ -237,7 +263,12 @@ def plot_report(report: dict, path: Path, name: str) -> Path:
 
 @pm.command("eval")
 @click.argument("subsets", nargs=-1)
-@click.option("--split", default="test", show_default=True, help="Split to evaluate on.")
+@click.option(
+    "--split",
+    default=None,
+    metavar="SPLIT",
+    help="Split to evaluate on (default: test where there is one, else the splits there).",
+)
 @click.option("--model", "model_path", type=click.Path(path_type=Path), help="A saved model.")
 @click.option(
     "--scores",
@@ -257,6 +288,7 @@ def plot_report(report: dict, path: Path, name: str) -> Path:
 )
 @click.option("--jobs", type=int, default=1, show_default=True)
 @data_option
+@subset_option
 @lenient_option
 @json_option
 @pass_skipped
@@ -272,6 +304,7 @@ def eval_command(
     plot_path,
     jobs,
     data,
+    file_subset,
     lenient,
     as_json,
     skipped,
@@ -287,7 +320,8 @@ def eval_command(
     given = [x for x in (model_path, scores_path, hf_model) if x]
     if len(given) != 1:
         raise click.UsageError("give exactly one of --model, --scores, --hf-model")
-    pairs = _load(subsets, split, data, lenient, skipped)
+    subsets = file_subsets(subsets, file_subset, data)
+    pairs = _load(_select(subsets, split, data, "test"), lenient, skipped)
     t0 = time.perf_counter()
     if model_path:
         from ..reward.model import load_model
@@ -447,9 +481,21 @@ def demo_step(data: str, out: Path) -> None:
 
     out = Path(out) / "pm"
     out.mkdir(parents=True, exist_ok=True)
-    train_pairs = load_pairs(None, split="train", data=data)
-    test_pairs = load_pairs(None, split="test", data=data)
-    model = train_pm(train_pairs, training_data=_training_data((), "train", data, train_pairs))
+    from ..layout import select_files
+
+    files = [f for f in select_files(data=data) if not f.red_team]
+    train_files = [f for f in files if f.split == "train"]
+    test_files = [f for f in files if f.split == "test"]
+    if not train_files or not test_files:
+        missing = "train" if not train_files else "test"
+        click.echo(
+            f"skipped: no {missing} split in {resolve_source(data).label} "
+            "(a model is trained on train and evaluated on test)"
+        )
+        return
+    train_pairs = _load(train_files, False, None)
+    test_pairs = _load(test_files, False, None)
+    model = train_pm(train_pairs, training_data=_training_data(train_files, data, train_pairs))
     model.save(out / "model")
     report = evaluate_model(model, test_pairs)
     (out / "eval.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
