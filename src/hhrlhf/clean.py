@@ -10,6 +10,10 @@ drop gives back its exact lines. Next to the data it writes:
 * ``manifest.json``: input rows, kept, dropped, dropped per reason (a row dropped for two
   reasons counts under both), per file and in total, and the sha256 of every file written.
 
+A damaged compressed stream (cut short, CRC error) is lost data, not a dropped row: the
+audit raises :class:`~hhrlhf.errors.TruncatedStreamError` before anything is written, so
+a clean never stands for a file it could not read whole.
+
 ``rows == kept + dropped`` holds for every file and for the total; the function checks it
 before returning and raises if it ever does not.
 """
@@ -28,7 +32,7 @@ from .checks import DEFAULT_DROP, AuditResult, audit, check_class_names
 from .checks.audit import audit_files, file_key
 from .download import sha256_file
 from .errors import HHError
-from .reader import StreamError, iter_lines, read_objects
+from .reader import iter_lines, read_objects
 from .subsets import RED_TEAM, SUBSETS
 
 __all__ = ["clean", "CleanResult"]
@@ -153,31 +157,22 @@ def _clean_jsonl(path, target, subset, split, result, drop_set, dropped) -> dict
     rows = kept = dropped_n = 0
     reasons_count: Counter[str] = Counter()
     with _gzip_writer(target) as w:
-        try:
-            for lineno, line in iter_lines(path):
-                if not line.strip():
-                    continue  # a blank line holds no row (the reader skips it too)
-                rows += 1
-                source = (subset, split, lineno - 1)
-                reasons = _reasons(result, source, drop_set)
-                if not reasons:
-                    w.write(line if line.endswith(b"\n") else line + b"\n")
-                    kept += 1
-                    continue
-                dropped_n += 1
-                reasons_count.update(list(reasons))
-                try:
-                    _record(dropped, source, lineno, reasons, row=orjson.loads(line))
-                except orjson.JSONDecodeError:
-                    _record(dropped, source, lineno, reasons, raw=line.decode("utf-8", "replace"))
-        except StreamError as exc:
-            # the audit recorded this as one bad_json row ("the rest of the file is lost")
-            source = (subset, split, exc.line - 1)
-            reasons = _reasons(result, source, drop_set) or {"bad_json": exc.problem}
+        for lineno, line in iter_lines(path):
+            if not line.strip():
+                continue  # a blank line holds no row (the reader skips it too)
             rows += 1
+            source = (subset, split, lineno - 1)
+            reasons = _reasons(result, source, drop_set)
+            if not reasons:
+                w.write(line if line.endswith(b"\n") else line + b"\n")
+                kept += 1
+                continue
             dropped_n += 1
             reasons_count.update(list(reasons))
-            _record(dropped, source, exc.line, reasons, raw="")
+            try:
+                _record(dropped, source, lineno, reasons, row=orjson.loads(line))
+            except orjson.JSONDecodeError:
+                _record(dropped, source, lineno, reasons, raw=line.decode("utf-8", "replace"))
     return {
         "rows": rows,
         "kept": kept,

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from .errors import DataFormatError
+from .errors import DataFormatError, TruncatedStreamError
 from .records import (
     RED_TEAM_KEYS,
     TASK_SCORE_KEY_CARD,
@@ -59,6 +59,10 @@ __all__ = [
 ]
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+#: A gzip file is at least 18 bytes (header, an empty deflate block, trailer): a shorter
+#: file named ``.gz`` was cut short, not an empty split.
+_GZIP_MIN = 18
 _WS = b" \t\r\n"
 _GZIP_ERRORS: tuple[type[BaseException], ...] = (EOFError, zlib.error, OSError, _IsalError)
 
@@ -98,15 +102,78 @@ def open_data(path: str | os.PathLike, *, threaded: bool = False) -> io.Buffered
     return open(path, "rb", buffering=1 << 20)
 
 
-def _gzip_problem(exc: BaseException) -> str:
+def _gzip_problem(exc: BaseException) -> tuple[str, str]:
+    """``(kind, problem)`` for an exception raised while decompressing (see
+    :class:`~hhrlhf.errors.TruncatedStreamError` for the kinds)."""
     if isinstance(exc, EOFError):
-        return "truncated gzip stream (the file ends before the end-of-stream marker)"
-    return f"corrupt gzip data ({exc})"
+        return "truncated", "truncated gzip stream (the file ends before the end-of-stream marker)"
+    text = str(exc)
+    if "crc" in text.lower():
+        return "crc", (
+            "gzip CRC check failed: the decompressed data does not match the checksum "
+            f"stored in the file, so it is corrupt ({text})"
+        )
+    return "corrupt", f"corrupt gzip data ({text})"
+
+
+def _stream_error(
+    path: str, exc: BaseException, lines_read: int, unit: str = "line"
+) -> TruncatedStreamError:
+    kind, problem = _gzip_problem(exc)
+    return TruncatedStreamError(
+        path, problem, last_good_line=lines_read, rows_read=lines_read, kind=kind, unit=unit
+    )
+
+
+def _stream_damage(path: str) -> TruncatedStreamError | None:
+    """The damage of ``path``'s gzip stream, or None if it decompresses intact.
+
+    Run only when a row of a gzip file is bad: a flipped byte in the compressed data turns
+    into garbage lines long before the stream's CRC is checked at its end, and the garbage
+    must be reported as the corrupt file it is, not as a bad row.
+    """
+    try:
+        if not is_gzip(path):
+            return None
+        lines = 0
+        with _gzip.open(path, "rb") as f:
+            for _ in f:  # counted as iter_lines counts them
+                lines += 1
+    except _GZIP_ERRORS as exc:
+        return _stream_error(path, exc, lines)
+    return None
+
+
+def _row_error(path: str, line: int | None, problem: str, unit: str = "line") -> DataFormatError:
+    """The error for a bad row: the stream's own damage when the file is a broken gzip."""
+    return _stream_damage(path) or DataFormatError(path, line, problem, unit=unit)
+
+
+def _bom_problem(line: bytes | str) -> str | None:
+    if line[:3] == _BOM or line[:1] == "\ufeff":
+        return (
+            "the line starts with a UTF-8 byte order mark (BOM, bytes EF BB BF); JSON Lines "
+            "files must not have one: save the file as UTF-8 without a BOM"
+        )
+    return None
 
 
 def detect_container(path: str | os.PathLike) -> str:
     """``"jsonl"`` or ``"array"``, from the first non-blank byte; raises on an empty file."""
     path = str(path)
+    if path.endswith(".gz"):
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = _GZIP_MIN
+        if size < _GZIP_MIN and (size < 2 or is_gzip(path)):
+            raise TruncatedStreamError(
+                path,
+                f"{size}-byte file where a gzip stream is expected (a gzip file is at least "
+                f"{_GZIP_MIN} bytes long; the file was cut short)",
+                last_good_line=0,
+                rows_read=0,
+            )
     try:
         stream = open_data(path)
     except OSError as exc:  # missing, unreadable, a directory: not a gzip problem
@@ -121,11 +188,20 @@ def detect_container(path: str | os.PathLike) -> str:
             if not first:
                 raise DataFormatError(path, None, "empty file (no records)")
     except _GZIP_ERRORS as exc:
-        raise DataFormatError(path, 1, _gzip_problem(exc)) from None
+        raise _stream_error(path, exc, 0) from None
     if first == b"{":
         return "jsonl"
     if first == b"[":
         return "array"
+    if first == _BOM[:1]:
+        with open_data(path) as f:
+            if f.read(3) == _BOM:
+                raise DataFormatError(
+                    path,
+                    1,
+                    "the file starts with a UTF-8 byte order mark (BOM, bytes EF BB BF); "
+                    "hhrlhf does not skip it: save the file as UTF-8 without a BOM",
+                )
     raise DataFormatError(
         path,
         1,
@@ -158,15 +234,15 @@ def _skip(skipped, path, line, problem, unit="line"):
         skipped.append(SkippedRow(path, line, problem, unit))
 
 
-class StreamError(DataFormatError):
-    """A gzip stream ends early or is corrupt: the lines from ``line`` on cannot be read."""
+#: The former name of :class:`~hhrlhf.errors.TruncatedStreamError`, kept for callers.
+StreamError = TruncatedStreamError
 
 
 def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[tuple[int, bytes]]:
     """``(line number, raw line)`` of a file, 1-based, decompressing gzip.
 
-    A damaged gzip stream raises :class:`StreamError` naming the first line it could not
-    read, after yielding every line before it. Used by the reader and by ``hh clean``
+    A damaged gzip stream raises :class:`~hhrlhf.errors.TruncatedStreamError` naming the
+    last line read and how many were read, after yielding every line before it. Used by the reader and by ``hh clean``
     (which copies kept lines byte for byte).
     """
     path = str(path)
@@ -180,7 +256,7 @@ def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[t
             except StopIteration:
                 return
             except _GZIP_ERRORS as exc:
-                raise StreamError(path, lineno + 1, _gzip_problem(exc)) from None
+                raise _stream_error(path, exc, lineno) from None
             lineno += 1
             yield lineno, line
     finally:
@@ -188,28 +264,24 @@ def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[t
 
 
 def _read_jsonl(path, lenient, skipped, threaded) -> Iterator[tuple[int, Any]]:
+    """A damaged stream raises :class:`TruncatedStreamError` in lenient mode too: the rows
+    it held are lost, not skipped, and no count of them can be given."""
     loads = orjson.loads
     lineno = 0
-    try:
-        for lineno, line in iter_lines(path, threaded=threaded):
-            try:
-                obj = loads(line)
-            except orjson.JSONDecodeError as exc:
-                if not line.strip():
-                    continue  # a blank line holds no record
-                problem = f"invalid JSON ({exc})"
-                if not line.endswith(b"\n"):
-                    problem += "; the last line is incomplete (file cut short?)"
-                if lenient:
-                    _skip(skipped, path, lineno, problem)
-                    continue
-                raise DataFormatError(path, lineno, problem) from None
-            yield lineno, obj
-    except StreamError as exc:
-        if not lenient:
-            raise
-        _skip(skipped, path, exc.line, exc.problem + "; the rest of the file is lost")
-        return
+    for lineno, line in iter_lines(path, threaded=threaded):
+        try:
+            obj = loads(line)
+        except orjson.JSONDecodeError as exc:
+            if not line.strip():
+                continue  # a blank line holds no record
+            problem = _bom_problem(line) or f"invalid JSON ({exc})"
+            if not line.endswith(b"\n"):
+                problem += "; the last line is incomplete (file cut short?)"
+            if lenient:
+                _skip(skipped, path, lineno, problem)
+                continue
+            raise _row_error(path, lineno, problem) from None
+        yield lineno, obj
     if lineno == 0:
         raise DataFormatError(path, None, "empty file (no records)")
 
@@ -229,11 +301,9 @@ def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
         try:
             chunk = text.read(1 << 20)
         except _GZIP_ERRORS as exc:
-            raise DataFormatError(path, record + 1, _gzip_problem(exc), unit="record") from None
+            raise _stream_error(path, exc, record, "record") from None
         except UnicodeDecodeError as exc:
-            raise DataFormatError(
-                path, record + 1, f"invalid UTF-8 ({exc})", unit="record"
-            ) from None
+            raise _row_error(path, record + 1, f"invalid UTF-8 ({exc})", unit="record") from None
         if not chunk:
             eof = True
             return False
@@ -272,7 +342,7 @@ def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
                 except json.JSONDecodeError as exc:
                     if not eof and fill():
                         continue
-                    raise DataFormatError(
+                    raise _row_error(
                         path,
                         record + 1,
                         f"invalid JSON in array element ({exc.msg})"
@@ -291,15 +361,15 @@ def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
                 pos += 1
                 skip_ws()
                 if pos < len(buf):
-                    raise DataFormatError(
+                    raise _row_error(
                         path, record, "unexpected data after the closing ']'", unit="record"
                     )
                 return
             if not c:
-                raise DataFormatError(
+                raise _row_error(
                     path, record, "the file ends inside the array (missing ']')", unit="record"
                 )
-            raise DataFormatError(
+            raise _row_error(
                 path, record + 1, f"expected ',' or ']' between records, found {c!r}", unit="record"
             )
     finally:
@@ -360,7 +430,7 @@ def read_pairs(
             if lenient:
                 _skip(skipped, path, pos, str(exc), unit)
                 continue
-            raise DataFormatError(path, pos, str(exc), unit=unit) from None
+            raise _row_error(path, pos, str(exc), unit) from None
 
 
 def _number(obj: dict, key: str) -> float:
@@ -433,4 +503,4 @@ def read_attempts(
             if lenient:
                 _skip(skipped, path, pos, str(exc), unit)
                 continue
-            raise DataFormatError(path, pos, str(exc), unit=unit) from None
+            raise _row_error(path, pos, str(exc), unit) from None
