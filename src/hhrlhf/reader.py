@@ -144,6 +144,23 @@ def _stream_damage(path: str) -> TruncatedStreamError | None:
     return None
 
 
+_DAMAGE_SEEN: dict[tuple, TruncatedStreamError | None] = {}
+
+
+def _damage_of(path: str) -> TruncatedStreamError | None:
+    """:func:`_stream_damage`, checked once per version of a file (lenient skips ask per row)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in _DAMAGE_SEEN:
+        if len(_DAMAGE_SEEN) > 64:
+            _DAMAGE_SEEN.clear()
+        _DAMAGE_SEEN[key] = _stream_damage(path)
+    return _DAMAGE_SEEN[key]
+
+
 def _row_error(path: str, line: int | None, problem: str, unit: str = "line") -> DataFormatError:
     """The error for a bad row: the stream's own damage when the file is a broken gzip."""
     return _stream_damage(path) or DataFormatError(path, line, problem, unit=unit)
@@ -230,6 +247,11 @@ def read_objects(
 
 
 def _skip(skipped, path, line, problem, unit="line"):
+    """Record a skipped row, unless the row is garbage from a damaged gzip stream: then the
+    stream's damage is raised (lost data is never reported as bad rows)."""
+    damage = _damage_of(path)
+    if damage is not None:
+        raise damage
     if skipped is not None:
         skipped.append(SkippedRow(path, line, problem, unit))
 

@@ -148,6 +148,8 @@ def show(subset, split, index, sample, seed, data, as_json):
         if index < 0:
             raise click.BadParameter("--index must be >= 0")
         picked = next((p for p in pairs if p.index == index), None)
+        for _ in pairs:  # read on to the end: a damaged file is an error, not a partial view
+            pass
         if picked is None:
             raise HHError(f"{subset}/{split} has no pair with index {index}")
         chosen = [picked]
