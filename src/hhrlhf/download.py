@@ -39,7 +39,12 @@ Environment
                                ``https://media.githubusercontent.com/media``)
     ``HH_RLHF_RETRIES``        retries after a connection error or 5xx (default 3)
     ``HH_RLHF_BACKOFF``        first backoff delay in seconds, doubled each retry (default 1)
-    ``HH_RLHF_TIMEOUT``        socket timeout in seconds (default 60)
+    ``HH_RLHF_TIMEOUT``        connect and read timeout in seconds (default 10; ``timeout=``
+                               and ``hh download --timeout`` override it)
+
+    What cannot heal is not retried: a host name that does not resolve, 401/403 and 404. A
+    server that stays silent past the timeout is retried once, so a host that accepts a
+    connection and never answers fails after about twice the timeout.
 
 Example::
 
@@ -58,10 +63,12 @@ import http.client
 import json
 import os
 import re
+import socket
 import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -105,7 +112,9 @@ DEFAULT_GITHUB_MEDIA = "https://media.githubusercontent.com/media"
 #: Defaults for the transfer knobs; the ``HH_RLHF_*`` variables override them.
 RETRIES = 3
 BACKOFF = 1.0
-TIMEOUT = 60.0
+TIMEOUT = 10.0
+#: Attempts that time out before any byte arrives are retried this many times at most.
+TIMEOUT_RETRIES = 1
 
 #: The names :func:`checksum_status` can return.
 STATUSES = ("missing", "partial", "verified", "mismatch", "recorded", "unverified")
@@ -357,8 +366,13 @@ def ensure_file(
     offline: bool | None = None,
     verify: bool = True,
     progress: bool = False,
+    timeout: float | None = None,
 ) -> Path:
     """The cached path of ``spec``, downloading it first when it is not in the cache.
+
+    ``timeout`` is the connect and read timeout in seconds (default ``HH_RLHF_TIMEOUT``,
+    else 10). ``progress`` writes what is happening to stderr: a bar on a terminal,
+    plain lines otherwise (the URL before connecting, every retry, the end).
 
     With ``verify`` (the default) the file must match the registry's sha256 (or the hash
     recorded the first time it was seen); a mismatching file is moved to ``<file>.bad`` and
@@ -398,6 +412,7 @@ def ensure_file(
             label=spec.path,
             source=source,
             revision=revision,
+            timeout=timeout,
         )
         if verify:
             _check_download(spec, path, part, digest, root, revision, url)
@@ -416,6 +431,7 @@ def download(
     offline: bool | None = None,
     verify: bool = True,
     progress: bool = False,
+    timeout: float | None = None,
 ) -> list[Path]:
     """Ensure every file of ``subsets`` (names as :func:`~hhrlhf.subsets.resolve_subsets`
     takes them: None or ``"default"`` = the four preference subsets, ``"all"`` = all five),
@@ -429,6 +445,7 @@ def download(
             offline=offline,
             verify=verify,
             progress=progress,
+            timeout=timeout,
         )
         for spec in select_files(subsets, splits)
     ]
@@ -549,12 +566,14 @@ def _env_number(name: str, default: float) -> float:
 
 
 class _Retry(Exception):
-    """A transient failure: retried while the budget lasts, else raised as ``error``."""
+    """A transient failure: retried while the budget lasts, else raised as ``error``.
+    ``timed_out``: the server stayed silent (retried at most :data:`TIMEOUT_RETRIES` times)."""
 
-    def __init__(self, error: DownloadError, delay: float | None = None):
+    def __init__(self, error: DownloadError, delay: float | None = None, timed_out: bool = False):
         super().__init__(str(error))
         self.error = error
         self.delay = delay
+        self.timed_out = timed_out
 
 
 class _Restart(Exception):
@@ -596,7 +615,10 @@ def _fetch(url: str, part: Path, **options) -> str:
     retries = int(_env_number("HH_RLHF_RETRIES", RETRIES))
     backoff = _env_number("HH_RLHF_BACKOFF", BACKOFF)
     attempt = 0
+    timeouts = 0
     restarted = False
+    if options["progress"]:
+        _say(f"{options['label']}: connecting to {_host(url)}")
     while True:
         try:
             return _fetch_once(url, part, **options)
@@ -609,14 +631,15 @@ def _fetch(url: str, part: Path, **options) -> str:
                 ) from None
             restarted = True
         except _Retry as exc:
-            if attempt >= retries:
+            timeouts += exc.timed_out
+            if attempt >= retries or timeouts > TIMEOUT_RETRIES:
                 raise exc.error from None
             delay = backoff * (2**attempt) if exc.delay is None else min(exc.delay, 60.0)
             attempt += 1
             if options["progress"]:
-                print(
-                    f"{options['label']}: {exc.error.problem}; retry {attempt}/{retries} in {delay:.1f}s",
-                    file=sys.stderr,
+                _say(
+                    f"{options['label']}: {exc.error.problem}; retry {attempt}/{retries} in "
+                    f"{delay:.1f}s"
                 )
             time.sleep(max(delay, 0.0))
 
@@ -631,6 +654,7 @@ def _fetch_once(
     label: str,
     source: str,
     revision: str | None,
+    timeout: float | None = None,
 ) -> str:
     offset = part.stat().st_size if part.is_file() else 0
     if expected_size is not None and offset > expected_size:
@@ -647,7 +671,8 @@ def _fetch_once(
         req.add_unredirected_header(key, value)  # never forwarded to a redirect's host
     if offset:
         req.add_header("Range", f"bytes={offset}-")
-    timeout = _env_number("HH_RLHF_TIMEOUT", TIMEOUT)
+    if timeout is None:
+        timeout = _env_number("HH_RLHF_TIMEOUT", TIMEOUT)
     try:
         resp = urllib.request.urlopen(req, timeout=timeout)
     except urllib.error.HTTPError as exc:
@@ -669,6 +694,15 @@ def _fetch_once(
         raise err from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", None) or exc
+        if isinstance(reason, socket.gaierror):  # the name does not resolve: cannot heal
+            err = DownloadError(url, f"cannot resolve host {_host(url)!r} ({reason})")
+            err.hint = "check the host name (HF_ENDPOINT, HH_RLHF_GITHUB_*) and the network"
+            raise err from None
+        if isinstance(reason, TimeoutError):
+            raise _Retry(
+                DownloadError(url, f"no answer from {_host(url)} within {timeout:g}s (--timeout)"),
+                timed_out=True,
+            ) from None
         raise _Retry(DownloadError(url, f"connection failed: {reason}")) from None
 
     with resp:
@@ -699,13 +733,15 @@ def _fetch_once(
                     try:
                         chunk = resp.read(CHUNK)
                     except (OSError, http.client.HTTPException) as exc:
+                        silent = isinstance(exc, TimeoutError) and not received
                         raise _Retry(
                             DownloadError(
                                 url,
                                 f"transfer interrupted after {offset + received} bytes "
                                 f"({exc or type(exc).__name__}); the partial file {part} will "
                                 "be resumed",
-                            )
+                            ),
+                            timed_out=silent,
                         ) from None
                     if not chunk:
                         break
@@ -752,6 +788,14 @@ def _fetch_once(
     return hasher.hexdigest()
 
 
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _host(url: str) -> str:
+    return urllib.parse.urlsplit(url).netloc or url
+
+
 def _hash_into(hasher, path: Path) -> None:
     buf = bytearray(CHUNK)
     view = memoryview(buf)
@@ -792,6 +836,14 @@ class _Progress:
         if self.tty and now - self.last >= 0.1:
             self.last = now
             self._draw()
+        elif not self.tty and now - self.last >= 10.0:  # a line every 10 s off a terminal
+            if self.last:
+                self._line()
+            self.last = now
+
+    def _line(self) -> None:
+        of = f" of {_human(self.total)}" if self.total else ""
+        print(f"{self.label}: {_human(self.done)}{of}", file=sys.stderr, flush=True)
 
     def _draw(self, end: str = "") -> None:
         elapsed = max(time.monotonic() - self.started, 1e-6)
@@ -810,3 +862,5 @@ class _Progress:
     def close(self) -> None:
         if self.tty:
             self._draw(end="\n")
+        else:
+            self._line()
