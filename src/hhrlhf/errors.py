@@ -7,6 +7,8 @@ clear line. The CLI prints ``str(error)`` and exits non-zero.
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "HHError",
     "DataFormatError",
@@ -18,6 +20,7 @@ __all__ = [
     "UnknownSubsetError",
     "MissingExtraError",
     "ModelFormatError",
+    "OutputError",
 ]
 
 
@@ -150,6 +153,17 @@ class ModelFormatError(HHError):
     """A saved preference model is missing, corrupt, or from another format version."""
 
     def __init__(self, path: str, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class OutputError(HHError):
+    """An output path cannot be written, or exists and ``--force`` was not given.
+
+    Raised by :func:`hhrlhf.outputs.check_writable` before any work starts."""
+
+    def __init__(self, path: str | os.PathLike, problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")

@@ -9,8 +9,16 @@ import click
 
 from ..convert import FORMATS
 from ..errors import UnknownSubsetError
+from ..outputs import replace_dir
 from ..subsets import RED_TEAM
-from .options import data_option, emit_json, json_option, print_table
+from .options import (
+    check_outputs,
+    data_option,
+    emit_json,
+    force_option,
+    json_option,
+    print_table,
+)
 
 __all__ = ["commands", "export", "import_", "check", "clean", "demo_step"]
 
@@ -85,7 +93,8 @@ def _records(subsets, split, data, fmt):
 )
 @click.option("--no-source", is_flag=True, help="Leave out the subset/split/index of each row.")
 @data_option
-def export(subsets, split, fmt_name, out, hf_dir, no_source, data):
+@force_option
+def export(subsets, split, fmt_name, out, hf_dir, no_source, data, force):
     """Export pairs (or red-team attempts) in the format a trainer wants.
 
     \b
@@ -98,10 +107,12 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data):
 
     if (out is None) == (hf_dir is None):
         raise click.UsageError("give exactly one of --out FILE or --hf DIR")
+    check_outputs(force, out=(out, "file"), hf=(hf_dir, "dir"))
     fmt = get_format(fmt_name)
     splits = _records(subsets, split, data, fmt)
     if hf_dir:
-        dd = export_hf(splits, fmt, hf_dir, source=not no_source)
+        with replace_dir(hf_dir) as tmp:
+            dd = export_hf(splits, fmt, tmp, source=not no_source)
         sizes = ", ".join(f"{k}: {len(v)}" for k, v in dd.items())
         _chatter(f"wrote DatasetDict ({sizes}) in format {fmt.name} to {hf_dir}")
         return
@@ -142,7 +153,8 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data):
     is_flag=True,
     help="Skip rows that do not fit the format; each is reported on stderr.",
 )
-def import_(file, fmt_name, out, with_source, lenient):
+@force_option
+def import_(file, fmt_name, out, with_source, lenient, force):
     """Read an exported file back into upstream rows ({"chosen", "rejected"}, or red-team records).
 
     \b
@@ -152,6 +164,7 @@ def import_(file, fmt_name, out, with_source, lenient):
     """
     from ..convert import get_format, import_records, write_rows
 
+    check_outputs(force, out=(out, "file"))
     fmt = get_format(fmt_name)
     skipped: list = []
     records = import_records(file, fmt, lenient=lenient, skipped=skipped)
@@ -235,7 +248,8 @@ def _print_counts(result) -> None:
 )
 @data_option
 @json_option
-def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
+@force_option
+def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json, force):
     """Audit the data: per-pair classes, duplicates, train/test leaks, near duplicates, red team.
 
     SUBSETS default to the four preference subsets; 'all' adds red-team-attempts.
@@ -249,6 +263,7 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
     from ..checks import audit
 
     fail_classes = _class_names(fail_on, "--fail-on")
+    check_outputs(force, report=(report, "file"))
     result = audit(
         subsets or None,
         split=split,
@@ -298,7 +313,8 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json):
 )
 @data_option
 @json_option
-def clean(subsets, split, out, drop, threshold, data, as_json):
+@force_option
+def clean(subsets, split, out, drop, threshold, data, as_json, force):
     """Write a cleaned copy plus manifest.json and dropped.jsonl (rows in = kept + dropped).
 
     \b
@@ -310,15 +326,17 @@ def clean(subsets, split, out, drop, threshold, data, as_json):
     from ..clean import clean as run_clean
 
     names = _class_names(drop, "--drop") if drop else list(DEFAULT_DROP)
-    manifest = run_clean(
-        subsets or None,
-        out=out,
-        split=split,
-        data=data,
-        drop=names,
-        threshold=threshold,
-        progress=_chatter,
-    )
+    check_outputs(force, out=(out, "dir"))
+    with replace_dir(out) as tmp:  # all or nothing; --force replaces the old copy whole
+        manifest = run_clean(
+            subsets or None,
+            out=tmp,
+            split=split,
+            data=data,
+            drop=names,
+            threshold=threshold,
+            progress=_chatter,
+        )
     if as_json:
         emit_json(manifest)
         return

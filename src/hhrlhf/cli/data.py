@@ -12,7 +12,16 @@ from ..reader import detect_container, read_objects
 from ..records import PAIR_CLASSES, PreferencePair
 from ..stats import pair_stats
 from ..subsets import RED_TEAM, SUBSETS, resolve_subsets
-from .options import data_option, emit_json, json_option, lenient_option, pass_skipped, print_table
+from .options import (
+    check_outputs,
+    data_option,
+    emit_json,
+    force_option,
+    json_option,
+    lenient_option,
+    pass_skipped,
+    print_table,
+)
 
 __all__ = ["commands", "info", "show", "stats", "format_pair"]
 
@@ -175,8 +184,9 @@ def show(subset, split, index, sample, seed, data, as_json):
 @data_option
 @json_option
 @lenient_option
+@force_option
 @pass_skipped
-def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
+def stats(subsets, split, plots_dir, data, as_json, lenient, force, skipped):
     """Rows, human turns per prompt, response lengths, chosen-longer share and class counts.
 
     \b
@@ -184,6 +194,7 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, skipped):
       hh stats --data sample
       hh stats harmless-base --split test --json
     """
+    check_outputs(force, plots=(plots_dir, "dir"))
     result = {}
     src = resolve_source(data)
     if src.kind == "file":  # one file: its own subset/split, whatever the arguments say

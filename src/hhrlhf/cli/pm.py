@@ -11,8 +11,18 @@ import orjson
 from ..dataset import iter_attempts, load_pairs, resolve_source
 from ..download import sha256_file
 from ..errors import HHError
+from ..outputs import replace_dir
 from ..subsets import resolve_subsets
-from .options import data_option, emit_json, json_option, lenient_option, pass_skipped, print_table
+from .options import (
+    check_outputs,
+    data_option,
+    emit_json,
+    force_option,
+    json_option,
+    lenient_option,
+    pass_skipped,
+    print_table,
+)
 
 __all__ = ["commands", "pm", "demo_step"]
 
@@ -100,6 +110,7 @@ def _training_data(subsets, split, data, pairs) -> dict:
 @data_option
 @lenient_option
 @json_option
+@force_option
 @pass_skipped
 def train(
     subsets,
@@ -116,6 +127,7 @@ def train(
     data,
     lenient,
     as_json,
+    force,
     skipped,
 ):
     """Train a preference model on SUBSETS (default: the four preference subsets).
@@ -126,6 +138,7 @@ def train(
     """
     if backend == "transformers" and not base_model:
         raise click.UsageError("--backend transformers needs --base-model ID")
+    check_outputs(force, out=(out, "dir"))
     pairs = _load(subsets, split, data, lenient, skipped)
     info = _training_data(subsets, split, data, pairs)
     click.echo(f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})", err=True)
@@ -141,14 +154,16 @@ def train(
             training_data=info,
             progress=lambda m: click.echo(m, err=True),
         )
-        model.save(out)
+        with replace_dir(out) as tmp:  # never a mix of the old model's files and the new
+            model.save(tmp)
         meta = model.meta
     else:
         from ..reward.hf import train_hf
 
-        model = train_hf(
-            base_model, pairs, out, epochs=epochs, max_steps=max_steps, training_data=info
-        )
+        with replace_dir(out) as tmp:
+            model = train_hf(
+                base_model, pairs, tmp, epochs=epochs, max_steps=max_steps, training_data=info
+            )
         meta = model.meta
     if as_json:
         emit_json({"model": str(out), "backend": backend, **meta})
@@ -259,6 +274,7 @@ def plot_report(report: dict, path: Path, name: str) -> Path:
 @data_option
 @lenient_option
 @json_option
+@force_option
 @pass_skipped
 def eval_command(
     subsets,
@@ -274,6 +290,7 @@ def eval_command(
     data,
     lenient,
     as_json,
+    force,
     skipped,
 ):
     """Evaluate a model, a scores file or an HF reward model, with baselines in the same run.
@@ -282,6 +299,7 @@ def eval_command(
     Example:
       hh pm eval harmless-base --split test --data sample --model pm-model --json
     """
+    check_outputs(force, plot=(plot_path, "file"))
     from ..reward.evaluate import evaluate_model, read_scores_file
 
     given = [x for x in (model_path, scores_path, hf_model) if x]
@@ -330,8 +348,9 @@ def eval_command(
 @data_option
 @lenient_option
 @json_option
+@force_option
 @pass_skipped
-def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, skipped):
+def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, force, skipped):
     """Score every assistant turn in context and the min over turns.
 
     For red-team data, also the correlation of our min score with the file's
@@ -341,6 +360,7 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, sk
     Example:
       hh pm score --model pm-model --data sample --out scores.jsonl
     """
+    check_outputs(force, out=(out_path, "file"))
     from ..reward.model import load_model
     from ..reward.score import score_attempts, score_dialogues
 

@@ -11,7 +11,14 @@ import orjson
 from ..dataset import iter_attempts, resolve_source
 from ..records import RedTeamAttempt
 from ..redteam.query import SEARCH_FIELDS, AttemptQuery, filter_attempts
-from .options import data_option, lenient_option, pass_skipped, print_table
+from .options import (
+    check_outputs,
+    data_option,
+    force_option,
+    lenient_option,
+    pass_skipped,
+    print_table,
+)
 
 __all__ = ["commands", "redteam", "report", "query", "format_attempt", "demo_step"]
 
@@ -91,8 +98,9 @@ def _summary(report: dict) -> list[str]:
     help="Largest number of attack themes tried (k runs from 2 to this).",
 )
 @lenient_option
+@force_option
 @pass_skipped
-def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, skipped):
+def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, force, skipped):
     """Write report.html (self-contained), report.json (every number) and one PNG per plot.
 
     Sections: Table 1 counts, Fig. 1 means with bootstrap intervals, attack success and rating
@@ -108,6 +116,7 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, sk
 
     from ..redteam.report import write_report
 
+    check_outputs(force, out=(out_dir, "dir"))
     src = resolve_source(data)
     attempts = list(iter_attempts(data=src, lenient=lenient, skipped=skipped))
     paths = write_report(
