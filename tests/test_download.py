@@ -22,6 +22,7 @@ from hhrlhf.cli.download import download_command
 from hhrlhf.errors import (
     ChecksumMismatchError,
     DownloadError,
+    HHError,
     OfflineError,
     UnknownSubsetError,
 )
@@ -759,3 +760,48 @@ def test_client_errors_are_not_retried_even_with_retries_left(upstream, monkeypa
     with pytest.raises(DownloadError):
         dl.ensure_file(spec)
     assert len(upstream.hits(url_path)) == 1
+
+
+# --------------------------------------------------------------------------- planted links
+
+
+def test_planted_symlink_at_part_is_refused_not_written_through(upstream, tmp_path):
+    data = payload(21, 3000)
+    spec = fake(data)
+    upstream.serve(spec, data)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    part = dl.cached_path(spec).with_name(dl.cached_path(spec).name + ".part")
+    part.parent.mkdir(parents=True)
+    part.symlink_to(victim)
+    with pytest.raises(DownloadError, match="is a symbolic link; refusing") as info:
+        dl.ensure_file(spec)
+    assert victim.read_text() == "precious\n"
+    assert str(part) in info.value.hint
+    part.unlink()  # the fix the hint names
+    assert dl.ensure_file(spec).read_bytes() == data
+
+
+def test_planted_symlink_at_lock_is_refused(upstream, tmp_path):
+    data = payload(22, 3000)
+    spec = fake(data)
+    upstream.serve(spec, data)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    lock = dl.cached_path(spec).with_name(dl.cached_path(spec).name + ".lock")
+    lock.parent.mkdir(parents=True)
+    lock.symlink_to(victim)
+    with pytest.raises(HHError, match="cannot open the lock file"):
+        dl.ensure_file(spec)
+    assert victim.read_text() == "precious\n"
+
+
+def test_resume_still_appends_to_a_real_part(upstream):
+    data = payload(23, 5000)
+    spec = fake(data)
+    path = upstream.serve(spec, data)
+    part = dl.cached_path(spec).with_name(dl.cached_path(spec).name + ".part")
+    part.parent.mkdir(parents=True)
+    part.write_bytes(data[:1234])
+    assert dl.ensure_file(spec).read_bytes() == data
+    assert upstream.hits(path)[-1]["Range"] == "bytes=1234-"

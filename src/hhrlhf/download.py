@@ -20,7 +20,9 @@ The cache
     (``harmless-base/train``, other revisions): trust on first use, verified afterwards.
 
 Transfers
-    Standard library only (``urllib.request``). Bytes go to ``<file>.part`` and are moved into
+    Standard library only (``urllib.request``). Bytes go to ``<file>.part`` (opened without
+    following symbolic links: a link planted there is refused, never written through;
+    created exclusively when a transfer starts over) and are moved into
     place with :func:`os.replace` once complete and verified, so a cache entry is never half a
     file. An interrupted transfer keeps its ``.part``; the next call resumes it with a
     ``Range`` request (and starts over if the server ignores the range). Connection errors and
@@ -64,6 +66,7 @@ import json
 import os
 import re
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -77,6 +80,7 @@ from urllib.parse import quote
 from .errors import (
     ChecksumMismatchError,
     DownloadError,
+    HHError,
     OfflineError,
     UnknownSubsetError,
 )
@@ -550,7 +554,13 @@ def _locked(lock_path: Path) -> Iterator[None]:
         yield
         return
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+b") as fh:
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
+    except OSError as exc:  # ELOOP: a symbolic link planted where the lock goes
+        err = HHError(f"{lock_path}: cannot open the lock file ({exc.strerror or exc})")
+        err.hint = f"remove {lock_path} if it is a symbolic link, and try again"
+        raise err from None
+    with os.fdopen(fd, "r+b") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -656,7 +666,7 @@ def _fetch_once(
     revision: str | None,
     timeout: float | None = None,
 ) -> str:
-    offset = part.stat().st_size if part.is_file() else 0
+    offset = _part_size(part, url)
     if expected_size is not None and offset > expected_size:
         raise _Restart()
     hasher = hashlib.sha256()
@@ -728,7 +738,7 @@ def _fetch_once(
         received = 0
         bar = _Progress(label, total, offset) if progress else None
         try:
-            with open(part, mode) as out:
+            with _open_part(part, append=mode == "ab", url=url) as out:
                 while True:
                     try:
                         chunk = resp.read(CHUNK)
@@ -796,10 +806,47 @@ def _host(url: str) -> str:
     return urllib.parse.urlsplit(url).netloc or url
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _part_size(part: Path, url: str) -> int:
+    """Bytes already in the partial file (0 when none); refuses anything but a regular file,
+    so a symbolic link planted at ``<file>.part`` is never written through."""
+    try:
+        st = os.lstat(part)
+    except FileNotFoundError:
+        return 0
+    if not stat.S_ISREG(st.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        err = DownloadError(url, f"{part} is {what}; refusing to write through it")
+        err.hint = f"remove {part} and download again"
+        raise err
+    return st.st_size
+
+
+def _open_part(part: Path, *, append: bool, url: str):
+    """Open the partial file for writing without following symbolic links: appended to
+    when resuming, else created exclusively (any old one removed first)."""
+    _part_size(part, url)  # refuses a symbolic link or a special file
+    if append:
+        flags = os.O_WRONLY | os.O_APPEND | _NOFOLLOW
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            part.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+    try:
+        fd = os.open(part, flags, 0o644)
+    except OSError as exc:
+        err = DownloadError(url, f"cannot write {part} ({exc.strerror or exc})")
+        err.hint = f"remove {part} and download again"
+        raise err from None
+    return os.fdopen(fd, "ab" if append else "wb")
+
+
 def _hash_into(hasher, path: Path) -> None:
     buf = bytearray(CHUNK)
     view = memoryview(buf)
-    with open(path, "rb", buffering=0) as fh:
+    with os.fdopen(os.open(path, os.O_RDONLY | _NOFOLLOW), "rb", buffering=0) as fh:
         while n := fh.readinto(buf):
             hasher.update(view[:n])
 
