@@ -264,8 +264,8 @@ def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[t
     """``(line number, raw line)`` of a file, 1-based, decompressing gzip.
 
     A damaged gzip stream raises :class:`~hhrlhf.errors.TruncatedStreamError` naming the
-    last line read and how many were read, after yielding every line before it. Used by the reader and by ``hh clean``
-    (which copies kept lines byte for byte).
+    last line read and how many were read, after yielding every line before it. Used by
+    the reader and by ``hh clean`` (which copies kept lines byte for byte).
     """
     path = str(path)
     lineno = 0
