@@ -805,3 +805,17 @@ def test_resume_still_appends_to_a_real_part(upstream):
     part.write_bytes(data[:1234])
     assert dl.ensure_file(spec).read_bytes() == data
     assert upstream.hits(path)[-1]["Range"] == "bytes=1234-"
+
+
+def test_unwritable_cache_is_one_error_before_any_transfer(upstream, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    data = payload(24, 1000)
+    spec = fake(data)
+    upstream.serve(spec, data)
+    with pytest.raises(HHError, match=f"cache directory: {blocker} is a file, not a folder"):
+        dl.ensure_file(spec, cache_dir=blocker / "cache")
+    assert upstream.requests == []
+    result = invoke("harmless-base", "--split", "test", "--cache-dir", "/proc/hh-no-cache")
+    assert result.exit_code == 1 and isinstance(result.exception, HHError)
+    assert "cannot write in /proc" in str(result.exception)

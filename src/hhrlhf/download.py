@@ -84,6 +84,7 @@ from .errors import (
     OfflineError,
     UnknownSubsetError,
 )
+from .outputs import check_writable
 from .subsets import FileSpec, resolve_subsets
 
 __all__ = [
@@ -393,6 +394,8 @@ def ensure_file(
     if is_offline(offline):
         raise OfflineError(f"{spec.path} (subset {spec.subset}, split {spec.split})")
     url = file_url(spec, source=source, revision=revision)
+    # an unwritable cache is one clear error before any transfer, not a traceback after it
+    check_writable(path.parent, kind="dir", force=True, option="cache directory")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(_sibling(path, ".lock")):
         if path.is_file():  # another process finished it while we waited

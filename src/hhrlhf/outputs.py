@@ -33,14 +33,14 @@ from .errors import OutputError
 __all__ = ["check_writable", "replace_dir"]
 
 
-def _probe(folder: Path, path: Path) -> None:
+def _probe(folder: Path, path: Path, option: str) -> None:
     """Create and remove a file with an unpredictable name in ``folder``: the only test of
     writability that also holds for root, read-only mounts and ACLs."""
     try:
         fd, name = tempfile.mkstemp(prefix=".hh-probe-", dir=folder)
     except OSError as exc:
         why = exc.strerror or str(exc)
-        raise OutputError(path, f"cannot write in {folder} ({why})") from None
+        raise OutputError(path, f"{option}: cannot write in {folder} ({why})") from None
     os.close(fd)
     os.unlink(name)
 
@@ -70,7 +70,7 @@ def check_writable(
                 err = OutputError(path, f"{option}: {what} exists; pass --force to replace it")
                 err.hint = "choose a new path, or pass --force to replace it"
                 raise err
-        _probe(path.parent if kind == "file" else path, path)
+        _probe(path.parent if kind == "file" else path, path, option)
         if kind == "file" and not os.access(path, os.W_OK):
             raise OutputError(path, f"{option}: the file is not writable")
         return path
@@ -81,7 +81,7 @@ def check_writable(
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise OutputError(path, f"{option}: {ancestor} is a file, not a folder")
-    _probe(ancestor, path)
+    _probe(ancestor, path, option)
     return path
 
 
