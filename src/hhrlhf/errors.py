@@ -78,7 +78,9 @@ class TruncatedStreamError(DataFormatError):
                 "them may be damaged; the file is unusable"
             )
         else:
-            good = f"the last good {unit} is {last_good_line:,}" if last_good_line else "none intact"
+            good = (
+                f"the last good {unit} is {last_good_line:,}" if last_good_line else "none intact"
+            )
             tail = (
                 f"{rows_read:,} {unit}(s) read ({good}); the rest of the file is unreadable "
                 "(its rows are lost)"
