@@ -285,3 +285,16 @@ def test_missing_file_is_not_called_corrupt_gzip(tmp_path):
     assert info.value.line is None
     assert "cannot open: No such file or directory" in str(info.value)
     assert "gzip" not in str(info.value)
+
+
+def test_read_objects_lost_list_takes_a_cut_stream_only():
+    lost: list = []
+    cut = DATA / "bad" / "cut_stream.jsonl.gz"
+    rows = list(read_objects(cut, lost=lost))
+    assert len(rows) == 26 and [e.kind for e in lost] == ["truncated"]
+    assert lost[0].last_good_line == rows[-1][0] == 26
+    empty: list = []
+    assert list(read_objects(DATA / "bad" / "empty_file.jsonl.gz", lost=empty)) == []
+    assert len(empty) == 1
+    with pytest.raises(TruncatedStreamError, match="CRC"):
+        list(read_objects(DATA / "bad" / "crc_mismatch.jsonl.gz", lost=[]))

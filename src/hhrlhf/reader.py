@@ -232,18 +232,46 @@ def read_objects(
     lenient: bool = False,
     skipped: list[SkippedRow] | None = None,
     threaded: bool = False,
+    lost: list[TruncatedStreamError] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """Yield ``(position, object)``: 1-based line for JSONL, 1-based record for an array.
 
     Only JSON syntax and container problems are handled here; record validation is the
     caller's (see :func:`read_pairs`). ``lenient`` skips undecodable JSONL lines.
+
+    A damaged stream raises :class:`~hhrlhf.errors.TruncatedStreamError`, lenient or not.
+    Only when the caller passes a ``lost`` list is a *cut* stream (kind ``"truncated"``:
+    every line read is intact) appended to it instead, and reading stops there; a CRC or
+    other corruption still raises, since the lines read cannot be trusted.
     """
     path = str(path)
-    container = detect_container(path)
-    if container == "jsonl":
-        yield from _read_jsonl(path, lenient, skipped, threaded)
-    else:
-        yield from _read_array(path, lenient, skipped)
+    container = detect_container(path) if lost is None else _container_or_lost(path, lost)
+    if container is None:
+        return
+    rows = (
+        _read_jsonl(path, lenient, skipped, threaded)
+        if container == "jsonl"
+        else _read_array(path, lenient, skipped)
+    )
+    if lost is None:
+        yield from rows
+        return
+    try:
+        yield from rows
+    except TruncatedStreamError as exc:
+        if exc.kind != "truncated":
+            raise
+        lost.append(exc)
+
+
+def _container_or_lost(path: str, lost: list) -> str | None:
+    try:
+        return detect_container(path)
+    except TruncatedStreamError as exc:
+        if exc.kind != "truncated":
+            raise
+        lost.append(exc)
+        return None
 
 
 def _skip(skipped, path, line, problem, unit="line"):

@@ -96,3 +96,18 @@ def test_redteam_commands_fail_on_a_cut_file(tmp_path, command):
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith(f"error: {path}: truncated gzip stream")
     assert not (tmp_path / "r").exists()
+
+
+def test_clean_keep_readable_reports_lost_data_loudly(tmp_path):
+    root = tmp_path / "data"
+    (root / "harmless-base").mkdir(parents=True)
+    shutil.copy(SAMPLE_DIR / "harmless-base" / "train.jsonl.gz", root / "harmless-base")
+    shutil.copy(BAD / "cut_stream.jsonl.gz", root / "harmless-base" / "test.jsonl.gz")
+    out = tmp_path / "cleaned"
+    result = run("clean", "harmless-base", "--data", root, "--out", out, "--keep-readable")
+    assert result.exit_code == 0, result.output
+    assert "LOST DATA: harmless-base/test.jsonl.gz: truncated gzip stream" in result.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["lost"]["harmless-base/test.jsonl.gz"]["rows_read"] == 26
+    test = manifest["files"]["harmless-base/test.jsonl.gz"]
+    assert test["rows"] == test["kept"] + test["dropped"] == 26

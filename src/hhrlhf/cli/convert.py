@@ -311,10 +311,16 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, as_json, 
     show_default=True,
     help="Jaccard threshold, when near_duplicate_leak is dropped.",
 )
+@click.option(
+    "--keep-readable",
+    is_flag=True,
+    help="Clean a cut .gz up to where it breaks instead of failing; manifest.json records "
+    "the lost part under 'lost' and each is reported on stderr (a CRC error still fails).",
+)
 @data_option
 @json_option
 @force_option
-def clean(subsets, split, out, drop, threshold, data, as_json, force):
+def clean(subsets, split, out, drop, threshold, keep_readable, data, as_json, force):
     """Write a cleaned copy plus manifest.json and dropped.jsonl (rows in = kept + dropped).
 
     \b
@@ -336,6 +342,12 @@ def clean(subsets, split, out, drop, threshold, data, as_json, force):
             drop=names,
             threshold=threshold,
             progress=_chatter,
+            keep_readable=keep_readable,
+        )
+    for rel, lost in manifest.get("lost", {}).items():
+        _chatter(
+            f"LOST DATA: {rel}: {lost['problem']}; the copy holds only the "
+            f"{lost['rows_read']:,} line(s) before it"
         )
     if as_json:
         emit_json(manifest)
