@@ -93,21 +93,21 @@ def test_existing_output_needs_force(name, tmp_path):
     assert kept.read_text() == "keep me\n"
 
 
-def test_pm_train_force_replaces_the_model_directory_whole(tmp_path):
-    out = tmp_path / "model"
+@pytest.mark.parametrize(
+    ("name", "made"),
+    [
+        ("pm train --out", "model.json"),
+        ("clean --out", "manifest.json"),
+        ("redteam report --out", "report.html"),
+        ("stats --plots", "stats.json"),
+    ],
+)
+def test_force_replaces_a_folder_output_whole(tmp_path, name, made):
+    """--force over an old output never leaves its stray files, nor temporary folders."""
+    out = tmp_path / "existing"
     out.mkdir()
-    (out / "stray.bin").write_text("from an older model")
-    result, _ = run(WRITERS["pm train --out"][0] + ["--force"], tmp_path, out)
+    (out / "stray.bin").write_text("from an older run")
+    result, _ = run(WRITERS[name][0] + ["--force"], tmp_path, out)
     assert result.exit_code == 0, result.output
-    assert "stray.bin" not in {p.name for p in out.iterdir()}
-    assert (out / "model.json").is_file()
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
-
-
-def test_clean_force_replaces_the_old_copy(tmp_path):
-    out = tmp_path / "cleaned"
-    out.mkdir()
-    (out / "stray.jsonl.gz").write_text("old")
-    result, _ = run(WRITERS["clean --out"][0] + ["--force"], tmp_path, out)
-    assert result.exit_code == 0, result.output
-    assert (out / "manifest.json").is_file() and not (out / "stray.jsonl.gz").exists()
+    assert (out / made).is_file() and not (out / "stray.bin").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

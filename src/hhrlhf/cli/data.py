@@ -8,6 +8,7 @@ import click
 
 from ..dataset import iter_pairs, resolve_source
 from ..errors import HHError
+from ..outputs import replace_dir
 from ..reader import detect_container, read_objects
 from ..records import PAIR_CLASSES, PreferencePair
 from ..stats import pair_stats
@@ -216,7 +217,8 @@ def stats(subsets, split, plots_dir, data, as_json, lenient, force, skipped):
     if plots_dir:
         from ..plots import write_stats_plots
 
-        written = write_stats_plots(result, plots_dir)
+        with replace_dir(plots_dir) as tmp:  # --force replaces the old charts whole
+            written = write_stats_plots(result, tmp)
         click.echo(f"wrote {len(written)} file(s) to {plots_dir}", err=True)
         for s in result.values():
             s.pop("lengths", None)

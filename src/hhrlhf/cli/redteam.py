@@ -9,6 +9,7 @@ import click
 import orjson
 
 from ..dataset import iter_attempts, resolve_source
+from ..outputs import replace_dir
 from ..records import RedTeamAttempt
 from ..redteam.query import SEARCH_FIELDS, AttemptQuery, filter_attempts
 from .options import (
@@ -119,16 +120,18 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, fo
     check_outputs(force, out=(out_dir, "dir"))
     src = resolve_source(data)
     attempts = list(iter_attempts(data=src, lenient=lenient, skipped=skipped))
-    paths = write_report(
-        attempts,
-        out_dir,
-        threshold=success_threshold,
-        seed=seed,
-        resamples=resamples,
-        source=src.label,
-        skipped_rows=skipped,
-        k_range=range(2, max_k + 1),
-    )
+    with replace_dir(out_dir) as tmp:  # --force replaces the old report whole
+        written = write_report(
+            attempts,
+            tmp,
+            threshold=success_threshold,
+            seed=seed,
+            resamples=resamples,
+            source=src.label,
+            skipped_rows=skipped,
+            k_range=range(2, max_k + 1),
+        )
+    paths = {k: Path(out_dir) / p.relative_to(tmp) for k, p in written.items()}
     rep = json.loads(paths["json"].read_text(encoding="utf-8"))
     for line in _summary(rep):
         click.echo(line, err=True)
