@@ -11,7 +11,7 @@ import pytest
 
 import hhrlhf
 from hhrlhf.clean import clean
-from hhrlhf.errors import HHError
+from hhrlhf.errors import HHError, TruncatedStreamError
 
 
 def t(*turns):
@@ -99,16 +99,16 @@ def test_drop_names_chosen_classes(data, tmp_path):
     assert (m["rows"], m["kept"], m["dropped"]) == (8, 7, 1)  # test P2 appears in train
 
 
-def test_truncated_gzip_is_accounted_for(tmp_path):
+def test_truncated_gzip_is_lost_data_not_a_dropped_row(tmp_path):
     root = tmp_path / "in"
     write(root, "helpful-base/train", [P1, P2, P3] * 200)
     path = root / "helpful-base/train.jsonl.gz"
     path.write_bytes(path.read_bytes()[:-200])
     write(root, "helpful-base/test", [P3])
-    m = clean(["helpful-base"], out=tmp_path / "o", data=root)
-    train = m["files"]["helpful-base/train.jsonl.gz"]
-    assert train["rows"] == train["kept"] + train["dropped"]
-    assert train["dropped_by_reason"].get("bad_json") == 1
+    with pytest.raises(TruncatedStreamError, match="the rest of the file is unreadable") as info:
+        clean(["helpful-base"], out=tmp_path / "o", data=root)
+    assert info.value.path == str(path) and info.value.rows_read > 0
+    assert not (tmp_path / "o" / "manifest.json").exists()  # no clean copy stands for it
 
 
 def test_red_team_array_is_cleaned(tmp_path):
@@ -147,3 +147,33 @@ def test_sample_rows_in_equal_kept_plus_dropped(tmp_path):
     m = clean(["all"], out=tmp_path / "o", data=tmp_path / "s")
     assert m["rows"] == m["kept"] + m["dropped"] == 620
     assert m["dropped"] == sum(1 for _ in open(tmp_path / "o" / "dropped.jsonl"))
+
+
+def test_keep_readable_cleans_a_cut_file_and_records_the_loss_apart(tmp_path):
+    root = tmp_path / "in"
+    write(root, "helpful-base/train", [P1, P2, P3] * 200)
+    path = root / "helpful-base/train.jsonl.gz"
+    path.write_bytes(path.read_bytes()[:-200])
+    write(root, "helpful-base/test", [P3])
+    m = clean(["helpful-base"], out=tmp_path / "o", data=root, keep_readable=True)
+    train = m["files"]["helpful-base/train.jsonl.gz"]
+    lost = m["lost"]["helpful-base/train.jsonl.gz"]
+    assert train["lost"] == lost and "the rest of the file is unreadable" in lost["problem"]
+    assert 0 < lost["rows_read"] == lost["last_good_line"] < 600
+    assert train["rows"] == train["kept"] + train["dropped"] == lost["rows_read"]
+    assert "bad_json" not in train["dropped_by_reason"]  # lost rows are not dropped rows
+    assert "helpful-base/test.jsonl.gz" not in m["lost"]
+    copied = gzip.decompress((tmp_path / "o/helpful-base/train.jsonl.gz").read_bytes())
+    assert copied.count(b"\n") == train["kept"]
+
+
+def test_keep_readable_still_fails_on_a_crc_error(tmp_path):
+    root = tmp_path / "in"
+    write(root, "helpful-base/train", [P1, P2, P3] * 200)
+    path = root / "helpful-base/train.jsonl.gz"
+    data = bytearray(path.read_bytes())
+    data[-8] ^= 1  # the stored CRC: every line decodes, none can be trusted
+    path.write_bytes(bytes(data))
+    write(root, "helpful-base/test", [P3])
+    with pytest.raises(TruncatedStreamError, match="CRC check failed"):
+        clean(["helpful-base"], out=tmp_path / "o", data=root, keep_readable=True)

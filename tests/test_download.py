@@ -7,7 +7,9 @@ import gzip
 import hashlib
 import json
 import random
+import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -20,6 +22,7 @@ from hhrlhf.cli.download import download_command
 from hhrlhf.errors import (
     ChecksumMismatchError,
     DownloadError,
+    HHError,
     OfflineError,
     UnknownSubsetError,
 )
@@ -669,3 +672,150 @@ def test_cli_through_the_main_group(fake_registry, upstream):
     bad = runner.invoke(cli, ["download", "helpful-online", "--offline", "--cache-dir", "/nope"])
     assert bad.exit_code == 1
     assert "offline mode" in bad.stderr and "hint:" in bad.stderr
+
+
+# --------------------------------------------------------------------------- silent hosts
+
+
+@pytest.fixture
+def silent_host(env, monkeypatch):
+    """A host that accepts connections and never answers them (as a dead proxy does)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept():
+        sock.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            accepted.append(conn)  # held open, never read from or written to
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{sock.getsockname()[1]}/hub/")
+    yield accepted
+    stop.set()
+    thread.join()
+    for conn in accepted:
+        conn.close()
+    sock.close()
+
+
+def test_silent_host_fails_fast_with_a_timeout(silent_host, monkeypatch):
+    monkeypatch.setenv("HH_RLHF_RETRIES", "3")  # timeouts still get one retry only
+    started = time.monotonic()
+    with pytest.raises(DownloadError, match=r"no answer from 127\.0\.0\.1:\d+ within 0\.3s"):
+        dl.ensure_file(fake(b"x"), timeout=0.3)
+    assert time.monotonic() - started < 5
+    assert len(silent_host) == 2  # the first try and one retry
+
+
+def test_default_timeout_fails_well_under_a_minute():
+    # a silent host costs (1 + TIMEOUT_RETRIES) timeouts plus one backoff
+    assert dl.TIMEOUT * (1 + dl.TIMEOUT_RETRIES) + dl.BACKOFF <= 30
+
+
+def test_cli_timeout_and_lines_off_a_terminal(silent_host, monkeypatch):
+    """Off a TTY (CliRunner) hh download still says what it does, at once, then fails."""
+    monkeypatch.setenv("HH_RLHF_RETRIES", "3")
+    started = time.monotonic()
+    result = invoke("helpful-base", "--split", "test", "--timeout", "0.3")
+    assert result.exit_code == 1 and isinstance(result.exception, DownloadError)
+    assert time.monotonic() - started < 5
+    lines = result.stderr.splitlines()
+    assert lines[0] == "helpful-base/test.jsonl.gz: connecting to " + dl._host(
+        dl.file_url(SUBSETS["helpful-base"].file("test"))
+    )
+    assert any("no answer" in line and "retry 1/3" in line for line in lines)
+    assert invoke("helpful-base", "--timeout", "0").exit_code == 2
+
+
+def test_dns_failure_is_not_retried(env, monkeypatch):
+    monkeypatch.setenv("HH_RLHF_RETRIES", "3")
+    monkeypatch.setenv("HF_ENDPOINT", "http://no-such-host.invalid/")
+    calls = []
+
+    def no_dns(*args, **kwargs):
+        calls.append(args[0])
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    with pytest.raises(DownloadError, match="cannot resolve host 'no-such-host.invalid'") as info:
+        dl.ensure_file(fake(b"x"))
+    assert calls == ["no-such-host.invalid"]
+    assert "HF_ENDPOINT" in info.value.hint
+
+
+@pytest.mark.parametrize("code", ["404", "401", "403"])
+def test_client_errors_are_not_retried_even_with_retries_left(upstream, monkeypatch, code):
+    monkeypatch.setenv("HH_RLHF_RETRIES", "3")
+    data = payload(9, 1000)
+    spec = fake(data)
+    url_path = upstream.serve(spec, data, plan=[code])
+    with pytest.raises(DownloadError):
+        dl.ensure_file(spec)
+    assert len(upstream.hits(url_path)) == 1
+
+
+# --------------------------------------------------------------------------- planted links
+
+
+def test_planted_symlink_at_part_is_refused_not_written_through(upstream, tmp_path):
+    data = payload(21, 3000)
+    spec = fake(data)
+    upstream.serve(spec, data)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    part = dl.cached_path(spec).with_name(dl.cached_path(spec).name + ".part")
+    part.parent.mkdir(parents=True)
+    part.symlink_to(victim)
+    with pytest.raises(DownloadError, match="is a symbolic link; refusing") as info:
+        dl.ensure_file(spec)
+    assert victim.read_text() == "precious\n"
+    assert str(part) in info.value.hint
+    part.unlink()  # the fix the hint names
+    assert dl.ensure_file(spec).read_bytes() == data
+
+
+def test_planted_symlink_at_lock_is_refused(upstream, tmp_path):
+    data = payload(22, 3000)
+    spec = fake(data)
+    upstream.serve(spec, data)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    lock = dl.cached_path(spec).with_name(dl.cached_path(spec).name + ".lock")
+    lock.parent.mkdir(parents=True)
+    lock.symlink_to(victim)
+    with pytest.raises(HHError, match="cannot open the lock file"):
+        dl.ensure_file(spec)
+    assert victim.read_text() == "precious\n"
+
+
+def test_resume_still_appends_to_a_real_part(upstream):
+    data = payload(23, 5000)
+    spec = fake(data)
+    path = upstream.serve(spec, data)
+    part = dl.cached_path(spec).with_name(dl.cached_path(spec).name + ".part")
+    part.parent.mkdir(parents=True)
+    part.write_bytes(data[:1234])
+    assert dl.ensure_file(spec).read_bytes() == data
+    assert upstream.hits(path)[-1]["Range"] == "bytes=1234-"
+
+
+def test_unwritable_cache_is_one_error_before_any_transfer(upstream, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    data = payload(24, 1000)
+    spec = fake(data)
+    upstream.serve(spec, data)
+    with pytest.raises(HHError, match=f"cache directory: {blocker} is a file, not a folder"):
+        dl.ensure_file(spec, cache_dir=blocker / "cache")
+    assert upstream.requests == []
+    result = invoke("harmless-base", "--split", "test", "--cache-dir", "/proc/hh-no-cache")
+    assert result.exit_code == 1 and isinstance(result.exception, HHError)
+    assert "cannot write in /proc" in str(result.exception)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import hhrlhf
 from hhrlhf import fastload, synth
-from hhrlhf.errors import DataFormatError
+from hhrlhf.errors import DataFormatError, TruncatedStreamError
 from hhrlhf.fastload import Fallback, load_files, parse_jsonl
 from hhrlhf.reader import read_pairs
 from hhrlhf.records import PreferencePair
@@ -287,11 +287,21 @@ def test_truncated_gzip_falls_back_to_the_reference_error(tmp_path):
     with pytest.raises(DataFormatError) as fast_err:
         load_files([(cut, None, None)])
     assert str(fast_err.value) == str(ref_err.value)
-    ref_skipped, fast_skipped = [], []
-    ref = _reference([(cut, None, None)], lenient=True, skipped=ref_skipped)
-    fast = load_files([(cut, None, None)], lenient=True, skipped=fast_skipped)
-    _assert_same(fast, ref)
-    assert fast_skipped == ref_skipped and len(fast_skipped) == 1
+    assert isinstance(fast_err.value, TruncatedStreamError)
+    # lenient too: a broken stream is lost data, never a skipped row
+    with pytest.raises(TruncatedStreamError) as fast_err:
+        load_files([(cut, None, None)], lenient=True, skipped=[])
+    assert str(fast_err.value) == str(ref_err.value)
+
+
+@pytest.mark.parametrize("name", ["crc_mismatch.jsonl.gz", "flipped_byte.jsonl.gz"])
+def test_crc_error_is_named_not_parsed_as_rows(name):
+    """Garbage decompressed before the CRC check at the end is not reported as bad rows."""
+    path = DATA / "bad" / name
+    for lenient in (False, True):
+        with pytest.raises(TruncatedStreamError, match="CRC check failed") as err:
+            load_files([(path, "harmless-base", "test")], lenient=lenient, skipped=[])
+        assert err.value.kind == "crc" and "missing key" not in str(err.value)
 
 
 def test_parse_jsonl_refuses_what_it_does_not_vouch_for():

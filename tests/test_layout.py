@@ -102,7 +102,7 @@ def test_empty_files_are_empty_splits(tmp_path):
     zero = tmp_path / "harmless-base" / "test.jsonl.gz"
     zero.parent.mkdir()
     zero.write_bytes(b"")  # not even a gzip header: an error, not an empty split
-    with pytest.raises(HHError, match="0-byte file: not a gzip stream"):
+    with pytest.raises(HHError, match="0-byte file where a gzip stream is expected"):
         hhrlhf.load_dataset(data=tmp_path)
 
 

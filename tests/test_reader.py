@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hhrlhf.errors import DataFormatError
+from hhrlhf.errors import DataFormatError, TruncatedStreamError
 from hhrlhf.reader import (
     SkippedRow,
     attempt_from_object,
@@ -67,17 +67,73 @@ def test_bad_input_names_file_line_and_problem(name):
         assert f"{expected['unit']} {expected['line']}" in str(err)
 
 
-def test_truncated_gzip(tmp_path):
-    whole = (DATA / "good" / "pairs.jsonl.gz").read_bytes()
-    cut = tmp_path / "cut.jsonl.gz"
-    cut.write_bytes(whole[: len(whole) // 2])
-    with pytest.raises(DataFormatError, match="truncated gzip stream") as info:
-        list(read_pairs(cut))
-    assert info.value.path == str(cut)
+BROKEN_STREAMS = {  # fixture: (kind, last good line, lines read)
+    "cut_stream.jsonl.gz": ("truncated", 26, 26),
+    "crc_mismatch.jsonl.gz": ("crc", 72, 72),  # the last buffer is checked before use
+    "flipped_byte.jsonl.gz": ("crc", 121, 121),  # garbage lines count too: none is trusted
+    "empty_file.jsonl.gz": ("truncated", 0, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_STREAMS), ids=str)
+@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+def test_broken_stream_is_lost_data_not_a_bad_row(name, lenient):
+    """A cut, corrupt or empty .gz raises TruncatedStreamError, lenient or not."""
+    path = DATA / "bad" / name
+    kind, last_good, read = BROKEN_STREAMS[name]
     skipped: list[SkippedRow] = []
-    got = list(read_pairs(cut, lenient=True, skipped=skipped))
-    assert len(skipped) == 1 and "rest of the file is lost" in skipped[0].problem
-    assert skipped[0].line == len(got) + 1
+    with pytest.raises(TruncatedStreamError) as info:
+        list(read_pairs(path, lenient=lenient, skipped=skipped))
+    err = info.value
+    assert (err.path, err.kind, err.last_good_line, err.rows_read) == (
+        str(path),
+        kind,
+        last_good,
+        read,
+    )
+    assert str(path) in str(err) and f"{read} line(s)" in str(err)
+    if kind == "crc":
+        assert "CRC check failed" in str(err) and "missing key" not in str(err)
+    else:
+        assert "the rest of the file is unreadable" in str(err)
+    with pytest.raises(TruncatedStreamError):
+        list(read_objects(path, lenient=lenient, skipped=skipped))
+
+
+def test_truncated_gzip_array_is_lost_data(tmp_path):
+    whole = gzip.compress((DATA / "good" / "red_team.json").read_bytes() * 1)
+    cut = tmp_path / "red_team_attempts.jsonl.gz"
+    cut.write_bytes(whole[: len(whole) - 30])
+    for lenient in (False, True):
+        with pytest.raises(TruncatedStreamError, match="truncated gzip stream"):
+            list(read_attempts(cut, lenient=lenient, skipped=[]))
+
+
+def test_flipped_byte_in_an_array_names_the_crc_error(tmp_path):
+    records = [json.loads((DATA / "good" / "red_team.json").read_text())[0]] * 200
+    data = bytearray(gzip.compress(json.dumps(records).encode(), mtime=0))
+    data[-8] ^= 1  # the stored CRC
+    bad = tmp_path / "red_team_attempts.jsonl.gz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(TruncatedStreamError, match="CRC check failed") as info:
+        list(read_attempts(bad))
+    assert info.value.kind == "crc" and info.value.unit == "record"
+
+
+def test_bom_is_named_on_any_line(tmp_path):
+    p = tmp_path / "two.jsonl"
+    line = b'{"chosen": "a", "rejected": "b"}\n'
+    p.write_bytes(line + b"\xef\xbb\xbf" + line)
+    with pytest.raises(DataFormatError, match="byte order mark") as info:
+        list(read_pairs(p))
+    assert info.value.line == 2
+    skipped: list[SkippedRow] = []
+    assert len(list(read_pairs(p, lenient=True, skipped=skipped))) == 1
+    assert "byte order mark" in skipped[0].problem
+    arr = tmp_path / "arr.json"
+    arr.write_bytes(b"\xef\xbb\xbf[" + line.strip() + b"]")
+    with pytest.raises(DataFormatError, match="byte order mark"):
+        list(read_objects(arr))
 
 
 def test_corrupt_gzip(tmp_path):
@@ -229,3 +285,16 @@ def test_missing_file_is_not_called_corrupt_gzip(tmp_path):
     assert info.value.line is None
     assert "cannot open: No such file or directory" in str(info.value)
     assert "gzip" not in str(info.value)
+
+
+def test_read_objects_lost_list_takes_a_cut_stream_only():
+    lost: list = []
+    cut = DATA / "bad" / "cut_stream.jsonl.gz"
+    rows = list(read_objects(cut, lost=lost))
+    assert len(rows) == 26 and [e.kind for e in lost] == ["truncated"]
+    assert lost[0].last_good_line == rows[-1][0] == 26
+    empty: list = []
+    assert list(read_objects(DATA / "bad" / "empty_file.jsonl.gz", lost=empty)) == []
+    assert len(empty) == 1
+    with pytest.raises(TruncatedStreamError, match="CRC"):
+        list(read_objects(DATA / "bad" / "crc_mismatch.jsonl.gz", lost=[]))

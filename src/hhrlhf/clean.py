@@ -10,6 +10,13 @@ drop gives back its exact lines. Next to the data it writes:
 * ``manifest.json``: input rows, kept, dropped, dropped per reason (a row dropped for two
   reasons counts under both), per file and in total, and the sha256 of every file written.
 
+A damaged compressed stream (cut short, CRC error) is lost data, not a dropped row: the
+audit raises :class:`~hhrlhf.errors.TruncatedStreamError` before anything is written, so
+a clean never stands for a file it could not read whole. Only with ``keep_readable=True``
+is a *cut* file (every line read intact) cleaned up to its damage: the manifest then
+records under ``lost`` (per file and in total) the lines read, the last good line and
+that the rest is unreadable, apart from the dropped rows. A CRC error always raises.
+
 ``rows == kept + dropped`` holds for every file and for the total; the function checks it
 before returning and raises if it ever does not.
 """
@@ -27,8 +34,8 @@ import orjson
 from .checks import DEFAULT_DROP, AuditResult, audit, check_class_names
 from .checks.audit import audit_files, file_key
 from .download import sha256_file
-from .errors import HHError
-from .reader import StreamError, iter_lines, read_objects
+from .errors import HHError, TruncatedStreamError
+from .reader import iter_lines, read_objects
 from .subsets import RED_TEAM, SUBSETS
 
 __all__ = ["clean", "CleanResult"]
@@ -58,6 +65,7 @@ def clean(
     threshold: float = 0.8,
     result: AuditResult | None = None,
     progress=None,
+    keep_readable: bool = False,
 ) -> dict:
     """Write the cleaned copy, ``dropped.jsonl`` and ``manifest.json``; return the manifest.
 
@@ -77,6 +85,7 @@ def clean(
             near_duplicates="near_duplicate_leak" in drop_set,
             threshold=threshold,
             progress=progress,
+            keep_readable=keep_readable,
         )
     out.mkdir(parents=True, exist_ok=True)
     files = [f for f in audit_files(subsets, split=split, data=data, reference=False)]
@@ -94,9 +103,15 @@ def clean(
                 progress(f"writing {rel}")
             subset = f.subset or (RED_TEAM if f.red_team else None)
             if f.red_team:
-                stats = _clean_array(f.path, target, subset, f.split, result, drop_set, dropped)
+                clean_file = _clean_array
             else:
-                stats = _clean_jsonl(f.path, target, subset, f.split, result, drop_set, dropped)
+                clean_file = _clean_jsonl
+            lost: list = []
+            stats = clean_file(
+                f.path, target, subset, f.split, result, drop_set, dropped, lost, keep_readable
+            )
+            if lost:
+                stats["lost"] = _lost_json(lost[0])
             expected = result.files.get(file_key(subset, f.split), {}).get("rows")
             if stats["rows"] != stats["kept"] + stats["dropped"] or (
                 expected is not None and expected != stats["rows"]
@@ -118,6 +133,11 @@ def clean(
         "kept": total["kept"],
         "dropped": total["dropped"],
         "dropped_by_reason": dict(sorted(by_reason.items())),
+        **(
+            {"lost": {k: v["lost"] for k, v in manifest_files.items() if "lost" in v}}
+            if any("lost" in v for v in manifest_files.values())
+            else {}
+        ),
         "files": manifest_files,
         "sha256": checksums,
     }
@@ -130,6 +150,24 @@ def clean(
         raise HHError("row accounting failed: rows != kept + dropped")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _lines(path, lost: list | None):
+    """:func:`iter_lines`; a cut stream goes to ``lost`` (when given) and ends the lines."""
+    try:
+        yield from iter_lines(path)
+    except TruncatedStreamError as exc:
+        if lost is None or exc.kind != "truncated":
+            raise
+        lost.append(exc)
+
+
+def _lost_json(exc: TruncatedStreamError) -> dict:
+    return {
+        "rows_read": exc.rows_read,
+        "last_good_line": exc.last_good_line,
+        "problem": exc.problem,
+    }
 
 
 def _reasons(result: AuditResult, source, drop_set) -> dict[str, str]:
@@ -152,35 +190,28 @@ def _record(dropped, source, line, reasons, row=None, raw=None) -> None:
     )
 
 
-def _clean_jsonl(path, target, subset, split, result, drop_set, dropped) -> dict:
+def _clean_jsonl(
+    path, target, subset, split, result, drop_set, dropped, lost, keep_readable
+) -> dict:
     rows = kept = dropped_n = 0
     reasons_count: Counter[str] = Counter()
     with _gzip_writer(target) as w:
-        try:
-            for lineno, line in iter_lines(path):
-                if not line.strip():
-                    continue  # a blank line holds no row (the reader skips it too)
-                rows += 1
-                source = (subset, split, lineno - 1)
-                reasons = _reasons(result, source, drop_set)
-                if not reasons:
-                    w.write(line if line.endswith(b"\n") else line + b"\n")
-                    kept += 1
-                    continue
-                dropped_n += 1
-                reasons_count.update(list(reasons))
-                try:
-                    _record(dropped, source, lineno, reasons, row=orjson.loads(line))
-                except orjson.JSONDecodeError:
-                    _record(dropped, source, lineno, reasons, raw=line.decode("utf-8", "replace"))
-        except StreamError as exc:
-            # the audit recorded this as one bad_json row ("the rest of the file is lost")
-            source = (subset, split, exc.line - 1)
-            reasons = _reasons(result, source, drop_set) or {"bad_json": exc.problem}
+        for lineno, line in _lines(path, lost if keep_readable else None):
+            if not line.strip():
+                continue  # a blank line holds no row (the reader skips it too)
             rows += 1
+            source = (subset, split, lineno - 1)
+            reasons = _reasons(result, source, drop_set)
+            if not reasons:
+                w.write(line if line.endswith(b"\n") else line + b"\n")
+                kept += 1
+                continue
             dropped_n += 1
             reasons_count.update(list(reasons))
-            _record(dropped, source, exc.line, reasons, raw="")
+            try:
+                _record(dropped, source, lineno, reasons, row=orjson.loads(line))
+            except orjson.JSONDecodeError:
+                _record(dropped, source, lineno, reasons, raw=line.decode("utf-8", "replace"))
     return {
         "rows": rows,
         "kept": kept,
@@ -189,12 +220,14 @@ def _clean_jsonl(path, target, subset, split, result, drop_set, dropped) -> dict
     }
 
 
-def _clean_array(path, target, subset, split, result, drop_set, dropped) -> dict:
+def _clean_array(
+    path, target, subset, split, result, drop_set, dropped, lost, keep_readable
+) -> dict:
     rows = kept = dropped_n = 0
     reasons_count: Counter[str] = Counter()
     with _gzip_writer(target) as w:
         w.write(b"[")
-        for pos, obj in read_objects(path):
+        for pos, obj in read_objects(path, lost=lost if keep_readable else None):
             rows += 1
             source = (subset, split, pos - 1)
             reasons = _reasons(result, source, drop_set)

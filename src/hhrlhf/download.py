@@ -20,7 +20,9 @@ The cache
     (``harmless-base/train``, other revisions): trust on first use, verified afterwards.
 
 Transfers
-    Standard library only (``urllib.request``). Bytes go to ``<file>.part`` and are moved into
+    Standard library only (``urllib.request``). Bytes go to ``<file>.part`` (opened without
+    following symbolic links: a link planted there is refused, never written through;
+    created exclusively when a transfer starts over) and are moved into
     place with :func:`os.replace` once complete and verified, so a cache entry is never half a
     file. An interrupted transfer keeps its ``.part``; the next call resumes it with a
     ``Range`` request (and starts over if the server ignores the range). Connection errors and
@@ -39,7 +41,12 @@ Environment
                                ``https://media.githubusercontent.com/media``)
     ``HH_RLHF_RETRIES``        retries after a connection error or 5xx (default 3)
     ``HH_RLHF_BACKOFF``        first backoff delay in seconds, doubled each retry (default 1)
-    ``HH_RLHF_TIMEOUT``        socket timeout in seconds (default 60)
+    ``HH_RLHF_TIMEOUT``        connect and read timeout in seconds (default 10; ``timeout=``
+                               and ``hh download --timeout`` override it)
+
+    What cannot heal is not retried: a host name that does not resolve, 401/403 and 404. A
+    server that stays silent past the timeout is retried once, so a host that accepts a
+    connection and never answers fails after about twice the timeout.
 
 Example::
 
@@ -58,10 +65,13 @@ import http.client
 import json
 import os
 import re
+import socket
+import stat
 import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -70,9 +80,11 @@ from urllib.parse import quote
 from .errors import (
     ChecksumMismatchError,
     DownloadError,
+    HHError,
     OfflineError,
     UnknownSubsetError,
 )
+from .outputs import check_writable
 from .subsets import FileSpec, resolve_subsets
 
 __all__ = [
@@ -105,7 +117,9 @@ DEFAULT_GITHUB_MEDIA = "https://media.githubusercontent.com/media"
 #: Defaults for the transfer knobs; the ``HH_RLHF_*`` variables override them.
 RETRIES = 3
 BACKOFF = 1.0
-TIMEOUT = 60.0
+TIMEOUT = 10.0
+#: Attempts that time out before any byte arrives are retried this many times at most.
+TIMEOUT_RETRIES = 1
 
 #: The names :func:`checksum_status` can return.
 STATUSES = ("missing", "partial", "verified", "mismatch", "recorded", "unverified")
@@ -357,8 +371,13 @@ def ensure_file(
     offline: bool | None = None,
     verify: bool = True,
     progress: bool = False,
+    timeout: float | None = None,
 ) -> Path:
     """The cached path of ``spec``, downloading it first when it is not in the cache.
+
+    ``timeout`` is the connect and read timeout in seconds (default ``HH_RLHF_TIMEOUT``,
+    else 10). ``progress`` writes what is happening to stderr: a bar on a terminal,
+    plain lines otherwise (the URL before connecting, every retry, the end).
 
     With ``verify`` (the default) the file must match the registry's sha256 (or the hash
     recorded the first time it was seen); a mismatching file is moved to ``<file>.bad`` and
@@ -375,6 +394,8 @@ def ensure_file(
     if is_offline(offline):
         raise OfflineError(f"{spec.path} (subset {spec.subset}, split {spec.split})")
     url = file_url(spec, source=source, revision=revision)
+    # an unwritable cache is one clear error before any transfer, not a traceback after it
+    check_writable(path.parent, kind="dir", force=True, option="cache directory")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(_sibling(path, ".lock")):
         if path.is_file():  # another process finished it while we waited
@@ -398,6 +419,7 @@ def ensure_file(
             label=spec.path,
             source=source,
             revision=revision,
+            timeout=timeout,
         )
         if verify:
             _check_download(spec, path, part, digest, root, revision, url)
@@ -416,6 +438,7 @@ def download(
     offline: bool | None = None,
     verify: bool = True,
     progress: bool = False,
+    timeout: float | None = None,
 ) -> list[Path]:
     """Ensure every file of ``subsets`` (names as :func:`~hhrlhf.subsets.resolve_subsets`
     takes them: None or ``"default"`` = the four preference subsets, ``"all"`` = all five),
@@ -429,6 +452,7 @@ def download(
             offline=offline,
             verify=verify,
             progress=progress,
+            timeout=timeout,
         )
         for spec in select_files(subsets, splits)
     ]
@@ -533,7 +557,13 @@ def _locked(lock_path: Path) -> Iterator[None]:
         yield
         return
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+b") as fh:
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
+    except OSError as exc:  # ELOOP: a symbolic link planted where the lock goes
+        err = HHError(f"{lock_path}: cannot open the lock file ({exc.strerror or exc})")
+        err.hint = f"remove {lock_path} if it is a symbolic link, and try again"
+        raise err from None
+    with os.fdopen(fd, "r+b") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -549,12 +579,14 @@ def _env_number(name: str, default: float) -> float:
 
 
 class _Retry(Exception):
-    """A transient failure: retried while the budget lasts, else raised as ``error``."""
+    """A transient failure: retried while the budget lasts, else raised as ``error``.
+    ``timed_out``: the server stayed silent (retried at most :data:`TIMEOUT_RETRIES` times)."""
 
-    def __init__(self, error: DownloadError, delay: float | None = None):
+    def __init__(self, error: DownloadError, delay: float | None = None, timed_out: bool = False):
         super().__init__(str(error))
         self.error = error
         self.delay = delay
+        self.timed_out = timed_out
 
 
 class _Restart(Exception):
@@ -596,7 +628,10 @@ def _fetch(url: str, part: Path, **options) -> str:
     retries = int(_env_number("HH_RLHF_RETRIES", RETRIES))
     backoff = _env_number("HH_RLHF_BACKOFF", BACKOFF)
     attempt = 0
+    timeouts = 0
     restarted = False
+    if options["progress"]:
+        _say(f"{options['label']}: connecting to {_host(url)}")
     while True:
         try:
             return _fetch_once(url, part, **options)
@@ -609,14 +644,15 @@ def _fetch(url: str, part: Path, **options) -> str:
                 ) from None
             restarted = True
         except _Retry as exc:
-            if attempt >= retries:
+            timeouts += exc.timed_out
+            if attempt >= retries or timeouts > TIMEOUT_RETRIES:
                 raise exc.error from None
             delay = backoff * (2**attempt) if exc.delay is None else min(exc.delay, 60.0)
             attempt += 1
             if options["progress"]:
-                print(
-                    f"{options['label']}: {exc.error.problem}; retry {attempt}/{retries} in {delay:.1f}s",
-                    file=sys.stderr,
+                _say(
+                    f"{options['label']}: {exc.error.problem}; retry {attempt}/{retries} in "
+                    f"{delay:.1f}s"
                 )
             time.sleep(max(delay, 0.0))
 
@@ -631,8 +667,9 @@ def _fetch_once(
     label: str,
     source: str,
     revision: str | None,
+    timeout: float | None = None,
 ) -> str:
-    offset = part.stat().st_size if part.is_file() else 0
+    offset = _part_size(part, url)
     if expected_size is not None and offset > expected_size:
         raise _Restart()
     hasher = hashlib.sha256()
@@ -647,7 +684,8 @@ def _fetch_once(
         req.add_unredirected_header(key, value)  # never forwarded to a redirect's host
     if offset:
         req.add_header("Range", f"bytes={offset}-")
-    timeout = _env_number("HH_RLHF_TIMEOUT", TIMEOUT)
+    if timeout is None:
+        timeout = _env_number("HH_RLHF_TIMEOUT", TIMEOUT)
     try:
         resp = urllib.request.urlopen(req, timeout=timeout)
     except urllib.error.HTTPError as exc:
@@ -669,6 +707,15 @@ def _fetch_once(
         raise err from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", None) or exc
+        if isinstance(reason, socket.gaierror):  # the name does not resolve: cannot heal
+            err = DownloadError(url, f"cannot resolve host {_host(url)!r} ({reason})")
+            err.hint = "check the host name (HF_ENDPOINT, HH_RLHF_GITHUB_*) and the network"
+            raise err from None
+        if isinstance(reason, TimeoutError):
+            raise _Retry(
+                DownloadError(url, f"no answer from {_host(url)} within {timeout:g}s (--timeout)"),
+                timed_out=True,
+            ) from None
         raise _Retry(DownloadError(url, f"connection failed: {reason}")) from None
 
     with resp:
@@ -694,18 +741,20 @@ def _fetch_once(
         received = 0
         bar = _Progress(label, total, offset) if progress else None
         try:
-            with open(part, mode) as out:
+            with _open_part(part, append=mode == "ab", url=url) as out:
                 while True:
                     try:
                         chunk = resp.read(CHUNK)
                     except (OSError, http.client.HTTPException) as exc:
+                        silent = isinstance(exc, TimeoutError) and not received
                         raise _Retry(
                             DownloadError(
                                 url,
                                 f"transfer interrupted after {offset + received} bytes "
                                 f"({exc or type(exc).__name__}); the partial file {part} will "
                                 "be resumed",
-                            )
+                            ),
+                            timed_out=silent,
                         ) from None
                     if not chunk:
                         break
@@ -752,10 +801,55 @@ def _fetch_once(
     return hasher.hexdigest()
 
 
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _host(url: str) -> str:
+    return urllib.parse.urlsplit(url).netloc or url
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _part_size(part: Path, url: str) -> int:
+    """Bytes already in the partial file (0 when none); refuses anything but a regular file,
+    so a symbolic link planted at ``<file>.part`` is never written through."""
+    try:
+        st = os.lstat(part)
+    except FileNotFoundError:
+        return 0
+    if not stat.S_ISREG(st.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        err = DownloadError(url, f"{part} is {what}; refusing to write through it")
+        err.hint = f"remove {part} and download again"
+        raise err
+    return st.st_size
+
+
+def _open_part(part: Path, *, append: bool, url: str):
+    """Open the partial file for writing without following symbolic links: appended to
+    when resuming, else created exclusively (any old one removed first)."""
+    _part_size(part, url)  # refuses a symbolic link or a special file
+    if append:
+        flags = os.O_WRONLY | os.O_APPEND | _NOFOLLOW
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            part.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+    try:
+        fd = os.open(part, flags, 0o644)
+    except OSError as exc:
+        err = DownloadError(url, f"cannot write {part} ({exc.strerror or exc})")
+        err.hint = f"remove {part} and download again"
+        raise err from None
+    return os.fdopen(fd, "ab" if append else "wb")
+
+
 def _hash_into(hasher, path: Path) -> None:
     buf = bytearray(CHUNK)
     view = memoryview(buf)
-    with open(path, "rb", buffering=0) as fh:
+    with os.fdopen(os.open(path, os.O_RDONLY | _NOFOLLOW), "rb", buffering=0) as fh:
         while n := fh.readinto(buf):
             hasher.update(view[:n])
 
@@ -792,6 +886,14 @@ class _Progress:
         if self.tty and now - self.last >= 0.1:
             self.last = now
             self._draw()
+        elif not self.tty and now - self.last >= 10.0:  # a line every 10 s off a terminal
+            if self.last:
+                self._line()
+            self.last = now
+
+    def _line(self) -> None:
+        of = f" of {_human(self.total)}" if self.total else ""
+        print(f"{self.label}: {_human(self.done)}{of}", file=sys.stderr, flush=True)
 
     def _draw(self, end: str = "") -> None:
         elapsed = max(time.monotonic() - self.started, 1e-6)
@@ -810,3 +912,5 @@ class _Progress:
     def close(self) -> None:
         if self.tty:
             self._draw(end="\n")
+        else:
+            self._line()

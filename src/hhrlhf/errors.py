@@ -7,9 +7,12 @@ clear line. The CLI prints ``str(error)`` and exits non-zero.
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "HHError",
     "DataFormatError",
+    "TruncatedStreamError",
     "ChecksumMismatchError",
     "DownloadError",
     "OfflineError",
@@ -18,6 +21,7 @@ __all__ = [
     "UnknownSubsetError",
     "MissingExtraError",
     "ModelFormatError",
+    "OutputError",
 ]
 
 
@@ -43,6 +47,47 @@ class DataFormatError(HHError, ValueError):
         self.unit = unit
         where = self.path if line is None else f"{self.path}, {unit} {line}"
         super().__init__(f"{where}: {problem}")
+
+
+class TruncatedStreamError(DataFormatError):
+    """A compressed stream is cut short or corrupt: the rest of the file cannot be read.
+
+    Lost data, not a bad row: raised in strict and in lenient mode alike, since no reader can
+    say how many rows the unreadable part held. ``last_good_line`` is the last line read
+    intact (0 when none), ``rows_read`` how many lines were read before the damage, and
+    ``kind`` one of ``"truncated"`` (the file ends before the end-of-stream marker),
+    ``"crc"`` (the stored checksum does not match the data: some of it is corrupt, and the
+    lines read cannot be trusted either) or ``"corrupt"`` (undecodable compressed data).
+    """
+
+    def __init__(
+        self,
+        path: str,
+        problem: str,
+        *,
+        last_good_line: int,
+        rows_read: int,
+        kind: str = "truncated",
+        unit: str = "line",
+    ):
+        self.last_good_line = last_good_line
+        self.rows_read = rows_read
+        self.kind = kind
+        if kind == "crc":
+            tail = (
+                f"{rows_read:,} {unit}(s) were decompressed before the check failed and any of "
+                "them may be damaged; the file is unusable"
+            )
+        else:
+            good = (
+                f"the last good {unit} is {last_good_line:,}" if last_good_line else "none intact"
+            )
+            tail = (
+                f"{rows_read:,} {unit}(s) read ({good}); the rest of the file is unreadable "
+                "(its rows are lost)"
+            )
+        super().__init__(path, None, f"{problem}: {tail}", unit=unit)
+        self.hint = "download or copy the file again from an intact source"
 
 
 class ChecksumMismatchError(HHError):
@@ -143,6 +188,17 @@ class ModelFormatError(HHError):
     """A saved preference model is missing, corrupt, or from another format version."""
 
     def __init__(self, path: str, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class OutputError(HHError):
+    """An output path cannot be written, or exists and ``--force`` was not given.
+
+    Raised by :func:`hhrlhf.outputs.check_writable` before any work starts."""
+
+    def __init__(self, path: str | os.PathLike, problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import gc
 import os
-import zlib
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import fields
@@ -48,7 +47,7 @@ from operator import itemgetter
 
 import orjson
 
-from .reader import SkippedRow, open_data, read_pairs
+from .reader import _GZIP_ERRORS, SkippedRow, open_data, read_pairs
 from .records import PreferencePair
 from .transcript import prompt_length
 
@@ -70,7 +69,7 @@ FileJob = tuple[str | os.PathLike, str | None, str | None]
 #: enough that the block, its lines and their decoded objects stay in cache.
 BLOCK = 1 << 20
 #: What reading a damaged or unreadable file raises (the reference reader reports it).
-_READ_ERRORS = (EOFError, zlib.error, OSError, UnicodeDecodeError)
+_READ_ERRORS = (*_GZIP_ERRORS, UnicodeDecodeError)
 
 _chosen = itemgetter("chosen")
 _rejected = itemgetter("rejected")

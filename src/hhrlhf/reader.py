@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from .errors import DataFormatError
+from .errors import DataFormatError, TruncatedStreamError
 from .records import (
     RED_TEAM_KEYS,
     TASK_SCORE_KEY_CARD,
@@ -59,6 +59,10 @@ __all__ = [
 ]
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+#: A gzip file is at least 18 bytes (header, an empty deflate block, trailer): a shorter
+#: file named ``.gz`` was cut short, not an empty split.
+_GZIP_MIN = 18
 _WS = b" \t\r\n"
 _GZIP_ERRORS: tuple[type[BaseException], ...] = (EOFError, zlib.error, OSError, _IsalError)
 
@@ -98,15 +102,95 @@ def open_data(path: str | os.PathLike, *, threaded: bool = False) -> io.Buffered
     return open(path, "rb", buffering=1 << 20)
 
 
-def _gzip_problem(exc: BaseException) -> str:
+def _gzip_problem(exc: BaseException) -> tuple[str, str]:
+    """``(kind, problem)`` for an exception raised while decompressing (see
+    :class:`~hhrlhf.errors.TruncatedStreamError` for the kinds)."""
     if isinstance(exc, EOFError):
-        return "truncated gzip stream (the file ends before the end-of-stream marker)"
-    return f"corrupt gzip data ({exc})"
+        return "truncated", "truncated gzip stream (the file ends before the end-of-stream marker)"
+    text = str(exc)
+    if "crc" in text.lower():
+        return "crc", (
+            "gzip CRC check failed: the decompressed data does not match the checksum "
+            f"stored in the file, so it is corrupt ({text})"
+        )
+    return "corrupt", f"corrupt gzip data ({text})"
+
+
+def _stream_error(
+    path: str, exc: BaseException, lines_read: int, unit: str = "line"
+) -> TruncatedStreamError:
+    kind, problem = _gzip_problem(exc)
+    return TruncatedStreamError(
+        path, problem, last_good_line=lines_read, rows_read=lines_read, kind=kind, unit=unit
+    )
+
+
+def _stream_damage(path: str) -> TruncatedStreamError | None:
+    """The damage of ``path``'s gzip stream, or None if it decompresses intact.
+
+    Run only when a row of a gzip file is bad: a flipped byte in the compressed data turns
+    into garbage lines long before the stream's CRC is checked at its end, and the garbage
+    must be reported as the corrupt file it is, not as a bad row.
+    """
+    try:
+        if not is_gzip(path):
+            return None
+        lines = 0
+        with _gzip.open(path, "rb") as f:
+            for _ in f:  # counted as iter_lines counts them
+                lines += 1
+    except _GZIP_ERRORS as exc:
+        return _stream_error(path, exc, lines)
+    return None
+
+
+_DAMAGE_SEEN: dict[tuple, TruncatedStreamError | None] = {}
+
+
+def _damage_of(path: str) -> TruncatedStreamError | None:
+    """:func:`_stream_damage`, checked once per version of a file (lenient skips ask per row)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in _DAMAGE_SEEN:
+        if len(_DAMAGE_SEEN) > 64:
+            _DAMAGE_SEEN.clear()
+        _DAMAGE_SEEN[key] = _stream_damage(path)
+    return _DAMAGE_SEEN[key]
+
+
+def _row_error(path: str, line: int | None, problem: str, unit: str = "line") -> DataFormatError:
+    """The error for a bad row: the stream's own damage when the file is a broken gzip."""
+    return _stream_damage(path) or DataFormatError(path, line, problem, unit=unit)
+
+
+def _bom_problem(line: bytes | str) -> str | None:
+    if line[:3] == _BOM or line[:1] == "\ufeff":
+        return (
+            "the line starts with a UTF-8 byte order mark (BOM, bytes EF BB BF); JSON Lines "
+            "files must not have one: save the file as UTF-8 without a BOM"
+        )
+    return None
 
 
 def detect_container(path: str | os.PathLike) -> str:
     """``"jsonl"`` or ``"array"``, from the first non-blank byte; raises on an empty file."""
     path = str(path)
+    if path.endswith(".gz"):
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = _GZIP_MIN
+        if size < _GZIP_MIN and (size < 2 or is_gzip(path)):
+            raise TruncatedStreamError(
+                path,
+                f"{size}-byte file where a gzip stream is expected (a gzip file is at least "
+                f"{_GZIP_MIN} bytes long; the file was cut short)",
+                last_good_line=0,
+                rows_read=0,
+            )
     try:
         stream = open_data(path)
     except OSError as exc:  # missing, unreadable, a directory: not a gzip problem
@@ -125,11 +209,20 @@ def detect_container(path: str | os.PathLike) -> str:
             if not first:
                 raise DataFormatError(path, None, "empty file (blank lines only, no records)")
     except _GZIP_ERRORS as exc:
-        raise DataFormatError(path, 1, _gzip_problem(exc)) from None
+        raise _stream_error(path, exc, 0) from None
     if first == b"{":
         return "jsonl"
     if first == b"[":
         return "array"
+    if first == _BOM[:1]:
+        with open_data(path) as f:
+            if f.read(3) == _BOM:
+                raise DataFormatError(
+                    path,
+                    1,
+                    "the file starts with a UTF-8 byte order mark (BOM, bytes EF BB BF); "
+                    "hhrlhf does not skip it: save the file as UTF-8 without a BOM",
+                )
     raise DataFormatError(
         path,
         1,
@@ -143,35 +236,68 @@ def read_objects(
     lenient: bool = False,
     skipped: list[SkippedRow] | None = None,
     threaded: bool = False,
+    lost: list[TruncatedStreamError] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """Yield ``(position, object)``: 1-based line for JSONL, 1-based record for an array.
 
     Only JSON syntax and container problems are handled here; record validation is the
     caller's (see :func:`read_pairs`). ``lenient`` skips undecodable JSONL lines.
+
+    A damaged stream raises :class:`~hhrlhf.errors.TruncatedStreamError`, lenient or not.
+    Only when the caller passes a ``lost`` list is a *cut* stream (kind ``"truncated"``:
+    every line read is intact) appended to it instead, and reading stops there; a CRC or
+    other corruption still raises, since the lines read cannot be trusted.
     """
     path = str(path)
-    container = detect_container(path)
-    if container == "jsonl":
-        yield from _read_jsonl(path, lenient, skipped, threaded)
-    else:
-        yield from _read_array(path, lenient, skipped)
+    container = detect_container(path) if lost is None else _container_or_lost(path, lost)
+    if container is None:
+        return
+    rows = (
+        _read_jsonl(path, lenient, skipped, threaded)
+        if container == "jsonl"
+        else _read_array(path, lenient, skipped)
+    )
+    if lost is None:
+        yield from rows
+        return
+    try:
+        yield from rows
+    except TruncatedStreamError as exc:
+        if exc.kind != "truncated":
+            raise
+        lost.append(exc)
+
+
+def _container_or_lost(path: str, lost: list) -> str | None:
+    try:
+        return detect_container(path)
+    except TruncatedStreamError as exc:
+        if exc.kind != "truncated":
+            raise
+        lost.append(exc)
+        return None
 
 
 def _skip(skipped, path, line, problem, unit="line"):
+    """Record a skipped row, unless the row is garbage from a damaged gzip stream: then the
+    stream's damage is raised (lost data is never reported as bad rows)."""
+    damage = _damage_of(path)
+    if damage is not None:
+        raise damage
     if skipped is not None:
         skipped.append(SkippedRow(path, line, problem, unit))
 
 
-class StreamError(DataFormatError):
-    """A gzip stream ends early or is corrupt: the lines from ``line`` on cannot be read."""
+#: The former name of :class:`~hhrlhf.errors.TruncatedStreamError`, kept for callers.
+StreamError = TruncatedStreamError
 
 
 def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[tuple[int, bytes]]:
     """``(line number, raw line)`` of a file, 1-based, decompressing gzip.
 
-    A damaged gzip stream raises :class:`StreamError` naming the first line it could not
-    read, after yielding every line before it. Used by the reader and by ``hh clean``
-    (which copies kept lines byte for byte).
+    A damaged gzip stream raises :class:`~hhrlhf.errors.TruncatedStreamError` naming the
+    last line read and how many were read, after yielding every line before it. Used by
+    the reader and by ``hh clean`` (which copies kept lines byte for byte).
     """
     path = str(path)
     lineno = 0
@@ -184,7 +310,7 @@ def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[t
             except StopIteration:
                 return
             except _GZIP_ERRORS as exc:
-                raise StreamError(path, lineno + 1, _gzip_problem(exc)) from None
+                raise _stream_error(path, exc, lineno) from None
             lineno += 1
             yield lineno, line
     finally:
@@ -192,28 +318,24 @@ def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[t
 
 
 def _read_jsonl(path, lenient, skipped, threaded) -> Iterator[tuple[int, Any]]:
+    """A damaged stream raises :class:`TruncatedStreamError` in lenient mode too: the rows
+    it held are lost, not skipped, and no count of them can be given."""
     loads = orjson.loads
     lineno = 0
-    try:
-        for lineno, line in iter_lines(path, threaded=threaded):
-            try:
-                obj = loads(line)
-            except orjson.JSONDecodeError as exc:
-                if not line.strip():
-                    continue  # a blank line holds no record
-                problem = f"invalid JSON ({exc})"
-                if not line.endswith(b"\n"):
-                    problem += "; the last line is incomplete (file cut short?)"
-                if lenient:
-                    _skip(skipped, path, lineno, problem)
-                    continue
-                raise DataFormatError(path, lineno, problem) from None
-            yield lineno, obj
-    except StreamError as exc:
-        if not lenient:
-            raise
-        _skip(skipped, path, exc.line, exc.problem + "; the rest of the file is lost")
-        return
+    for lineno, line in iter_lines(path, threaded=threaded):
+        try:
+            obj = loads(line)
+        except orjson.JSONDecodeError as exc:
+            if not line.strip():
+                continue  # a blank line holds no record
+            problem = _bom_problem(line) or f"invalid JSON ({exc})"
+            if not line.endswith(b"\n"):
+                problem += "; the last line is incomplete (file cut short?)"
+            if lenient:
+                _skip(skipped, path, lineno, problem)
+                continue
+            raise _row_error(path, lineno, problem) from None
+        yield lineno, obj
 
 
 def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
@@ -231,11 +353,9 @@ def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
         try:
             chunk = text.read(1 << 20)
         except _GZIP_ERRORS as exc:
-            raise DataFormatError(path, record + 1, _gzip_problem(exc), unit="record") from None
+            raise _stream_error(path, exc, record, "record") from None
         except UnicodeDecodeError as exc:
-            raise DataFormatError(
-                path, record + 1, f"invalid UTF-8 ({exc})", unit="record"
-            ) from None
+            raise _row_error(path, record + 1, f"invalid UTF-8 ({exc})", unit="record") from None
         if not chunk:
             eof = True
             return False
@@ -274,7 +394,7 @@ def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
                 except json.JSONDecodeError as exc:
                     if not eof and fill():
                         continue
-                    raise DataFormatError(
+                    raise _row_error(
                         path,
                         record + 1,
                         f"invalid JSON in array element ({exc.msg})"
@@ -293,15 +413,15 @@ def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
                 pos += 1
                 skip_ws()
                 if pos < len(buf):
-                    raise DataFormatError(
+                    raise _row_error(
                         path, record, "unexpected data after the closing ']'", unit="record"
                     )
                 return
             if not c:
-                raise DataFormatError(
+                raise _row_error(
                     path, record, "the file ends inside the array (missing ']')", unit="record"
                 )
-            raise DataFormatError(
+            raise _row_error(
                 path, record + 1, f"expected ',' or ']' between records, found {c!r}", unit="record"
             )
     finally:
@@ -362,7 +482,7 @@ def read_pairs(
             if lenient:
                 _skip(skipped, path, pos, str(exc), unit)
                 continue
-            raise DataFormatError(path, pos, str(exc), unit=unit) from None
+            raise _row_error(path, pos, str(exc), unit) from None
 
 
 def _number(obj: dict, key: str) -> float:
@@ -435,4 +555,4 @@ def read_attempts(
             if lenient:
                 _skip(skipped, path, pos, str(exc), unit)
                 continue
-            raise DataFormatError(path, pos, str(exc), unit=unit) from None
+            raise _row_error(path, pos, str(exc), unit) from None

@@ -33,6 +33,7 @@ import json
 import math
 import os
 import random
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -1372,8 +1373,10 @@ def write_json_array_gz(path, rows: Iterable[dict], *, fast: bool = False) -> in
 def _write(path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
 

@@ -92,6 +92,8 @@ class AuditResult:
     near_duplicates: dict | None = None
     #: checks that could not run on the data at hand: ``{check: why}``
     skipped: dict[str, str] = field(default_factory=dict)
+    #: Cut files read up to their damage (``audit(keep_readable=True)`` only).
+    lost: list = field(default_factory=list)
 
     def add(self, source: Source, name: str, detail: str = "", excerpt: str | None = None):
         self.flags.setdefault(source, {})[name] = detail
@@ -124,6 +126,7 @@ class AuditResult:
             },
             "near_duplicates": self.near_duplicates,
             "skipped": dict(self.skipped),
+            **({"lost": [_lost_json(e) for e in self.lost]} if self.lost else {}),
         }
 
     def report_rows(self) -> Iterable[dict]:
@@ -140,6 +143,16 @@ class AuditResult:
         return self.flags.get(source, {})
 
 
+def _lost_json(exc) -> dict:
+    """What a cut file lost, for JSON: the file, lines read, the last good line, why."""
+    return {
+        "path": exc.path,
+        "rows_read": exc.rows_read,
+        "last_good_line": exc.last_good_line,
+        "problem": exc.problem,
+    }
+
+
 def _excerpt(text: str, n: int = 100) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= n else flat[: n - 1] + "\u2026"
@@ -154,8 +167,12 @@ def audit(
     threshold: float = 0.8,
     num_perm: int = 128,
     progress: Callable[[str], None] | None = None,
+    keep_readable: bool = False,
 ) -> AuditResult:
-    """Run every check over the selected files (see :data:`hhrlhf.checks.CLASSES`)."""
+    """Run every check over the selected files (see :data:`hhrlhf.checks.CLASSES`).
+
+    A damaged gzip stream raises :class:`~hhrlhf.errors.TruncatedStreamError`; with
+    ``keep_readable`` a cut file is audited up to its damage and recorded in ``lost``."""
     src = resolve_source(data)
     files = audit_files(subsets, split=split, data=src)
     missing = _missing_for_leaks(files, src.label)
@@ -177,10 +194,11 @@ def audit(
     for f in files:
         if progress:
             progress(f"checking {f.key}" + (" (reference)" if f.reference else ""))
+        lost = result.lost if keep_readable else None
         if f.red_team:
-            _audit_red_team(f, red_check, result)
+            _audit_red_team(f, red_check, result, lost)
         else:
-            _audit_pairs(f, row_check, pair_checks, split_checks, corpus, result)
+            _audit_pairs(f, row_check, pair_checks, split_checks, corpus, result, lost)
     for check in corpus:
         if progress:
             progress(f"finishing {check.name}")
@@ -196,13 +214,15 @@ def audit(
     return result
 
 
-def _audit_pairs(f: AuditFile, row_check, pair_checks, split_checks, corpus, result) -> None:
+def _audit_pairs(
+    f: AuditFile, row_check, pair_checks, split_checks, corpus, result, lost=None
+) -> None:
     skipped: list = []
     n = 0
     for check in split_checks:
         check.start()
     ref = f.reference
-    for pos, obj in read_objects(f.path, lenient=True, skipped=skipped):
+    for pos, obj in read_objects(f.path, lenient=True, skipped=skipped, lost=lost):
         index = pos - 1
         source = (f.subset, f.split, index)
         if (
@@ -241,9 +261,9 @@ def _audit_pairs(f: AuditFile, row_check, pair_checks, split_checks, corpus, res
     result.files[f.key] = {"rows": n, "path": str(f.path)}
 
 
-def _audit_red_team(f: AuditFile, red_check, result) -> None:
+def _audit_red_team(f: AuditFile, red_check, result, lost=None) -> None:
     n = 0
-    for pos, obj in read_objects(f.path, lenient=True):
+    for pos, obj in read_objects(f.path, lenient=True, lost=lost):
         n += 1
         source = (f.subset or RED_TEAM, f.split, pos - 1)
         problems = red_check.check_row(obj)

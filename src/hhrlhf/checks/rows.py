@@ -16,8 +16,9 @@ def _type_name(v: Any) -> str:
 class PairShape(RowCheck):
     """A preference row must be a JSON object with string ``chosen`` and ``rejected``.
 
-    ``bad_json`` comes from the lenient reader (the line does not decode, or the gzip stream
-    ends early); this check adds non-object rows to it.
+    ``bad_json`` comes from the lenient reader (the line does not decode); this check adds
+    non-object rows to it. A damaged gzip stream is not a row: the reader raises
+    :class:`~hhrlhf.errors.TruncatedStreamError` and the audit stops.
     """
 
     name = "pair_shape"

@@ -9,8 +9,18 @@ import click
 
 from ..convert import FORMATS
 from ..errors import UnknownSubsetError
+from ..outputs import replace_dir
 from ..subsets import RED_TEAM
-from .options import data_option, emit_json, file_subsets, json_option, print_table, subset_option
+from .options import (
+    check_outputs,
+    data_option,
+    emit_json,
+    file_subsets,
+    force_option,
+    json_option,
+    print_table,
+    subset_option,
+)
 
 __all__ = ["commands", "export", "import_", "check", "clean", "demo_step"]
 
@@ -94,7 +104,8 @@ def _records(subsets, split, data, fmt):
 @click.option("--no-source", is_flag=True, help="Leave out the subset/split/index of each row.")
 @data_option
 @subset_option
-def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset):
+@force_option
+def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset, force):
     """Export pairs (or red-team attempts) in the format a trainer wants.
 
     \b
@@ -107,11 +118,13 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset):
 
     if (out is None) == (hf_dir is None):
         raise click.UsageError("give exactly one of --out FILE or --hf DIR")
+    check_outputs(force, out=(out, "file"), hf=(hf_dir, "dir"))
     subsets = file_subsets(subsets, file_subset, data)
     fmt = get_format(fmt_name)
     splits = _records(subsets, split, data, fmt)
     if hf_dir:
-        dd = export_hf(splits, fmt, hf_dir, source=not no_source)
+        with replace_dir(hf_dir) as tmp:
+            dd = export_hf(splits, fmt, tmp, source=not no_source)
         sizes = ", ".join(f"{k}: {len(v)}" for k, v in dd.items())
         _chatter(f"wrote DatasetDict ({sizes}) in format {fmt.name} to {hf_dir}")
         return
@@ -152,7 +165,8 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset):
     is_flag=True,
     help="Skip rows that do not fit the format; each is reported on stderr.",
 )
-def import_(file, fmt_name, out, with_source, lenient):
+@force_option
+def import_(file, fmt_name, out, with_source, lenient, force):
     """Read an exported file back into upstream rows ({"chosen", "rejected"}, or red-team records).
 
     \b
@@ -162,6 +176,7 @@ def import_(file, fmt_name, out, with_source, lenient):
     """
     from ..convert import get_format, import_records, write_rows
 
+    check_outputs(force, out=(out, "file"))
     fmt = get_format(fmt_name)
     skipped: list = []
     records = import_records(file, fmt, lenient=lenient, skipped=skipped)
@@ -253,7 +268,8 @@ def _print_counts(result) -> None:
 @data_option
 @subset_option
 @json_option
-def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subset, as_json):
+@force_option
+def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subset, as_json, force):
     """Audit the data: per-pair classes, duplicates, train/test leaks, near duplicates, red team.
 
     SUBSETS default to the four preference subsets; 'all' adds red-team-attempts.
@@ -268,6 +284,7 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subs
 
     subsets = file_subsets(subsets, file_subset, data)
     fail_classes = _class_names(fail_on, "--fail-on")
+    check_outputs(force, report=(report, "file"))
     result = audit(
         subsets or None,
         split=split,
@@ -316,10 +333,17 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subs
     show_default=True,
     help="Jaccard threshold, when near_duplicate_leak is dropped.",
 )
+@click.option(
+    "--keep-readable",
+    is_flag=True,
+    help="Clean a cut .gz up to where it breaks instead of failing; manifest.json records "
+    "the lost part under 'lost' and each is reported on stderr (a CRC error still fails).",
+)
 @data_option
 @subset_option
 @json_option
-def clean(subsets, split, out, drop, threshold, data, file_subset, as_json):
+@force_option
+def clean(subsets, split, out, drop, threshold, keep_readable, data, file_subset, as_json, force):
     """Write a cleaned copy plus manifest.json and dropped.jsonl (rows in = kept + dropped).
 
     \b
@@ -332,16 +356,24 @@ def clean(subsets, split, out, drop, threshold, data, file_subset, as_json):
 
     subsets = file_subsets(subsets, file_subset, data)
     names = _class_names(drop, "--drop") if drop else list(DEFAULT_DROP)
-    manifest = run_clean(
-        subsets or None,
-        out=out,
-        split=split,
-        data=data,
-        drop=names,
-        threshold=threshold,
-        progress=_chatter,
-    )
+    check_outputs(force, out=(out, "dir"))
+    with replace_dir(out) as tmp:  # all or nothing; --force replaces the old copy whole
+        manifest = run_clean(
+            subsets or None,
+            out=tmp,
+            split=split,
+            data=data,
+            drop=names,
+            threshold=threshold,
+            progress=_chatter,
+            keep_readable=keep_readable,
+        )
     _report_skipped_checks(manifest.get("skipped", {}))
+    for rel, lost in manifest.get("lost", {}).items():
+        _chatter(
+            f"LOST DATA: {rel}: {lost['problem']}; the copy holds only the "
+            f"{lost['rows_read']:,} line(s) before it"
+        )
     if as_json:
         emit_json(manifest)
         return

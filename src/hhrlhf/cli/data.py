@@ -8,14 +8,17 @@ import click
 
 from ..errors import HHError
 from ..layout import preferred_split, resolve_source, scan, select_files
+from ..outputs import replace_dir
 from ..reader import detect_container, read_objects, read_pairs
 from ..records import PAIR_CLASSES, PreferencePair
 from ..stats import pair_stats
 from ..subsets import RED_TEAM, SUBSETS
 from .options import (
+    check_outputs,
     data_option,
     emit_json,
     file_subsets,
+    force_option,
     json_option,
     lenient_option,
     pass_skipped,
@@ -185,6 +188,8 @@ def show(subset, split, index, sample, seed, data, file_subset, as_json):
         if index < 0:
             raise click.BadParameter("--index must be >= 0")
         picked = next((p for p in pairs if p.index == index), None)
+        for _ in pairs:  # read on to the end: a damaged file is an error, not a partial view
+            pass
         if picked is None:
             raise HHError(f"{subset}/{split} has no pair with index {index}")
         chosen = [picked]
@@ -211,8 +216,9 @@ def show(subset, split, index, sample, seed, data, file_subset, as_json):
 @subset_option
 @json_option
 @lenient_option
+@force_option
 @pass_skipped
-def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, skipped):
+def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force, skipped):
     """Rows, human turns per prompt, response lengths, chosen-longer share and class counts.
 
     \b
@@ -220,6 +226,7 @@ def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, skippe
       hh stats --data sample
       hh stats harmless-base --split test --json
     """
+    check_outputs(force, plots=(plots_dir, "dir"))
     result = {}
     subsets = file_subsets(subsets, file_subset, data)
     files = select_files(list(subsets) or None, split=split, data=data)
@@ -233,7 +240,8 @@ def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, skippe
     if plots_dir:
         from ..plots import write_stats_plots
 
-        written = write_stats_plots(result, plots_dir)
+        with replace_dir(plots_dir) as tmp:  # --force replaces the old charts whole
+            written = write_stats_plots(result, tmp)
         click.echo(f"wrote {len(written)} file(s) to {plots_dir}", err=True)
         for s in result.values():
             s.pop("lengths", None)

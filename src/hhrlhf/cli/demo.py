@@ -9,7 +9,7 @@ import click
 from ..dataset import load_dataset
 from ..stats import pair_stats
 from .data import format_pair
-from .options import print_table
+from .options import check_outputs, force_option, print_table
 
 __all__ = ["demo_command"]
 
@@ -45,7 +45,8 @@ def _optional(data: str, out: Path, module: str, extra: str) -> None:
     metavar="PATH|sample",
     help="Data to walk through (default: the bundled sample).",
 )
-def demo_command(out_dir, data):
+@force_option
+def demo_command(out_dir, data, force):
     """Walk the bundled sample end to end: info, stats, a shown pair, and what each part writes.
 
     \b
@@ -55,6 +56,7 @@ def demo_command(out_dir, data):
     from ..errors import HHError
     from ..layout import resolve_source, select_files
 
+    check_outputs(force, out=(out_dir, "dir"))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     src = resolve_source(data)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -52,12 +51,22 @@ __all__ = ["download_command"]
 @click.option("--no-verify", is_flag=True, help="Skip the sha256 check of the files.")
 @click.option(
     "--progress/--no-progress",
+    default=True,
+    show_default=True,
+    help="Say what is happening on stderr: a progress bar on a terminal, plain lines "
+    "otherwise (connecting, retries, every 10 s, done).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
     default=None,
-    help="Show a progress bar on stderr (default: when stderr is a terminal).",
+    metavar="SECONDS",
+    help="Connect and read timeout; a silent server is retried once, then the download "
+    "fails (default: $HH_RLHF_TIMEOUT, else 10).",
 )
 @json_option
 def download_command(
-    subsets, splits, source, revision, cache_dir, offline, no_verify, progress, as_json
+    subsets, splits, source, revision, cache_dir, offline, no_verify, progress, timeout, as_json
 ):
     """Download SUBSET files into the local cache, resuming and verifying them.
 
@@ -77,7 +86,7 @@ def download_command(
     """
     names = list(subsets) if subsets else ["all"]
     specs = dl.select_files(names, list(splits) or None)
-    show = sys.stderr.isatty() if progress is None else progress
+    show = progress
     verify = not no_verify
     root = dl.cache_dir(cache_dir)
     rows = []
@@ -92,6 +101,7 @@ def download_command(
             offline=offline or None,
             verify=verify,
             progress=show,
+            timeout=timeout,
         )
         status = dl.checksum_status(spec, cache_dir=root, revision=revision)
         click.echo(f"{'cached' if was_cached else 'downloaded'}: {spec.path} ({status})", err=True)

@@ -12,6 +12,8 @@ __all__ = [
     "data_option",
     "json_option",
     "lenient_option",
+    "force_option",
+    "check_outputs",
     "split_option",
     "subset_option",
     "file_subsets",
@@ -68,6 +70,25 @@ def lenient_option(f):
         is_flag=True,
         help="Skip bad rows instead of stopping; every skipped row is reported on stderr.",
     )(f)
+
+
+def force_option(f):
+    return click.option(
+        "--force",
+        is_flag=True,
+        help="Replace outputs that exist already (refused otherwise).",
+    )(f)
+
+
+def check_outputs(force: bool, **outputs) -> None:
+    """Check every output before the work starts: ``option=(path, "file"|"dir")``, the
+    option named with underscores (``hf=(hf_dir, "dir")`` checks ``--hf``); None paths are
+    skipped. Raises :class:`~hhrlhf.errors.OutputError` (one ``error:`` line, exit 1)."""
+    from ..outputs import check_writable
+
+    for name, (path, kind) in outputs.items():
+        if path is not None:
+            check_writable(path, kind=kind, force=force, option="--" + name.replace("_", "-"))
 
 
 def split_option(default=None, help="Split to use (train or test); default: all."):

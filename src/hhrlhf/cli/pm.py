@@ -11,10 +11,13 @@ import orjson
 from ..dataset import iter_attempts, resolve_source
 from ..download import sha256_file
 from ..errors import HHError
+from ..outputs import replace_dir
 from .options import (
+    check_outputs,
     data_option,
     emit_json,
     file_subsets,
+    force_option,
     json_option,
     lenient_option,
     pass_skipped,
@@ -124,6 +127,7 @@ def _training_data(files, data, pairs) -> dict:
 @subset_option
 @lenient_option
 @json_option
+@force_option
 @pass_skipped
 def train(
     subsets,
@@ -141,6 +145,7 @@ def train(
     file_subset,
     lenient,
     as_json,
+    force,
     skipped,
 ):
     """Train a preference model on SUBSETS (default: the four preference subsets).
@@ -151,6 +156,7 @@ def train(
     """
     if backend == "transformers" and not base_model:
         raise click.UsageError("--backend transformers needs --base-model ID")
+    check_outputs(force, out=(out, "dir"))
     files = _select(file_subsets(subsets, file_subset, data), split, data, "train")
     pairs = _load(files, lenient, skipped)
     info = _training_data(files, data, pairs)
@@ -167,14 +173,16 @@ def train(
             training_data=info,
             progress=lambda m: click.echo(m, err=True),
         )
-        model.save(out)
+        with replace_dir(out) as tmp:  # never a mix of the old model's files and the new
+            model.save(tmp)
         meta = model.meta
     else:
         from ..reward.hf import train_hf
 
-        model = train_hf(
-            base_model, pairs, out, epochs=epochs, max_steps=max_steps, training_data=info
-        )
+        with replace_dir(out) as tmp:
+            model = train_hf(
+                base_model, pairs, tmp, epochs=epochs, max_steps=max_steps, training_data=info
+            )
         meta = model.meta
     if as_json:
         emit_json({"model": str(out), "backend": backend, **meta})
@@ -291,6 +299,7 @@ def plot_report(report: dict, path: Path, name: str) -> Path:
 @subset_option
 @lenient_option
 @json_option
+@force_option
 @pass_skipped
 def eval_command(
     subsets,
@@ -307,6 +316,7 @@ def eval_command(
     file_subset,
     lenient,
     as_json,
+    force,
     skipped,
 ):
     """Evaluate a model, a scores file or an HF reward model, with baselines in the same run.
@@ -315,6 +325,7 @@ def eval_command(
     Example:
       hh pm eval harmless-base --split test --data sample --model pm-model --json
     """
+    check_outputs(force, plot=(plot_path, "file"))
     from ..reward.evaluate import evaluate_model, read_scores_file
 
     given = [x for x in (model_path, scores_path, hf_model) if x]
@@ -364,8 +375,9 @@ def eval_command(
 @data_option
 @lenient_option
 @json_option
+@force_option
 @pass_skipped
-def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, skipped):
+def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, force, skipped):
     """Score every assistant turn in context and the min over turns.
 
     For red-team data, also the correlation of our min score with the file's
@@ -375,6 +387,7 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, sk
     Example:
       hh pm score --model pm-model --data sample --out scores.jsonl
     """
+    check_outputs(force, out=(out_path, "file"))
     from ..reward.model import load_model
     from ..reward.score import score_attempts, score_dialogues
 

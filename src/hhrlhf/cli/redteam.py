@@ -9,9 +9,17 @@ import click
 import orjson
 
 from ..dataset import iter_attempts, resolve_source
+from ..outputs import replace_dir
 from ..records import RedTeamAttempt
 from ..redteam.query import SEARCH_FIELDS, AttemptQuery, filter_attempts
-from .options import data_option, lenient_option, pass_skipped, print_table
+from .options import (
+    check_outputs,
+    data_option,
+    force_option,
+    lenient_option,
+    pass_skipped,
+    print_table,
+)
 
 __all__ = ["commands", "redteam", "report", "query", "format_attempt", "demo_step"]
 
@@ -91,8 +99,9 @@ def _summary(report: dict) -> list[str]:
     help="Largest number of attack themes tried (k runs from 2 to this).",
 )
 @lenient_option
+@force_option
 @pass_skipped
-def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, skipped):
+def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, force, skipped):
     """Write report.html (self-contained), report.json (every number) and one PNG per plot.
 
     Sections: Table 1 counts, Fig. 1 means with bootstrap intervals, attack success and rating
@@ -108,18 +117,21 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, sk
 
     from ..redteam.report import write_report
 
+    check_outputs(force, out=(out_dir, "dir"))
     src = resolve_source(data)
     attempts = list(iter_attempts(data=src, lenient=lenient, skipped=skipped))
-    paths = write_report(
-        attempts,
-        out_dir,
-        threshold=success_threshold,
-        seed=seed,
-        resamples=resamples,
-        source=src.label,
-        skipped_rows=skipped,
-        k_range=range(2, max_k + 1),
-    )
+    with replace_dir(out_dir) as tmp:  # --force replaces the old report whole
+        written = write_report(
+            attempts,
+            tmp,
+            threshold=success_threshold,
+            seed=seed,
+            resamples=resamples,
+            source=src.label,
+            skipped_rows=skipped,
+            k_range=range(2, max_k + 1),
+        )
+    paths = {k: Path(out_dir) / p.relative_to(tmp) for k, p in written.items()}
     rep = json.loads(paths["json"].read_text(encoding="utf-8"))
     for line in _summary(rep):
         click.echo(line, err=True)

@@ -9,6 +9,7 @@ reported with its file and line number like any other data file.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -58,12 +59,18 @@ def write_rows(
     path = Path(path)
     kind = container_of(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
+    # an exclusive temporary file with an unpredictable name beside the target
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    os.close(fd)
+    part = Path(name)
     try:
         if kind == "parquet":
             n = _write_parquet(rows, part)
         else:
             n = _write_jsonl(rows, part, encode or _encode, gz=kind == "jsonl.gz")
+        umask = os.umask(0)
+        os.umask(umask)
+        part.chmod(0o666 & ~umask)  # mkstemp's 0600 protects the temporary name only
         os.replace(part, path)
     finally:
         if part.exists():

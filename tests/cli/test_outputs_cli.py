@@ -1,0 +1,113 @@
+"""Every command that writes checks its outputs before the work: one error line, exit 1.
+
+Found with ``grep -n "out" src/hhrlhf/cli/*.py``: export (--out, --hf), import (--out),
+check (--report), clean (--out), stats (--plots), demo (--out), redteam report (--out),
+pm train (--out), pm eval (--plot), pm score (--out). Tests may run as root, where a
+chmod does not stop writes, so the unwritable targets are a path under a regular file and
+a path in /proc, plus a read-only folder when not root.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hhrlhf.cli import cli
+
+ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
+
+# (args with {out}, kind of output); every command reads the bundled sample
+WRITERS = {
+    "export --out": (["export", "harmless-base", "--format", "dpo", "--out", "{out}"], "file"),
+    "export --hf": (["export", "harmless-base", "--format", "dpo", "--hf", "{out}"], "dir"),
+    "import --out": (["import", "{dpo}", "--format", "dpo", "--out", "{out}"], "file"),
+    "check --report": (["check", "harmless-base", "--report", "{out}"], "file"),
+    "clean --out": (["clean", "harmless-base", "--out", "{out}"], "dir"),
+    "stats --plots": (["stats", "harmless-base", "--plots", "{out}"], "dir"),
+    "demo --out": (["demo", "--out", "{out}"], "dir"),
+    "redteam report --out": (["redteam", "report", "--out", "{out}"], "dir"),
+    "pm train --out": (["pm", "train", "harmless-base", "--out", "{out}"], "dir"),
+    "pm eval --plot": (["pm", "eval", "--model", "{model}", "--plot", "{out}"], "file"),
+    "pm score --out": (["pm", "score", "--model", "{model}", "--out", "{out}"], "file"),
+}
+
+
+def run(args, tmp_path, out):
+    dpo = tmp_path / "in.dpo.jsonl"
+    dpo.write_text(
+        '{"prompt": "\\n\\nHuman: hi\\n\\nAssistant:", "chosen": " a", "rejected": " b"}\n'
+    )
+    filled = [a.format(out=out, dpo=dpo, model=tmp_path / "no-model") for a in args]
+    if filled[0] != "import":
+        filled += ["--data", "sample"]
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, filled, catch_exceptions=False)
+    return result, time.monotonic() - started
+
+
+def _assert_one_error(result, needle):
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and needle in errors[0], result.stderr
+    assert "Traceback" not in result.output
+    assert "training on" not in result.stderr and "checking" not in result.stderr
+
+
+def _targets(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    targets = {"under a file": blocker / "out", "in /proc": Path("/proc/hh-no-such/out")}
+    if not ROOT:
+        ro = tmp_path / "read-only"
+        ro.mkdir()
+        ro.chmod(0o500)
+        targets["read-only folder"] = ro / "out"
+    return targets
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+def test_unwritable_output_is_one_error_before_the_work(name, tmp_path):
+    args, _ = WRITERS[name]
+    for why, target in _targets(tmp_path).items():
+        result, seconds = run(args, tmp_path, target)
+        _assert_one_error(result, str(target))
+        assert seconds < 10, f"{name} ({why}) took {seconds:.1f}s to refuse"
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+def test_existing_output_needs_force(name, tmp_path):
+    args, kind = WRITERS[name]
+    out = tmp_path / "existing"
+    if kind == "file":
+        out.write_text("keep me\n")
+    else:
+        out.mkdir()
+        (out / "keep.txt").write_text("keep me\n")
+    result, _ = run(args, tmp_path, out)
+    _assert_one_error(result, "exists; pass --force to replace it")
+    kept = out if kind == "file" else out / "keep.txt"
+    assert kept.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "made"),
+    [
+        ("pm train --out", "model.json"),
+        ("clean --out", "manifest.json"),
+        ("redteam report --out", "report.html"),
+        ("stats --plots", "stats.json"),
+    ],
+)
+def test_force_replaces_a_folder_output_whole(tmp_path, name, made):
+    """--force over an old output never leaves its stray files, nor temporary folders."""
+    out = tmp_path / "existing"
+    out.mkdir()
+    (out / "stray.bin").write_text("from an older run")
+    result, _ = run(WRITERS[name][0] + ["--force"], tmp_path, out)
+    assert result.exit_code == 0, result.output
+    assert (out / made).is_file() and not (out / "stray.bin").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
