@@ -147,3 +147,18 @@ def test_print_table_right_aligns_numbers_including_negative(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[2] == "a      -1.5"
     assert lines[3] == "bbb   12.25"
+
+
+CONTROL = Path(__file__).parents[1] / "data" / "control"
+
+
+def test_show_escapes_terminal_control_characters():
+    out = run("show", "harmless-base", "--data", str(CONTROL), "--index", "0").stdout
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out and "\x7f" not in out
+    assert "\\x1b]0;title\\x07" in out and "\\x1b[2J" in out and "\\x7f" in out
+
+
+def test_show_json_keeps_the_data_exact_and_escaped_by_json():
+    out = run("show", "harmless-base", "--data", str(CONTROL), "--index", "0", "--json").stdout
+    assert "\x1b" not in out and "\x07" not in out and "\\u001b]0;title\\u0007" in out
+    assert "\x1b[2J" in json.loads(out)["chosen_response"]

@@ -161,3 +161,17 @@ def test_demo_step_writes_under_redteam(red_file, tmp_path):
     assert (tmp_path / "redteam" / "report.json").exists()
     assert "12 attempts by 4 members" in r.output
     assert f"report: {Path(tmp_path) / 'redteam' / 'report.html'}" in r.output
+
+
+CONTROL = Path(__file__).parents[1] / "data" / "control"
+
+
+@pytest.mark.parametrize("mode", [[], ["--show"]])
+def test_query_escapes_terminal_control_characters(mode):
+    result = CliRunner().invoke(
+        cli, ["redteam", "query", "--data", str(CONTROL), *mode], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b" in out

@@ -8,6 +8,8 @@ import sys
 import click
 import orjson
 
+from ..text import printable
+
 __all__ = [
     "data_option",
     "json_option",
@@ -55,11 +57,12 @@ def emit_json(obj) -> None:
 
 
 def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None) -> None:
-    """A plain aligned text table."""
+    """A plain aligned text table; control characters (newline and tab too) in cells are escaped."""
     if not rows:
         return
-    columns = columns or list(rows[0])
-    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    keys = columns or list(rows[0])
+    columns = [printable(str(c), keep_newlines=False) for c in keys]
+    cells = [[printable(str(r.get(c, "")), keep_newlines=False) for c in keys] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
 
     def numeric(v: str) -> bool:

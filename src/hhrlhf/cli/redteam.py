@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import click
@@ -11,6 +10,7 @@ import orjson
 from ..dataset import iter_attempts, resolve_source
 from ..records import RedTeamAttempt
 from ..redteam.query import SEARCH_FIELDS, AttemptQuery, filter_attempts
+from ..text import printable, wrap_paragraphs
 from .options import data_option, lenient_option, pass_skipped, print_table
 
 __all__ = ["commands", "redteam", "report", "query", "format_attempt", "demo_step"]
@@ -132,13 +132,7 @@ def format_attempt(a: RedTeamAttempt, width: int = 96) -> str:
     """A readable rendering of one attempt: its metadata, task description and dialogue."""
 
     def wrap(text: str, indent: str) -> str:
-        lines = []
-        for para in text.split("\n"):
-            lines.extend(
-                textwrap.wrap(para, width, initial_indent=indent, subsequent_indent=indent)
-                or [indent]
-            )
-        return "\n".join(lines)
+        return wrap_paragraphs(printable(text), width, indent)
 
     tags = ", ".join(a.tags) if a.tags else "-"
     head = (
@@ -147,7 +141,7 @@ def format_attempt(a: RedTeamAttempt, width: int = 96) -> str:
         f"{a.red_team_member_id}{' (upwork)' if a.is_upworker else ''} · tags: {tags}"
     )
     out = [
-        click.style(head, bold=True),
+        click.style(printable(head, keep_newlines=False), bold=True),
         click.style("task:", fg="yellow"),
         wrap(a.task_description.strip(), "    "),
     ]
