@@ -44,6 +44,7 @@ def printable(text: str, *, keep_newlines: bool = True) -> str:
 
 _SPACES = re.compile("( +)")
 _WHITESPACE_TRANS = {ord(c): " " for c in textwrap._whitespace}
+_OTHER_WHITESPACE = re.compile("[\t\n\x0b\x0c\r]")
 _SPLITTER = textwrap.TextWrapper()
 
 
@@ -54,7 +55,8 @@ def _chunks(text: str) -> list[str]:
     separates its chunks and its look-behinds never cross a space, so splitting on whitespace
     first and running the expression only on words holding a hyphen gives the same chunks.
     """
-    text = text.expandtabs(8).translate(_WHITESPACE_TRANS)
+    if _OTHER_WHITESPACE.search(text) is not None:
+        text = text.expandtabs(8).translate(_WHITESPACE_TRANS)
     out: list[str] = []
     for part in _SPACES.split(text):
         if not part:
