@@ -200,3 +200,19 @@ def test_missing_input_files_are_clear_errors(model_dir, tmp_path):
     assert r.exit_code == 1 and "nope.jsonl" in r.output and "error:" in r.output
     r = run("pm", "eval", "harmless-base", "--data", "sample", "--scores", tmp_path / "no.jsonl")
     assert r.exit_code == 1 and "no.jsonl" in r.output
+
+
+def test_rerank_with_a_hostile_word_pattern_is_a_clear_error(model_dir, tmp_path):
+    import shutil
+
+    evil = tmp_path / "evil"
+    shutil.copytree(model_dir, evil)
+    meta = json.loads((evil / "model.json").read_text())
+    meta["features"].pop("word_tokenizer", None)
+    meta["features"]["word_pattern"] = "(a+)+$"
+    (evil / "model.json").write_text(json.dumps(meta))
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"prompt": "Hi", "candidates": ["' + "a" * 40 + '!", "b"]}\n')
+    r = run("pm", "rerank", "--model", evil, "--in", path)
+    assert r.exit_code == 1
+    assert "error:" in r.output and "word_pattern" in r.output and "Traceback" not in r.output
