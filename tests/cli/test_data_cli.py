@@ -162,3 +162,23 @@ def test_show_json_keeps_the_data_exact_and_escaped_by_json():
     out = run("show", "harmless-base", "--data", str(CONTROL), "--index", "0", "--json").stdout
     assert "\x1b" not in out and "\x07" not in out and "\\u001b]0;title\\u0007" in out
     assert "\x1b[2J" in json.loads(out)["chosen_response"]
+
+
+def test_info_never_prints_none_for_a_missing_file(tmp_path):
+    (tmp_path / "harmless-base").mkdir()
+    (tmp_path / "harmless-base" / "test.jsonl").write_text(
+        (GOOD / "pairs.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    out = run("info", "--data", str(tmp_path)).stdout
+    assert "None" not in out
+    assert "not present" in out and "harmless-base/test.jsonl" in out
+    files = json.loads(run("info", "--data", str(tmp_path), "--json").stdout)["files"]
+    assert any(f["path"] is None and f["rows"] is None for f in files)
+
+
+def test_tables_show_missing_values_as_a_dash(capsys):
+    from hhrlhf.cli.options import print_table
+
+    print_table([{"a": None, "b": "x\ty"}])
+    out = capsys.readouterr().out
+    assert "None" not in out and "-" in out.splitlines()[2] and "x\\x09y" in out

@@ -69,6 +69,9 @@ def info(data, as_json):
     if as_json:
         emit_json({"data": src.label, "files": rows})
         return
+    for row in rows:
+        if row.get("path", "") is None:
+            row["path"] = "not present"
     click.echo(f"data: {src.label}", err=True)
     if src.kind == "cache":
         cols = ["subset", "split", "expected_rows", "cached", "checksum", "path"]
