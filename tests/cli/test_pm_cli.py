@@ -216,3 +216,20 @@ def test_rerank_with_a_hostile_word_pattern_is_a_clear_error(model_dir, tmp_path
     r = run("pm", "rerank", "--model", evil, "--in", path)
     assert r.exit_code == 1
     assert "error:" in r.output and "word_pattern" in r.output and "Traceback" not in r.output
+
+
+BAD_DIALOGUES = __import__("pathlib").Path(__file__).parents[1] / "data" / "pm"
+
+
+def test_score_lenient_skips_bad_rows_and_counts_unscored(model_dir):
+    path = BAD_DIALOGUES / "dialogues_with_bad_rows.jsonl"
+    r = run("pm", "score", "--model", model_dir, "--in", path)
+    assert r.exit_code == 1 and "line 2" in r.output and "error:" in r.output
+    r = ok("pm", "score", "--model", model_dir, "--in", path, "--lenient", "--json")
+    summary = json.loads(r.stdout)
+    assert summary["dialogues"] == 3 and summary["scored"] == 2 and summary["no_score"] == 1
+    assert summary["skipped_rows"] == 2
+    assert "line 2" in r.stderr and "line 3" in r.stderr and "transcript" in r.stderr
+    assert "2 row(s) skipped" in r.stderr
+    r = ok("pm", "score", "--model", model_dir, "--in", path, "--lenient")
+    assert "scored 2 of 3 dialogues (1 without an assistant turn got no score)" in r.stdout

@@ -348,15 +348,20 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, sk
     if in_path:
         from ..reader import read_objects
 
+        from ..reader import SkippedRow, detect_container
+
+        unit = "line" if detect_container(in_path) == "jsonl" else "record"
         dialogues, ids = [], []
-        for line, row in read_objects(in_path):
+        for line, row in read_objects(in_path, lenient=lenient, skipped=skipped):
             text = row.get("transcript") if isinstance(row, dict) else None
             if not isinstance(text, str):
+                problem = 'expected an object with a "transcript" string'
+                if lenient:
+                    skipped.append(SkippedRow(str(in_path), line, problem, unit))
+                    continue
                 from ..errors import DataFormatError
 
-                raise DataFormatError(
-                    in_path, line, 'expected an object with a "transcript" string'
-                )
+                raise DataFormatError(in_path, line, problem)
             dialogues.append(text)
             ids.append(row.get("id", len(ids)))
             if limit and len(dialogues) >= limit:
@@ -376,6 +381,9 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, sk
         rows = result["rows"]
         summary = {"dialogues": len(rows), "correlation": result["correlation"]}
     scored = [r["min_score"] for r in rows if r["min_score"] is not None]
+    summary["scored"] = len(scored)
+    summary["no_score"] = len(rows) - len(scored)
+    summary["skipped_rows"] = len(skipped)
     summary["mean_min_score"] = sum(scored) / len(scored) if scored else None
     if out_path:
         with open(out_path, "wb") as f:
@@ -387,7 +395,14 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, sk
     else:
         c = summary["correlation"]
         click.echo(
-            f"scored {summary['dialogues']:,} dialogues; mean min score "
+            f"scored {summary['scored']:,} of {summary['dialogues']:,} dialogues"
+            + (
+                f" ({summary['no_score']:,} without an assistant turn got no score)"
+                if summary["no_score"]
+                else ""
+            )
+            + (f", {len(skipped):,} bad row(s) skipped" if skipped else "")
+            + "; mean min score "
             + ("-" if summary["mean_min_score"] is None else f"{summary['mean_min_score']:.3f}")
         )
         if c:
