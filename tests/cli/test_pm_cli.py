@@ -233,3 +233,18 @@ def test_score_lenient_skips_bad_rows_and_counts_unscored(model_dir):
     assert "2 row(s) skipped" in r.stderr
     r = ok("pm", "score", "--model", model_dir, "--in", path, "--lenient")
     assert "scored 2 of 3 dialogues (1 without an assistant turn got no score)" in r.stdout
+
+
+def test_eval_on_training_data_warns_and_says_so_in_json(model_dir):
+    r = ok("pm", "eval", "harmless-base", "--split", "train", "--data", "sample",
+           "--model", model_dir, "--bootstrap", "10", "--json")  # fmt: skip
+    rep = json.loads(r.stdout)
+    assert rep["evaluated_on_training_data"] is True
+    assert rep["training_data_files"] == ["harmless-base/train.jsonl.gz"]
+    warnings = [line for line in r.stderr.splitlines() if "training data" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: evaluating on training data")
+    r = ok("pm", "eval", "harmless-base", "--split", "test", "--data", "sample",
+           "--model", model_dir, "--bootstrap", "10", "--json")  # fmt: skip
+    rep = json.loads(r.stdout)
+    assert rep["evaluated_on_training_data"] is False and rep["training_data_files"] == []
+    assert "training data" not in r.stderr

@@ -235,6 +235,26 @@ def plot_report(report: dict, path: Path, name: str) -> Path:
     return path
 
 
+def _training_overlap(target, subsets, split, data, pairs) -> list[str] | None:
+    """The evaluated files whose sha256 is one the model's training record lists (a warning
+    line on stderr when there are any); None when the model has no training record."""
+    record = (getattr(target, "meta", None) or {}).get("training_data")
+    if not isinstance(record, dict) or not isinstance(record.get("sha256"), dict):
+        return None
+    trained = set(record["sha256"].values())
+    evaluated = _training_data(subsets, split, data, pairs)["sha256"]
+    overlap = sorted(f for f, digest in evaluated.items() if digest in trained)
+    if overlap:
+        click.echo(
+            "warning: evaluating on training data: "
+            + ", ".join(overlap)
+            + " has the checksum of a file this model was trained on, so the accuracy is not "
+            "a held-out estimate",
+            err=True,
+        )
+    return overlap
+
+
 @pm.command("eval")
 @click.argument("subsets", nargs=-1)
 @click.option("--split", default="test", show_default=True, help="Split to evaluate on.")
@@ -299,8 +319,11 @@ def eval_command(
         from ..reward.hf import HFRewardModel
 
         target, name = HFRewardModel(hf_model), hf_model
+    overlap = _training_overlap(target, subsets, split, data, pairs)
     report = evaluate_model(target, pairs, seed=seed, n_boot=n_boot, bins=bins, n_jobs=jobs)
     report["model"] = name
+    report["evaluated_on_training_data"] = None if overlap is None else bool(overlap)
+    report["training_data_files"] = overlap or []
     report["seconds"] = round(time.perf_counter() - t0, 3)
     if plot_path:
         plot_report(report, plot_path, name)
@@ -346,9 +369,7 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, sk
 
     model = load_model(model_path)
     if in_path:
-        from ..reader import read_objects
-
-        from ..reader import SkippedRow, detect_container
+        from ..reader import SkippedRow, detect_container, read_objects
 
         unit = "line" if detect_container(in_path) == "jsonl" else "record"
         dialogues, ids = [], []
