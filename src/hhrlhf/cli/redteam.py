@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -10,6 +11,7 @@ import orjson
 from ..dataset import iter_attempts, resolve_source
 from ..records import RedTeamAttempt
 from ..redteam.query import SEARCH_FIELDS, AttemptQuery, filter_attempts
+from ..redteam.stats import value_problem
 from ..text import printable, wrap_paragraphs
 from .options import data_option, lenient_option, pass_skipped, print_table
 
@@ -182,14 +184,14 @@ def _json_line(a: RedTeamAttempt) -> str:
     "--model-type",
     multiple=True,
     metavar="TYPE",
-    help="Model type (repeat for several), e.g. 'rlhf', 'plain lm'.",
+    help="Model type (repeat for several), e.g. 'rlhf', 'plain lm'; any case.",
 )
 @click.option(
     "--size",
     "num_params",
     multiple=True,
     metavar="SIZE",
-    help="Model size as stored: 2.7B, 13B, 52B (repeatable).",
+    help="Model size as stored: 2.7B, 13B, 52B (repeatable); any case.",
 )
 @click.option("--min-rating", type=float, default=None, help="Rating at least this.")
 @click.option("--max-rating", type=float, default=None, help="Rating at most this.")
@@ -287,7 +289,19 @@ def query(
         limit = 0 if as_jsonl else 20
     matches = 0
     kept: list[RedTeamAttempt] = []
-    for a in filter_attempts(iter_attempts(data=data, lenient=lenient, skipped=skipped), q):
+    dropped: Counter = Counter()
+
+    def in_range(attempts):
+        for a in attempts:
+            problem = value_problem(a)
+            if problem is None:
+                yield a
+                continue
+            dropped[problem[0]] += 1
+            click.echo(f"dropped: attempt {a.index}: {printable(problem[1])}", err=True)
+
+    attempts = iter_attempts(data=data, lenient=lenient, skipped=skipped)
+    for a in filter_attempts(in_range(attempts), q):
         matches += 1
         if limit and matches > limit:
             continue
@@ -299,6 +313,12 @@ def query(
         click.echo("\n\n".join(format_attempt(a) for a in kept))
     elif not as_jsonl:
         print_table([_row(a) for a in kept])
+    if dropped:
+        click.echo(
+            f"{sum(dropped.values()):,} attempt(s) dropped for an out-of-range value: "
+            + ", ".join(f"{k}: {v:,}" for k, v in dropped.items()),
+            err=True,
+        )
     shown = matches if not limit else min(matches, limit)
     click.echo(
         f"{matches:,} matching attempt(s)"
