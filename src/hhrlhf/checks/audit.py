@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..dataset import DataSource, resolve_source
 from ..errors import HHError
+from ..progress import progress as progress_bar
 from ..reader import detect_container, read_objects
 from ..records import PreferencePair
 from ..subsets import RED_TEAM, resolve_subsets
@@ -182,7 +183,8 @@ def _audit_pairs(f: AuditFile, row_check, pair_checks, split_checks, corpus, res
     for check in split_checks:
         check.start()
     ref = f.reference
-    for pos, obj in read_objects(f.path, lenient=True, skipped=skipped):
+    rows = read_objects(f.path, lenient=True, skipped=skipped)
+    for pos, obj in progress_bar(rows, desc=f"check {f.key}", unit="rows"):
         index = pos - 1
         source = (f.subset, f.split, index)
         if (
@@ -223,7 +225,9 @@ def _audit_pairs(f: AuditFile, row_check, pair_checks, split_checks, corpus, res
 
 def _audit_red_team(f: AuditFile, red_check, result) -> None:
     n = 0
-    for pos, obj in read_objects(f.path, lenient=True):
+    for pos, obj in progress_bar(
+        read_objects(f.path, lenient=True), desc=f"check {f.key}", unit="rows"
+    ):
         n += 1
         source = (f.subset or RED_TEAM, f.split, pos - 1)
         problems = red_check.check_row(obj)

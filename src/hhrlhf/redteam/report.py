@@ -734,14 +734,21 @@ def write_report(
 
     ``options`` go to :func:`compute_report`. Returns ``{"json", "html", <plot name>: path}``.
     """
+    from ..progress import progress
     from .plots import figure_png
 
     attempts = list(attempts)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    report = compute_report(attempts, **options)
-    figures = draw_figures(report, st.drop_out_of_range(attempts)[0])
-    pngs = {name: figure_png(fig) for name, fig in figures.items()}
+    with progress(total=2 + len(PLOTS), desc="redteam report", unit="steps") as bar:
+        report = compute_report(attempts, **options)
+        bar.update(1)
+        figures = draw_figures(report, st.drop_out_of_range(attempts)[0])
+        bar.update(1)
+        pngs = {}
+        for name, fig in figures.items():
+            pngs[name] = figure_png(fig)
+            bar.update(1)
     paths: dict[str, Path] = {}
     for name, data in pngs.items():
         (out / name).write_bytes(data)

@@ -415,31 +415,44 @@ class Featurizer:
     def _raw_parallel(self, prompts, responses, n_jobs: int) -> dict:
         """:meth:`_raw` in ``n_jobs`` processes (forked where the platform allows, so the
         inputs are inherited rather than pickled); same result as one process."""
+        from ..progress import progress
+
         n = len(responses)
-        if n_jobs == 1 or n < 4000:
+        if n < 4000:
             return self._raw(prompts, responses)
         import multiprocessing
 
         import numpy as np
         import scipy.sparse as sp
 
-        step = math.ceil(n / (n_jobs * 4))
+        step = math.ceil(n / (max(n_jobs, 5) * 4))
         step += step % 2  # keep interleaved (chosen, rejected) rows of a pair in one chunk
         ranges = [(i, min(i + step, n)) for i in range(0, n, step)]
-        if "fork" in multiprocessing.get_all_start_methods():
-            global _WORK
-            _WORK = (self, prompts, responses)
-            try:
-                with multiprocessing.get_context("fork").Pool(n_jobs) as pool:
-                    chunks = pool.map(_raw_chunk, ranges, chunksize=1)
-            finally:
-                _WORK = None
-        else:
-            from joblib import Parallel, delayed
+        chunks = []
+        with progress(total=n, desc="featurising", unit="responses") as bar:
+            if n_jobs == 1:
+                for i, j in ranges:
+                    chunks.append(self._raw(prompts[i:j], responses[i:j]))
+                    bar.update(j - i)
+            elif "fork" in multiprocessing.get_all_start_methods():
+                global _WORK
+                _WORK = (self, prompts, responses)
+                try:
+                    with multiprocessing.get_context("fork").Pool(n_jobs) as pool:
+                        for (i, j), chunk in zip(
+                            ranges, pool.imap(_raw_chunk, ranges, chunksize=1), strict=True
+                        ):
+                            chunks.append(chunk)
+                            bar.update(j - i)
+                finally:
+                    _WORK = None
+            else:
+                from joblib import Parallel, delayed
 
-            chunks = Parallel(n_jobs=n_jobs)(
-                delayed(self._raw)(prompts[i:j], responses[i:j]) for i, j in ranges
-            )
+                chunks = Parallel(n_jobs=n_jobs)(
+                    delayed(self._raw)(prompts[i:j], responses[i:j]) for i, j in ranges
+                )
+                bar.update(n)
         out = {}
         for k in chunks[0]:
             parts = [c[k] for c in chunks]

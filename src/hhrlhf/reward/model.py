@@ -221,14 +221,18 @@ def train_pm(
     t_feat = time.perf_counter() - t0
     say(f"featurised {n:,} pairs in {t_feat:.1f}s ({diffs.shape[1]:,} features)")
     weights = pair_weights([p.subset for p in pairs], harm_weight)
-    result = optimize.minimize(
-        bt_objective,
-        np.zeros(diffs.shape[1]),
-        args=(diffs, weights, l2),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": max_iter},
-    )
+    from ..progress import progress as progress_bar
+
+    with progress_bar(total=max_iter, desc="fitting", unit="iterations") as bar:
+        result = optimize.minimize(
+            bt_objective,
+            np.zeros(diffs.shape[1]),
+            args=(diffs, weights, l2),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter},
+            callback=lambda _: bar.update(1),
+        )
     w = result.x
     margin = np.asarray(diffs @ w).ravel()
     t_total = time.perf_counter() - t0
