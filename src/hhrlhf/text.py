@@ -43,6 +43,7 @@ def printable(text: str, *, keep_newlines: bool = True) -> str:
 
 
 _SPACES = re.compile("( +)")
+_ANY_SPACE = re.compile(r"\s")
 _WHITESPACE_TRANS = {ord(c): " " for c in textwrap._whitespace}
 _OTHER_WHITESPACE = re.compile("[\t\n\x0b\x0c\r]")
 _SPLITTER = textwrap.TextWrapper()
@@ -79,6 +80,7 @@ def wrap(
     chunks.reverse()
     off = 0  # how much of chunks[-1] (an over-long word) is already on earlier lines
     rest_blank = 0  # chunks[-1][off:] is blank once off reaches this
+    plain = False  # chunks[-1] (when off > 0) holds no hyphen and no whitespace at all
     lines: list[str] = []
     while chunks:
         cur: list[str] = []
@@ -88,6 +90,14 @@ def wrap(
         if lines and (off >= rest_blank if off else chunks[-1].strip() == ""):
             del chunks[-1]
             off = 0
+        if off and plain and room >= 1 and len(chunks[-1]) - off > room:
+            # the middle of a long plain word: full lines of `room` characters, as below
+            chunk = chunks[-1]
+            full = (len(chunk) - off - 1) // room
+            lines.extend(
+                [indent + chunk[k : k + room] for k in range(off, off + full * room, room)]
+            )
+            off += full * room
         while chunks:
             n = len(chunks[-1]) - off
             if cur_len + n > room:
@@ -101,6 +111,7 @@ def wrap(
             chunk = chunks[-1]
             if off == 0:
                 rest_blank = len(chunk.rstrip())
+                plain = "-" not in chunk and _ANY_SPACE.search(chunk) is None
             end = space_left
             hyphen = chunk.rfind("-", off, off + space_left) - off
             if hyphen > 0 and chunk[off : off + hyphen].strip("-"):
