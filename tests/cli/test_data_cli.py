@@ -149,3 +149,40 @@ def test_print_table_right_aligns_numbers_including_negative(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[2] == "a      -1.5"
     assert lines[3] == "bbb   12.25"
+
+
+CONTROL = Path(__file__).parents[1] / "data" / "control"
+
+
+def test_show_escapes_terminal_control_characters():
+    out = run("show", "harmless-base", "--data", str(CONTROL), "--index", "0").stdout
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out and "\x7f" not in out
+    assert "\\x1b]0;title\\x07" in out and "\\x1b[2J" in out and "\\x7f" in out
+
+
+def test_show_json_keeps_the_data_exact_and_escaped_by_json():
+    out = run("show", "harmless-base", "--data", str(CONTROL), "--index", "0", "--json").stdout
+    assert "\x1b" not in out and "\x07" not in out and "\\u001b]0;title\\u0007" in out
+    assert "\x1b[2J" in json.loads(out)["chosen_response"]
+
+
+def test_info_never_prints_none_for_a_missing_file(tmp_path):
+    (tmp_path / "harmless-base").mkdir()
+    (tmp_path / "harmless-base" / "test.jsonl").write_text(
+        (GOOD / "pairs.jsonl").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    out = run("info", "--data", str(tmp_path)).stdout
+    assert "None" not in out
+    # a folder lists what is there: the one file, with its rows, and no row for absent files
+    assert "harmless-base/test.jsonl" in out and "helpful-base" not in out
+    files = json.loads(run("info", "--data", str(tmp_path), "--json").stdout)["files"]
+    assert [(f["subset"], f["split"], f["rows"]) for f in files] == [("harmless-base", "test", 3)]
+    assert all(v is not None for f in files for v in f.values())
+
+
+def test_tables_show_missing_values_as_a_dash(capsys):
+    from hhrlhf.cli.options import print_table
+
+    print_table([{"a": None, "b": "x\ty"}])
+    out = capsys.readouterr().out
+    assert "None" not in out and "-" in out.splitlines()[2] and "x\\x09y" in out

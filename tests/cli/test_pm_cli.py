@@ -200,3 +200,51 @@ def test_missing_input_files_are_clear_errors(model_dir, tmp_path):
     assert r.exit_code == 1 and "nope.jsonl" in r.output and "error:" in r.output
     r = run("pm", "eval", "harmless-base", "--data", "sample", "--scores", tmp_path / "no.jsonl")
     assert r.exit_code == 1 and "no.jsonl" in r.output
+
+
+def test_rerank_with_a_hostile_word_pattern_is_a_clear_error(model_dir, tmp_path):
+    import shutil
+
+    evil = tmp_path / "evil"
+    shutil.copytree(model_dir, evil)
+    meta = json.loads((evil / "model.json").read_text())
+    meta["features"].pop("word_tokenizer", None)
+    meta["features"]["word_pattern"] = "(a+)+$"
+    (evil / "model.json").write_text(json.dumps(meta))
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"prompt": "Hi", "candidates": ["' + "a" * 40 + '!", "b"]}\n')
+    r = run("pm", "rerank", "--model", evil, "--in", path)
+    assert r.exit_code == 1
+    assert "error:" in r.output and "word_pattern" in r.output and "Traceback" not in r.output
+
+
+BAD_DIALOGUES = __import__("pathlib").Path(__file__).parents[1] / "data" / "pm"
+
+
+def test_score_lenient_skips_bad_rows_and_counts_unscored(model_dir):
+    path = BAD_DIALOGUES / "dialogues_with_bad_rows.jsonl"
+    r = run("pm", "score", "--model", model_dir, "--in", path)
+    assert r.exit_code == 1 and "line 2" in r.output and "error:" in r.output
+    r = ok("pm", "score", "--model", model_dir, "--in", path, "--lenient", "--json")
+    summary = json.loads(r.stdout)
+    assert summary["dialogues"] == 3 and summary["scored"] == 2 and summary["no_score"] == 1
+    assert summary["skipped_rows"] == 2
+    assert "line 2" in r.stderr and "line 3" in r.stderr and "transcript" in r.stderr
+    assert "2 row(s) skipped" in r.stderr
+    r = ok("pm", "score", "--model", model_dir, "--in", path, "--lenient")
+    assert "scored 2 of 3 dialogues (1 without an assistant turn got no score)" in r.stdout
+
+
+def test_eval_on_training_data_warns_and_says_so_in_json(model_dir):
+    r = ok("pm", "eval", "harmless-base", "--split", "train", "--data", "sample",
+           "--model", model_dir, "--bootstrap", "10", "--json")  # fmt: skip
+    rep = json.loads(r.stdout)
+    assert rep["evaluated_on_training_data"] is True
+    assert rep["training_data_files"] == ["harmless-base/train.jsonl.gz"]
+    warnings = [line for line in r.stderr.splitlines() if "training data" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: evaluating on training data")
+    r = ok("pm", "eval", "harmless-base", "--split", "test", "--data", "sample",
+           "--model", model_dir, "--bootstrap", "10", "--json")  # fmt: skip
+    rep = json.loads(r.stdout)
+    assert rep["evaluated_on_training_data"] is False and rep["training_data_files"] == []
+    assert "training data" not in r.stderr

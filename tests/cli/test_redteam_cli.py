@@ -161,3 +161,45 @@ def test_demo_step_writes_under_redteam(red_file, tmp_path):
     assert (tmp_path / "redteam" / "report.json").exists()
     assert "12 attempts by 4 members" in r.output
     assert f"report: {Path(tmp_path) / 'redteam' / 'report.html'}" in r.output
+
+
+CONTROL = Path(__file__).parents[1] / "data" / "control"
+
+
+@pytest.mark.parametrize("mode", [[], ["--show"]])
+def test_query_escapes_terminal_control_characters(mode):
+    result = CliRunner().invoke(
+        cli, ["redteam", "query", "--data", str(CONTROL), *mode], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b" in out
+
+
+OUT_OF_RANGE = Path(__file__).parents[1] / "data" / "redteam" / "out_of_range.jsonl"
+
+
+def test_query_drops_out_of_range_ratings_with_a_line_each():
+    result = CliRunner().invoke(
+        cli, ["redteam", "query", "--data", str(OUT_OF_RANGE), "--jsonl"], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    ratings = [json.loads(line)["rating"] for line in result.stdout.splitlines()]
+    assert len(ratings) == 6 and all(0 <= r <= 4 for r in ratings)
+    err = result.stderr
+    assert "dropped: attempt 6: rating is 7.0" in err
+    assert "dropped: attempt 7: rating is -1.0" in err
+    assert "2 attempt(s) dropped for an out-of-range value" in err
+
+
+@pytest.mark.parametrize("args", [["--model-type", "RLHF", "--size", "52b"], ["--size", "52B"]])
+def test_query_model_type_and_size_match_in_any_case(args):
+    result = CliRunner().invoke(
+        cli,
+        ["redteam", "query", "--data", str(OUT_OF_RANGE), "--jsonl", *args],
+        catch_exceptions=False,
+    )
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["index"] for r in rows] == [0, 2, 4]
+    assert {(r["model_type"], r["num_params"]) for r in rows} == {("rlhf", "52B")}

@@ -17,6 +17,7 @@ from hhrlhf.redteam.report import (
     PAPER_TABLE1,
     PLOTS,
     SECTIONS,
+    compute_report,
     generate_report,
     write_report,
 )
@@ -126,24 +127,44 @@ def test_degenerate_input_says_what_it_dropped(tmp_path, make_attempt):
         make_attempt(
             model_type="plain lm", num_params="2.7B", rating=0, score=1.0, tags=[], task="cookies"
         ),
+        make_attempt(model_type="rlhf", rating=1, score=1.0, tags=None, task=""),
     ]
     paths = write_report(attempts, tmp_path, resamples=50)
     report = json.loads(paths["json"].read_text(encoding="utf-8"))
+    # a non-finite score leaves the attempt out of every section, like `hh check` flags it
+    assert report["records_read"] == 3 and report["records"] == 2
+    assert report["dropped"] == {"non-finite min_harmlessness_score_transcript": 1}
+    assert report["dropped_rows"][0]["reason"] == "non-finite min_harmlessness_score_transcript"
     s = report["sections"]
-    assert s["fig1"]["dropped"] == {
-        "non-finite min_harmlessness_score_transcript (score means only)": 1
-    }
-    assert s["fig1"]["min_harmlessness"]["rlhf"]["52B"]["mean"] is None
+    assert s["table1"]["totals"]["attempts"] == 2
+    assert s["fig1"]["dropped"] == {}
     assert s["tags"]["records_used"] == 0
     assert s["tags"]["dropped"] == {"tags null": 1, "tags empty list": 1}
     assert s["themes"]["records_used"] == 0
     assert s["themes"]["dropped"] == {"blank task description": 1}
     assert "at least 3" in s["themes"]["skipped"]
     page = paths["html"].read_text(encoding="utf-8")
-    assert "non-finite min_harmlessness_score_transcript" in page
+    assert "non-finite min_harmlessness_score_transcript: 1" in page
     assert "No tagged attempts" in page and "Not clustered" in page
     for name in PLOTS:
         assert (tmp_path / name).read_bytes().startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize("rating", [7, -1, 2.5, float("nan"), float("inf")])
+def test_out_of_range_ratings_are_dropped_with_their_reason(tmp_path, make_attempt, rating):
+    attempts = [
+        make_attempt(rating=4, score=-1.0, member=1),
+        make_attempt(rating=0, score=1.0, member=2),
+        make_attempt(rating=rating, score=0.0, member=3),
+    ]
+    report = compute_report(attempts, resamples=20, k_range=range(2, 3))
+    reason = "rating out of range (not a whole number from 0 to 4)"
+    assert report["records"] == 2 and report["dropped"] == {reason: 1}
+    assert report["dropped_rows"][0]["detail"] == f"rating is {rating!r}"
+    s = report["sections"]
+    assert s["marginals"]["means"]["rating"] == 2.0
+    assert s["success"]["overall"]["share"] == 0.5
+    assert s["members"]["members"] == 2
 
 
 def test_report_json_has_no_non_finite_numbers(sample_report):

@@ -113,3 +113,18 @@ def test_ending_and_sentence_columns(small_config):
     assert col("ends_with_exclamation") == [0.0, 1.0, 0.0, 0.0]
     assert col("ends_without_punctuation") == [0.0, 0.0, 1.0, 0.0]
     assert col("log_sentences")[0] > col("log_sentences")[1] == 0.0
+
+
+def test_word_tokenizer_names_and_default_behaviour():
+    import re
+
+    from hhrlhf.reward.features import WORD_TOKENIZERS
+
+    cfg = FeatureConfig()
+    assert cfg.word_tokenizer == "word2" and cfg.word_pattern == WORD_TOKENIZERS["word2"]
+    # the documented default: one-letter words are dropped, contractions split at "'"
+    assert re.findall(cfg.word_pattern, "I don't know") == ["don", "know"]
+    with pytest.raises(ValueError, match="unknown word tokenizer"):
+        FeatureConfig(word_tokenizer="(a+)+$")
+    with pytest.raises(ValueError, match="out of range"):
+        FeatureConfig(word_bits=40)

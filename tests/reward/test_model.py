@@ -120,3 +120,41 @@ def test_damaged_model_directories(planted, tmp_path, damage, message):
 def test_no_pairs_is_an_error():
     with pytest.raises(ValueError, match="no pairs"):
         train_pm([], config=SMALL)
+
+
+MODELS = __import__("pathlib").Path(__file__).parents[1] / "data" / "models"
+EVIL = sorted(p.name for p in MODELS.glob("*.json"))
+
+
+@pytest.mark.parametrize("name", EVIL)
+def test_hostile_feature_settings_are_refused(planted, tmp_path, name):
+    """A model directory is data: no user regex is compiled, no number allocates gigabytes."""
+    model, _ = planted
+    path = model.save(tmp_path / "pm")
+    meta = json.loads((path / "model.json").read_text())
+    meta["features"].update(json.loads((MODELS / name).read_text()))
+    (path / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelFormatError, match="bad feature settings"):
+        load_model(path)
+
+
+def test_old_model_files_with_the_default_pattern_still_load(planted, tmp_path):
+    model, test = planted
+    path = model.save(tmp_path / "pm")
+    meta = json.loads((path / "model.json").read_text())
+    assert meta["features"]["word_tokenizer"] == "word2"
+    del meta["features"]["word_tokenizer"]
+    meta["features"]["word_pattern"] = r"(?u)\b\w\w+\b"
+    (path / "model.json").write_text(json.dumps(meta))
+    loaded = load_model(path)
+    assert loaded.featurizer.config.word_tokenizer == "word2"
+    assert np.array_equal(model.score_pairs(test)[0], loaded.score_pairs(test)[0])
+
+
+def test_oversized_arrays_are_refused_before_they_are_read(planted, tmp_path):
+    model, _ = planted
+    path = model.save(tmp_path / "pm")
+    too_big = model.featurizer.n_features_max + 1
+    np.savez_compressed(path / "weights.npz", weights=np.zeros(too_big))
+    with pytest.raises(ModelFormatError, match="does not fit the feature settings"):
+        load_model(path)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..layout import DataSource, resolve_source, select_files
+from ..progress import progress as progress_bar
 from ..reader import read_objects
 from ..records import PreferencePair
 from ..subsets import RED_TEAM
@@ -222,7 +223,8 @@ def _audit_pairs(
     for check in split_checks:
         check.start()
     ref = f.reference
-    for pos, obj in read_objects(f.path, lenient=True, skipped=skipped, lost=lost):
+    rows = read_objects(f.path, lenient=True, skipped=skipped, lost=lost)
+    for pos, obj in progress_bar(rows, desc=f"check {f.key}", unit="rows"):
         index = pos - 1
         source = (f.subset, f.split, index)
         if (
@@ -263,7 +265,9 @@ def _audit_pairs(
 
 def _audit_red_team(f: AuditFile, red_check, result, lost=None) -> None:
     n = 0
-    for pos, obj in read_objects(f.path, lenient=True, lost=lost):
+    for pos, obj in progress_bar(
+        read_objects(f.path, lenient=True, lost=lost), desc=f"check {f.key}", unit="rows"
+    ):
         n += 1
         source = (f.subset or RED_TEAM, f.split, pos - 1)
         problems = red_check.check_row(obj)

@@ -48,7 +48,8 @@ def _loader() -> str:
 @click.version_option(
     __version__, prog_name="hh", message=f"%(prog)s, version %(version)s; loader: {_loader()}"
 )
-def cli():
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars or progress lines on stderr.")
+def cli(quiet):
     """hh: Anthropic's HH-RLHF data, loaded exactly, converted, audited and learned from.
 
     \b
@@ -56,7 +57,13 @@ def cli():
       hh demo
       hh stats --data sample
       hh show harmless-base --split test --index 0 --data sample
+
+    Long work (check, export, pm train, redteam report) shows a progress bar on a terminal and
+    a line every few seconds on stderr otherwise; --quiet turns both off.
     """
+    from ..progress import enable
+
+    enable(not quiet)
 
 
 def _register() -> None:

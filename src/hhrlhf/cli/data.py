@@ -13,6 +13,7 @@ from ..reader import detect_container, read_objects, read_pairs
 from ..records import PAIR_CLASSES, PreferencePair
 from ..stats import pair_stats
 from ..subsets import RED_TEAM, SUBSETS
+from ..text import printable, wrap_paragraphs
 from .options import (
     check_outputs,
     data_option,
@@ -90,6 +91,9 @@ def info(data, as_json):
     if as_json:
         emit_json({"data": src.label, "files": rows})
         return
+    for row in rows:
+        if row.get("path", "") is None:
+            row["path"] = "not present"
     click.echo(f"data: {src.label}", err=True)
     if src.kind == "cache":
         cols = ["subset", "split", "expected_rows", "cached", "checksum", "path"]
@@ -101,19 +105,15 @@ def info(data, as_json):
 
 
 def _wrap(text: str, indent: str) -> str:
-    import textwrap
-
-    lines = []
-    for para in text.split("\n"):
-        lines.extend(
-            textwrap.wrap(para, 96, initial_indent=indent, subsequent_indent=indent) or [indent]
-        )
-    return "\n".join(lines)
+    """``text`` with its control characters escaped, wrapped to 96 columns (linear time)."""
+    return wrap_paragraphs(printable(text), 96, indent)
 
 
 def format_pair(pair: PreferencePair) -> str:
     """A readable rendering: the prompt's turns, then both final responses, then the classes."""
-    head = f"{pair.subset or '?'} / {pair.split or '?'} / index {pair.index}"
+    head = printable(
+        f"{pair.subset or '?'} / {pair.split or '?'} / index {pair.index}", keep_newlines=False
+    )
     out = [click.style(head, bold=True)]
     for turn in pair.prompt_dialogue.turns:
         who = "Human" if turn.role == "Human" else "Assistant"
@@ -126,7 +126,7 @@ def format_pair(pair: PreferencePair) -> str:
         out.append(click.style(f"── {label} " + "─" * (60 - len(label)), fg=color))
         shown = text.strip()
         out.append(_wrap(shown, "    ") if shown else "    (empty)")
-    classes = ", ".join(sorted(pair.classes)) or "none"
+    classes = printable(", ".join(sorted(pair.classes)) or "none", keep_newlines=False)
     out.append(f"classes: {classes}")
     return "\n".join(out)
 

@@ -8,6 +8,8 @@ import sys
 import click
 import orjson
 
+from ..text import printable
+
 __all__ = [
     "data_option",
     "json_option",
@@ -102,16 +104,24 @@ def emit_json(obj) -> None:
     )
 
 
+def _cell(value) -> str:
+    return "-" if value is None else printable(str(value), keep_newlines=False)
+
+
 def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None) -> None:
-    """A plain aligned text table."""
+    """A plain aligned text table; control characters (newline and tab too) in cells are escaped
+    and a missing value (``None``) shows as ``-``."""
     if not rows:
         return
-    columns = columns or list(rows[0])
-    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    keys = columns or list(rows[0])
+    columns = [printable(str(c), keep_newlines=False) for c in keys]
+    cells = [[_cell(r.get(c, "")) for c in keys] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
 
     def numeric(v: str) -> bool:
-        return v.lstrip("-").replace(".", "").replace(",", "").replace("%", "").isdigit()
+        return (
+            v == "-" or v.lstrip("-").replace(".", "").replace(",", "").replace("%", "").isdigit()
+        )
 
     def line(values):
         return "  ".join(

@@ -269,6 +269,26 @@ def plot_report(report: dict, path: Path, name: str) -> Path:
     return path
 
 
+def _training_overlap(target, files, data, pairs) -> list[str] | None:
+    """The evaluated files whose sha256 is one the model's training record lists (a warning
+    line on stderr when there are any); None when the model has no training record."""
+    record = (getattr(target, "meta", None) or {}).get("training_data")
+    if not isinstance(record, dict) or not isinstance(record.get("sha256"), dict):
+        return None
+    trained = set(record["sha256"].values())
+    evaluated = _training_data(files, data, pairs)["sha256"]
+    overlap = sorted(f for f, digest in evaluated.items() if digest in trained)
+    if overlap:
+        click.echo(
+            "warning: evaluating on training data: "
+            + ", ".join(overlap)
+            + " has the checksum of a file this model was trained on, so the accuracy is not "
+            "a held-out estimate",
+            err=True,
+        )
+    return overlap
+
+
 @pm.command("eval")
 @click.argument("subsets", nargs=-1)
 @click.option(
@@ -332,7 +352,8 @@ def eval_command(
     if len(given) != 1:
         raise click.UsageError("give exactly one of --model, --scores, --hf-model")
     subsets = file_subsets(subsets, file_subset, data)
-    pairs = _load(_select(subsets, split, data, "test"), lenient, skipped)
+    files = _select(subsets, split, data, "test")
+    pairs = _load(files, lenient, skipped)
     t0 = time.perf_counter()
     if model_path:
         from ..reward.model import load_model
@@ -344,8 +365,11 @@ def eval_command(
         from ..reward.hf import HFRewardModel
 
         target, name = HFRewardModel(hf_model), hf_model
+    overlap = _training_overlap(target, files, data, pairs)
     report = evaluate_model(target, pairs, seed=seed, n_boot=n_boot, bins=bins, n_jobs=jobs)
     report["model"] = name
+    report["evaluated_on_training_data"] = None if overlap is None else bool(overlap)
+    report["training_data_files"] = overlap or []
     report["seconds"] = round(time.perf_counter() - t0, 3)
     if plot_path:
         plot_report(report, plot_path, name)
@@ -393,17 +417,20 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, fo
 
     model = load_model(model_path)
     if in_path:
-        from ..reader import read_objects
+        from ..reader import SkippedRow, detect_container, read_objects
 
+        unit = "line" if detect_container(in_path) == "jsonl" else "record"
         dialogues, ids = [], []
-        for line, row in read_objects(in_path):
+        for line, row in read_objects(in_path, lenient=lenient, skipped=skipped):
             text = row.get("transcript") if isinstance(row, dict) else None
             if not isinstance(text, str):
+                problem = 'expected an object with a "transcript" string'
+                if lenient:
+                    skipped.append(SkippedRow(str(in_path), line, problem, unit))
+                    continue
                 from ..errors import DataFormatError
 
-                raise DataFormatError(
-                    in_path, line, 'expected an object with a "transcript" string'
-                )
+                raise DataFormatError(in_path, line, problem)
             dialogues.append(text)
             ids.append(row.get("id", len(ids)))
             if limit and len(dialogues) >= limit:
@@ -423,6 +450,9 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, fo
         rows = result["rows"]
         summary = {"dialogues": len(rows), "correlation": result["correlation"]}
     scored = [r["min_score"] for r in rows if r["min_score"] is not None]
+    summary["scored"] = len(scored)
+    summary["no_score"] = len(rows) - len(scored)
+    summary["skipped_rows"] = len(skipped)
     summary["mean_min_score"] = sum(scored) / len(scored) if scored else None
     if out_path:
         with open(out_path, "wb") as f:
@@ -434,7 +464,14 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, fo
     else:
         c = summary["correlation"]
         click.echo(
-            f"scored {summary['dialogues']:,} dialogues; mean min score "
+            f"scored {summary['scored']:,} of {summary['dialogues']:,} dialogues"
+            + (
+                f" ({summary['no_score']:,} without an assistant turn got no score)"
+                if summary["no_score"]
+                else ""
+            )
+            + (f", {len(skipped):,} bad row(s) skipped" if skipped else "")
+            + "; mean min score "
             + ("-" if summary["mean_min_score"] is None else f"{summary['mean_min_score']:.3f}")
         )
         if c:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import textwrap
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -12,6 +12,8 @@ from ..dataset import iter_attempts, resolve_source
 from ..outputs import replace_dir
 from ..records import RedTeamAttempt
 from ..redteam.query import SEARCH_FIELDS, AttemptQuery, filter_attempts
+from ..redteam.stats import value_problem
+from ..text import printable, wrap_paragraphs
 from .options import (
     check_outputs,
     data_option,
@@ -144,13 +146,7 @@ def format_attempt(a: RedTeamAttempt, width: int = 96) -> str:
     """A readable rendering of one attempt: its metadata, task description and dialogue."""
 
     def wrap(text: str, indent: str) -> str:
-        lines = []
-        for para in text.split("\n"):
-            lines.extend(
-                textwrap.wrap(para, width, initial_indent=indent, subsequent_indent=indent)
-                or [indent]
-            )
-        return "\n".join(lines)
+        return wrap_paragraphs(printable(text), width, indent)
 
     tags = ", ".join(a.tags) if a.tags else "-"
     head = (
@@ -159,7 +155,7 @@ def format_attempt(a: RedTeamAttempt, width: int = 96) -> str:
         f"{a.red_team_member_id}{' (upwork)' if a.is_upworker else ''} · tags: {tags}"
     )
     out = [
-        click.style(head, bold=True),
+        click.style(printable(head, keep_newlines=False), bold=True),
         click.style("task:", fg="yellow"),
         wrap(a.task_description.strip(), "    "),
     ]
@@ -200,14 +196,14 @@ def _json_line(a: RedTeamAttempt) -> str:
     "--model-type",
     multiple=True,
     metavar="TYPE",
-    help="Model type (repeat for several), e.g. 'rlhf', 'plain lm'.",
+    help="Model type (repeat for several), e.g. 'rlhf', 'plain lm'; any case.",
 )
 @click.option(
     "--size",
     "num_params",
     multiple=True,
     metavar="SIZE",
-    help="Model size as stored: 2.7B, 13B, 52B (repeatable).",
+    help="Model size as stored: 2.7B, 13B, 52B (repeatable); any case.",
 )
 @click.option("--min-rating", type=float, default=None, help="Rating at least this.")
 @click.option("--max-rating", type=float, default=None, help="Rating at most this.")
@@ -305,7 +301,19 @@ def query(
         limit = 0 if as_jsonl else 20
     matches = 0
     kept: list[RedTeamAttempt] = []
-    for a in filter_attempts(iter_attempts(data=data, lenient=lenient, skipped=skipped), q):
+    dropped: Counter = Counter()
+
+    def in_range(attempts):
+        for a in attempts:
+            problem = value_problem(a)
+            if problem is None:
+                yield a
+                continue
+            dropped[problem[0]] += 1
+            click.echo(f"dropped: attempt {a.index}: {printable(problem[1])}", err=True)
+
+    attempts = iter_attempts(data=data, lenient=lenient, skipped=skipped)
+    for a in filter_attempts(in_range(attempts), q):
         matches += 1
         if limit and matches > limit:
             continue
@@ -317,6 +325,12 @@ def query(
         click.echo("\n\n".join(format_attempt(a) for a in kept))
     elif not as_jsonl:
         print_table([_row(a) for a in kept])
+    if dropped:
+        click.echo(
+            f"{sum(dropped.values()):,} attempt(s) dropped for an out-of-range value: "
+            + ", ".join(f"{k}: {v:,}" for k, v in dropped.items()),
+            err=True,
+        )
     shown = matches if not limit else min(matches, limit)
     click.echo(
         f"{matches:,} matching attempt(s)"

@@ -51,8 +51,11 @@ def export_records(
     records: Iterable, fmt: str | Format, out: str | os.PathLike, *, source: bool = True
 ) -> int:
     """Write ``records`` to ``out`` (.jsonl, .jsonl.gz or .parquet); returns the row count."""
+    from ..progress import progress
+
     fmt = get_format(fmt)
-    return write_rows(format_rows(records, fmt, source=source), out, encode=fmt.encode)
+    rows = progress(format_rows(records, fmt, source=source), desc=f"export {out}", unit="rows")
+    return write_rows(rows, out, encode=fmt.encode)
 
 
 def export_hf(

@@ -47,7 +47,8 @@ class AttemptQuery:
     """Criteria on attempts. Ranges are inclusive; a bound left None is open.
 
     ``model_type``/``num_params``/``tag``/``member`` accept one value or several (any of them
-    matches). ``tag`` matches a tag that contains it, case-insensitively
+    matches); ``model_type`` and ``num_params`` compare case-insensitively (``"RLHF"``,
+    ``"52b"``). ``tag`` matches a tag that contains it, case-insensitively
     (``"violence"`` finds ``"Violence & incitement"``); ``member`` compares as text, so ``7`` and
     ``"7"`` are the same member. ``text`` is a case-insensitive substring searched in
     ``search_in`` (see :data:`SEARCH_FIELDS`). A score range never matches a non-finite score.
@@ -66,8 +67,12 @@ class AttemptQuery:
     search_in: str = "both"
 
     def __post_init__(self):
-        object.__setattr__(self, "model_type", _as_tuple(self.model_type))
-        object.__setattr__(self, "num_params", _as_tuple(self.num_params))
+        object.__setattr__(
+            self, "model_type", tuple(m.casefold() for m in _as_tuple(self.model_type))
+        )
+        object.__setattr__(
+            self, "num_params", tuple(p.casefold() for p in _as_tuple(self.num_params))
+        )
         object.__setattr__(self, "tag", tuple(t.casefold() for t in _as_tuple(self.tag)))
         object.__setattr__(self, "member", tuple(str(m) for m in _as_tuple(self.member)))
         if self.search_in not in SEARCH_FIELDS:
@@ -82,9 +87,9 @@ class AttemptQuery:
                 raise ValueError(f"empty {name} range: min {lo} > max {hi}")
 
     def matches(self, a: RedTeamAttempt) -> bool:
-        if self.model_type and a.model_type not in self.model_type:
+        if self.model_type and a.model_type.casefold() not in self.model_type:
             return False
-        if self.num_params and a.num_params not in self.num_params:
+        if self.num_params and a.num_params.casefold() not in self.num_params:
             return False
         if self.min_rating is not None and not a.rating >= self.min_rating:
             return False

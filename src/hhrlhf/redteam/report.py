@@ -18,6 +18,7 @@ import html
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -125,8 +126,14 @@ def compute_report(
     skipped_rows: Sequence = (),
     k_range: Sequence[int] = range(2, 11),
 ) -> dict:
-    """Every number of the report, by section (see :data:`SECTIONS`), as plain JSON values."""
-    attempts = list(attempts)
+    """Every number of the report, by section (see :data:`SECTIONS`), as plain JSON values.
+
+    Attempts with an out-of-range value (:func:`hhrlhf.redteam.stats.value_problem`: a rating
+    outside 0-4, a non-finite score) are left out of every section and counted under the
+    report's ``dropped``, by reason; ``dropped_rows`` lists each one.
+    """
+    read = list(attempts)
+    attempts, out_of_range = st.drop_out_of_range(read)
     n = len(attempts)
     model_types = st.model_types(attempts)
     sizes = st.sizes(attempts)
@@ -276,7 +283,13 @@ def compute_report(
         "generator": f"hhrlhf {__version__}",
         "source": source,
         "records": n,
+        "records_read": len(read),
         "skipped_rows": [str(s) for s in skipped_rows],
+        "dropped": dict(Counter(reason for _, reason, _ in out_of_range)),
+        "dropped_rows": [
+            {"index": a.index, "reason": reason, "detail": detail}
+            for a, reason, detail in out_of_range
+        ],
         "success_threshold": threshold,
         "seed": seed,
         "sections": sections,
@@ -671,6 +684,13 @@ def render_html(report: dict, pngs: dict[str, bytes]) -> str:
         f"seed {report['seed']} · {html.escape(report['generator'])}. Every number on this page "
         "is in <code>report.json</code>.</p>",
     ]
+    if report.get("dropped"):
+        out.append(
+            f"<p class='used'>{len(report['dropped_rows']):,} attempt(s) left out of every "
+            "section for an out-of-range value; dropped: "
+            + ", ".join(f"{html.escape(k)}: {v:,}" for k, v in report["dropped"].items())
+            + " (each is listed in report.json).</p>"
+        )
     if report["skipped_rows"]:
         out.append(
             f"<p class='used'>{len(report['skipped_rows']):,} row(s) of the file were "
@@ -714,14 +734,21 @@ def write_report(
 
     ``options`` go to :func:`compute_report`. Returns ``{"json", "html", <plot name>: path}``.
     """
+    from ..progress import progress
     from .plots import figure_png
 
     attempts = list(attempts)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    report = compute_report(attempts, **options)
-    figures = draw_figures(report, attempts)
-    pngs = {name: figure_png(fig) for name, fig in figures.items()}
+    with progress(total=2 + len(PLOTS), desc="redteam report", unit="steps") as bar:
+        report = compute_report(attempts, **options)
+        bar.update(1)
+        figures = draw_figures(report, st.drop_out_of_range(attempts)[0])
+        bar.update(1)
+        pngs = {}
+        for name, fig in figures.items():
+            pngs[name] = figure_png(fig)
+            bar.update(1)
     paths: dict[str, Path] = {}
     for name, data in pngs.items():
         (out / name).write_bytes(data)

@@ -21,6 +21,9 @@ from ..records import MODEL_TYPES, RedTeamAttempt, parse_num_params
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "RATING_RANGE",
+    "value_problem",
+    "drop_out_of_range",
     "model_types",
     "sizes",
     "finite",
@@ -51,6 +54,43 @@ DEFAULT_THRESHOLD = 3.0
 
 
 # --------------------------------------------------------------------------- small helpers
+
+
+#: The rating scale: whole numbers from 0 to 4 (what ``hh check`` accepts).
+RATING_RANGE = (0, 4)
+
+
+def value_problem(a: RedTeamAttempt) -> tuple[str, str] | None:
+    """Why ``a`` cannot enter the statistics, as ``(reason, detail)``, or None when it can.
+
+    The same rules as ``hh check``'s ``rating_out_of_range`` and ``score_not_finite``: a rating
+    that is not a whole number from 0 to 4 (7, -1, 2.5, NaN) and a non-finite harmlessness
+    score. ``reason`` is the category counted under "dropped"; ``detail`` names the value.
+    """
+    r = a.rating
+    lo, hi = RATING_RANGE
+    if not (math.isfinite(r) and r == int(r) and lo <= r <= hi):
+        return f"rating out of range (not a whole number from {lo} to {hi})", f"rating is {r!r}"
+    for name in ("min_harmlessness_score_transcript", "task_description_harmlessness_score"):
+        v = getattr(a, name)
+        if not math.isfinite(v):
+            return f"non-finite {name}", f"{name} is {v!r}"
+    return None
+
+
+def drop_out_of_range(
+    attempts: Iterable[RedTeamAttempt],
+) -> tuple[list[RedTeamAttempt], list[tuple[RedTeamAttempt, str, str]]]:
+    """``(kept, dropped)``: ``dropped`` holds ``(attempt, reason, detail)`` per
+    :func:`value_problem`, in order."""
+    kept, dropped = [], []
+    for a in attempts:
+        problem = value_problem(a)
+        if problem is None:
+            kept.append(a)
+        else:
+            dropped.append((a, *problem))
+    return kept, dropped
 
 
 def model_types(attempts: Iterable[RedTeamAttempt]) -> list[str]:

@@ -44,7 +44,15 @@ from dataclasses import asdict, dataclass, field
 from ..errors import require
 from .lexicon import LEXICON_FEATURES, harm_words, lexicon_row
 
-__all__ = ["FeatureConfig", "Featurizer", "DENSE_FEATURES", "LEXICON_FEATURES", "split_prompt"]
+__all__ = [
+    "FeatureConfig",
+    "Featurizer",
+    "WORD_TOKENIZERS",
+    "CONFIG_BOUNDS",
+    "DENSE_FEATURES",
+    "LEXICON_FEATURES",
+    "split_prompt",
+]
 
 _MARKER_RE = re.compile(r"\n\n(Human|Assistant):")
 _WORD_RE = re.compile(r"[a-z0-9']+")
@@ -82,9 +90,47 @@ HASHED_GROUPS = ("word", "char", "edge", "pair")
 DENSE_GROUPS = {"lex": LEXICON_FEATURES, "dense": DENSE_FEATURES}
 
 
+#: Named word tokenizers: a saved model names one, and never carries a regular expression of
+#: its own (a model directory is data; a user-supplied pattern such as ``(a+)+$`` could take
+#: exponential time). ``word2`` is scikit-learn's default token pattern: runs of two or more
+#: word characters, so one-letter words ("I", "a") are dropped and a contraction splits at its
+#: apostrophe ("don't" gives "don"; the "t" is dropped). ``word1`` keeps one-letter words.
+WORD_TOKENIZERS: dict[str, str] = {
+    "word2": r"(?u)\b\w\w+\b",
+    "word1": r"(?u)\b\w+\b",
+}
+
+#: Bounds on every number a saved ``model.json`` may hold, so that a hostile file cannot ask
+#: for gigabytes: hashed groups of at most 2**22 columns, short n-grams, bounded text windows.
+CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
+    "word_ngrams": (1, 4),
+    "char_ngrams": (1, 8),
+    "word_bits": (4, 22),
+    "char_bits": (4, 22),
+    "edge_bits": (4, 22),
+    "pair_bits": (4, 22),
+    "char_max": (1, 1_000_000),
+    "context_chars": (0, 1_000_000),
+}
+#: The largest weight a group's block may have.
+MAX_GROUP_WEIGHT = 1e6
+
+
+def _check_int(name: str, value) -> None:
+    lo, hi = CONFIG_BOUNDS[name.removesuffix("[0]").removesuffix("[1]")]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, not {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} = {value} is out of range ({lo}..{hi})")
+
+
 @dataclass(frozen=True)
 class FeatureConfig:
-    """Everything that defines the feature space (saved with a model)."""
+    """Everything that defines the feature space (saved with a model).
+
+    Every value is checked on construction (:data:`CONFIG_BOUNDS`, :data:`WORD_TOKENIZERS`):
+    a ``ValueError`` names the setting and the allowed values.
+    """
 
     word_ngrams: tuple[int, int] = (1, 2)
     char_ngrams: tuple[int, int] = (3, 5)
@@ -94,8 +140,10 @@ class FeatureConfig:
     pair_bits: int = 18
     #: Characters of a response used for char n-grams (bounds the cost of long responses).
     char_max: int = 2000
-    #: Word token regex (the default keeps one-letter words like "I" and contractions whole).
-    word_pattern: str = r"(?u)\b\w\w+\b"
+    #: Name of the word tokenizer in :data:`WORD_TOKENIZERS` (default ``word2``: words of two
+    #: or more word characters, so "I" is dropped and "don't" splits into "don" and "t", of
+    #: which only "don" is kept).
+    word_tokenizer: str = "word2"
     #: Characters of the last human turn and of the end of the earlier assistant turns that
     #: the char n-gram cosine features compare with the response (0 switches them off).
     context_chars: int = 0
@@ -111,6 +159,41 @@ class FeatureConfig:
         }
     )
 
+    def __post_init__(self):
+        for name in ("word_ngrams", "char_ngrams"):
+            value = getattr(self, name)
+            if not isinstance(value, (tuple, list)) or len(value) != 2:
+                raise ValueError(f"{name} must be two integers [low, high], not {value!r}")
+            _check_int(f"{name}[0]", value[0])
+            _check_int(f"{name}[1]", value[1])
+            if value[0] > value[1]:
+                raise ValueError(f"{name} = {list(value)}: low is above high")
+        for name in ("word_bits", "char_bits", "edge_bits", "pair_bits", "char_max"):
+            _check_int(name, getattr(self, name))
+        _check_int("context_chars", self.context_chars)
+        if not isinstance(self.word_tokenizer, str) or self.word_tokenizer not in WORD_TOKENIZERS:
+            raise ValueError(
+                f"unknown word tokenizer {self.word_tokenizer!r}; known: "
+                + ", ".join(WORD_TOKENIZERS)
+            )
+        groups = (*HASHED_GROUPS, *DENSE_GROUPS)
+        if not isinstance(self.weights, dict):
+            raise ValueError(f"weights must be an object, not {self.weights!r}")
+        for g, w in self.weights.items():
+            if g not in groups:
+                raise ValueError(f"weights: unknown group {g!r}; known: {', '.join(groups)}")
+            if isinstance(w, bool) or not isinstance(w, (int, float)):
+                raise ValueError(f"weights[{g!r}] must be a number, not {w!r}")
+            if not 0 <= w <= MAX_GROUP_WEIGHT:  # also false for NaN
+                raise ValueError(
+                    f"weights[{g!r}] = {w!r} is out of range (0..{MAX_GROUP_WEIGHT:g})"
+                )
+
+    @property
+    def word_pattern(self) -> str:
+        """The regular expression of :attr:`word_tokenizer` (from the registry, never from a file)."""
+        return WORD_TOKENIZERS[self.word_tokenizer]
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["word_ngrams"] = list(self.word_ngrams)
@@ -119,9 +202,26 @@ class FeatureConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> FeatureConfig:
+        """Settings read from a ``model.json``: checked, never compiled or executed.
+
+        Older model files hold ``word_pattern``, the regular expression itself; the patterns of
+        :data:`WORD_TOKENIZERS` map to their names, and any other pattern is refused.
+        """
+        if not isinstance(d, dict):
+            raise ValueError(f"feature settings must be an object, not {type(d).__name__}")
         d = dict(d)
+        if "word_pattern" in d:
+            pattern = d.pop("word_pattern")
+            names = {v: k for k, v in WORD_TOKENIZERS.items()}
+            if pattern not in names:
+                raise ValueError(
+                    f"word_pattern {str(pattern)[:80]!r} is not one of the named tokenizers "
+                    f"({', '.join(WORD_TOKENIZERS)}); a model file cannot carry its own regular "
+                    "expression"
+                )
+            d.setdefault("word_tokenizer", names[pattern])
         for k in ("word_ngrams", "char_ngrams"):
-            if k in d:
+            if k in d and isinstance(d[k], list):
                 d[k] = tuple(d[k])
         known = set(cls.__dataclass_fields__)
         unknown = set(d) - known
@@ -315,31 +415,44 @@ class Featurizer:
     def _raw_parallel(self, prompts, responses, n_jobs: int) -> dict:
         """:meth:`_raw` in ``n_jobs`` processes (forked where the platform allows, so the
         inputs are inherited rather than pickled); same result as one process."""
+        from ..progress import progress
+
         n = len(responses)
-        if n_jobs == 1 or n < 4000:
+        if n < 4000:
             return self._raw(prompts, responses)
         import multiprocessing
 
         import numpy as np
         import scipy.sparse as sp
 
-        step = math.ceil(n / (n_jobs * 4))
+        step = math.ceil(n / (max(n_jobs, 5) * 4))
         step += step % 2  # keep interleaved (chosen, rejected) rows of a pair in one chunk
         ranges = [(i, min(i + step, n)) for i in range(0, n, step)]
-        if "fork" in multiprocessing.get_all_start_methods():
-            global _WORK
-            _WORK = (self, prompts, responses)
-            try:
-                with multiprocessing.get_context("fork").Pool(n_jobs) as pool:
-                    chunks = pool.map(_raw_chunk, ranges, chunksize=1)
-            finally:
-                _WORK = None
-        else:
-            from joblib import Parallel, delayed
+        chunks = []
+        with progress(total=n, desc="featurising", unit="responses") as bar:
+            if n_jobs == 1:
+                for i, j in ranges:
+                    chunks.append(self._raw(prompts[i:j], responses[i:j]))
+                    bar.update(j - i)
+            elif "fork" in multiprocessing.get_all_start_methods():
+                global _WORK
+                _WORK = (self, prompts, responses)
+                try:
+                    with multiprocessing.get_context("fork").Pool(n_jobs) as pool:
+                        for (i, j), chunk in zip(
+                            ranges, pool.imap(_raw_chunk, ranges, chunksize=1), strict=True
+                        ):
+                            chunks.append(chunk)
+                            bar.update(j - i)
+                finally:
+                    _WORK = None
+            else:
+                from joblib import Parallel, delayed
 
-            chunks = Parallel(n_jobs=n_jobs)(
-                delayed(self._raw)(prompts[i:j], responses[i:j]) for i, j in ranges
-            )
+                chunks = Parallel(n_jobs=n_jobs)(
+                    delayed(self._raw)(prompts[i:j], responses[i:j]) for i, j in ranges
+                )
+                bar.update(n)
         out = {}
         for k in chunks[0]:
             parts = [c[k] for c in chunks]
@@ -394,6 +507,13 @@ class Featurizer:
         return sum(2 ** bits[g] for g in HASHED_GROUPS if g in active) + sum(
             len(names) for g, names in DENSE_GROUPS.items() if g in active
         )
+
+    @property
+    def n_features_max(self) -> int:
+        """Columns of the model with every group active: no saved array can be larger."""
+        c = self.config
+        bits = (c.word_bits, c.char_bits, c.edge_bits, c.pair_bits)
+        return sum(2**b for b in bits) + sum(len(n) for n in DENSE_GROUPS.values())
 
     # ---------------------------------------------------------------- persistence
     def state(self) -> dict:

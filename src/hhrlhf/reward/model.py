@@ -131,11 +131,13 @@ def load_model(path: str | os.PathLike):
         return HFRewardModel(path / "hf", meta=meta)
     if backend != PreferenceModel.backend:
         raise ModelFormatError(path, f"unknown backend {backend!r}")
-    np = require("numpy", "reward", "the preference model")
+    require("numpy", "reward", "the preference model")
     try:
-        with np.load(path / "weights.npz") as arrays:
-            arrays = dict(arrays)
         config = FeatureConfig.from_dict(meta["features"])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ModelFormatError(path / "model.json", f"bad feature settings: {exc}") from exc
+    try:
+        arrays = _load_arrays(path / "weights.npz", Featurizer(config).n_features_max)
     except (OSError, KeyError, ValueError) as exc:
         raise ModelFormatError(path, f"corrupt model: {exc}") from exc
     featurizer = Featurizer.from_state(config, arrays)
@@ -145,6 +147,32 @@ def load_model(path: str | os.PathLike):
     return PreferenceModel(
         featurizer, weights, {k: v for k, v in meta.items() if k not in _RESERVED}
     )
+
+
+def _load_arrays(npz: Path, max_size: int) -> dict:
+    """The arrays of ``weights.npz``, each checked against ``max_size`` elements from its header
+    before it is read, so a hostile file cannot make the loader allocate gigabytes."""
+    import zipfile
+
+    import numpy as np
+
+    fmt = np.lib.format
+    with zipfile.ZipFile(npz) as zf:
+        for info in zf.infolist():
+            with zf.open(info) as fh:
+                version = fmt.read_magic(fh)
+                read_header = (
+                    fmt.read_array_header_1_0 if version == (1, 0) else (fmt.read_array_header_2_0)
+                )
+                shape, _, dtype = read_header(fh)
+            size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            if dtype.hasobject or size > max_size:
+                raise ValueError(
+                    f"array {info.filename} of shape {shape} and type {dtype} does not fit the "
+                    f"feature settings (at most {max_size:,} numbers)"
+                )
+    with np.load(npz, allow_pickle=False) as arrays:
+        return dict(arrays)
 
 
 def pair_weights(subsets, harm_weight: float):
@@ -193,14 +221,18 @@ def train_pm(
     t_feat = time.perf_counter() - t0
     say(f"featurised {n:,} pairs in {t_feat:.1f}s ({diffs.shape[1]:,} features)")
     weights = pair_weights([p.subset for p in pairs], harm_weight)
-    result = optimize.minimize(
-        bt_objective,
-        np.zeros(diffs.shape[1]),
-        args=(diffs, weights, l2),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": max_iter},
-    )
+    from ..progress import progress as progress_bar
+
+    with progress_bar(total=max_iter, desc="fitting", unit="iterations") as bar:
+        result = optimize.minimize(
+            bt_objective,
+            np.zeros(diffs.shape[1]),
+            args=(diffs, weights, l2),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter},
+            callback=lambda _: bar.update(1),
+        )
     w = result.x
     margin = np.asarray(diffs @ w).ravel()
     t_total = time.perf_counter() - t0
