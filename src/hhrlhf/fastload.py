@@ -49,7 +49,7 @@ from operator import itemgetter
 import orjson
 
 from .reader import SkippedRow, open_data, read_pairs
-from .records import PreferencePair
+from .records import PreferencePair, untrack
 from .transcript import prompt_length
 
 try:  # the optional C block parser, built at install time where a compiler is at hand
@@ -102,6 +102,8 @@ def _build(cs, rs, subset, split, indices, ends) -> list[PreferencePair]:
     if _SETTERS is None:  # pragma: no cover
         return list(map(PreferencePair, cs, rs, repeat(subset), repeat(split), indices, ends))
     out = list(map(_new, repeat(PreferencePair, len(cs))))
+    # untracked now, while they hold nothing, and for good: they will hold only atomic values
+    untrack(out)
     s_c, s_r, s_subset, s_split, s_index, s_end = _SETTERS
     _consume(map(s_c, out, cs))
     _consume(map(s_r, out, rs))
@@ -155,49 +157,59 @@ def parse_jsonl(
 # --------------------------------------------------------------------------- files
 
 
+def _chunks(blocks: Iterator[bytes]) -> Iterator[bytes | memoryview]:
+    """The stream's complete lines, a block at a time (the last line may lack its newline).
+
+    A line longer than a block is kept as a list of pieces and joined once, when its
+    newline (or the end) comes: each byte is copied at most once more, so a 50 MB line
+    costs time proportional to its size, not to its size times the number of blocks."""
+    pending: list[bytes] = []  # the start of a line not yet complete
+    for block in blocks:
+        cut = block.rfind(b"\n") + 1
+        if not cut:
+            pending.append(block)
+            continue
+        if pending:
+            pending.append(block[:cut])
+            yield b"".join(pending)
+            pending = []
+        else:
+            yield memoryview(block)[:cut]
+        if cut < len(block):
+            pending.append(block[cut:])
+    if pending:
+        yield b"".join(pending)
+
+
+def _lines(chunk) -> list[bytes]:
+    lines = bytes(chunk).split(b"\n")
+    if not lines[-1]:
+        lines.pop()  # the chunk's final newline
+    return lines
+
+
 def _parse_stream(
     blocks: Iterator[bytes], subset, split, native: bool = False
 ) -> list[PreferencePair]:
     """Pairs of a JSONL byte stream given in blocks; raises :class:`Fallback` like
     :func:`parse_jsonl`. Blocks are parsed as they come, so the lines being decoded stay
-    in cache and the memory held is the records plus a few blocks."""
-    if native:
-        if _jsonl is None:
-            raise RuntimeError("the native block parser hhrlhf._jsonl is not built")
-        return _parse_stream_native(blocks, subset, split)
+    in cache and the memory held is the records plus a few blocks.
+
+    With the C parser each block's complete lines take one call. A block it does not vouch
+    for (an extra key, a duplicate key, a bad line, ...) is parsed again by the Python
+    block parser, which accepts what orjson accepts or raises :class:`Fallback`; so the
+    result never depends on which parser ran."""
+    if native and _jsonl is None:
+        raise RuntimeError("the native block parser hhrlhf._jsonl is not built")
     out: list[PreferencePair] = []
-    rest = b""
     first = 1  # 1-based number of the next complete line
-    for block in blocks:
-        lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
-        rest = lines.pop()
-        if lines:
+    for chunk in _chunks(blocks):
+        if native:
+            first = _parse_chunk_native(chunk, first, subset, split, out)
+        else:
+            lines = _lines(chunk)
             out += _parse_lines(lines, first, subset, split)
             first += len(lines)
-    if rest:
-        out += _parse_lines([rest], first, subset, split)
-    if not out:
-        raise Fallback  # empty, or blank lines only: the reference names the problem
-    return out
-
-
-def _parse_stream_native(blocks: Iterator[bytes], subset, split) -> list[PreferencePair]:
-    """:func:`_parse_stream` with the C block parser: each block's complete lines in one call.
-
-    A block the C parser does not vouch for (an extra key, a duplicate key, a bad line, ...)
-    is parsed again by the Python block parser, which accepts what orjson accepts or raises
-    :class:`Fallback`; so the result never depends on which parser ran."""
-    out: list[PreferencePair] = []
-    rest = b""
-    first = 1  # 1-based number of the next complete line
-    for block in blocks:
-        data = rest + block if rest else block
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            first = _parse_chunk_native(memoryview(data)[:cut], first, subset, split, out)
-        rest = data[cut:]
-    if rest:
-        _parse_chunk_native(rest, first, subset, split, out)
     if not out:
         raise Fallback  # empty, or blank lines only: the reference names the problem
     return out
@@ -207,9 +219,7 @@ def _parse_chunk_native(chunk, first: int, subset, split, out: list) -> int:
     """Append the pairs of ``chunk`` (whole lines) to ``out``; the next line's number."""
     got = _jsonl.parse_block(chunk, first - 1, prompt_length)
     if got is None:  # rare: the Python parser decides (or raises Fallback)
-        lines = bytes(chunk).split(b"\n")
-        if not lines[-1]:
-            lines.pop()  # the chunk's final newline
+        lines = _lines(chunk)
         out += _parse_lines(lines, first, subset, split)
         return first + len(lines)
     cs, rs, ends, indices, n_lines = got
