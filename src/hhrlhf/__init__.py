@@ -11,6 +11,7 @@ from .dataset import (
     RecordList,
     iter_attempts,
     iter_pairs,
+    load_arrow,
     load_attempts,
     load_dataset,
     load_pairs,
@@ -34,6 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "load_dataset",
+    "load_arrow",
     "iter_pairs",
     "iter_attempts",
     "load_pairs",

@@ -27,6 +27,7 @@ __all__ = [
     "RecordList",
     "resolve_source",
     "load_dataset",
+    "load_arrow",
     "iter_pairs",
     "iter_attempts",
     "load_pairs",
@@ -304,3 +305,46 @@ def load_dataset(
     for (_, _, split_name), pairs in zip(jobs, loaded, strict=True):
         out.setdefault(split_name, RecordList()).extend(pairs)
     return out
+
+
+def load_arrow(
+    data_dir: str | Iterable[str] | None = None,
+    *,
+    split: str | None = None,
+    data: str | os.PathLike | DataSource | None = None,
+    columns: str = "dpo",
+    lenient: bool = False,
+    skipped: list[SkippedRow] | None = None,
+):
+    """Load preference pairs straight into ``pyarrow`` tables (needs ``hhrlhf[hf]``).
+
+    Returns ``{split: pyarrow.Table}``, or the one table when ``split`` is given. With
+    ``columns="dpo"`` (the default) a table holds ``prompt``, ``chosen``, ``rejected`` as
+    the dpo format writes them (the prompt ends with ``"\n\nAssistant:"``, each response
+    keeps its leading space, ``prompt + chosen`` is the upstream transcript); with
+    ``columns="raw"``, the upstream ``chosen`` and ``rejected``. Then ``subset``, ``split``
+    and ``index`` (the 0-based line). ``datasets.Dataset(table)`` makes it a trainer's
+    dataset.
+
+    Rows, errors and lenient reports are those of :func:`load_dataset`. Where the native
+    block parser is built, the strings go from the decompressed bytes into Arrow buffers
+    without a Python ``str`` per row.
+    """
+    from .errors import require
+    from .fastload import ARROW_COLUMNS, load_files_arrow, pairs_table
+
+    pa = require("pyarrow", "hf", "load_arrow()")
+    if columns not in ARROW_COLUMNS:
+        raise HHError(f"columns must be one of {', '.join(ARROW_COLUMNS)}, not {columns!r}")
+    src = resolve_source(data)
+    if data_dir == RED_TEAM or (src.kind == "file" and _is_red_team_file(src.root)):
+        raise HHError("red-team-attempts holds attempts, not pairs: load_arrow() reads pairs")
+    jobs = _pair_jobs(src, data_dir, split)
+    tables = load_files_arrow(jobs, columns=columns, lenient=lenient, skipped=skipped)
+    out: dict[str, list] = {}
+    for (_, _, split_name), table in zip(jobs, tables, strict=True):
+        out.setdefault(split_name, []).append(table)
+    merged = {name: pa.concat_tables(ts) for name, ts in out.items()}
+    if split is not None:
+        return merged.get(split, pairs_table([], columns))
+    return merged

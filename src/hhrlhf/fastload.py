@@ -57,7 +57,16 @@ try:  # the optional C block parser, built at install time where a compiler is a
 except ImportError:  # pragma: no cover - depends on the install
     _jsonl = None
 
-__all__ = ["FileJob", "Fallback", "NATIVE", "load_files", "parse_jsonl"]
+__all__ = [
+    "ARROW_COLUMNS",
+    "FileJob",
+    "Fallback",
+    "NATIVE",
+    "load_files",
+    "load_files_arrow",
+    "pairs_table",
+    "parse_jsonl",
+]
 
 #: Whether the native block parser is used: built, and not turned off with
 #: ``HH_RLHF_NATIVE=0`` (results are the same either way; only the speed differs).
@@ -123,7 +132,13 @@ def _decode(lines: list[bytes], first: int) -> tuple[list, list[int] | range]:
         return list(map(_loads, lines)), range(first - 1, first - 1 + len(lines))
     except orjson.JSONDecodeError:
         pass
-    # Rare: blank lines (skipped, but still counted) or a bad line.
+    # Rare: blank lines (skipped, but still counted) or a bad line. Blank lines first,
+    # without an exception each (a file may hold millions of them).
+    indices = [n for n, line in enumerate(lines, first - 1) if line.strip()]
+    try:
+        return list(map(_loads, [lines[n - first + 1] for n in indices])), indices
+    except orjson.JSONDecodeError:
+        pass
     objs, indices = [], []
     for n, line in enumerate(lines, first):
         try:
@@ -283,3 +298,125 @@ def load_files(
                 read_pairs(path, subset=subset, split=split, lenient=lenient, skipped=skipped)
             )
     return results  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- Arrow tables
+
+#: The string columns of a table, by ``columns=``: the dpo format's strings, or upstream's.
+ARROW_COLUMNS = {"dpo": ("prompt", "chosen", "rejected"), "raw": ("chosen", "rejected")}
+
+
+def _pairs_columns(pairs: Sequence[PreferencePair], dpo: bool) -> list[list[str]]:
+    """The string columns of records (the pure-Python path and fallbacks)."""
+    if dpo:
+        return [
+            [p.prompt for p in pairs],
+            [p.chosen_response for p in pairs],
+            [p.rejected_response for p in pairs],
+        ]
+    return [[p.chosen for p in pairs], [p.rejected for p in pairs]]
+
+
+def _job_table(pa, columns: str, strings: list[list], indices: list, n: int, subset, split):
+    """One file's table: its string columns (lists of Arrow chunks), then subset, split,
+    index (an int64 chunk list)."""
+    names = ARROW_COLUMNS[columns]
+    arrays = [pa.chunked_array(chunks, pa.string()) for chunks in strings]
+
+    def label(value):
+        return pa.repeat(value, n) if value is not None else pa.nulls(n, pa.string())
+
+    arrays += [label(subset), label(split), pa.chunked_array(indices, pa.int64())]
+    return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
+
+
+def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo"):
+    """A :func:`load_arrow`-shaped table of records already in memory (needs ``hhrlhf[hf]``):
+    built column by column, with no row dicts. Subset and split are the records' own."""
+    from .errors import require
+
+    pa = require("pyarrow", "hf", "Arrow tables")
+    names = ARROW_COLUMNS[columns]
+    arrays = [pa.array(col, pa.string()) for col in _pairs_columns(pairs, columns == "dpo")]
+    arrays += [
+        pa.array([p.subset for p in pairs], pa.string()),
+        pa.array([p.split for p in pairs], pa.string()),
+        pa.array([p.index for p in pairs], pa.int64()),
+    ]
+    return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
+
+
+def _arrow_stream(pa, blocks: Iterator[bytes], columns: str, subset, split, native: bool):
+    """One file's table from its decompressed blocks; raises :class:`Fallback` like
+    :func:`parse_jsonl`. The C parser gives each block's columns as UTF-8 data and int32
+    offsets, wrapped as Arrow arrays without a copy; a block it does not vouch for, and
+    every block without it, goes through the Python block parser's records."""
+    dpo = columns == "dpo"
+    strings: list[list] = [[] for _ in ARROW_COLUMNS[columns]]
+    indices: list = []
+    n = 0
+    first = 1  # 1-based number of the next complete line
+    string, int64, from_buffers, py_buffer = (
+        pa.string(),
+        pa.int64(),
+        pa.Array.from_buffers,
+        pa.py_buffer,
+    )
+    for chunk in _chunks(blocks):
+        got = _jsonl.parse_block_arrow(chunk, first - 1, prompt_length, dpo) if native else None
+        if got is None:  # the Python block parser: records, then their strings
+            lines = _lines(chunk)
+            pairs = _parse_lines(lines, first, subset, split)
+            first += len(lines)
+            if not pairs:
+                continue
+            for out, col in zip(strings, _pairs_columns(pairs, dpo), strict=True):
+                out.append(pa.array(col, string))
+            indices.append(pa.array([p.index for p in pairs], int64))
+            n += len(pairs)
+            continue
+        cols, idx, count, n_lines = got
+        first += n_lines
+        for out, (data, offsets) in zip(strings, cols, strict=True):
+            out.append(from_buffers(string, count, [None, py_buffer(offsets), py_buffer(data)]))
+        indices.append(from_buffers(int64, count, [None, py_buffer(idx)]))
+        n += count
+    if not n:
+        raise Fallback  # empty, or blank lines only: the reference names the problem
+    return _job_table(pa, columns, strings, indices, n, subset, split)
+
+
+def load_files_arrow(
+    jobs: Sequence[FileJob],
+    *,
+    columns: str = "dpo",
+    lenient: bool = False,
+    skipped: list[SkippedRow] | None = None,
+) -> list:
+    """Load preference files as Arrow tables, one per job, in order (needs ``hhrlhf[hf]``).
+
+    ``columns="dpo"``: ``prompt``, ``chosen``, ``rejected`` (the dpo format's strings);
+    ``"raw"``: upstream ``chosen``, ``rejected``; then ``subset``, ``split``, ``index``.
+    The rows, the first error and the ``skipped`` entries are exactly those of
+    :func:`load_files` (so of the reference reader): a file the fast path does not accept
+    is read by :func:`~hhrlhf.reader.read_pairs` right away, and a file it accepts holds
+    no error and no skipped row, so reading files one after the other in order meets the
+    same first error and reports the same rows in the same order.
+    """
+    from .errors import require
+
+    pa = require("pyarrow", "hf", "load_arrow()")
+    if columns not in ARROW_COLUMNS:
+        raise ValueError(f"columns must be one of {sorted(ARROW_COLUMNS)}, not {columns!r}")
+    out = []
+    for path, subset, split in jobs:
+        path = str(path)
+        try:
+            table = _arrow_stream(pa, _read_blocks(path), columns, subset, split, NATIVE)
+        except (Fallback, *_READ_ERRORS):
+            pairs = list(
+                read_pairs(path, subset=subset, split=split, lenient=lenient, skipped=skipped)
+            )
+            table = pairs_table(pairs, columns)
+        out.append(table)
+    return out
