@@ -495,3 +495,69 @@ def test_linear_one_character_lines(tmp_path, monkeypatch):
     _budget(path, monkeypatch)
     (pair,) = load_files([(path, None, None)])[0]
     assert pair.index == 375_000
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+def _run(gen):
+    """Everything a stream yields, then the error it ends with (or None)."""
+    got = []
+    try:
+        for p in gen:
+            got.append(_key(p))
+    except DataFormatError as exc:
+        return got, (str(exc), exc.path, exc.line)
+    return got, None
+
+
+def _same_stream(path, monkeypatch, **kw):
+    """iter_file yields, raises and reports what read_pairs does, strict and lenient."""
+    monkeypatch.setattr(fastload, "BLOCK", 4096)  # many blocks before a problem
+    strict = None
+    for lenient in (False, True):
+        ref_skipped, fast_skipped = [], []
+        ref = _run(read_pairs(path, lenient=lenient, skipped=ref_skipped, **kw))
+        fast = _run(fastload.iter_file(path, lenient=lenient, skipped=fast_skipped, **kw))
+        assert fast == ref
+        assert fast_skipped == ref_skipped
+        strict = strict or ref
+    return strict  # what the strict reader yielded and raised
+
+
+@pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
+def test_stream_bad_files_like_the_reference(path, monkeypatch):
+    _same_stream(path, monkeypatch, subset="harmless-base", split="test")
+
+
+@pytest.mark.parametrize("where", [1, 300, 999, 1000])
+def test_stream_problem_after_many_blocks(tmp_path, monkeypatch, where):
+    """A bad line, a mistyped value and a cut-off end deep in a file: the pairs before it
+    come from the block parser, the rest and the error from the reference reader."""
+    rows = [orjson.dumps(r) for r in synth.generate_pairs(1000, seed=2, quirks=HEAVY)]
+    for bad in (b"{not json", b'{"chosen": 1, "rejected": "x"}', b""):
+        lines = list(rows)
+        if bad:
+            lines.insert(where - 1, bad)
+        body = b"\n".join(lines) + b"\n"
+        path = tmp_path / "s.jsonl"
+        path.write_bytes(body if bad else body[: len(body) * where // 1000 - 1])
+        got, err = _same_stream(path, monkeypatch, subset="s", split="train")
+        assert err is not None or not bad or len(got) == 1000
+
+
+@pytest.mark.parametrize("cut", [0.2, 0.6, 0.95])
+def test_stream_truncated_gzip_like_the_reference(tmp_path, monkeypatch, cut):
+    rows = synth.generate_pairs(3000, seed=5)
+    body = b"".join(orjson.dumps(r) + b"\n" for r in rows)
+    data = gzip.compress(body)
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(data[: int(len(data) * cut)])
+    got, err = _same_stream(path, monkeypatch)
+    assert err is not None and len(got) > 0
+
+
+def test_iter_pairs_fast_and_reference_agree(tmp_path):
+    fast = [_key(p) for p in hhrlhf.iter_pairs(data="sample")]
+    slow = [_key(p) for p in hhrlhf.iter_pairs(data="sample", fast=False)]
+    assert fast == slow and len(fast) == 320

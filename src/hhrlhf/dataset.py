@@ -195,8 +195,18 @@ def iter_pairs(
     data: str | os.PathLike | DataSource | None = None,
     lenient: bool = False,
     skipped: list[SkippedRow] | None = None,
+    fast: bool = True,
 ) -> Iterator[PreferencePair]:
-    """Stream preference pairs (constant memory). ``data_dir`` may name several subsets."""
+    """Stream preference pairs (constant memory). ``data_dir`` may name several subsets.
+
+    ``fast=True`` (the default) reads a block of lines at a time with
+    :func:`hhrlhf.fastload.iter_file`; ``fast=False`` with :func:`~hhrlhf.reader.read_pairs`,
+    a line at a time. The pairs, errors and lenient reports are the same either way.
+    """
+    if fast:
+        from .fastload import iter_file as read
+    else:
+        read = read_pairs
     src = resolve_source(data)
     names = [data_dir] if isinstance(data_dir, str) or data_dir is None else list(data_dir)
     for name in names:
@@ -204,7 +214,7 @@ def iter_pairs(
             raise HHError("red-team-attempts holds attempts, not pairs: use iter_attempts()")
         for subset, split_name, f in _files(src, name, split):
             path = f if isinstance(f, Path) else src.locate(f)
-            yield from read_pairs(
+            yield from read(
                 path,
                 subset=subset.name if subset else None,
                 split=split_name,
@@ -245,12 +255,15 @@ def load_pairs(
 
     ``fast=True`` (the default) reads with :mod:`hhrlhf.fastload` (1 MiB blocks decoded,
     aligned and built a block at a time), whose records, errors and lenient reports are
-    identical to the streaming reader's; ``fast=False`` collects :func:`iter_pairs`.
+    identical to the streaming reader's; ``fast=False`` collects :func:`iter_pairs` with
+    the reference reader.
     Files are located (and, for the cache, downloaded) before reading.
     """
     if not fast:
         return RecordList(
-            iter_pairs(data_dir, split=split, data=data, lenient=lenient, skipped=skipped)
+            iter_pairs(
+                data_dir, split=split, data=data, lenient=lenient, skipped=skipped, fast=False
+            )
         )
     from .fastload import load_files
 

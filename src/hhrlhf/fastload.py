@@ -61,6 +61,7 @@ __all__ = [
     "ARROW_COLUMNS",
     "FileJob",
     "Fallback",
+    "iter_file",
     "NATIVE",
     "load_files",
     "load_files_arrow",
@@ -263,6 +264,51 @@ def _read_blocks(path: str) -> Iterator[bytes]:
             if not block:
                 return
             yield block
+
+
+def iter_file(
+    path: str | os.PathLike,
+    *,
+    subset: str | None = None,
+    split: str | None = None,
+    lenient: bool = False,
+    skipped: list[SkippedRow] | None = None,
+) -> Iterator[PreferencePair]:
+    """Stream one file's pairs a block at a time: exactly what :func:`~hhrlhf.reader.read_pairs`
+    yields, raises and reports, at the block parser's speed and in constant memory.
+
+    Blocks are parsed (natively where built) and their pairs yielded as they come. At the
+    first block the fast path does not accept (a bad line, a damaged stream, a JSON array,
+    ...), the reference reader takes over: it reads the file again from the start and its
+    pairs are yielded from that block's first line on. Every line before it was accepted,
+    so it holds no error and no skipped row: the caller sees the reference's sequence of
+    pairs, then its error or its lenient reports, line numbers included.
+    """
+    path = str(path)
+    resume = 0  # the 0-based line from which the reference reader takes over
+    try:
+        found = False
+        first = 1  # 1-based number of the next complete line
+        for chunk in _chunks(_read_blocks(path)):
+            if NATIVE:
+                out: list[PreferencePair] = []
+                nxt = _parse_chunk_native(chunk, first, subset, split, out)
+            else:
+                lines = _lines(chunk)
+                out = _parse_lines(lines, first, subset, split)
+                nxt = first + len(lines)
+            found = found or bool(out)
+            yield from out
+            first = nxt
+            resume = first - 1
+        if found:
+            return
+        raise Fallback  # empty, or blank lines only: the reference names the problem
+    except (Fallback, *_READ_ERRORS):
+        pass
+    for pair in read_pairs(path, subset=subset, split=split, lenient=lenient, skipped=skipped):
+        if pair.index >= resume:
+            yield pair
 
 
 def load_files(
