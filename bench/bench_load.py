@@ -52,6 +52,9 @@ from hhrlhf.subsets import PREFERENCE_SUBSETS, SUBSETS
 HERE = Path(__file__).resolve().parent
 TARGET_RATIO = 0.75
 TARGET_RSS_MB = 150
+TARGET_MATERIALISED = 0.75
+TARGET_ARROW = 0.35
+TARGET_ARROW_RSS = 1.5  # times the decompressed text
 
 #: Written under the results every time: the numbers of an experiment whose code is gone.
 TRIED_AND_REMOVED = [
@@ -92,14 +95,110 @@ def preference_files(root: Path) -> list[Path]:
 
 
 def run_floor(files) -> int:
-    n = 0
+    """gzip + orjson per line, keeping the two strings of every pair."""
+    keep = []
     loads = orjson.loads
     for path in files:
         with gzip.open(path, "rb") as f:
             for line in f:
-                loads(line)
-                n += 1
-    return n
+                obj = loads(line)
+                keep.append((obj["chosen"], obj["rejected"]))
+    run_floor.last = keep  # freed outside the timed region
+    return len(keep)
+
+
+def run_materialised(root, collect: bool = True) -> int:
+    """``load_dataset``, then every pair's prompt, chosen and rejected response in a row
+    dict, as a user's loop builds them (the collector on, as users run, or off)."""
+    was = gc.isenabled()
+    if collect:
+        gc.enable()
+    else:
+        gc.disable()
+    try:
+        ds = hhrlhf.load_dataset(data=root)
+        rows = [
+            {"prompt": p.prompt, "chosen": p.chosen_response, "rejected": p.rejected_response}
+            for split in ds.values()
+            for p in split
+        ]
+    finally:
+        if was:
+            gc.enable()
+    run_materialised.last = (ds, rows)
+    return len(rows)
+
+
+def _retrack(pairs) -> None:
+    """Make the collector track the pairs again, as records were before they were untracked
+    (``PyObject_GC_Track`` through ctypes; for the comparison below only)."""
+    import ctypes
+
+    track = ctypes.pythonapi.PyObject_GC_Track
+    track.argtypes = [ctypes.py_object]
+    track.restype = None
+    for p in pairs:
+        if not gc.is_tracked(p):
+            track(p)
+
+
+def materialise_loop(root, repeats: int) -> dict[str, float]:
+    """CPU seconds of the user's loop alone (row dicts of every pair's three strings), run
+    right after a fresh load, so the records are as the loader left them: with the
+    collector on, off, and on with the records tracked again (as before)."""
+    out: dict[str, list[float]] = {"GC on": [], "GC off": [], "GC on, records tracked": []}
+    for _ in range(repeats):
+        for name in out:
+            gc.collect()
+            ds = hhrlhf.load_dataset(data=root)
+            if name == "GC on, records tracked":
+                for split in ds.values():
+                    _retrack(split)
+            if name == "GC off":
+                gc.disable()
+            c0 = time.process_time()
+            rows = [
+                {"prompt": p.prompt, "chosen": p.chosen_response, "rejected": p.rejected_response}
+                for split in ds.values()
+                for p in split
+            ]
+            out[name].append(time.process_time() - c0)
+            gc.enable()
+            del rows, ds
+    return {name: min(v) for name, v in out.items()}
+
+
+def run_arrow(root) -> int:
+    tables = hhrlhf.load_arrow(data=root)
+    run_arrow.last = tables
+    return sum(t.num_rows for t in tables.values())
+
+
+def _split_batch(batch):
+    from hhrlhf.transcript import prompt_length
+
+    out = {"prompt": [], "chosen": [], "rejected": []}
+    for c, r in zip(batch["chosen"], batch["rejected"], strict=True):
+        e = prompt_length(c, r)
+        out["prompt"].append(c[:e])
+        out["chosen"].append(c[e:])
+        out["rejected"].append(r[e:])
+    return out
+
+
+def run_datasets_dpo(files) -> int:
+    """``datasets.load_dataset("json")`` into a fresh cache, then a batched ``map`` that
+    splits every pair into prompt, chosen and rejected response (the turn-level split)."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    tmp = tempfile.mkdtemp(prefix="hh-bench-datasets-")
+    try:
+        ds = datasets.load_dataset("json", data_files=[str(f) for f in files], cache_dir=tmp)
+        ds = ds.map(_split_batch, batched=True, batch_size=1000)
+        return sum(len(v) for v in ds.values())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run_hhrlhf(root, fast=True, native=None) -> int:
@@ -209,7 +308,7 @@ def timed(fn, *args, **kw):
     n = fn(*args, **kw)
     wall, cpu = time.perf_counter() - t0, cpu_now() - c0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
-    for f in (run_hhrlhf, run_hhrlhf_file):
+    for f in (run_floor, run_hhrlhf, run_hhrlhf_file, run_materialised, run_arrow):
         f.last = None
     return n, wall, cpu, faults
 
@@ -227,6 +326,11 @@ CHILD = {
         "import hhrlhf, sys\n"
         "ds = hhrlhf.load_dataset(data=sys.argv[1])\n"
         "print(sum(len(v) for v in ds.values()))"
+    ),
+    "load_arrow": (
+        "import hhrlhf, pyarrow, sys\n"
+        "ts = hhrlhf.load_arrow(data=sys.argv[1])\n"
+        "print(sum(t.num_rows for t in ts.values()))"
     ),
 }
 
@@ -298,7 +402,13 @@ def main(argv=None) -> int:
 
     from hhrlhf import fastload
 
-    runs: dict[str, list] = {"floor": [], "hhrlhf": []}
+    runs: dict[str, list] = {
+        "floor": [],
+        "hhrlhf": [],
+        "hhrlhf + strings (GC on)": [],
+        "hhrlhf + strings (GC off)": [],
+        "load_arrow": [],
+    }
     if fastload.NATIVE:
         runs["hhrlhf (pure Python)"] = []
     else:
@@ -313,6 +423,7 @@ def main(argv=None) -> int:
             args.no_datasets = True
         else:
             runs["datasets"] = []
+            runs["datasets + split map"] = []
     for r in range(args.repeats):
         for name in runs:
             if name == "floor":
@@ -323,11 +434,19 @@ def main(argv=None) -> int:
                 res = timed(run_hhrlhf, root, native=False)
             elif name == "hhrlhf (reference)":
                 res = timed(run_hhrlhf, root, fast=False)
+            elif name == "hhrlhf + strings (GC on)":
+                res = timed(run_materialised, root)
+            elif name == "hhrlhf + strings (GC off)":
+                res = timed(run_materialised, root, collect=False)
+            elif name == "load_arrow":
+                res = timed(run_arrow, root)
+            elif name == "datasets + split map":
+                res = timed(run_datasets_dpo, files)
             else:
                 res = timed(run_datasets, files)
             runs[name].append(res)
-            print(
-                f"run {r + 1}: {name:20s} {res[0]:>8,} rows  "
+            print(  # the wide names need a wider column
+                f"run {r + 1}: {name:26s} {res[0]:>8,} rows  "
                 f"wall {res[1]:6.3f} s  cpu {res[2]:6.3f} s",
                 file=sys.stderr,
             )
@@ -336,7 +455,9 @@ def main(argv=None) -> int:
         sys.exit(f"row counts differ: {counts}")
 
     rss = {kind: peak_rss_mb(kind, root) for kind in CHILD}
+    text_mb = sum(_text_size(f) for f in files) / (1 << 20)
     steps = breakdown(files, args.repeats)
+    loop = materialise_loop(root, args.repeats)
 
     real = None
     real_dir = os.environ.get("HH_RLHF_REAL")
@@ -348,18 +469,31 @@ def main(argv=None) -> int:
             real["hhrlhf"].append(timed(run_hhrlhf_file, real_file))
     load_after = os.getloadavg()
 
-    report = render(args, info, runs, rss, steps, real, real_file, load_before, load_after)
+    report = render(
+        args, info, runs, rss, steps, real, real_file, load_before, load_after, text_mb, loop
+    )
     print(report)
     args.out.write_text(report)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
-def render(args, info, runs, rss, steps, real, real_file, load_before, load_after) -> str:
+def _text_size(path) -> int:
+    """Decompressed bytes of a file."""
+    n = 0
+    with gzip.open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            n += len(block)
+    return n
+
+
+def render(
+    args, info, runs, rss, steps, real, real_file, load_before, load_after, text_mb, loop
+) -> str:
     floor = best(runs["floor"])
     n = floor[0]
     lines = [
-        "# Loading benchmark (hhrlhf.load_dataset vs the gzip+orjson floor and datasets)",
+        "# Loading benchmark (hhrlhf.load_dataset and load_arrow vs the gzip+orjson floor and datasets)",
         "",
         "Command (from the repository root, after "
         "`python bench/make_corpus.py --out bench/corpus`):",
@@ -394,7 +528,8 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
     ratio = hh[1] / floor[1]
     lines += [
         "",
-        "- floor: `gzip.open` + `orjson.loads` per line, no alignment, nothing kept.",
+        "- floor: `gzip.open` + `orjson.loads` per line, keeping the two strings of every "
+        "pair; no alignment.",
         "- hhrlhf: `hhrlhf.load_dataset(data=corpus)`, every pair a `PreferencePair` with its "
         "turn-level prompt end computed at load (not deferred)"
         + (
@@ -408,9 +543,31 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
         '- datasets: `datasets.load_dataset("json", data_files=..., cache_dir=<new temp dir>)`, '
         "a fresh cache directory each run so it parses rather than reads its cache; raw strings, "
         "no alignment.",
+        "- datasets + split map: the same, then `.map(batched=True)` splitting every pair into "
+        "prompt, chosen and rejected response (with `hhrlhf.transcript.prompt_length`), as a "
+        "DPO trainer's preprocessing does.",
+        "- hhrlhf + strings (GC on): `load_dataset`, then a row dict of every pair's `prompt`, "
+        "`chosen_response`, `rejected_response`, with the cyclic garbage collector on, as "
+        "users run; (GC off): the same with `gc.disable()`. The records are untracked by the "
+        "collector, so its passes triggered by the user's dicts do not walk them: the two rows "
+        "should be close.",
+        "- load_arrow: `hhrlhf.load_arrow(data=corpus)`: `{split: pyarrow.Table}` with the dpo "
+        "columns prompt, chosen, rejected plus subset, split, index, straight from the native "
+        "block parser into Arrow buffers (no Python str per row).",
         "",
         f"Target: hhrlhf at most {TARGET_RATIO}x the floor: measured {ratio:.2f}x "
         f"({'met' if ratio <= TARGET_RATIO else 'NOT met'}).",
+    ]
+    for name, target in (
+        ("hhrlhf + strings (GC on)", TARGET_MATERIALISED),
+        ("load_arrow", TARGET_ARROW),
+    ):
+        got = best(runs[name])[1] / floor[1]
+        lines.append(
+            f"Target: {name} at most {target}x the floor: measured {got:.2f}x "
+            f"({'met' if got <= target else 'NOT met'})."
+        )
+    lines += [
         "",
         "## Peak RSS (child processes, `VmHWM`)",
         "",
@@ -422,6 +579,7 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
             "baseline": "interpreter + `import hhrlhf`, nothing read",
             "streaming": "streaming every pair (`hhrlhf.iter_pairs`)",
             "full load": "full `load_dataset` (all pairs held)",
+            "load_arrow": "full `load_arrow` (every table held)",
         }[kind]
         lines.append(f"| {label} | {mb:.1f} |")
     stream = rss["streaming"][0]
@@ -429,6 +587,26 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
         "",
         f"Target: streaming peak RSS under {TARGET_RSS_MB} MB: measured {stream:.1f} MB "
         f"({'met' if stream < TARGET_RSS_MB else 'NOT met'}).",
+        f"Target: `load_arrow` peak RSS at most {TARGET_ARROW_RSS}x the decompressed text "
+        f"({text_mb:.1f} MB): measured {rss['load_arrow'][0]:.1f} MB, "
+        f"{rss['load_arrow'][0] / text_mb:.2f}x "
+        f"({'met' if rss['load_arrow'][0] <= TARGET_ARROW_RSS * text_mb else 'NOT met'}).",
+    ]
+    lines += [
+        "",
+        "## The user's loop after a load (CPU, the loop alone, best of the repeats)",
+        "",
+        "A row dict of every pair's `prompt`, `chosen_response`, `rejected_response`, run right "
+        "after a fresh `load_dataset` (the loader pauses the collector, so its records are "
+        "all young when the loop starts). Records tracked: the same records made tracked "
+        "again with `PyObject_GC_Track`, as they were before they were untracked.",
+        "",
+        "| loop | CPU (s) |",
+        "|---|---:|",
+        *(f"| {name} | {sec:.3f} |" for name, sec in loop.items()),
+        "",
+        f"Tracked records cost the loop {loop['GC on, records tracked'] / loop['GC on']:.2f}x "
+        "what untracked ones cost.",
     ]
     lines += [
         "",
