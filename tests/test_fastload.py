@@ -450,11 +450,12 @@ def _floor(path: Path) -> float:
     return _best(run)
 
 
-def _budget(path: Path, monkeypatch, factor: float = 12.0):
+def _budget(path: Path, monkeypatch, factor: float):
     """Loading ``path`` (records and Arrow) costs at most ``factor`` times the floor on
-    the same bytes: proportional to the size, whatever the shape. Small blocks (8 KiB) make
-    a cost quadratic in the blocks a line spans show at a few megabytes."""
-    monkeypatch.setattr(fastload, "BLOCK", 8192)
+    the same bytes: proportional to the size, whatever the shape. Small blocks (4 KiB) make
+    a cost quadratic in the blocks a line spans show at a few megabytes (joining a 6 MB
+    line block by block costs over 10x the floor there; the loader about 2x)."""
+    monkeypatch.setattr(fastload, "BLOCK", 4096)
     floor = _floor(path)
     jobs = [(path, "harmless-base", "test")]
     records = _best(lambda: load_files(jobs))
@@ -470,7 +471,7 @@ def test_linear_one_long_line(tmp_path, monkeypatch):
     text = "\n\nHuman: " + "word é " * 430_000 + "\n\nAssistant:"
     path = tmp_path / "long.jsonl.gz"
     path.write_bytes(gzip.compress(orjson.dumps({"chosen": text + " a", "rejected": text + " b"})))
-    _budget(path, monkeypatch)
+    _budget(path, monkeypatch, 5.0)
     (pair,) = load_files([(path, None, None)])[0]
     assert pair.prompt == text
 
@@ -482,7 +483,9 @@ def test_linear_many_turns_in_one_transcript(tmp_path, monkeypatch):
     rejected = turns + "\n\nHuman: last\n\nAssistant: y"
     path = tmp_path / "turns.jsonl.gz"
     path.write_bytes(gzip.compress(orjson.dumps({"chosen": chosen, "rejected": rejected})))
-    _budget(path, monkeypatch)
+    # the turn walk is a Python step per turn (about 10x the floor's cost per byte here);
+    # a walk quadratic in the turns would cost thousands of times the floor
+    _budget(path, monkeypatch, 30.0)
     (pair,) = load_files([(path, None, None)])[0]
     assert pair.prompt == turns + "\n\nHuman: last\n\nAssistant:"
 
@@ -492,7 +495,7 @@ def test_linear_one_character_lines(tmp_path, monkeypatch):
     body = b"\n" * 250_000 + b" \n" * 125_000 + LINE + b"\n" + b"\t\n" * 125_000
     path = tmp_path / "short.jsonl.gz"
     path.write_bytes(gzip.compress(body))
-    _budget(path, monkeypatch)
+    _budget(path, monkeypatch, 4.0)
     (pair,) = load_files([(path, None, None)])[0]
     assert pair.index == 375_000
 
