@@ -8,8 +8,8 @@ Usage::
 What is timed, in one run, interleaved (floor, hhrlhf, reference, datasets; again...), best
 of ``--repeats``:
 
-* ``floor``: ``gzip.open`` + ``orjson.loads`` per line over the eight preference files, no
-  alignment, nothing kept;
+* ``floor``: ``gzip.open`` + ``orjson.loads`` per line over the eight preference files,
+  keeping the two strings of every pair, no alignment;
 * ``hhrlhf``: ``hhrlhf.load_dataset(data=corpus)``: every pair as a ``PreferencePair`` with its
   prompt end computed at load time (``prompt``/``chosen_response``/``rejected_response`` are
   slices at that offset), both splits, with the native block parser (``hhrlhf._jsonl``);
@@ -18,11 +18,20 @@ of ``--repeats``:
 * ``hhrlhf (reference)``: the same with ``fast=False`` (the streaming reader collected);
 * ``datasets``: ``datasets.load_dataset("json", data_files=..., cache_dir=<fresh temp dir>)``,
   a new cache directory for each run so that it parses the files instead of reading its cache
-  (raw strings only, no alignment).
+  (raw strings only, no alignment); ``datasets + split map``: the same, then a batched
+  ``map`` splitting prompt and responses;
+* ``hhrlhf + strings (GC on|off)``: ``load_dataset``, then a row dict of every pair's
+  prompt, chosen and rejected response, with the cyclic garbage collector on (as users run)
+  or off;
+* ``load_arrow``: ``hhrlhf.load_arrow(data=corpus)``, the dpo columns as Arrow tables.
+
+Then, alone: the user's loop right after a load with untracked records (as loaded) and with
+the same records tracked again, and each step of a load.
 
 Peak RSS is measured in child processes with ``resource.getrusage(RUSAGE_SELF).ru_maxrss``:
 streaming every pair with ``hhrlhf.iter_pairs`` (touching each pair's prompt end), the
-interpreter with ``hhrlhf`` imported and nothing read (the baseline), and the full load. With
+interpreter with ``hhrlhf`` imported and nothing read (the baseline), the full load and the
+full ``load_arrow`` (its target is relative to the decompressed text size). With
 ``HH_RLHF_REAL`` set, the real ``harmless-base/test.jsonl.gz`` is timed the same way as a small
 sanity line. Wall time is what the target is about; CPU time (all threads and child
 processes) is shown beside it because the machine may be shared while the benchmark runs, and
