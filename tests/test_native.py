@@ -383,3 +383,33 @@ def test_untrack_takes_a_list_or_one_object():
     jsonl.untrack(one)
     assert not gc.is_tracked(one)
     jsonl.untrack(["a", 1, None])  # atomic values: nothing to do
+
+
+@pytestmark_native
+def test_build_makes_the_records_the_class_makes():
+    import gc
+
+    from hhrlhf.records import PreferencePair
+
+    slots = fastload._SLOTS
+    cs = [PROMPT + " a", "x\n\nAssistant: é"]
+    rs = [PROMPT + " b", "x\n\nAssistant: ü"]
+    ends = [prompt_length(c, r) for c, r in zip(cs, rs, strict=True)]
+    got = jsonl.build(PreferencePair, slots, (cs, rs, "s", None, [3, 9], ends))
+    want = [PreferencePair(c, r, "s", None, i) for c, r, i in zip(cs, rs, [3, 9], strict=True)]
+    assert got == want and [p.prompt_end for p in got] == [p.prompt_end for p in want]
+    assert [repr(p) for p in got] == [repr(p) for p in want]
+    assert not any(map(gc.is_tracked, got))
+    assert jsonl.build(PreferencePair, slots, ([], [], None, None, [], [])) == []
+    with pytest.raises(ValueError, match="length"):
+        jsonl.build(PreferencePair, slots, (cs, rs[:1], None, None, [1, 2], ends))
+    with pytest.raises(ValueError, match="one column per slot"):
+        jsonl.build(PreferencePair, slots, (cs,))
+    with pytest.raises(TypeError, match="own object slots"):
+        jsonl.build(PreferencePair, (PreferencePair.chosen, len), (cs, rs))
+
+    class Other:
+        __slots__ = ("a",)
+
+    with pytest.raises(TypeError, match="own object slots"):
+        jsonl.build(Other, (PreferencePair.chosen,), (cs,))

@@ -20,6 +20,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -634,10 +635,79 @@ static PyObject *untrack(PyObject *Py_UNUSED(self), PyObject *objs) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(build_doc,
+"build(cls, slots, columns) -> list\n"
+"\n"
+"Instances of the slotted class ``cls`` made without calling it (as ``object.__new__`` and\n"
+"the slot descriptors' ``__set__`` would): ``slots`` is a tuple of ``cls``'s member\n"
+"descriptors and ``columns`` a tuple of as many values, each a list (one value per record)\n"
+"or anything else (the same value for every record); the lists have one length. The\n"
+"records are untracked by the cyclic garbage collector: for values that are all atomic\n"
+"(str, int, None) only.");
+
+static PyObject *build(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyTypeObject *cls;
+    PyObject *slots, *columns;
+    if (!PyArg_ParseTuple(args, "O!O!O!:build", &PyType_Type, &cls, &PyTuple_Type, &slots,
+                          &PyTuple_Type, &columns))
+        return NULL;
+    Py_ssize_t k = PyTuple_GET_SIZE(slots);
+    if (PyTuple_GET_SIZE(columns) != k || k > 16) {
+        PyErr_SetString(PyExc_ValueError, "build(): one column per slot, at most 16");
+        return NULL;
+    }
+    Py_ssize_t offsets[16], n = -1;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *d = PyTuple_GET_ITEM(slots, j);
+        if (!PyObject_TypeCheck(d, &PyMemberDescr_Type) ||
+            ((PyDescrObject *)d)->d_type != cls ||
+            ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+            PyErr_SetString(PyExc_TypeError, "build(): slots must be cls's own object slots");
+            return NULL;
+        }
+        offsets[j] = ((PyMemberDescrObject *)d)->d_member->offset;
+        if (offsets[j] < 0 || offsets[j] + (Py_ssize_t)sizeof(PyObject *) > cls->tp_basicsize) {
+            PyErr_SetString(PyExc_TypeError, "build(): a slot lies outside the instance");
+            return NULL;
+        }
+        PyObject *col = PyTuple_GET_ITEM(columns, j);
+        if (PyList_CheckExact(col)) {
+            if (n >= 0 && PyList_GET_SIZE(col) != n) {
+                PyErr_SetString(PyExc_ValueError, "build(): the columns differ in length");
+                return NULL;
+            }
+            n = PyList_GET_SIZE(col);
+        }
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "build(): no list among the columns");
+        return NULL;
+    }
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = cls->tp_alloc(cls, 0);
+        if (o == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (PyObject_IS_GC(o) && PyObject_GC_IsTracked(o)) PyObject_GC_UnTrack(o);
+        for (Py_ssize_t j = 0; j < k; j++) {
+            PyObject *col = PyTuple_GET_ITEM(columns, j);
+            PyObject *v = PyList_CheckExact(col) ? PyList_GET_ITEM(col, i) : col;
+            PyObject **slot = (PyObject **)((char *)o + offsets[j]);
+            Py_XSETREF(*slot, Py_NewRef(v));
+        }
+        PyList_SET_ITEM(out, i, o);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"parse_block", parse_block, METH_VARARGS, parse_block_doc},
     {"parse_block_arrow", parse_block_arrow, METH_VARARGS, parse_block_arrow_doc},
     {"untrack", untrack, METH_O, untrack_doc},
+    {"build", build, METH_VARARGS, build_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -110,9 +110,12 @@ _FIELDS = ("chosen", "rejected", "subset", "split", "index", "prompt_end")
 if tuple(f.name for f in fields(PreferencePair)) == _FIELDS and all(
     type(PreferencePair.__dict__.get(name)).__name__ == "member_descriptor" for name in _FIELDS
 ):
-    _SETTERS = tuple(PreferencePair.__dict__[name].__set__ for name in _FIELDS)
+    _SLOTS = tuple(PreferencePair.__dict__[name] for name in _FIELDS)
+    _SETTERS = tuple(slot.__set__ for slot in _SLOTS)
 else:  # pragma: no cover - only if records.PreferencePair changes shape
-    _SETTERS = None
+    _SLOTS = _SETTERS = None
+#: The native record builder (one C loop per batch: allocate, fill the slots, untrack).
+_native_build = getattr(_jsonl, "build", None) if _SLOTS is not None else None
 
 
 def _build(cs, rs, subset, split, indices, ends) -> list[PreferencePair]:
@@ -247,7 +250,10 @@ def _parse_chunk_native(chunk, first: int, subset, split, out: list) -> int:
         out += _parse_lines(lines, first, subset, split)
         return first + len(lines)
     cs, rs, ends, indices, n_lines = got
-    out += _build(cs, rs, subset, split, indices, ends)
+    if _native_build is not None:
+        out += _native_build(PreferencePair, _SLOTS, (cs, rs, subset, split, indices, ends))
+    else:  # pragma: no cover - a stale build of the extension
+        out += _build(cs, rs, subset, split, indices, ends)
     return first + n_lines
 
 
