@@ -288,7 +288,18 @@ def breakdown(files, repeats: int) -> dict[str, float]:
     ends = step("prompt_length (alignment)", lambda: list(map(prompt_length, cs, rs)))
     gc.disable()
     try:
-        step("records built", lambda: _build(cs, rs, "s", "train", range(len(cs)), ends))
+        step(
+            "records built (Python: slot setters)",
+            lambda: _build(cs, rs, "s", "train", range(len(cs)), ends),
+        )
+        if fastload._native_build is not None:
+            idx = list(range(len(cs)))
+            step(
+                "records built (native build)",
+                lambda: fastload._native_build(
+                    fastload.PreferencePair, fastload._SLOTS, (cs, rs, "s", "train", idx, ends)
+                ),
+            )
     finally:
         gc.enable()
     return steps
@@ -641,7 +652,7 @@ def render(
     if native_step in steps:
         lines += [
             "",
-            "The native load is the isal, native parse_block and records rows: one C call per "
+            "The native load is the isal, native parse_block and native records rows: one C call per "
             "block scans each line once, unescapes both strings into one buffer with 16-byte "
             "vector compares, aligns the usual pair on the bytes (the Python turn walk decides "
             "the rest) and makes the str objects, replacing the orjson and alignment rows "
