@@ -8,8 +8,8 @@ Usage::
 What is timed, in one run, interleaved (floor, hhrlhf, reference, datasets; again...), best
 of ``--repeats``:
 
-* ``floor``: ``gzip.open`` + ``orjson.loads`` per line over the eight preference files, no
-  alignment, nothing kept;
+* ``floor``: ``gzip.open`` + ``orjson.loads`` per line over the eight preference files,
+  keeping the two strings of every pair, no alignment;
 * ``hhrlhf``: ``hhrlhf.load_dataset(data=corpus)``: every pair as a ``PreferencePair`` with its
   prompt end computed at load time (``prompt``/``chosen_response``/``rejected_response`` are
   slices at that offset), both splits, with the native block parser (``hhrlhf._jsonl``);
@@ -18,11 +18,20 @@ of ``--repeats``:
 * ``hhrlhf (reference)``: the same with ``fast=False`` (the streaming reader collected);
 * ``datasets``: ``datasets.load_dataset("json", data_files=..., cache_dir=<fresh temp dir>)``,
   a new cache directory for each run so that it parses the files instead of reading its cache
-  (raw strings only, no alignment).
+  (raw strings only, no alignment); ``datasets + split map``: the same, then a batched
+  ``map`` splitting prompt and responses;
+* ``hhrlhf + strings (GC on|off)``: ``load_dataset``, then a row dict of every pair's
+  prompt, chosen and rejected response, with the cyclic garbage collector on (as users run)
+  or off;
+* ``load_arrow``: ``hhrlhf.load_arrow(data=corpus)``, the dpo columns as Arrow tables.
+
+Then, alone: the user's loop right after a load with untracked records (as loaded) and with
+the same records tracked again, and each step of a load.
 
 Peak RSS is measured in child processes with ``resource.getrusage(RUSAGE_SELF).ru_maxrss``:
 streaming every pair with ``hhrlhf.iter_pairs`` (touching each pair's prompt end), the
-interpreter with ``hhrlhf`` imported and nothing read (the baseline), and the full load. With
+interpreter with ``hhrlhf`` imported and nothing read (the baseline), the full load and the
+full ``load_arrow`` (its target is relative to the decompressed text size). With
 ``HH_RLHF_REAL`` set, the real ``harmless-base/test.jsonl.gz`` is timed the same way as a small
 sanity line. Wall time is what the target is about; CPU time (all threads and child
 processes) is shown beside it because the machine may be shared while the benchmark runs, and
@@ -52,6 +61,9 @@ from hhrlhf.subsets import PREFERENCE_SUBSETS, SUBSETS
 HERE = Path(__file__).resolve().parent
 TARGET_RATIO = 0.75
 TARGET_RSS_MB = 150
+TARGET_MATERIALISED = 0.75
+TARGET_ARROW = 0.35
+TARGET_ARROW_RSS = 1.5  # times the decompressed text
 
 #: Written under the results every time: the numbers of an experiment whose code is gone.
 TRIED_AND_REMOVED = [
@@ -92,14 +104,110 @@ def preference_files(root: Path) -> list[Path]:
 
 
 def run_floor(files) -> int:
-    n = 0
+    """gzip + orjson per line, keeping the two strings of every pair."""
+    keep = []
     loads = orjson.loads
     for path in files:
         with gzip.open(path, "rb") as f:
             for line in f:
-                loads(line)
-                n += 1
-    return n
+                obj = loads(line)
+                keep.append((obj["chosen"], obj["rejected"]))
+    run_floor.last = keep  # freed outside the timed region
+    return len(keep)
+
+
+def run_materialised(root, collect: bool = True) -> int:
+    """``load_dataset``, then every pair's prompt, chosen and rejected response in a row
+    dict, as a user's loop builds them (the collector on, as users run, or off)."""
+    was = gc.isenabled()
+    if collect:
+        gc.enable()
+    else:
+        gc.disable()
+    try:
+        ds = hhrlhf.load_dataset(data=root)
+        rows = [
+            {"prompt": p.prompt, "chosen": p.chosen_response, "rejected": p.rejected_response}
+            for split in ds.values()
+            for p in split
+        ]
+    finally:
+        if was:
+            gc.enable()
+    run_materialised.last = (ds, rows)
+    return len(rows)
+
+
+def _retrack(pairs) -> None:
+    """Make the collector track the pairs again, as records were before they were untracked
+    (``PyObject_GC_Track`` through ctypes; for the comparison below only)."""
+    import ctypes
+
+    track = ctypes.pythonapi.PyObject_GC_Track
+    track.argtypes = [ctypes.py_object]
+    track.restype = None
+    for p in pairs:
+        if not gc.is_tracked(p):
+            track(p)
+
+
+def materialise_loop(root, repeats: int) -> dict[str, float]:
+    """CPU seconds of the user's loop alone (row dicts of every pair's three strings), run
+    right after a fresh load, so the records are as the loader left them: with the
+    collector on, off, and on with the records tracked again (as before)."""
+    out: dict[str, list[float]] = {"GC on": [], "GC off": [], "GC on, records tracked": []}
+    for _ in range(repeats):
+        for name in out:
+            gc.collect()
+            ds = hhrlhf.load_dataset(data=root)
+            if name == "GC on, records tracked":
+                for split in ds.values():
+                    _retrack(split)
+            if name == "GC off":
+                gc.disable()
+            c0 = time.process_time()
+            rows = [
+                {"prompt": p.prompt, "chosen": p.chosen_response, "rejected": p.rejected_response}
+                for split in ds.values()
+                for p in split
+            ]
+            out[name].append(time.process_time() - c0)
+            gc.enable()
+            del rows, ds
+    return {name: min(v) for name, v in out.items()}
+
+
+def run_arrow(root) -> int:
+    tables = hhrlhf.load_arrow(data=root)
+    run_arrow.last = tables
+    return sum(t.num_rows for t in tables.values())
+
+
+def _split_batch(batch):
+    from hhrlhf.transcript import prompt_length
+
+    out = {"prompt": [], "chosen": [], "rejected": []}
+    for c, r in zip(batch["chosen"], batch["rejected"], strict=True):
+        e = prompt_length(c, r)
+        out["prompt"].append(c[:e])
+        out["chosen"].append(c[e:])
+        out["rejected"].append(r[e:])
+    return out
+
+
+def run_datasets_dpo(files) -> int:
+    """``datasets.load_dataset("json")`` into a fresh cache, then a batched ``map`` that
+    splits every pair into prompt, chosen and rejected response (the turn-level split)."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    tmp = tempfile.mkdtemp(prefix="hh-bench-datasets-")
+    try:
+        ds = datasets.load_dataset("json", data_files=[str(f) for f in files], cache_dir=tmp)
+        ds = ds.map(_split_batch, batched=True, batch_size=1000)
+        return sum(len(v) for v in ds.values())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run_hhrlhf(root, fast=True, native=None) -> int:
@@ -180,7 +288,18 @@ def breakdown(files, repeats: int) -> dict[str, float]:
     ends = step("prompt_length (alignment)", lambda: list(map(prompt_length, cs, rs)))
     gc.disable()
     try:
-        step("records built", lambda: _build(cs, rs, "s", "train", range(len(cs)), ends))
+        step(
+            "records built (Python: slot setters)",
+            lambda: _build(cs, rs, "s", "train", range(len(cs)), ends),
+        )
+        if fastload._native_build is not None:
+            idx = list(range(len(cs)))
+            step(
+                "records built (native build)",
+                lambda: fastload._native_build(
+                    fastload.PreferencePair, fastload._SLOTS, (cs, rs, "s", "train", idx, ends)
+                ),
+            )
     finally:
         gc.enable()
     return steps
@@ -209,7 +328,7 @@ def timed(fn, *args, **kw):
     n = fn(*args, **kw)
     wall, cpu = time.perf_counter() - t0, cpu_now() - c0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
-    for f in (run_hhrlhf, run_hhrlhf_file):
+    for f in (run_floor, run_hhrlhf, run_hhrlhf_file, run_materialised, run_arrow):
         f.last = None
     return n, wall, cpu, faults
 
@@ -227,6 +346,11 @@ CHILD = {
         "import hhrlhf, sys\n"
         "ds = hhrlhf.load_dataset(data=sys.argv[1])\n"
         "print(sum(len(v) for v in ds.values()))"
+    ),
+    "load_arrow": (
+        "import hhrlhf, pyarrow, sys\n"
+        "ts = hhrlhf.load_arrow(data=sys.argv[1])\n"
+        "print(sum(t.num_rows for t in ts.values()))"
     ),
 }
 
@@ -298,7 +422,13 @@ def main(argv=None) -> int:
 
     from hhrlhf import fastload
 
-    runs: dict[str, list] = {"floor": [], "hhrlhf": []}
+    runs: dict[str, list] = {
+        "floor": [],
+        "hhrlhf": [],
+        "hhrlhf + strings (GC on)": [],
+        "hhrlhf + strings (GC off)": [],
+        "load_arrow": [],
+    }
     if fastload.NATIVE:
         runs["hhrlhf (pure Python)"] = []
     else:
@@ -313,6 +443,7 @@ def main(argv=None) -> int:
             args.no_datasets = True
         else:
             runs["datasets"] = []
+            runs["datasets + split map"] = []
     for r in range(args.repeats):
         for name in runs:
             if name == "floor":
@@ -323,11 +454,19 @@ def main(argv=None) -> int:
                 res = timed(run_hhrlhf, root, native=False)
             elif name == "hhrlhf (reference)":
                 res = timed(run_hhrlhf, root, fast=False)
+            elif name == "hhrlhf + strings (GC on)":
+                res = timed(run_materialised, root)
+            elif name == "hhrlhf + strings (GC off)":
+                res = timed(run_materialised, root, collect=False)
+            elif name == "load_arrow":
+                res = timed(run_arrow, root)
+            elif name == "datasets + split map":
+                res = timed(run_datasets_dpo, files)
             else:
                 res = timed(run_datasets, files)
             runs[name].append(res)
-            print(
-                f"run {r + 1}: {name:20s} {res[0]:>8,} rows  "
+            print(  # the wide names need a wider column
+                f"run {r + 1}: {name:26s} {res[0]:>8,} rows  "
                 f"wall {res[1]:6.3f} s  cpu {res[2]:6.3f} s",
                 file=sys.stderr,
             )
@@ -336,7 +475,9 @@ def main(argv=None) -> int:
         sys.exit(f"row counts differ: {counts}")
 
     rss = {kind: peak_rss_mb(kind, root) for kind in CHILD}
+    text_mb = sum(_text_size(f) for f in files) / (1 << 20)
     steps = breakdown(files, args.repeats)
+    loop = materialise_loop(root, args.repeats)
 
     real = None
     real_dir = os.environ.get("HH_RLHF_REAL")
@@ -348,18 +489,31 @@ def main(argv=None) -> int:
             real["hhrlhf"].append(timed(run_hhrlhf_file, real_file))
     load_after = os.getloadavg()
 
-    report = render(args, info, runs, rss, steps, real, real_file, load_before, load_after)
+    report = render(
+        args, info, runs, rss, steps, real, real_file, load_before, load_after, text_mb, loop
+    )
     print(report)
     args.out.write_text(report)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
-def render(args, info, runs, rss, steps, real, real_file, load_before, load_after) -> str:
+def _text_size(path) -> int:
+    """Decompressed bytes of a file."""
+    n = 0
+    with gzip.open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            n += len(block)
+    return n
+
+
+def render(
+    args, info, runs, rss, steps, real, real_file, load_before, load_after, text_mb, loop
+) -> str:
     floor = best(runs["floor"])
     n = floor[0]
     lines = [
-        "# Loading benchmark (hhrlhf.load_dataset vs the gzip+orjson floor and datasets)",
+        "# Loading benchmark (hhrlhf.load_dataset and load_arrow vs the gzip+orjson floor and datasets)",
         "",
         "Command (from the repository root, after "
         "`python bench/make_corpus.py --out bench/corpus`):",
@@ -384,17 +538,21 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
         f"Best of {args.repeats} runs each (lowest wall time); CPU = user + system time of the "
         "process, its threads and its child processes.",
         "",
-        "| what | wall (s) | CPU (s) | page faults | wall / floor |",
-        "|---|---:|---:|---:|---:|",
+        "| what | wall (s) | CPU (s) | page faults | wall / floor | CPU / floor's CPU |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for name, rows in runs.items():
         _, wall, cpu, faults = best(rows)
-        lines.append(f"| {name} | {wall:.3f} | {cpu:.3f} | {faults:,} | {wall / floor[1]:.2f} |")
+        lines.append(
+            f"| {name} | {wall:.3f} | {cpu:.3f} | {faults:,} | {wall / floor[1]:.2f} "
+            f"| {cpu / floor[2]:.2f} |"
+        )
     hh = best(runs["hhrlhf"])
     ratio = hh[1] / floor[1]
     lines += [
         "",
-        "- floor: `gzip.open` + `orjson.loads` per line, no alignment, nothing kept.",
+        "- floor: `gzip.open` + `orjson.loads` per line, keeping the two strings of every "
+        "pair; no alignment.",
         "- hhrlhf: `hhrlhf.load_dataset(data=corpus)`, every pair a `PreferencePair` with its "
         "turn-level prompt end computed at load (not deferred)"
         + (
@@ -408,9 +566,33 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
         '- datasets: `datasets.load_dataset("json", data_files=..., cache_dir=<new temp dir>)`, '
         "a fresh cache directory each run so it parses rather than reads its cache; raw strings, "
         "no alignment.",
+        "- datasets + split map: the same, then `.map(batched=True)` splitting every pair into "
+        "prompt, chosen and rejected response (with `hhrlhf.transcript.prompt_length`), as a "
+        "DPO trainer's preprocessing does.",
+        "- hhrlhf + strings (GC on): `load_dataset`, then a row dict of every pair's `prompt`, "
+        "`chosen_response`, `rejected_response`, with the cyclic garbage collector on, as "
+        "users run; (GC off): the same with `gc.disable()`. The records are untracked by the "
+        "collector, so its passes triggered by the user's dicts do not walk them: the two rows "
+        "should be close.",
+        "- load_arrow: `hhrlhf.load_arrow(data=corpus)`: `{split: pyarrow.Table}` with the dpo "
+        "columns prompt, chosen, rejected plus subset, split, index, straight from the native "
+        "block parser into Arrow buffers (no Python str per row).",
         "",
         f"Target: hhrlhf at most {TARGET_RATIO}x the floor: measured {ratio:.2f}x "
         f"({'met' if ratio <= TARGET_RATIO else 'NOT met'}).",
+    ]
+    for name, target in (
+        ("hhrlhf + strings (GC on)", TARGET_MATERIALISED),
+        ("load_arrow", TARGET_ARROW),
+    ):
+        got = best(runs[name])[1] / floor[1]
+        got_cpu = best(runs[name])[2] / floor[2]
+        lines.append(
+            f"Target: {name} at most {target}x the floor: measured {got:.2f}x "
+            f"({'met' if got <= target else 'NOT met'}; by CPU time {got_cpu:.2f}x, "
+            f"{'met' if got_cpu <= target else 'NOT met'})."
+        )
+    lines += [
         "",
         "## Peak RSS (child processes, `VmHWM`)",
         "",
@@ -422,6 +604,7 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
             "baseline": "interpreter + `import hhrlhf`, nothing read",
             "streaming": "streaming every pair (`hhrlhf.iter_pairs`)",
             "full load": "full `load_dataset` (all pairs held)",
+            "load_arrow": "full `load_arrow` (every table held)",
         }[kind]
         lines.append(f"| {label} | {mb:.1f} |")
     stream = rss["streaming"][0]
@@ -429,6 +612,26 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
         "",
         f"Target: streaming peak RSS under {TARGET_RSS_MB} MB: measured {stream:.1f} MB "
         f"({'met' if stream < TARGET_RSS_MB else 'NOT met'}).",
+        f"Target: `load_arrow` peak RSS at most {TARGET_ARROW_RSS}x the decompressed text "
+        f"({text_mb:.1f} MB): measured {rss['load_arrow'][0]:.1f} MB, "
+        f"{rss['load_arrow'][0] / text_mb:.2f}x "
+        f"({'met' if rss['load_arrow'][0] <= TARGET_ARROW_RSS * text_mb else 'NOT met'}).",
+    ]
+    lines += [
+        "",
+        "## The user's loop after a load (CPU, the loop alone, best of the repeats)",
+        "",
+        "A row dict of every pair's `prompt`, `chosen_response`, `rejected_response`, run right "
+        "after a fresh `load_dataset` (the loader pauses the collector, so its records are "
+        "all young when the loop starts). Records tracked: the same records made tracked "
+        "again with `PyObject_GC_Track`, as they were before they were untracked.",
+        "",
+        "| loop | CPU (s) |",
+        "|---|---:|",
+        *(f"| {name} | {sec:.3f} |" for name, sec in loop.items()),
+        "",
+        f"Tracked records cost the loop {loop['GC on, records tracked'] / loop['GC on']:.2f}x "
+        "what untracked ones cost.",
     ]
     lines += [
         "",
@@ -443,13 +646,13 @@ def render(args, info, runs, rss, steps, real, real_file, load_before, load_afte
         "The floor is the zlib and orjson rows. The pure-Python load is the isal, orjson, "
         "alignment and records rows (plus splitting lines); orjson builds a dict per line "
         "only to have the loader take two values out of it, and is "
-        f"{steps['orjson.loads per line'] / floor[1]:.0%} of the floor's time by itself.",
+        f"{steps['orjson.loads per line'] / floor[2]:.0%} of the floor's CPU time by itself.",
     ]
     native_step = "native parse_block (decode, align, make strs)"
     if native_step in steps:
         lines += [
             "",
-            "The native load is the isal, native parse_block and records rows: one C call per "
+            "The native load is the isal, native parse_block and native records rows: one C call per "
             "block scans each line once, unescapes both strings into one buffer with 16-byte "
             "vector compares, aligns the usual pair on the bytes (the Python turn walk decides "
             "the rest) and makes the str objects, replacing the orjson and alignment rows "

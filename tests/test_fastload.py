@@ -412,3 +412,165 @@ def test_lines_cut_across_blocks(tmp_path, block):
     ref = _reference([(path, "helpful-online", "test")])
     _assert_same([parse_jsonl(body, subset="helpful-online", split="test", block=block)], ref)
     assert len(ref[0]) == 40 and ref[0][-1].index > 40
+
+
+# --------------------------------------------------------------------------- garbage collector
+
+
+def test_loaded_pairs_are_untracked_by_the_garbage_collector(tmp_path):
+    """Pairs hold only atomic values: the collector need not walk them, whichever path
+    built them (block parser, reference reader, lenient fallback)."""
+    synth.write_corpus(tmp_path, scale="sample", seed=3)
+    jobs = _jobs(tmp_path)
+    loaded = [p for pairs in load_files(jobs) for p in pairs]
+    assert loaded and not any(map(gc.is_tracked, loaded))
+    streamed = [p for pairs in _reference(jobs) for p in pairs]
+    assert not any(map(gc.is_tracked, streamed))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(LINE + b"\n{not json\n" + LINE + b"\n")
+    lenient = load_files([(bad, None, None)], lenient=True, skipped=[])[0]
+    assert len(lenient) == 2 and not any(map(gc.is_tracked, lenient))
+
+
+# --------------------------------------------------------------------------- linear worst cases
+
+
+def _best(fn, runs: int = 3) -> float:
+    import time
+
+    best = float("inf")
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def _floor(path: Path) -> float:
+    """gzip + orjson per non-blank line, keeping both strings."""
+
+    def run():
+        keep = []
+        with gzip.open(path, "rb") as f:
+            for line in f:
+                if line.strip():
+                    obj = orjson.loads(line)
+                    keep.append((obj["chosen"], obj["rejected"]))
+
+    return _best(run)
+
+
+def _budget(path: Path, monkeypatch, factor: float):
+    """Loading ``path`` (records and Arrow) costs at most ``factor`` times the floor on
+    the same bytes: proportional to the size, whatever the shape. Small blocks (4 KiB) make
+    a cost quadratic in the blocks a line spans show at a few megabytes (joining a 6 MB
+    line block by block costs over 10x the floor there; the loader about 2x)."""
+    monkeypatch.setattr(fastload, "BLOCK", 4096)
+    floor = _floor(path)
+    jobs = [(path, "harmless-base", "test")]
+    records = _best(lambda: load_files(jobs))
+    assert records <= factor * floor + 0.05, (records, floor)
+    if fastload._jsonl is not None or not fastload.NATIVE:
+        pytest.importorskip("pyarrow")
+        arrow = _best(lambda: fastload.load_files_arrow(jobs))
+        assert arrow <= factor * floor + 0.05, (arrow, floor)
+
+
+def test_linear_one_long_line(tmp_path, monkeypatch):
+    """One 6 MB line (the issue's 50 MB line, scaled down): 750 blocks of 8 KiB."""
+    text = "\n\nHuman: " + "word é " * 430_000 + "\n\nAssistant:"
+    path = tmp_path / "long.jsonl.gz"
+    path.write_bytes(gzip.compress(orjson.dumps({"chosen": text + " a", "rejected": text + " b"})))
+    _budget(path, monkeypatch, 5.0)
+    (pair,) = load_files([(path, None, None)])[0]
+    assert pair.prompt == text
+
+
+def test_linear_many_turns_in_one_transcript(tmp_path, monkeypatch):
+    """100,000 turns, and a response holding a marker so the turn walk runs."""
+    turns = "".join(f"\n\nHuman: q{k}\n\nAssistant: a{k}" for k in range(50_000))
+    chosen = turns + "\n\nHuman: last\n\nAssistant: x\n\nHuman: more"
+    rejected = turns + "\n\nHuman: last\n\nAssistant: y"
+    path = tmp_path / "turns.jsonl.gz"
+    path.write_bytes(gzip.compress(orjson.dumps({"chosen": chosen, "rejected": rejected})))
+    # the turn walk is a Python step per turn (about 10x the floor's cost per byte here);
+    # a walk quadratic in the turns would cost thousands of times the floor
+    _budget(path, monkeypatch, 30.0)
+    (pair,) = load_files([(path, None, None)])[0]
+    assert pair.prompt == turns + "\n\nHuman: last\n\nAssistant:"
+
+
+def test_linear_one_character_lines(tmp_path, monkeypatch):
+    """Half a million one-character (blank) lines around one pair."""
+    body = b"\n" * 250_000 + b" \n" * 125_000 + LINE + b"\n" + b"\t\n" * 125_000
+    path = tmp_path / "short.jsonl.gz"
+    path.write_bytes(gzip.compress(body))
+    _budget(path, monkeypatch, 4.0)
+    (pair,) = load_files([(path, None, None)])[0]
+    assert pair.index == 375_000
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+def _run(gen):
+    """Everything a stream yields, then the error it ends with (or None)."""
+    got = []
+    try:
+        for p in gen:
+            got.append(_key(p))
+    except DataFormatError as exc:
+        return got, (str(exc), exc.path, exc.line)
+    return got, None
+
+
+def _same_stream(path, monkeypatch, **kw):
+    """iter_file yields, raises and reports what read_pairs does, strict and lenient."""
+    monkeypatch.setattr(fastload, "BLOCK", 4096)  # many blocks before a problem
+    strict = None
+    for lenient in (False, True):
+        ref_skipped, fast_skipped = [], []
+        ref = _run(read_pairs(path, lenient=lenient, skipped=ref_skipped, **kw))
+        fast = _run(fastload.iter_file(path, lenient=lenient, skipped=fast_skipped, **kw))
+        assert fast == ref
+        assert fast_skipped == ref_skipped
+        strict = strict or ref
+    return strict  # what the strict reader yielded and raised
+
+
+@pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
+def test_stream_bad_files_like_the_reference(path, monkeypatch):
+    _same_stream(path, monkeypatch, subset="harmless-base", split="test")
+
+
+@pytest.mark.parametrize("where", [1, 300, 999, 1000])
+def test_stream_problem_after_many_blocks(tmp_path, monkeypatch, where):
+    """A bad line, a mistyped value and a cut-off end deep in a file: the pairs before it
+    come from the block parser, the rest and the error from the reference reader."""
+    rows = [orjson.dumps(r) for r in synth.generate_pairs(1000, seed=2, quirks=HEAVY)]
+    for bad in (b"{not json", b'{"chosen": 1, "rejected": "x"}', b""):
+        lines = list(rows)
+        if bad:
+            lines.insert(where - 1, bad)
+        body = b"\n".join(lines) + b"\n"
+        path = tmp_path / "s.jsonl"
+        path.write_bytes(body if bad else body[: len(body) * where // 1000 - 1])
+        got, err = _same_stream(path, monkeypatch, subset="s", split="train")
+        assert err is not None or not bad or len(got) == 1000
+
+
+@pytest.mark.parametrize("cut", [0.2, 0.6, 0.95])
+def test_stream_truncated_gzip_like_the_reference(tmp_path, monkeypatch, cut):
+    rows = synth.generate_pairs(3000, seed=5)
+    body = b"".join(orjson.dumps(r) + b"\n" for r in rows)
+    data = gzip.compress(body)
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(data[: int(len(data) * cut)])
+    got, err = _same_stream(path, monkeypatch)
+    assert err is not None and len(got) > 0
+
+
+def test_iter_pairs_fast_and_reference_agree(tmp_path):
+    fast = [_key(p) for p in hhrlhf.iter_pairs(data="sample")]
+    slow = [_key(p) for p in hhrlhf.iter_pairs(data="sample", fast=False)]
+    assert fast == slow and len(fast) == 320

@@ -255,3 +255,161 @@ def test_native_true_without_the_extension_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(fastload, "_jsonl", None)
     with pytest.raises(RuntimeError, match="not built"):
         fastload.parse_jsonl(_line("a", "b"), native=True)
+
+
+# --------------------------------------------------------------------------- Arrow columns
+
+
+def _columns(got) -> list[list[str]]:
+    """parse_block_arrow's (data, int32 offsets) columns as lists of str."""
+    import array
+
+    out = []
+    for data, offsets in got[0]:
+        offs = array.array("i", offsets)
+        out.append([data[a:b].decode() for a, b in zip(offs[:-1], offs[1:], strict=True)])
+    return out
+
+
+def _check_arrow(data: bytes, first: int = 0) -> bool:
+    """parse_block_arrow accepts exactly what parse_block accepts, with the same strings,
+    split at the same prompt ends, the same line numbers and line count. Whether accepted."""
+    import array
+
+    ref = _parse(data, first)
+    for dpo in (True, False):
+        got = jsonl.parse_block_arrow(data, first, prompt_length, dpo)
+        if ref is None:
+            assert got is None
+            continue
+        cs, rs, ends, idx, n_lines = ref
+        assert got is not None and got[2:] == (len(cs), n_lines)
+        assert list(array.array("q", got[1])) == idx
+        if dpo:
+            expect = [
+                [c[:e] for c, e in zip(cs, ends, strict=True)],
+                [c[e:] for c, e in zip(cs, ends, strict=True)],
+                [r[e:] for r, e in zip(rs, ends, strict=True)],
+            ]
+        else:
+            expect = [cs, rs]
+        assert _columns(got) == expect
+    return ref is not None
+
+
+@pytestmark_native
+def test_arrow_columns_on_the_accepted_and_refused_examples():
+    accepted = [
+        _line(PROMPT + " yes", PROMPT + " no") + b"\n",
+        _line("\n\nHuman: café 🙂 中\n\nAssistant: é", "\n\nHuman: café 🙂 中\n\nAssistant: ü"),
+        _line("\n\nHuman: é🙂\n\nAssistant: a\n\nHuman: b", "\n\nHuman: é🙂\n\nAssistant: c"),
+        _line("é no markers", "é no markers at all"),
+        b"\n \t\x0b\x0c\r\n" + _line(PROMPT + " a", PROMPT + " b") + b"\n\n",
+    ]
+    for data in accepted:
+        assert _check_arrow(data, 4)
+    for data in (
+        b'{"chosen": "\xed\xa0\x80", "rejected": "b"}',
+        b'{"chosen": "a", "rejected": "\xf4\x90\x80\x80"}',
+        b'{"chosen": "\xc0\x80", "rejected": "b"}',
+        b'{"chosen": "\xe4\xb8", "rejected": "b"}',
+        b'{"chosen": "\xf0\x8f\xbf\xbf", "rejected": "b"}',  # overlong 4-byte form
+        b'{"chosen": "\xe0\x9f\xbf", "rejected": "b"}',  # overlong 3-byte form
+        b'{"chosen": "a\xc3", "rejected": "b"}',  # cut before the closing quote
+        b"\n\n",
+    ):
+        assert not _check_arrow(data)
+
+
+@pytestmark_native
+def test_arrow_long_strings_cross_the_vector_loop_at_every_offset():
+    for k in range(0, 40, 3):
+        for special in ("\n", '"', "é", "\u2028", "🙂", "\x00"):
+            c = "a" * k + special + "b" * (40 - k) + PROMPT + " x" * k
+            r = "a" * k + special + "b" * (40 - k) + PROMPT + " y"
+            assert _check_arrow(_line(c, r) + b"\n" + _line(c, r, ascii_only=True))
+
+
+@pytestmark_native
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(st.tuples(texts, texts, texts), min_size=1, max_size=5),
+    ascii_only=st.booleans(),
+)
+def test_arrow_property_same_as_parse_block(rows, ascii_only):
+    data = b"\n".join(_line(p + a, p + b, ascii_only=ascii_only) for p, a, b in rows)
+    assert _check_arrow(data, 3)
+
+
+@pytestmark_native
+@settings(max_examples=1000, deadline=None)
+@given(data=st.data())
+def test_arrow_fuzz_accepts_what_parse_block_accepts(data):
+    """Mutated lines, raw UTF-8 bytes included: the same decision and strings as parse_block."""
+    base = bytearray(
+        _line('\n\nHuman: é "q"\n\nAssistant: 🙂 a\\b', '\n\nHuman: é "q"\n\nAssistant: z')
+        + b"\n"
+        + _line(PROMPT + " a", PROMPT + " b", ascii_only=True)
+    )
+    for _ in range(data.draw(st.integers(1, 4))):
+        pos = data.draw(st.integers(0, len(base) - 1))
+        op = data.draw(st.sampled_from(["set", "insert", "delete"]))
+        byte = data.draw(
+            st.sampled_from(
+                list(b'"\\{}:, \n\x00u0dD8e\x80\x8f\x9f\xa0\xbf\xc0\xc3\xe0\xed\xf0\xf4\xff')
+            )
+        )
+        if op == "set":
+            base[pos] = byte
+        elif op == "insert":
+            base.insert(pos, byte)
+        elif len(base) > 1:
+            del base[pos]
+    _check_arrow(bytes(base))
+
+
+@pytestmark_native
+def test_untrack_takes_a_list_or_one_object():
+    import gc
+
+    class Slotted:
+        __slots__ = ("a",)
+
+    objs = [Slotted() for _ in range(3)]
+    assert all(map(gc.is_tracked, objs))
+    jsonl.untrack(objs)
+    assert not any(map(gc.is_tracked, objs)) and gc.is_tracked(objs)
+    one = Slotted()
+    jsonl.untrack(one)
+    assert not gc.is_tracked(one)
+    jsonl.untrack(["a", 1, None])  # atomic values: nothing to do
+
+
+@pytestmark_native
+def test_build_makes_the_records_the_class_makes():
+    import gc
+
+    from hhrlhf.records import PreferencePair
+
+    slots = fastload._SLOTS
+    cs = [PROMPT + " a", "x\n\nAssistant: é"]
+    rs = [PROMPT + " b", "x\n\nAssistant: ü"]
+    ends = [prompt_length(c, r) for c, r in zip(cs, rs, strict=True)]
+    got = jsonl.build(PreferencePair, slots, (cs, rs, "s", None, [3, 9], ends))
+    want = [PreferencePair(c, r, "s", None, i) for c, r, i in zip(cs, rs, [3, 9], strict=True)]
+    assert got == want and [p.prompt_end for p in got] == [p.prompt_end for p in want]
+    assert [repr(p) for p in got] == [repr(p) for p in want]
+    assert not any(map(gc.is_tracked, got))
+    assert jsonl.build(PreferencePair, slots, ([], [], None, None, [], [])) == []
+    with pytest.raises(ValueError, match="length"):
+        jsonl.build(PreferencePair, slots, (cs, rs[:1], None, None, [1, 2], ends))
+    with pytest.raises(ValueError, match="one column per slot"):
+        jsonl.build(PreferencePair, slots, (cs,))
+    with pytest.raises(TypeError, match="own object slots"):
+        jsonl.build(PreferencePair, (PreferencePair.chosen, len), (cs, rs))
+
+    class Other:
+        __slots__ = ("a",)
+
+    with pytest.raises(TypeError, match="own object slots"):
+        jsonl.build(Other, (PreferencePair.chosen,), (cs,))

@@ -103,3 +103,25 @@ def test_red_team_params_and_success():
     odd = attempt_from_object(dict(obj, num_params="350M"))
     assert odd.params == 350e6
     assert attempt_from_object(dict(obj, num_params="huge")).params is None
+
+
+def test_pairs_are_untracked_by_the_garbage_collector():
+    import copy
+    import gc
+    import pickle
+
+    from hhrlhf import records
+
+    p = PreferencePair("\n\nHuman: a\n\nAssistant: b", "\n\nHuman: a\n\nAssistant: c", "s", "t", 1)
+    assert not gc.is_tracked(p)
+    for q in (pickle.loads(pickle.dumps(p)), copy.copy(p), copy.deepcopy(p)):
+        assert q == p and hash(q) == hash(p) and q.prompt_end == p.prompt_end
+        assert not gc.is_tracked(q)
+    # a field holding a container keeps the pair tracked (it could be part of a cycle)
+    assert gc.is_tracked(PreferencePair("a", "b", index=[1]))  # type: ignore[arg-type]
+    # the ctypes fallback used where the native module is not built
+    untrack = records._untrack_ctypes()
+    objs = [type("Slotted", (), {"__slots__": ("x",)})() for _ in range(2)]
+    assert all(map(gc.is_tracked, objs))
+    untrack(objs)
+    assert not any(map(gc.is_tracked, objs))

@@ -12,6 +12,7 @@ from .dataset import (
     RecordList,
     iter_attempts,
     iter_pairs,
+    load_arrow,
     load_attempts,
     load_dataset,
     load_pairs,
@@ -37,6 +38,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "load_dataset",
+    "load_arrow",
     "iter_pairs",
     "select_files",
     "DataFile",

@@ -20,6 +20,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,8 +407,307 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ Arrow columns */
+
+/* Whether s[0:n] is valid UTF-8 as Python's strict decoder sees it (no overlong forms, no
+ * surrogates, nothing above U+10FFFF). */
+static int valid_utf8(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t k = 0;
+    while (k < n) {
+        unsigned char b = s[k];
+        if (b < 0x80) {
+            k++;
+            continue;
+        }
+        Py_ssize_t need;
+        unsigned char lo = 0x80, hi = 0xBF; /* bounds of the second byte */
+        if (b >= 0xC2 && b <= 0xDF) {
+            need = 1;
+        } else if (b >= 0xE0 && b <= 0xEF) {
+            need = 2;
+            if (b == 0xE0) lo = 0xA0;
+            if (b == 0xED) hi = 0x9F;
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            need = 3;
+            if (b == 0xF0) lo = 0x90;
+            if (b == 0xF4) hi = 0x8F;
+        } else {
+            return 0;
+        }
+        if (n - k <= need) return 0;
+        if (s[k + 1] < lo || s[k + 1] > hi) return 0;
+        for (Py_ssize_t j = 2; j <= need; j++)
+            if ((s[k + j] & 0xC0) != 0x80) return 0;
+        k += need + 1;
+    }
+    return 1;
+}
+
+/* Bytes taken by the first `cps` code points of valid UTF-8 s[0:n]. */
+static Py_ssize_t byte_offset(const char *s, Py_ssize_t n, Py_ssize_t cps) {
+    Py_ssize_t k = 0;
+    while (k < n && cps > 0) {
+        k++;
+        while (k < n && ((unsigned char)s[k] & 0xC0) == 0x80) k++;
+        cps--;
+    }
+    return k;
+}
+
+/* A bytes object holding one column's UTF-8 data and one holding its int32 offsets. */
+typedef struct {
+    PyObject *data, *offsets;
+    char *w;
+    int32_t *o;
+} column_t;
+
+static int column_new(column_t *col, Py_ssize_t size, Py_ssize_t n) {
+    col->data = PyBytes_FromStringAndSize(NULL, size);
+    col->offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int32_t));
+    if (col->data == NULL || col->offsets == NULL) return -1;
+    col->w = PyBytes_AS_STRING(col->data);
+    col->o = (int32_t *)PyBytes_AS_STRING(col->offsets);
+    col->o[0] = 0;
+    return 0;
+}
+
+static void column_put(column_t *col, Py_ssize_t k, const char *s, Py_ssize_t n) {
+    memcpy(col->w, s, (size_t)n);
+    col->w += n;
+    col->o[k + 1] = col->o[k] + (int32_t)n;
+}
+
+PyDoc_STRVAR(parse_block_arrow_doc,
+"parse_block_arrow(data, first, prompt_length, dpo) -> (columns, indices, pairs, lines) | None\n"
+"\n"
+"Like parse_block, but gives Arrow string columns instead of str objects: ``columns`` is a\n"
+"tuple of (utf8 data, int32 offsets) bytes pairs, (prompt, chosen response, rejected\n"
+"response) when ``dpo`` is true, else (chosen, rejected); ``indices`` is the pairs' line\n"
+"numbers as int64 bytes. No str is made except for a pair outside the common alignment\n"
+"case, whose prompt end comes from ``prompt_length(chosen, rejected)``. None as for\n"
+"parse_block, and for a block too large for int32 offsets.");
+
+static PyObject *parse_block_arrow(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t first;
+    PyObject *slow_align;
+    int dpo;
+    if (!PyArg_ParseTuple(args, "y*nOp:parse_block_arrow", &view, &first, &slow_align, &dpo))
+        return NULL;
+
+    const char *data = view.buf;
+    Py_ssize_t size = view.len;
+    char *base = PyMem_RawMalloc((size_t)size + 64);
+    Py_ssize_t cap = size / 27 + 2;
+    pair_t *pairs = PyMem_RawMalloc(sizeof(pair_t) * (size_t)cap);
+    PyObject *result = NULL, *idx = NULL;
+    column_t cols[3] = {{NULL, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL},
+                        {NULL, NULL, NULL, NULL}};
+    if (base == NULL || pairs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (size > INT32_MAX) { /* offsets are int32: the caller takes another path */
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+
+    Py_ssize_t n = 0, line = 0;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    cursor_t c = {data, data + size, base};
+    const char *lim = data + size;
+    while (c.p < lim) {
+        const char *eol = memchr(c.p, '\n', (size_t)(lim - c.p));
+        if (eol == NULL) eol = lim;
+        if (!is_blank(c.p, eol)) {
+            pair_t *pr = &pairs[n];
+            if (n >= cap || parse_line(&c, eol, base, pr) < 0) {
+                ok = 0;
+                break;
+            }
+            if ((!pr->c_ascii &&
+                 !valid_utf8((const unsigned char *)base + pr->c_off, pr->c_len)) ||
+                (!pr->r_ascii &&
+                 !valid_utf8((const unsigned char *)base + pr->r_off, pr->r_len))) {
+                ok = 0; /* invalid UTF-8: the reference reader reports it */
+                break;
+            }
+            pr->line = line;
+            pr->end = align(base + pr->c_off, pr->c_len, base + pr->r_off, pr->r_len);
+            n++;
+        }
+        line++;
+        c.p = eol + 1;
+    }
+    Py_END_ALLOW_THREADS
+
+    if (!ok || n == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    /* prompt ends (in bytes) of the pairs outside the common case, from the Python function */
+    Py_ssize_t c_total = 0, r_total = 0, p_total = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        pair_t *pr = &pairs[k];
+        if (pr->end < 0) {
+            PyObject *cu = make_str(base + pr->c_off, pr->c_len, pr->c_ascii);
+            PyObject *ru = cu ? make_str(base + pr->r_off, pr->r_len, pr->r_ascii) : NULL;
+            PyObject *end = ru ? PyObject_CallFunctionObjArgs(slow_align, cu, ru, NULL) : NULL;
+            Py_XDECREF(cu);
+            Py_XDECREF(ru);
+            if (end == NULL) goto done;
+            Py_ssize_t cps = PyLong_AsSsize_t(end);
+            Py_DECREF(end);
+            if (cps == -1 && PyErr_Occurred()) goto done;
+            pr->end = byte_offset(base + pr->c_off, pr->c_len, cps);
+        }
+        c_total += pr->c_len;
+        r_total += pr->r_len;
+        p_total += pr->end;
+    }
+    int ncols = dpo ? 3 : 2;
+    if (dpo) {
+        if (column_new(&cols[0], p_total, n) < 0 || column_new(&cols[1], c_total - p_total, n) < 0 ||
+            column_new(&cols[2], r_total - p_total, n) < 0)
+            goto done;
+    } else {
+        if (column_new(&cols[0], c_total, n) < 0 || column_new(&cols[1], r_total, n) < 0) goto done;
+    }
+    idx = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (idx == NULL) goto done;
+    int64_t *ix = (int64_t *)PyBytes_AS_STRING(idx);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        pair_t *pr = &pairs[k];
+        const char *cs = base + pr->c_off, *rs = base + pr->r_off;
+        if (dpo) {
+            column_put(&cols[0], k, cs, pr->end);
+            column_put(&cols[1], k, cs + pr->end, pr->c_len - pr->end);
+            column_put(&cols[2], k, rs + pr->end, pr->r_len - pr->end);
+        } else {
+            column_put(&cols[0], k, cs, pr->c_len);
+            column_put(&cols[1], k, rs, pr->r_len);
+        }
+        ix[k] = (int64_t)(first + pr->line);
+    }
+    PyObject *colt = PyTuple_New(ncols);
+    if (colt == NULL) goto done;
+    for (int j = 0; j < ncols; j++) {
+        PyObject *pair = PyTuple_Pack(2, cols[j].data, cols[j].offsets);
+        if (pair == NULL) {
+            Py_DECREF(colt);
+            goto done;
+        }
+        PyTuple_SET_ITEM(colt, j, pair);
+    }
+    result = Py_BuildValue("(NOnn)", colt, idx, n, line);
+
+done:
+    for (int j = 0; j < 3; j++) {
+        Py_XDECREF(cols[j].data);
+        Py_XDECREF(cols[j].offsets);
+    }
+    Py_XDECREF(idx);
+    PyMem_RawFree(base);
+    PyMem_RawFree(pairs);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(untrack_doc,
+"untrack(objects) -> None\n"
+"\n"
+"Stop the cyclic garbage collector tracking each object of the list ``objects`` (or the one\n"
+"object, when ``objects`` is not a list). Only for\n"
+"objects that hold nothing but atomic values (str, int, None), which can never be part of\n"
+"a reference cycle; the collector then need not walk them.");
+
+static PyObject *untrack(PyObject *Py_UNUSED(self), PyObject *objs) {
+    if (!PyList_CheckExact(objs)) { /* one object */
+        if (PyObject_IS_GC(objs) && PyObject_GC_IsTracked(objs)) PyObject_GC_UnTrack(objs);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(objs);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *o = PyList_GET_ITEM(objs, k);
+        if (PyObject_IS_GC(o) && PyObject_GC_IsTracked(o)) PyObject_GC_UnTrack(o);
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(build_doc,
+"build(cls, slots, columns) -> list\n"
+"\n"
+"Instances of the slotted class ``cls`` made without calling it (as ``object.__new__`` and\n"
+"the slot descriptors' ``__set__`` would): ``slots`` is a tuple of ``cls``'s member\n"
+"descriptors and ``columns`` a tuple of as many values, each a list (one value per record)\n"
+"or anything else (the same value for every record); the lists have one length. The\n"
+"records are untracked by the cyclic garbage collector: for values that are all atomic\n"
+"(str, int, None) only.");
+
+static PyObject *build(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyTypeObject *cls;
+    PyObject *slots, *columns;
+    if (!PyArg_ParseTuple(args, "O!O!O!:build", &PyType_Type, &cls, &PyTuple_Type, &slots,
+                          &PyTuple_Type, &columns))
+        return NULL;
+    Py_ssize_t k = PyTuple_GET_SIZE(slots);
+    if (PyTuple_GET_SIZE(columns) != k || k > 16) {
+        PyErr_SetString(PyExc_ValueError, "build(): one column per slot, at most 16");
+        return NULL;
+    }
+    Py_ssize_t offsets[16], n = -1;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *d = PyTuple_GET_ITEM(slots, j);
+        if (!PyObject_TypeCheck(d, &PyMemberDescr_Type) ||
+            ((PyDescrObject *)d)->d_type != cls ||
+            ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+            PyErr_SetString(PyExc_TypeError, "build(): slots must be cls's own object slots");
+            return NULL;
+        }
+        offsets[j] = ((PyMemberDescrObject *)d)->d_member->offset;
+        if (offsets[j] < 0 || offsets[j] + (Py_ssize_t)sizeof(PyObject *) > cls->tp_basicsize) {
+            PyErr_SetString(PyExc_TypeError, "build(): a slot lies outside the instance");
+            return NULL;
+        }
+        PyObject *col = PyTuple_GET_ITEM(columns, j);
+        if (PyList_CheckExact(col)) {
+            if (n >= 0 && PyList_GET_SIZE(col) != n) {
+                PyErr_SetString(PyExc_ValueError, "build(): the columns differ in length");
+                return NULL;
+            }
+            n = PyList_GET_SIZE(col);
+        }
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "build(): no list among the columns");
+        return NULL;
+    }
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = cls->tp_alloc(cls, 0);
+        if (o == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (PyObject_IS_GC(o) && PyObject_GC_IsTracked(o)) PyObject_GC_UnTrack(o);
+        for (Py_ssize_t j = 0; j < k; j++) {
+            PyObject *col = PyTuple_GET_ITEM(columns, j);
+            PyObject *v = PyList_CheckExact(col) ? PyList_GET_ITEM(col, i) : col;
+            PyObject **slot = (PyObject **)((char *)o + offsets[j]);
+            Py_XSETREF(*slot, Py_NewRef(v));
+        }
+        PyList_SET_ITEM(out, i, o);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"parse_block", parse_block, METH_VARARGS, parse_block_doc},
+    {"parse_block_arrow", parse_block_arrow, METH_VARARGS, parse_block_arrow_doc},
+    {"untrack", untrack, METH_O, untrack_doc},
+    {"build", build, METH_VARARGS, build_doc},
     {NULL, NULL, 0, NULL},
 };
 

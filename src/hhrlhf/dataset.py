@@ -27,6 +27,7 @@ __all__ = [
     "RecordList",
     "resolve_source",
     "load_dataset",
+    "load_arrow",
     "iter_pairs",
     "iter_attempts",
     "load_pairs",
@@ -119,12 +120,20 @@ def iter_pairs(
     data: str | os.PathLike | DataSource | None = None,
     lenient: bool = False,
     skipped: list[SkippedRow] | None = None,
+    fast: bool = True,
 ) -> Iterator[PreferencePair]:
-    """Stream preference pairs (constant memory). ``data_dir`` may name several subsets."""
+    """Stream preference pairs (constant memory). ``data_dir`` may name several subsets.
+
+    ``fast=True`` (the default) reads a block of lines at a time with
+    :func:`hhrlhf.fastload.iter_file`; ``fast=False`` with :func:`~hhrlhf.reader.read_pairs`,
+    a line at a time. The pairs, errors and lenient reports are the same either way.
+    """
+    if fast:
+        from .fastload import iter_file as read
+    else:
+        read = read_pairs
     for f in _pair_files(resolve_source(data), data_dir, split):
-        yield from read_pairs(
-            f.path, subset=f.subset, split=f.split, lenient=lenient, skipped=skipped
-        )
+        yield from read(f.path, subset=f.subset, split=f.split, lenient=lenient, skipped=skipped)
 
 
 def _attempts_file(src: DataSource, split: str | None = None) -> DataFile:
@@ -157,7 +166,8 @@ def load_pairs(
 
     ``fast=True`` (the default) reads with :mod:`hhrlhf.fastload` (1 MiB blocks decoded,
     aligned and built a block at a time), whose records, errors and lenient reports are
-    identical to the streaming reader's; ``fast=False`` collects :func:`iter_pairs`.
+    identical to the streaming reader's; ``fast=False`` collects :func:`iter_pairs` with
+    the reference reader.
     Files are located (and, for the cache, downloaded) before reading.
     """
     src = resolve_source(data)
@@ -168,7 +178,9 @@ def load_pairs(
         split=split if split is not None else (jobs[0][2] if src.kind == "file" else None),
     )
     if not fast:
-        out += iter_pairs(data_dir, split=split, data=src, lenient=lenient, skipped=skipped)
+        out += iter_pairs(
+            data_dir, split=split, data=src, lenient=lenient, skipped=skipped, fast=False
+        )
         return out
     from .fastload import load_files
 
@@ -228,3 +240,44 @@ def load_dataset(
     for (_, _, split_name), pairs in zip(jobs, loaded, strict=True):
         out.setdefault(split_name, RecordList(subset=one, split=split_name)).extend(pairs)
     return out
+
+
+def load_arrow(
+    data_dir: str | Iterable[str] | None = None,
+    *,
+    split: str | None = None,
+    data: str | os.PathLike | DataSource | None = None,
+    columns: str = "dpo",
+    lenient: bool = False,
+    skipped: list[SkippedRow] | None = None,
+):
+    """Load preference pairs straight into ``pyarrow`` tables (needs ``hhrlhf[hf]``).
+
+    Returns ``{split: pyarrow.Table}``, or the one table when ``split`` is given. With
+    ``columns="dpo"`` (the default) a table holds ``prompt``, ``chosen``, ``rejected`` as
+    the dpo format writes them (the prompt ends with ``"\n\nAssistant:"``, each response
+    keeps its leading space, ``prompt + chosen`` is the upstream transcript); with
+    ``columns="raw"``, the upstream ``chosen`` and ``rejected``. Then ``subset``, ``split``
+    and ``index`` (the 0-based line). ``datasets.Dataset(table)`` makes it a trainer's
+    dataset.
+
+    Rows, errors and lenient reports are those of :func:`load_dataset`. Where the native
+    block parser is built, the strings go from the decompressed bytes into Arrow buffers
+    without a Python ``str`` per row.
+    """
+    from .errors import require
+    from .fastload import ARROW_COLUMNS, load_files_arrow, pairs_table
+
+    pa = require("pyarrow", "hf", "load_arrow()")
+    if columns not in ARROW_COLUMNS:
+        raise HHError(f"columns must be one of {', '.join(ARROW_COLUMNS)}, not {columns!r}")
+    src = resolve_source(data)
+    jobs = _pair_jobs(src, data_dir, split)  # refuses the red-team attempts
+    tables = load_files_arrow(jobs, columns=columns, lenient=lenient, skipped=skipped)
+    out: dict[str, list] = {}
+    for (_, _, split_name), table in zip(jobs, tables, strict=True):
+        out.setdefault(split_name, []).append(table)
+    merged = {name: pa.concat_tables(ts) for name, ts in out.items()}
+    if split is not None:
+        return merged.get(split, pairs_table([], columns))
+    return merged

@@ -24,6 +24,14 @@ line. This module does them a block of lines at a time:
   paused meanwhile: the records hold only strings and ints, so collection passes over
   hundreds of thousands of fresh objects would find nothing to free.
 
+Three things are built on the same blocks: lists of records (:func:`load_files`, behind
+``load_dataset``), Arrow tables (:func:`load_files_arrow`, behind ``load_arrow``: the C
+parser writes each block's strings into one UTF-8 buffer per column with int32 offsets,
+which Arrow wraps without a copy, so no ``str`` is made per row), and a stream of records
+(:func:`iter_file`, behind ``iter_pairs``). A line longer than a block is joined once, so
+cost stays proportional to size (a 50 MB line, 100,000 turns, millions of blank lines).
+Records hold only strings and ints and are untracked by the cyclic garbage collector.
+
 The fast path only ever *accepts* a file it fully understood: every line decoded to a JSON
 object with string ``chosen`` and ``rejected`` (blank lines skipped, as the reference
 does). Anything else (an invalid line, a missing or mistyped key, a truncated or corrupt
@@ -48,7 +56,7 @@ from operator import itemgetter
 import orjson
 
 from .reader import _GZIP_ERRORS, SkippedRow, open_data, read_pairs
-from .records import PreferencePair
+from .records import PreferencePair, untrack
 from .transcript import prompt_length
 
 try:  # the optional C block parser, built at install time where a compiler is at hand
@@ -56,7 +64,17 @@ try:  # the optional C block parser, built at install time where a compiler is a
 except ImportError:  # pragma: no cover - depends on the install
     _jsonl = None
 
-__all__ = ["FileJob", "Fallback", "NATIVE", "load_files", "parse_jsonl"]
+__all__ = [
+    "ARROW_COLUMNS",
+    "FileJob",
+    "Fallback",
+    "iter_file",
+    "NATIVE",
+    "load_files",
+    "load_files_arrow",
+    "pairs_table",
+    "parse_jsonl",
+]
 
 #: Whether the native block parser is used: built, and not turned off with
 #: ``HH_RLHF_NATIVE=0`` (results are the same either way; only the speed differs).
@@ -91,9 +109,12 @@ _FIELDS = ("chosen", "rejected", "subset", "split", "index", "prompt_end")
 if tuple(f.name for f in fields(PreferencePair)) == _FIELDS and all(
     type(PreferencePair.__dict__.get(name)).__name__ == "member_descriptor" for name in _FIELDS
 ):
-    _SETTERS = tuple(PreferencePair.__dict__[name].__set__ for name in _FIELDS)
+    _SLOTS = tuple(PreferencePair.__dict__[name] for name in _FIELDS)
+    _SETTERS = tuple(slot.__set__ for slot in _SLOTS)
 else:  # pragma: no cover - only if records.PreferencePair changes shape
-    _SETTERS = None
+    _SLOTS = _SETTERS = None
+#: The native record builder (one C loop per batch: allocate, fill the slots, untrack).
+_native_build = getattr(_jsonl, "build", None) if _SLOTS is not None else None
 
 
 def _build(cs, rs, subset, split, indices, ends) -> list[PreferencePair]:
@@ -101,6 +122,8 @@ def _build(cs, rs, subset, split, indices, ends) -> list[PreferencePair]:
     if _SETTERS is None:  # pragma: no cover
         return list(map(PreferencePair, cs, rs, repeat(subset), repeat(split), indices, ends))
     out = list(map(_new, repeat(PreferencePair, len(cs))))
+    # untracked now, while they hold nothing, and for good: they will hold only atomic values
+    untrack(out)
     s_c, s_r, s_subset, s_split, s_index, s_end = _SETTERS
     _consume(map(s_c, out, cs))
     _consume(map(s_r, out, rs))
@@ -120,7 +143,13 @@ def _decode(lines: list[bytes], first: int) -> tuple[list, list[int] | range]:
         return list(map(_loads, lines)), range(first - 1, first - 1 + len(lines))
     except orjson.JSONDecodeError:
         pass
-    # Rare: blank lines (skipped, but still counted) or a bad line.
+    # Rare: blank lines (skipped, but still counted) or a bad line. Blank lines first,
+    # without an exception each (a file may hold millions of them).
+    indices = [n for n, line in enumerate(lines, first - 1) if line.strip()]
+    try:
+        return list(map(_loads, [lines[n - first + 1] for n in indices])), indices
+    except orjson.JSONDecodeError:
+        pass
     objs, indices = [], []
     for n, line in enumerate(lines, first):
         try:
@@ -154,49 +183,59 @@ def parse_jsonl(
 # --------------------------------------------------------------------------- files
 
 
+def _chunks(blocks: Iterator[bytes]) -> Iterator[bytes | memoryview]:
+    """The stream's complete lines, a block at a time (the last line may lack its newline).
+
+    A line longer than a block is kept as a list of pieces and joined once, when its
+    newline (or the end) comes: each byte is copied at most once more, so a 50 MB line
+    costs time proportional to its size, not to its size times the number of blocks."""
+    pending: list[bytes] = []  # the start of a line not yet complete
+    for block in blocks:
+        cut = block.rfind(b"\n") + 1
+        if not cut:
+            pending.append(block)
+            continue
+        if pending:
+            pending.append(block[:cut])
+            yield b"".join(pending)
+            pending = []
+        else:
+            yield memoryview(block)[:cut]
+        if cut < len(block):
+            pending.append(block[cut:])
+    if pending:
+        yield b"".join(pending)
+
+
+def _lines(chunk) -> list[bytes]:
+    lines = bytes(chunk).split(b"\n")
+    if not lines[-1]:
+        lines.pop()  # the chunk's final newline
+    return lines
+
+
 def _parse_stream(
     blocks: Iterator[bytes], subset, split, native: bool = False
 ) -> list[PreferencePair]:
     """Pairs of a JSONL byte stream given in blocks; raises :class:`Fallback` like
     :func:`parse_jsonl`. Blocks are parsed as they come, so the lines being decoded stay
-    in cache and the memory held is the records plus a few blocks."""
-    if native:
-        if _jsonl is None:
-            raise RuntimeError("the native block parser hhrlhf._jsonl is not built")
-        return _parse_stream_native(blocks, subset, split)
+    in cache and the memory held is the records plus a few blocks.
+
+    With the C parser each block's complete lines take one call. A block it does not vouch
+    for (an extra key, a duplicate key, a bad line, ...) is parsed again by the Python
+    block parser, which accepts what orjson accepts or raises :class:`Fallback`; so the
+    result never depends on which parser ran."""
+    if native and _jsonl is None:
+        raise RuntimeError("the native block parser hhrlhf._jsonl is not built")
     out: list[PreferencePair] = []
-    rest = b""
     first = 1  # 1-based number of the next complete line
-    for block in blocks:
-        lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
-        rest = lines.pop()
-        if lines:
+    for chunk in _chunks(blocks):
+        if native:
+            first = _parse_chunk_native(chunk, first, subset, split, out)
+        else:
+            lines = _lines(chunk)
             out += _parse_lines(lines, first, subset, split)
             first += len(lines)
-    if rest:
-        out += _parse_lines([rest], first, subset, split)
-    if not out:
-        raise Fallback  # empty, or blank lines only: the reference names the problem
-    return out
-
-
-def _parse_stream_native(blocks: Iterator[bytes], subset, split) -> list[PreferencePair]:
-    """:func:`_parse_stream` with the C block parser: each block's complete lines in one call.
-
-    A block the C parser does not vouch for (an extra key, a duplicate key, a bad line, ...)
-    is parsed again by the Python block parser, which accepts what orjson accepts or raises
-    :class:`Fallback`; so the result never depends on which parser ran."""
-    out: list[PreferencePair] = []
-    rest = b""
-    first = 1  # 1-based number of the next complete line
-    for block in blocks:
-        data = rest + block if rest else block
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            first = _parse_chunk_native(memoryview(data)[:cut], first, subset, split, out)
-        rest = data[cut:]
-    if rest:
-        _parse_chunk_native(rest, first, subset, split, out)
     if not out:
         raise Fallback  # empty, or blank lines only: the reference names the problem
     return out
@@ -206,13 +245,14 @@ def _parse_chunk_native(chunk, first: int, subset, split, out: list) -> int:
     """Append the pairs of ``chunk`` (whole lines) to ``out``; the next line's number."""
     got = _jsonl.parse_block(chunk, first - 1, prompt_length)
     if got is None:  # rare: the Python parser decides (or raises Fallback)
-        lines = bytes(chunk).split(b"\n")
-        if not lines[-1]:
-            lines.pop()  # the chunk's final newline
+        lines = _lines(chunk)
         out += _parse_lines(lines, first, subset, split)
         return first + len(lines)
     cs, rs, ends, indices, n_lines = got
-    out += _build(cs, rs, subset, split, indices, ends)
+    if _native_build is not None:
+        out += _native_build(PreferencePair, _SLOTS, (cs, rs, subset, split, indices, ends))
+    else:  # pragma: no cover - a stale build of the extension
+        out += _build(cs, rs, subset, split, indices, ends)
     return first + n_lines
 
 
@@ -237,6 +277,51 @@ def _read_blocks(path: str) -> Iterator[bytes]:
             if not block:
                 return
             yield block
+
+
+def iter_file(
+    path: str | os.PathLike,
+    *,
+    subset: str | None = None,
+    split: str | None = None,
+    lenient: bool = False,
+    skipped: list[SkippedRow] | None = None,
+) -> Iterator[PreferencePair]:
+    """Stream one file's pairs a block at a time: exactly what :func:`~hhrlhf.reader.read_pairs`
+    yields, raises and reports, at the block parser's speed and in constant memory.
+
+    Blocks are parsed (natively where built) and their pairs yielded as they come. At the
+    first block the fast path does not accept (a bad line, a damaged stream, a JSON array,
+    ...), the reference reader takes over: it reads the file again from the start and its
+    pairs are yielded from that block's first line on. Every line before it was accepted,
+    so it holds no error and no skipped row: the caller sees the reference's sequence of
+    pairs, then its error or its lenient reports, line numbers included.
+    """
+    path = str(path)
+    resume = 0  # the 0-based line from which the reference reader takes over
+    try:
+        found = False
+        first = 1  # 1-based number of the next complete line
+        for chunk in _chunks(_read_blocks(path)):
+            if NATIVE:
+                out: list[PreferencePair] = []
+                nxt = _parse_chunk_native(chunk, first, subset, split, out)
+            else:
+                lines = _lines(chunk)
+                out = _parse_lines(lines, first, subset, split)
+                nxt = first + len(lines)
+            found = found or bool(out)
+            yield from out
+            first = nxt
+            resume = first - 1
+        if found:
+            return
+        raise Fallback  # empty, or blank lines only: the reference names the problem
+    except (Fallback, *_READ_ERRORS):
+        pass
+    for pair in read_pairs(path, subset=subset, split=split, lenient=lenient, skipped=skipped):
+        if pair.index >= resume:
+            yield pair
 
 
 def load_files(
@@ -272,3 +357,125 @@ def load_files(
                 read_pairs(path, subset=subset, split=split, lenient=lenient, skipped=skipped)
             )
     return results  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- Arrow tables
+
+#: The string columns of a table, by ``columns=``: the dpo format's strings, or upstream's.
+ARROW_COLUMNS = {"dpo": ("prompt", "chosen", "rejected"), "raw": ("chosen", "rejected")}
+
+
+def _pairs_columns(pairs: Sequence[PreferencePair], dpo: bool) -> list[list[str]]:
+    """The string columns of records (the pure-Python path and fallbacks)."""
+    if dpo:
+        return [
+            [p.prompt for p in pairs],
+            [p.chosen_response for p in pairs],
+            [p.rejected_response for p in pairs],
+        ]
+    return [[p.chosen for p in pairs], [p.rejected for p in pairs]]
+
+
+def _job_table(pa, columns: str, strings: list[list], indices: list, n: int, subset, split):
+    """One file's table: its string columns (lists of Arrow chunks), then subset, split,
+    index (an int64 chunk list)."""
+    names = ARROW_COLUMNS[columns]
+    arrays = [pa.chunked_array(chunks, pa.string()) for chunks in strings]
+
+    def label(value):
+        return pa.repeat(value, n) if value is not None else pa.nulls(n, pa.string())
+
+    arrays += [label(subset), label(split), pa.chunked_array(indices, pa.int64())]
+    return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
+
+
+def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo"):
+    """A :func:`load_arrow`-shaped table of records already in memory (needs ``hhrlhf[hf]``):
+    built column by column, with no row dicts. Subset and split are the records' own."""
+    from .errors import require
+
+    pa = require("pyarrow", "hf", "Arrow tables")
+    names = ARROW_COLUMNS[columns]
+    arrays = [pa.array(col, pa.string()) for col in _pairs_columns(pairs, columns == "dpo")]
+    arrays += [
+        pa.array([p.subset for p in pairs], pa.string()),
+        pa.array([p.split for p in pairs], pa.string()),
+        pa.array([p.index for p in pairs], pa.int64()),
+    ]
+    return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
+
+
+def _arrow_stream(pa, blocks: Iterator[bytes], columns: str, subset, split, native: bool):
+    """One file's table from its decompressed blocks; raises :class:`Fallback` like
+    :func:`parse_jsonl`. The C parser gives each block's columns as UTF-8 data and int32
+    offsets, wrapped as Arrow arrays without a copy; a block it does not vouch for, and
+    every block without it, goes through the Python block parser's records."""
+    dpo = columns == "dpo"
+    strings: list[list] = [[] for _ in ARROW_COLUMNS[columns]]
+    indices: list = []
+    n = 0
+    first = 1  # 1-based number of the next complete line
+    string, int64, from_buffers, py_buffer = (
+        pa.string(),
+        pa.int64(),
+        pa.Array.from_buffers,
+        pa.py_buffer,
+    )
+    for chunk in _chunks(blocks):
+        got = _jsonl.parse_block_arrow(chunk, first - 1, prompt_length, dpo) if native else None
+        if got is None:  # the Python block parser: records, then their strings
+            lines = _lines(chunk)
+            pairs = _parse_lines(lines, first, subset, split)
+            first += len(lines)
+            if not pairs:
+                continue
+            for out, col in zip(strings, _pairs_columns(pairs, dpo), strict=True):
+                out.append(pa.array(col, string))
+            indices.append(pa.array([p.index for p in pairs], int64))
+            n += len(pairs)
+            continue
+        cols, idx, count, n_lines = got
+        first += n_lines
+        for out, (data, offsets) in zip(strings, cols, strict=True):
+            out.append(from_buffers(string, count, [None, py_buffer(offsets), py_buffer(data)]))
+        indices.append(from_buffers(int64, count, [None, py_buffer(idx)]))
+        n += count
+    if not n:
+        raise Fallback  # empty, or blank lines only: the reference names the problem
+    return _job_table(pa, columns, strings, indices, n, subset, split)
+
+
+def load_files_arrow(
+    jobs: Sequence[FileJob],
+    *,
+    columns: str = "dpo",
+    lenient: bool = False,
+    skipped: list[SkippedRow] | None = None,
+) -> list:
+    """Load preference files as Arrow tables, one per job, in order (needs ``hhrlhf[hf]``).
+
+    ``columns="dpo"``: ``prompt``, ``chosen``, ``rejected`` (the dpo format's strings);
+    ``"raw"``: upstream ``chosen``, ``rejected``; then ``subset``, ``split``, ``index``.
+    The rows, the first error and the ``skipped`` entries are exactly those of
+    :func:`load_files` (so of the reference reader): a file the fast path does not accept
+    is read by :func:`~hhrlhf.reader.read_pairs` right away, and a file it accepts holds
+    no error and no skipped row, so reading files one after the other in order meets the
+    same first error and reports the same rows in the same order.
+    """
+    from .errors import require
+
+    pa = require("pyarrow", "hf", "load_arrow()")
+    if columns not in ARROW_COLUMNS:
+        raise ValueError(f"columns must be one of {sorted(ARROW_COLUMNS)}, not {columns!r}")
+    out = []
+    for path, subset, split in jobs:
+        path = str(path)
+        try:
+            table = _arrow_stream(pa, _read_blocks(path), columns, subset, split, NATIVE)
+        except (Fallback, *_READ_ERRORS):
+            pairs = list(
+                read_pairs(path, subset=subset, split=split, lenient=lenient, skipped=skipped)
+            )
+            table = pairs_table(pairs, columns)
+        out.append(table)
+    return out

@@ -3,12 +3,22 @@
 A pair keeps ``chosen`` and ``rejected`` exactly as published and computes the turn-level
 alignment when it is built, so ``prompt + chosen_response == chosen`` and
 ``prompt + rejected_response == rejected`` hold for every pair.
+
+A pair holds only strings, ints and None, so it can never be part of a reference cycle:
+it is untracked by the cyclic garbage collector once built (``gc.is_tracked(pair)`` is
+False). A loaded dataset of hundreds of thousands of pairs then costs nothing when the
+collector runs, which it does every few hundred container allocations of the user's code.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+
+try:  # the optional native module untracks a whole list of objects in one call
+    from ._jsonl import untrack as _untrack
+except ImportError:  # pragma: no cover - depends on the install
+    _untrack = None
 
 from .transcript import (
     ASSISTANT,
@@ -62,6 +72,15 @@ class PreferencePair:
     def __post_init__(self):
         if self.prompt_end < 0:
             object.__setattr__(self, "prompt_end", prompt_length(self.chosen, self.rejected))
+        if _atomic(self):
+            untrack(self)
+
+    def __setstate__(self, state):  # unpickling and copying
+        # what dataclasses gives a frozen slotted class (state: the field values in order)
+        for f, value in zip(fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
+        if _atomic(self):
+            untrack(self)
 
     @property
     def prompt(self) -> str:
@@ -110,6 +129,47 @@ class PreferencePair:
         if source:
             d.update(self.source)
         return d
+
+
+_ATOMIC = (str, int, type(None))
+
+
+def _atomic(pair: PreferencePair) -> bool:
+    """Whether the pair holds only atomic values (strings, ints, None)."""
+    return (
+        type(pair.chosen) is str
+        and type(pair.rejected) is str
+        and type(pair.subset) in _ATOMIC
+        and type(pair.split) in _ATOMIC
+        and type(pair.index) in _ATOMIC
+        and type(pair.prompt_end) is int
+    )
+
+
+def _untrack_ctypes():
+    """``PyObject_GC_UnTrack`` through ctypes, for installs without the native module."""
+    try:
+        import ctypes
+
+        fn = ctypes.pythonapi.PyObject_GC_UnTrack
+    except (ImportError, AttributeError):  # pragma: no cover - not CPython
+        return lambda objs: None
+    fn.argtypes = [ctypes.py_object]
+    fn.restype = None
+    import gc
+
+    def untrack_py(objs):
+        for o in objs if type(objs) is list else (objs,):
+            if gc.is_tracked(o):
+                fn(o)
+
+    return untrack_py
+
+
+#: ``untrack(pairs)`` / ``untrack(pair)``: stop the cyclic garbage collector tracking pairs
+#: that hold only atomic values (they cannot be in a cycle). The loaders call it on every
+#: batch they build; a pair built by calling the class untracks itself.
+untrack = _untrack if _untrack is not None else _untrack_ctypes()
 
 
 def classify_pair(chosen: str, rejected: str, prompt_end: int | None = None) -> frozenset[str]:

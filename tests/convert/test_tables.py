@@ -65,3 +65,33 @@ def test_mixed_member_ids_become_strings_in_arrow(sample_attempts, tmp_path):
         str(a.red_team_member_id) for a in sample_attempts
     ]
     assert kinds  # the sample holds member ids
+
+
+@pytest.mark.parametrize("fmt", [None, "raw", "dpo"])
+@pytest.mark.parametrize("source", [True, False])
+def test_pair_tables_are_built_by_column_and_equal_the_rows(sample_dir, fmt, source):
+    """Pairs in every field, raw or dpo go column by column (as load_arrow builds them):
+    the same rows as the row-dict path, and the load_arrow table itself."""
+    pytest.importorskip("pyarrow", reason="needs hhrlhf[hf]")
+    from hhrlhf.convert.tables import arrow_table, pairs_arrow, to_arrow
+
+    test = hhrlhf.load_dataset("harmless-base", data=sample_dir, split="test")
+    table = to_arrow(test, format=fmt, source=source)
+    assert pairs_arrow(test, format=fmt, source=source) is not None
+    rows = record_rows(test, format=fmt, source=source)
+    assert table.to_pylist() == rows == arrow_table(rows).to_pylist()
+    if source:
+        columns = "dpo" if fmt == "dpo" else "raw"
+        loaded = hhrlhf.load_arrow("harmless-base", data=sample_dir, split="test", columns=columns)
+        assert table.equals(loaded)
+    assert test.to_arrow().equals(to_arrow(test))
+    # other formats and records still go through rows
+    assert pairs_arrow(test, format="sft") is None
+
+
+def test_to_hf_is_the_column_table(sample_dir):
+    pytest.importorskip("datasets", reason="to_hf needs the datasets package (hhrlhf[hf])")
+    test = hhrlhf.load_dataset("harmless-base", data=sample_dir, split="test")
+    ds = test.to_hf()
+    assert ds.data.table.equals(test.to_arrow())
+    assert ds[0] == record_rows(test[:1])[0]

@@ -115,6 +115,8 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset, 
       hh export red-team-attempts --format redteam --out rt.parquet --data sample
     """
     from ..convert import export_hf, export_records, get_format
+    from ..convert.export import ARROW_FORMATS, export_arrow
+    from ..convert.files import container_of
 
     if (out is None) == (hf_dir is None):
         raise click.UsageError("give exactly one of --out FILE or --hf DIR")
@@ -122,6 +124,21 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset, 
     subsets = file_subsets(subsets, file_subset, data)
     fmt = get_format(fmt_name)
     splits = _records(subsets, split, data, fmt)
+    if fmt.name in ARROW_FORMATS and (hf_dir or container_of(out) == "parquet"):
+        # straight from the files into Arrow columns (the same rows, errors and order)
+        from ..dataset import load_arrow
+
+        tables = {
+            s: load_arrow(list(subsets) or None, split=s, data=data, columns=fmt.name)
+            for s in splits
+        }
+        got = export_arrow(tables, out, hf_dir=hf_dir, source=not no_source)
+        if hf_dir:
+            sizes = ", ".join(f"{k}: {len(v)}" for k, v in got.items())
+            _chatter(f"wrote DatasetDict ({sizes}) in format {fmt.name} to {hf_dir}")
+        else:
+            _chatter(f"wrote {got} rows in format {fmt.name} to {out}")
+        return
     if hf_dir:
         with replace_dir(hf_dir) as tmp:
             dd = export_hf(splits, fmt, tmp, source=not no_source)

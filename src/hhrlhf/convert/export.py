@@ -10,7 +10,16 @@ from ..errors import DataFormatError, HHError, UnknownSubsetError, require
 from .base import Format
 from .files import read_rows, write_rows
 
-__all__ = ["FORMATS", "get_format", "format_rows", "export_records", "export_hf", "import_records"]
+__all__ = [
+    "FORMATS",
+    "ARROW_FORMATS",
+    "get_format",
+    "format_rows",
+    "export_records",
+    "export_hf",
+    "export_arrow",
+    "import_records",
+]
 
 FORMATS: dict[str, Format] = {}
 
@@ -78,6 +87,35 @@ def export_hf(
     )
     dd.save_to_disk(str(out_dir))
     return dd
+
+
+#: Formats whose tables :func:`hhrlhf.load_arrow` builds from the files directly.
+ARROW_FORMATS = ("dpo", "raw")
+
+
+def export_arrow(
+    tables: Mapping[str, object],
+    out: str | os.PathLike | None = None,
+    *,
+    hf_dir: str | os.PathLike | None = None,
+    source: bool = True,
+):
+    """Write :func:`hhrlhf.load_arrow` tables (``{split: pyarrow.Table}``): to one
+    ``.parquet`` file (the splits one after the other), or as a ``DatasetDict`` to
+    ``hf_dir``. Returns the row count, or the ``DatasetDict``. ``source=False`` leaves out
+    subset, split and index."""
+    from .files import write_table
+    from .tables import table_to_hf
+
+    if not source:
+        tables = {k: t.drop_columns(["subset", "split", "index"]) for k, t in tables.items()}
+    if hf_dir is not None:
+        datasets = require("datasets", "hf", "--hf")
+        dd = datasets.DatasetDict({k: table_to_hf(t) for k, t in tables.items()})
+        dd.save_to_disk(str(hf_dir))
+        return dd
+    pa = require("pyarrow", "hf", "writing .parquet")
+    return write_table(pa.concat_tables(list(tables.values())), out)
 
 
 def import_records(

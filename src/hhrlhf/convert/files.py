@@ -93,6 +93,22 @@ def _write_jsonl(rows, path: Path, encode, *, gz: bool) -> int:
     return n
 
 
+def write_table(table, path: str | os.PathLike) -> int:
+    """Write a ``pyarrow.Table`` to a ``.parquet`` file (through a ``.part`` file, like
+    :func:`write_rows`); returns the number of rows."""
+    path = Path(path)
+    pq = require("pyarrow.parquet", "hf", "writing .parquet")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    try:
+        pq.write_table(table, part)
+        os.replace(part, path)
+    finally:
+        if part.exists():
+            part.unlink()
+    return table.num_rows
+
+
 def _write_parquet(rows, path: Path) -> int:
     from .tables import arrow_table
 

@@ -3,7 +3,8 @@
 By default a table holds every field of the records (pairs: ``chosen``, ``rejected``,
 ``subset``, ``split``, ``index``; attempts: the ten fields and ``index``), so nothing is lost
 on the way to ``datasets`` and its ``map(num_proc=...)``. ``format=`` gives the rows of an
-export format instead (:data:`hhrlhf.convert.FORMATS`).
+export format instead (:data:`hhrlhf.convert.FORMATS`). Preference pairs in every field,
+``raw`` or ``dpo`` are built column by column, as :func:`hhrlhf.load_arrow` builds them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ from collections.abc import Iterable
 from ..errors import require
 from ..records import RED_TEAM_KEYS
 
-__all__ = ["record_rows", "arrow_table", "to_pandas", "to_arrow", "to_hf", "rows_to_hf"]
+__all__ = [
+    "record_rows",
+    "arrow_table",
+    "pairs_arrow",
+    "to_pandas",
+    "to_arrow",
+    "to_hf",
+    "rows_to_hf",
+    "table_to_hf",
+]
 
 
 def record_rows(records: Iterable, *, format=None, source: bool = True) -> list[dict]:
@@ -56,8 +66,29 @@ def arrow_table(rows: list[dict]):
     return pa.Table.from_pylist(fixed)
 
 
+def pairs_arrow(records: Iterable, *, format=None, source: bool = True):
+    """The table of preference pairs in ``format`` None (every field), ``"raw"`` or
+    ``"dpo"``, built column by column (no row dicts) as :func:`hhrlhf.load_arrow` builds
+    it; None for anything else (other records or formats), which goes through rows."""
+    from ..fastload import pairs_table
+    from ..records import PreferencePair
+
+    name = getattr(format, "name", format)
+    if name not in (None, "raw", "dpo"):
+        return None
+    records = records if isinstance(records, list) else list(records)
+    if not records or not all(type(r) is PreferencePair for r in records):
+        return None
+    table = pairs_table(records, "dpo" if name == "dpo" else "raw")
+    return table if source else table.drop_columns(["subset", "split", "index"])
+
+
 def to_arrow(records: Iterable, *, format=None, source: bool = True):
     """A ``pyarrow.Table`` of the records (needs ``hhrlhf[hf]``)."""
+    records = records if isinstance(records, list) else list(records)
+    table = pairs_arrow(records, format=format, source=source)
+    if table is not None:
+        return table
     return arrow_table(record_rows(records, format=format, source=source))
 
 
@@ -73,6 +104,13 @@ def rows_to_hf(rows: list[dict]):
     return datasets.Dataset(datasets.table.InMemoryTable(arrow_table(rows)))
 
 
+def table_to_hf(table):
+    """A ``datasets.Dataset`` over a ``pyarrow.Table`` (no copy)."""
+    datasets = require("datasets", "hf", "to_hf()")
+    return datasets.Dataset(datasets.table.InMemoryTable(table))
+
+
 def to_hf(records: Iterable, *, format=None, source: bool = True):
     """A ``datasets.Dataset`` of the records (needs ``hhrlhf[hf]``)."""
-    return rows_to_hf(record_rows(records, format=format, source=source))
+    require("datasets", "hf", "to_hf()")
+    return table_to_hf(to_arrow(records, format=format, source=source))
