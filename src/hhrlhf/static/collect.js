@@ -13,7 +13,12 @@
 
   // A JSON request with the CSRF header; resolves to the parsed body, rejects with a clear message.
   async function api(method, url, body) {
-    const opts = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
+    const opts = {
+      method,
+      headers: { Accept: "application/json" },
+      credentials: "same-origin",
+      cache: "no-store", // a page restored by Back must see the conversation as it is now
+    };
     if (method !== "GET") opts.headers["X-CSRF-Token"] = csrfToken();
     if (body !== undefined) {
       opts.headers["Content-Type"] = "application/json";
@@ -182,6 +187,7 @@
         part(slot, "note").hidden = true;
         panel(slot).classList.remove("done", "failed", "picked");
       });
+      points.forEach((b) => b.classList.remove("selected"));
       turnError.hidden = true;
       say(choiceStatus, "");
       if (editor) editor.hidden = true;
@@ -299,6 +305,13 @@
       } else {
         openStream();
       }
+    }
+
+    // keys typed into a text field are text, not scale points (a checkbox is not a text field)
+    function isTyping(t) {
+      if (!t || !t.tagName) return false;
+      if (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable) return true;
+      return t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(t.type);
     }
 
     function pointFor(key) {
@@ -423,7 +436,7 @@
     points.forEach((b) => b.addEventListener("click", () => choose(b)));
     document.addEventListener("keydown", (ev) => {
       const t = ev.target;
-      if (t && (t.tagName === "TEXTAREA" || t.tagName === "INPUT" || t.tagName === "SELECT")) return;
+      if (isTyping(t)) return;
       if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
       const btn = pointFor(ev.key);
       if (btn && state.scaleOn) {
