@@ -1,5 +1,5 @@
 // The collection pages: plain JavaScript over the /api/v1 routes, no framework, no build step.
-// Every piece of model or user text is set with textContent, never innerHTML.
+// Every piece of model or user text is set with textContent (never parsed as HTML).
 "use strict";
 
 (function () {
