@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import random
 import secrets
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,7 +17,7 @@ from pathlib import Path
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DBSession
-from sqlalchemy.orm import selectinload, sessionmaker
+from sqlalchemy.orm import joinedload, selectinload, sessionmaker
 
 from ...errors import CollectError, HHError
 from .engine import is_sqlite, make_engine
@@ -135,6 +137,15 @@ class Storage:
         self.url = url
         self.engine = make_engine(url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if is_sqlite(url):
+            # writers queue on a lock in this process instead of SQLite's sleeping busy handler
+            # (which makes the tail latency of concurrent writes long); readers never wait (WAL)
+            self._write_lock = threading.Lock()
+            self.read_engine = make_engine(url, writer=False)
+        else:
+            self._write_lock = contextlib.nullcontext()
+            self.read_engine = self.engine
+        self._readers = sessionmaker(self.read_engine, expire_on_commit=False)
 
     # -- schema ---------------------------------------------------------------------------
     def _alembic_config(self, connection):
@@ -181,7 +192,19 @@ class Storage:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        self.read_engine.dispose()
 
+    def _read(self) -> DBSession:
+        """A session for reading (SQLite: a deferred transaction, concurrent with a writer)."""
+        return self._readers()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[DBSession]:
+        """One write transaction, committed on exit (SQLite: BEGIN IMMEDIATE, one writer at a time)."""
+        with self._write_lock, self._sessions() as s, s.begin():
+            yield s
+
+    # kept for tests that add rows by hand
     def _session(self) -> DBSession:
         return self._sessions()
 
@@ -196,7 +219,7 @@ class Storage:
         if role not in ROLES:
             raise HHError(f"role {role!r}; expected one of: {', '.join(ROLES)}")
         token = new_token()
-        with self._session() as s, s.begin():
+        with self._write() as s:
             if s.scalar(select(Annotator.id).where(Annotator.name == name)) is not None:
                 raise HHError(f"annotator {name!r} already exists")
             member_id = (s.scalar(select(func.max(Annotator.member_id))) or 0) + 1
@@ -215,11 +238,11 @@ class Storage:
         return info, token
 
     def list_annotators(self) -> list[AnnotatorInfo]:
-        with self._session() as s:
+        with self._read() as s:
             return [_info(a) for a in s.scalars(select(Annotator).order_by(Annotator.id))]
 
     def set_disabled(self, name: str, disabled: bool = True) -> AnnotatorInfo:
-        with self._session() as s, s.begin():
+        with self._write() as s:
             a = s.scalar(select(Annotator).where(Annotator.name == name))
             if a is None:
                 raise HHError(f"no annotator named {name!r}")
@@ -229,7 +252,7 @@ class Storage:
             return _info(a)
 
     def annotator_by_name(self, name: str) -> AnnotatorInfo | None:
-        with self._session() as s:
+        with self._read() as s:
             a = s.scalar(select(Annotator).where(Annotator.name == name))
             return _info(a) if a else None
 
@@ -238,7 +261,7 @@ class Storage:
         if not token or len(token) > 200:
             return None
         digest = hash_token(token)
-        with self._session() as s:
+        with self._read() as s:
             a = s.scalar(select(Annotator).where(Annotator.token_hash == digest))
             if a is None or not hmac.compare_digest(a.token_hash, digest):
                 return None
@@ -246,7 +269,7 @@ class Storage:
 
     def rotate_token(self, name: str) -> str:
         token = new_token()
-        with self._session() as s, s.begin():
+        with self._write() as s:
             a = s.scalar(select(Annotator).where(Annotator.name == name))
             if a is None:
                 raise HHError(f"no annotator named {name!r}")
@@ -258,7 +281,7 @@ class Storage:
     def create_session(self, annotator_id: int, hours: float) -> tuple[str, str]:
         """A new cookie session: returns (cookie value, CSRF token)."""
         cookie, csrf = new_token(), new_token()
-        with self._session() as s, s.begin():
+        with self._write() as s:
             t = now()
             s.add(
                 Session(
@@ -277,7 +300,7 @@ class Storage:
         """(annotator, CSRF token) of a live session, or None."""
         if not cookie or len(cookie) > 200:
             return None
-        with self._session() as s:
+        with self._read() as s:
             row = s.execute(
                 select(Session, Annotator)
                 .join(Annotator, Annotator.id == Session.annotator_id)
@@ -291,7 +314,7 @@ class Storage:
             return _info(a), sess.csrf_token
 
     def delete_session(self, cookie: str) -> None:
-        with self._session() as s, s.begin():
+        with self._write() as s:
             s.execute(Session.__table__.delete().where(Session.id == hash_token(cookie)))
 
     # -- conversations ------------------------------------------------------------------------
@@ -320,7 +343,7 @@ class Storage:
         task_description = task_description.strip()
         if not task_description:
             raise CollectError("task_description is empty: say what you want to do", 422)
-        with self._session() as s, s.begin():
+        with self._write() as s:
             c = Conversation(
                 uid=uuid.uuid4().hex,
                 annotator_id=who.id,
@@ -363,7 +386,7 @@ class Storage:
         show_all = who.is_admin if all_ is None else (all_ and who.is_admin)
         if not show_all:
             q = q.where(Conversation.annotator_id == who.id)
-        with self._session() as s:
+        with self._read() as s:
             out = []
             for c, n, name in s.execute(q):
                 d = self._conversation_summary(c, n)
@@ -374,7 +397,7 @@ class Storage:
 
     def get_conversation(self, who: AnnotatorInfo, conversation_id: int) -> dict:
         """The whole conversation; backend names only for admins."""
-        with self._session() as s:
+        with self._read() as s:
             c = self._conversation(s, who, conversation_id)
             turns = s.scalars(
                 select(Turn)
@@ -437,7 +460,7 @@ class Storage:
         comment: str | None = None,
         rating: int | None = None,
     ) -> dict:
-        with self._session() as s, s.begin():
+        with self._write() as s:
             c = self._conversation(s, who, conversation_id, lock=True)
             if c.mode == "red-team":
                 if rating is None:
@@ -465,7 +488,7 @@ class Storage:
         text = text.strip()
         if not text:
             raise CollectError("the message is empty", 422)
-        with self._session() as s, s.begin():
+        with self._write() as s:
             c = self._conversation(s, who, conversation_id, lock=True)
             if c.annotator_id != who.id:
                 raise CollectError("only the conversation's annotator can write in it", 403)
@@ -498,13 +521,13 @@ class Storage:
             return {"id": t.id, "index": t.index, "conversation_id": c.id, "status": t.status}
 
     def conversation_backend(self, who: AnnotatorInfo, conversation_id: int) -> dict:
-        with self._session() as s:
+        with self._read() as s:
             c = self._conversation(s, who, conversation_id)
             return {"mode": c.mode, "backend": c.backend}
 
     def turn_owner(self, who: AnnotatorInfo, turn_id: int) -> dict:
         """Authorise access to a turn (404 if not one's own); returns its status."""
-        with self._session() as s:
+        with self._read() as s:
             t = s.get(Turn, turn_id)
             if t is None:
                 raise CollectError(f"turn {turn_id} not found", 404)
@@ -518,7 +541,7 @@ class Storage:
     ) -> tuple[Prompt, list[PendingCandidate]] | None:
         """Take the right to generate a turn (one generator per turn across workers), or None."""
         t0 = now()
-        with self._session() as s, s.begin():
+        with self._write() as s:
             res = s.execute(
                 update(Turn)
                 .where(Turn.id == turn_id)
@@ -568,7 +591,7 @@ class Storage:
         error: str | None = None,
     ) -> bool:
         """Store one generated (or failed) candidate; False if the lease was lost meanwhile."""
-        with self._session() as s, s.begin():
+        with self._write() as s:
             t = s.get(Turn, turn_id)
             if t is None or t.lease_owner != owner or t.status != "generating":
                 return False
@@ -589,7 +612,7 @@ class Storage:
 
     def end_generation(self, turn_id: int, owner: str) -> str:
         """Release the lease: the turn becomes ready (both candidates) or failed."""
-        with self._session() as s, s.begin():
+        with self._write() as s:
             t = s.get(Turn, turn_id)
             if t.lease_owner != owner or t.status != "generating":
                 return t.status
@@ -603,7 +626,7 @@ class Storage:
 
     def turn_state(self, turn_id: int) -> dict:
         """Status and candidates of a turn (no authorisation: call :meth:`turn_owner` first)."""
-        with self._session() as s:
+        with self._read() as s:
             t = s.get(Turn, turn_id)
             cands = s.scalars(
                 select(Candidate).where(Candidate.turn_id == turn_id).order_by(Candidate.slot)
@@ -628,7 +651,7 @@ class Storage:
     def retry_turn(self, who: AnnotatorInfo, turn_id: int) -> str:
         """Failed candidates back to pending; nothing else is touched."""
         self.turn_owner(who, turn_id)
-        with self._session() as s, s.begin():
+        with self._write() as s:
             t = s.get(Turn, turn_id)
             if t.status in ("pending", "generating", "ready"):
                 return t.status
@@ -675,15 +698,23 @@ class Storage:
         raise AssertionError("unreachable")
 
     def _record_choice(self, who, turn_id, pick, strength, edit, request_id) -> dict:
-        with self._session() as s:
+        with self._write_lock, self._sessions() as s:
             with s.begin():
-                t = s.get(Turn, turn_id)
+                t = s.scalar(
+                    select(Turn)
+                    .where(Turn.id == turn_id)
+                    .options(
+                        joinedload(Turn.conversation),
+                        selectinload(Turn.candidates),
+                        selectinload(Turn.comparisons),
+                    )
+                )
                 if t is None:
                     raise CollectError(f"turn {turn_id} not found", 404)
-                c = s.get(Conversation, t.conversation_id)
+                c = t.conversation
                 if c.annotator_id != who.id and not who.is_admin:
                     raise CollectError(f"turn {turn_id} not found", 404)
-                existing = s.scalars(select(Comparison).where(Comparison.turn_id == t.id)).all()
+                existing = list(t.comparisons)
                 stored = next((x for x in existing if x.kind == "pick"), None)
                 if stored is not None:
                     stored_edit = next((x.chosen_text for x in existing if x.kind == "edit"), None)
@@ -718,7 +749,7 @@ class Storage:
                     shown_at=t.ready_at,
                     decided_at=decided,
                 )
-                s.add(
+                t.comparisons.append(
                     Comparison(
                         kind="pick",
                         chosen_slot=pick,
@@ -729,7 +760,7 @@ class Storage:
                     )
                 )
                 if edit is not None and edit != picked_text:
-                    s.add(
+                    t.comparisons.append(
                         Comparison(
                             kind="edit",
                             chosen_slot=None,
@@ -746,19 +777,13 @@ class Storage:
                 else:
                     t.continued = picked_text
                 s.flush()
-            # committed: only now is the choice acknowledged
-            s.expire_all()
-            t = s.scalar(
-                select(Turn)
-                .where(Turn.id == turn_id)
-                .options(selectinload(Turn.candidates), selectinload(Turn.comparisons))
-            )
+            # committed: only now is the choice acknowledged (the objects are not expired)
             return self._turn_dict(t, admin=who.is_admin)
 
     # -- export -----------------------------------------------------------------------------
     def iter_conversations_for_export(self) -> Iterator[dict]:
         """Every conversation with its turns, candidates and comparisons, oldest first."""
-        with self._session() as s:
+        with self._read() as s:
             ids = s.scalars(select(Conversation.id).order_by(Conversation.id)).all()
             for cid in ids:
                 c = s.get(Conversation, cid)
@@ -810,7 +835,7 @@ class Storage:
                 }
 
     def counts(self) -> dict:
-        with self._session() as s:
+        with self._read() as s:
             return {
                 name: s.scalar(select(func.count()).select_from(model))
                 for name, model in (

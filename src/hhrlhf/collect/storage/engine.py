@@ -36,8 +36,16 @@ def _sqlite_begin(conn) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def make_engine(url: str) -> Engine:
-    """A SQLAlchemy engine for ``url`` (``sqlite:///path.db`` or ``postgresql+psycopg://...``)."""
+def _sqlite_begin_deferred(conn) -> None:
+    conn.exec_driver_sql("BEGIN")
+
+
+def make_engine(url: str, *, writer: bool = True) -> Engine:
+    """A SQLAlchemy engine for ``url`` (``sqlite:///path.db`` or ``postgresql+psycopg://...``).
+
+    SQLite: ``writer`` engines start every transaction with ``BEGIN IMMEDIATE``; the others
+    with a plain (deferred) ``BEGIN``, for reads that never block on a writer under WAL.
+    """
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -52,7 +60,7 @@ def make_engine(url: str) -> Engine:
             parsed, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
         )
         event.listen(engine, "connect", _sqlite_pragmas)
-        event.listen(engine, "begin", _sqlite_begin)
+        event.listen(engine, "begin", _sqlite_begin if writer else _sqlite_begin_deferred)
         return engine
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
