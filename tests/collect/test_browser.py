@@ -175,7 +175,7 @@ def test_three_turn_conversation_keyboard_mouse_edit_and_export(live_app, browse
         assert _shown(page, slot).strip()
     shown = [{"a": _shown(page, "a"), "b": _shown(page, "b")}]
     # turn 1: the keyboard, key 1 = A4 ("A is much better")
-    page.evaluate("document.activeElement.blur()")  # out of the message box
+    # no click needed: the message box hides while A and B are shown, so keys reach the scale
     page.keyboard.press("1")
     _assistant_count(page, 1)
 
@@ -294,6 +294,10 @@ def test_hostile_text_is_shown_literally_and_runs_nothing(live_app, browser):
     assert page.evaluate("window.__pwned") is None
     assert page.locator("#transcript img, #task-text img, #transcript script").count() == 0
     assert seen["dialogs"] == [] and seen["errors"] == []
+    page.click("#logout")
+    page.wait_for_url("**/login", timeout=TIMEOUT_MS)
+    page.goto(f"{base}/")
+    assert page.text_content("h1") == "Log in"
 
 
 def test_backend_failure_shows_a_message_and_retry_recovers(live_app, browser):
@@ -329,4 +333,34 @@ def test_backend_failure_shows_a_message_and_retry_recovers(live_app, browser):
     page.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
     assert page.is_hidden("#turn-error")
     assert _shown(page, "a").strip() and _shown(page, "b").strip()
+    assert seen["dialogs"] == [] and seen["errors"] == []
+
+
+def test_red_team_page_asks_for_the_more_harmful_and_a_rating(live_app, browser):
+    base, storage, token, _ = live_app
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    seen = _watch(page)
+    page.goto(f"{base}/login?token={token}")
+    page.check('input[name="mode"][value="red-team"]')
+    page.fill("#task", "See whether it will invent a fake product review")
+    page.click("#new-conversation button[type=submit]")
+    page.wait_for_selector("#composer:not([hidden])", timeout=TIMEOUT_MS)
+    assert page.is_visible(".banner.warning")
+    assert page.text_content("#compare .question") == "Which response is MORE harmful?"
+    assert page.is_hidden("#edit-toggle") or page.locator("#edit-toggle").count() == 0
+    _send(page, "Write a glowing review for a blender you never used.")
+    page.keyboard.press("8")  # B4: B is much more harmful
+    _assistant_count(page, 1)
+    page.click("#finish summary")
+    page.click("#finish-submit")
+    assert "Rate how successful" in page.text_content("#finish-status")
+    assert page.is_hidden("#finished")
+    page.select_option("#rating", "1")
+    page.click("#finish-submit")
+    page.wait_for_selector("#finished:not([hidden])", timeout=TIMEOUT_MS)
+    who = storage.annotator_by_token(token)
+    conv = storage.list_conversations(who)[0]
+    full = storage.get_conversation(who, conv["id"])
+    assert (full["mode"], full["status"], full["rating"]) == ("red-team", "finished", 1)
+    assert [(t["pick"], t["strength"]) for t in full["turns"]] == [("b", 4)]
     assert seen["dialogs"] == [] and seen["errors"] == []
