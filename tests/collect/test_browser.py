@@ -17,6 +17,7 @@ import os
 import shutil
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,9 +48,9 @@ class _Server(uvicorn.Server):
         pass
 
 
-@pytest.fixture
-def live_app(tmp_path):
-    """(base URL, storage, login token) of the app serving on 127.0.0.1, a free port."""
+@contextmanager
+def _serve(tmp_path, token_delay: float = 0.0):
+    """(base URL, storage, login token, app) of the app serving on 127.0.0.1, a free port."""
     from hhrlhf.collect.app import create_app
     from hhrlhf.collect.config import demo_settings
     from hhrlhf.collect.storage import Storage
@@ -58,7 +59,7 @@ def live_app(tmp_path):
     storage = Storage(url)
     storage.upgrade()
     _, token = storage.add_annotator("robin")
-    app = create_app(demo_settings(url), storage=storage)
+    app = create_app(demo_settings(url, token_delay=token_delay), storage=storage)
     server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -68,10 +69,25 @@ def live_app(tmp_path):
             pytest.fail("the app did not start")
         time.sleep(0.05)
     port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}", storage, token, app
-    server.should_exit = True
-    thread.join(10)
-    storage.dispose()
+    try:
+        yield f"http://127.0.0.1:{port}", storage, token, app
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        storage.dispose()
+
+
+@pytest.fixture
+def live_app(tmp_path):
+    with _serve(tmp_path) as served:
+        yield served
+
+
+@pytest.fixture
+def slow_app(tmp_path):
+    """The demo backend writing one word every 50 ms, so streaming can be watched."""
+    with _serve(tmp_path, token_delay=0.05) as served:
+        yield served
 
 
 @pytest.fixture
@@ -363,4 +379,30 @@ def test_red_team_page_asks_for_the_more_harmful_and_a_rating(live_app, browser)
     full = storage.get_conversation(who, conv["id"])
     assert (full["mode"], full["status"], full["rating"]) == ("red-team", "finished", 1)
     assert [(t["pick"], t["strength"]) for t in full["turns"]] == [("b", 4)]
+    assert seen["dialogs"] == [] and seen["errors"] == []
+
+
+def test_responses_stream_in_and_the_scale_waits_for_both(slow_app, browser):
+    base, storage, token, _ = slow_app
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    seen = _watch(page)
+    _login_and_start(page, base, token, "Watch the responses arrive")
+    page.fill("#message", MESSAGES[0])
+    page.press("#message", "Enter")
+    # part of a response is on screen while the scale is still closed
+    page.wait_for_function(
+        '() => document.querySelector(\'.candidate[data-slot="a"] [data-role="text"]\')'
+        ".textContent.length > 0",
+        timeout=TIMEOUT_MS,
+    )
+    assert page.text_content('.candidate[data-slot="a"] [data-role="state"]') == "writing…"
+    assert page.locator("#scale .point:not([disabled])").count() == 0
+    page.keyboard.press("1")  # ignored until both are complete
+    page.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
+    assert page.locator("#transcript .msg.assistant").count() == 0
+    who = storage.annotator_by_token(token)
+    turn = storage.get_conversation(who, storage.list_conversations(who)[0]["id"])["turns"][0]
+    assert turn["pick"] is None
+    for c in turn["candidates"]:  # the streamed text is the stored text
+        assert _shown(page, c["slot"]) == c["text"]
     assert seen["dialogs"] == [] and seen["errors"] == []
