@@ -406,3 +406,68 @@ def test_responses_stream_in_and_the_scale_waits_for_both(slow_app, browser):
     for c in turn["candidates"]:  # the streamed text is the stored text
         assert _shown(page, c["slot"]) == c["text"]
     assert seen["dialogs"] == [] and seen["errors"] == []
+
+
+def test_a_choice_that_is_not_saved_stays_on_the_page_and_a_conflict_reloads(live_app, browser):
+    base, storage, token, _ = live_app
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    seen = _watch(page)
+    conv_id = _login_and_start(page, base, token, "Ask about bread")
+    _send(page, "What's the easiest way to cook sourdough bread at home?")
+
+    # the server refuses the first attempt: the annotator is told, and nothing moves on
+    sent = []
+
+    def refuse_once(route):
+        sent.append(route.request.post_data_json)
+        if len(sent) == 1:
+            route.fulfill(
+                status=503,
+                content_type="application/json",
+                body='{"error": "the database is not writable"}',
+            )
+        else:
+            route.continue_()
+
+    page.route("**/api/v1/turns/*/choice", refuse_once)
+    page.keyboard.press("2")
+    page.wait_for_function(
+        "() => document.querySelector('#choice-status').textContent.includes('Not saved')",
+        timeout=TIMEOUT_MS,
+    )
+    assert "the database is not writable" in page.text_content("#choice-status")
+    assert page.locator("#transcript .msg.assistant").count() == 0
+    assert page.locator("#scale .point:not([disabled])").count() == 8
+
+    # a second tab on the same turn, before the first tab's pick is stored
+    other = context.new_page()
+    other.goto(f"{base}/conversations/{conv_id}")
+    other.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
+
+    page.keyboard.press("2")  # the same choice again: the same request id, now stored
+    _assistant_count(page, 1)
+    who = storage.annotator_by_token(token)
+    turn = storage.get_conversation(who, conv_id)["turns"][0]
+    assert (turn["pick"], turn["strength"]) == ("a", 3)
+    comparisons = [
+        c
+        for conv in storage.iter_conversations_for_export()
+        for t in conv["turns"]
+        for c in t["comparisons"]
+    ]
+    assert len(comparisons) == 1
+    assert len(sent) == 2 and sent[0] == sent[1]  # resent with the same request id
+    assert sent[0]["request_id"]
+
+    # the other tab picks differently: 409, and it reloads to show the stored pick
+    other.keyboard.press("8")
+    other.wait_for_function(
+        "() => document.querySelectorAll('#transcript .msg.assistant').length === 1",
+        timeout=TIMEOUT_MS,
+    )
+    assert other.is_hidden("#compare")
+    assert "(A3)" in other.text_content("#transcript .msg.assistant .who")
+    assert storage.get_conversation(who, conv_id)["turns"][0]["pick"] == "a"
+    context.close()
+    assert seen["dialogs"] == [] and seen["errors"] == []

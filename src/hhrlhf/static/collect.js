@@ -360,6 +360,12 @@
         say(sendStatus, "Saved. Write your next message, or end the conversation.", "ok");
       } catch (err) {
         state.sending = false;
+        if (err.status === 409) {
+          // decided or finished elsewhere (another tab): show what is stored
+          say(choiceStatus, err.message + ". Reloading…", "error");
+          window.setTimeout(() => window.location.reload(), 1500);
+          return;
+        }
         setScale(true);
         say(choiceStatus, "Not saved: " + err.message + " Pick again.", "error");
       }
