@@ -159,6 +159,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS-collect.md")
     args = ap.parse_args(argv)
 
+    load_before = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="hh-bench-collect-"))
     db = args.db or f"sqlite:///{tmp / 'bench.db'}"
     env = {**os.environ, "PYTHONPATH": str(SRC), "HH_COLLECT_DB": db}
@@ -226,7 +227,8 @@ def main(argv=None) -> int:
         f"--workers {args.workers} --demo-delay {args.demo_delay:g} --think {args.think:g}`"
         + ("" if args.db is None else " --db (given)"),
         "",
-        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}. "
+        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}, "
+        f"load average {load_before:.1f} before the run (other work on the same cores). "
         f"Database: {'SQLite (WAL, synchronous=FULL)' if db.startswith('sqlite') else db.split(':')[0]}. "
         f"Server: `hh serve --demo`, {args.workers} uvicorn worker(s), on loopback; clients: httpx, "
         f"{args.annotators} concurrent annotators x {args.turns} turns, all at once.",

@@ -105,5 +105,8 @@ def demo_command(out_dir, data):
     _step("6. a preference model, trained and evaluated (hh pm train / hh pm eval)")
     _optional(data, out, "pm", "reward")
 
+    _step("7. the collection loop (hh serve --demo, the JSON API, hh collect export)")
+    _optional(data, out, "collect", "web")
+
     _step("done")
     click.echo(f"outputs are in {out.resolve()}")
