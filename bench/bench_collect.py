@@ -66,6 +66,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU time of every live process in a process group (Linux /proc)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # pgrp
+            total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def hh(*args: str, env: dict) -> str:
     p = subprocess.run(
         [sys.executable, "-m", "hhrlhf", *args], capture_output=True, text=True, env=env, check=True
@@ -195,7 +208,9 @@ def main(argv=None) -> int:
             time.sleep(0.1)
         # warm-up: one conversation (imports, the demo index, the first connections)
         asyncio.run(run_clients(base, tokens[:1], 1))
+        cpu0 = group_cpu_seconds(server.pid)
         res = asyncio.run(run_clients(base, tokens, args.turns, args.think))
+        cpu = group_cpu_seconds(server.pid) - cpu0
         stored = asyncio.run(backend_times(base, admin))
     finally:
         server.terminate()
@@ -244,7 +259,10 @@ def main(argv=None) -> int:
         "",
         f"Elapsed {res['elapsed']:.1f} s; {len(res['acked'])} choices acknowledged, "
         f"{len(res['acked']) - len(lost)} found stored as acknowledged, {len(lost)} missing or different; "
-        f"{len(res['errors'])} errors.",
+        f"{len(res['errors'])} errors. Server CPU time: {cpu:.2f} s in all, "
+        f"{1000 * cpu / max(1, len(res['turns'])):.1f} ms per turn (message, both demo responses, "
+        "choice, and each request's authentication): the cost that does not depend on the "
+        "machine's other load.",
         "",
         "\"Minus backend time\": the request's wall time less the slower candidate's generation time "
         "as the server recorded it (`latency_ms`), i.e. what the app itself adds to a turn. "
