@@ -66,6 +66,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU time of every live process in a process group (Linux /proc)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # pgrp
+            total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def hh(*args: str, env: dict) -> str:
     p = subprocess.run(
         [sys.executable, "-m", "hhrlhf", *args], capture_output=True, text=True, env=env, check=True
@@ -159,6 +172,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS-collect.md")
     args = ap.parse_args(argv)
 
+    load_before = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="hh-bench-collect-"))
     db = args.db or f"sqlite:///{tmp / 'bench.db'}"
     env = {**os.environ, "PYTHONPATH": str(SRC), "HH_COLLECT_DB": db}
@@ -194,7 +208,9 @@ def main(argv=None) -> int:
             time.sleep(0.1)
         # warm-up: one conversation (imports, the demo index, the first connections)
         asyncio.run(run_clients(base, tokens[:1], 1))
+        cpu0 = group_cpu_seconds(server.pid)
         res = asyncio.run(run_clients(base, tokens, args.turns, args.think))
+        cpu = group_cpu_seconds(server.pid) - cpu0
         stored = asyncio.run(backend_times(base, admin))
     finally:
         server.terminate()
@@ -226,7 +242,8 @@ def main(argv=None) -> int:
         f"--workers {args.workers} --demo-delay {args.demo_delay:g} --think {args.think:g}`"
         + ("" if args.db is None else " --db (given)"),
         "",
-        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}. "
+        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}, "
+        f"load average {load_before:.1f} before the run (other work on the same cores). "
         f"Database: {'SQLite (WAL, synchronous=FULL)' if db.startswith('sqlite') else db.split(':')[0]}. "
         f"Server: `hh serve --demo`, {args.workers} uvicorn worker(s), on loopback; clients: httpx, "
         f"{args.annotators} concurrent annotators x {args.turns} turns, all at once.",
@@ -242,7 +259,10 @@ def main(argv=None) -> int:
         "",
         f"Elapsed {res['elapsed']:.1f} s; {len(res['acked'])} choices acknowledged, "
         f"{len(res['acked']) - len(lost)} found stored as acknowledged, {len(lost)} missing or different; "
-        f"{len(res['errors'])} errors.",
+        f"{len(res['errors'])} errors. Server CPU time: {cpu:.2f} s in all, "
+        f"{1000 * cpu / max(1, len(res['turns'])):.1f} ms per turn (message, both demo responses, "
+        "choice, and each request's authentication): the cost that does not depend on the "
+        "machine's other load.",
         "",
         "\"Minus backend time\": the request's wall time less the slower candidate's generation time "
         "as the server recorded it (`latency_ms`), i.e. what the app itself adds to a turn. "

@@ -439,3 +439,31 @@ def test_pairing_records_which_backend_was_shown_as_a(make_client, settings, ali
         assert {a["backend"], b["backend"]} == {"demo-a", "demo-b"}
         firsts.append(a["backend"])
     assert set(firsts) == {"demo-a", "demo-b"}  # the A side is drawn, not fixed
+
+
+def test_a_turn_generated_by_another_worker_is_awaited_then_replayed(client, alice, storage):
+    import threading
+    import time
+
+    _, h, _ = alice
+    t = say(client, h, start(client, h), wait=False)
+    # another worker holds the lease and finishes a little later
+    assert storage.acquire_lease(t["id"], "other-worker", 60) is not None
+
+    def other_worker():
+        time.sleep(0.5)
+        for slot in "ab":
+            storage.save_candidate(
+                t["id"], slot, owner="other-worker", text=f"from {slot}", raw_text=f"from {slot}"
+            )
+        storage.end_generation(t["id"], "other-worker")
+
+    thread = threading.Thread(target=other_worker)
+    thread.start()
+    events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    thread.join()
+    assert events == [
+        ("done", {"slot": "a", "text": "from a", "cut": False}),
+        ("done", {"slot": "b", "text": "from b", "cut": False}),
+        ("end", {"status": "ready"}),
+    ]

@@ -279,4 +279,87 @@ def export(
     )
 
 
+def demo_step(data, out) -> None:
+    """``hh demo``'s collection step: the app on a free loopback port with the demo backend,
+    one scripted conversation through the JSON API, exported in the upstream layout."""
+    _web()
+    import socket
+    import threading
+    import time
+    from pathlib import Path
+
+    import httpx
+    import uvicorn
+
+    from ..collect.app import create_app
+    from ..collect.config import demo_settings
+    from ..collect.export import export_collection
+    from ..collect.storage import Storage
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    db_path = out / "collect-demo.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    url = f"sqlite:///{db_path}"
+    storage = Storage(url)
+    storage.upgrade()
+    _, token = storage.add_annotator("demo-annotator")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(demo_settings(url), storage=storage), log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    base = f"http://127.0.0.1:{port}"
+    click.echo(f"the app is up on {base} (demo backend: replies from the bundled sample)")
+    try:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as c:
+            cid = c.post(
+                "/api/v1/conversations",
+                json={"mode": "helpful", "task_description": "Get help with a vegetable garden"},
+            ).json()["id"]
+            script = [
+                ("How do I keep my tomato plants healthy?", "a", 3, None),
+                ("How often should I water them?", "b", 2, None),
+                (
+                    "Thanks! Anything else?",
+                    "a",
+                    4,
+                    "Mulch around the plants to keep the soil moist.",
+                ),
+            ]
+            for text, pick, strength, edit in script:
+                turn = c.post(f"/api/v1/conversations/{cid}/turns", json={"text": text}).json()
+                click.echo(f"Human: {text}")
+                for cand in turn["candidates"]:
+                    click.echo(
+                        f"  {cand['slot'].upper()}: {cand['text'][:70].replace(chr(10), ' ')}..."
+                    )
+                body = {"pick": pick, "strength": strength}
+                if edit:
+                    body["edit"] = edit
+                c.post(f"/api/v1/turns/{turn['id']}/choice", json=body).raise_for_status()
+                click.echo(
+                    f"  picked {pick.upper()} at strength {strength}" + (", edited" if edit else "")
+                )
+            c.post(
+                f"/api/v1/conversations/{cid}/finish", json={"comment": "demo"}
+            ).raise_for_status()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    manifest = export_collection(storage, out / "collect-export", force=True)
+    storage.dispose()
+    click.echo(
+        f"exported {manifest['rows']} comparison(s) to {out / 'collect-export'} "
+        f"(left out: {', '.join(f'{k} {v}' for k, v in manifest['left_out'].items() if v) or 'none'})"
+    )
+    click.echo("try it in a browser: hh serve --demo   (prints a login URL)")
+
+
 commands = [serve, collect]

@@ -117,13 +117,35 @@ class Generator:
     async def _run(self, run: TurnRun, prompt, pending) -> None:
         status = "failed"
         try:
-            await asyncio.gather(*(self._one(run, prompt, p.slot, p.backend) for p in pending))
-            status = await run_in_threadpool(self.storage.end_generation, run.turn_id, self.owner)
+            outcomes = await asyncio.gather(
+                *(self._one(run, prompt, p.slot, p.backend) for p in pending)
+            )
+            # one transaction (one fsync) for both candidates and the lease
+            results = {slot: fields for slot, fields, _ in outcomes}
+            stored = await run_in_threadpool(
+                self.storage.finish_generation, run.turn_id, self.owner, results
+            )
+            for slot, fields, message in outcomes:
+                if stored is None:
+                    message = "the response was not stored (another worker took over)"
+                if message is None:
+                    run.emit("done", {"slot": slot, "text": fields["text"], "cut": fields["cut"]})
+                else:
+                    label = slot_label(slot)
+                    run.emit(
+                        "error",
+                        {
+                            "slot": slot,
+                            "message": f"Response {label} could not be generated: {message}. Retry.",
+                        },
+                    )
+            status = stored or "failed"
         finally:  # never leave a listener waiting
             run.finish(status)
             self.runs.pop(run.turn_id, None)
 
-    async def _one(self, run: TurnRun, prompt, slot: str, backend_name: str) -> None:
+    async def _one(self, run: TurnRun, prompt, slot: str, backend_name: str):
+        """Generate one candidate, streaming deltas; returns (slot, fields to store, error or None)."""
         backend = self.backends.get(backend_name)
         config = backend.config if backend else None
         t0 = time.perf_counter()
@@ -157,49 +179,29 @@ class Generator:
             error, detail = exc.message, exc.detail
         except Exception as exc:  # a backend bug must not lose the turn
             error, detail = "the model server failed", f"{type(exc).__name__}: {exc}"
-        latency = int((time.perf_counter() - t0) * 1000)
-        if error is None:
-            done = finalize("".join(raw), finish_reason)
-            if not done.text:
-                error, detail = "the model gave an empty response", "empty after cutting"
-        common = dict(
-            owner=self.owner,
+        fields = dict(
             model=config.model if config else None,
             params=config.sampling_params() if config else {},
-            latency_ms=latency,
+            latency_ms=int((time.perf_counter() - t0) * 1000),
         )
         if error is None:
-            saved = await run_in_threadpool(
-                self.storage.save_candidate,
-                run.turn_id,
-                slot,
-                text=done.text,
-                raw_text=done.raw_text,
-                cut=done.cut,
-                finish_reason=done.finish_reason,
-                **common,
-            )
-            if saved:
-                run.emit("done", {"slot": slot, "text": done.text, "cut": done.cut})
-                return
-            error, detail = "the response was not stored (another worker took over)", "lease lost"
-        else:
-            await run_in_threadpool(
-                self.storage.save_candidate,
-                run.turn_id,
-                slot,
-                text=None,
-                raw_text="".join(raw) or None,
-                error=f"{error}: {detail}" if detail else error,
-                **common,
-            )
-        run.emit(
-            "error",
-            {
-                "slot": slot,
-                "message": f"Response {slot_label(slot)} could not be generated: {error}. Retry.",
-            },
+            done = finalize("".join(raw), finish_reason)
+            if done.text:
+                fields.update(
+                    text=done.text,
+                    raw_text=done.raw_text,
+                    cut=done.cut,
+                    finish_reason=finish_reason,
+                )
+                return slot, fields, None
+            error, detail = "the model gave an empty response", "empty after cutting"
+        fields.update(
+            text=None,
+            raw_text="".join(raw) or None,
+            cut=False,
+            error=f"{error}: {detail}" if detail else error,
         )
+        return slot, fields, error
 
     async def events(self, turn_id: int):
         """Events for a listener: generate if pending, follow a run, or replay what is stored."""

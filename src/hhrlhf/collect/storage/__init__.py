@@ -575,22 +575,12 @@ class Storage:
             ]
             return prompt, pending
 
-    def save_candidate(
-        self,
-        turn_id: int,
-        slot: str,
-        *,
-        owner: str,
-        text: str | None,
-        raw_text: str | None,
-        cut: bool = False,
-        model: str | None = None,
-        params: dict | None = None,
-        finish_reason: str | None = None,
-        latency_ms: int | None = None,
-        error: str | None = None,
-    ) -> bool:
-        """Store one generated (or failed) candidate; False if the lease was lost meanwhile."""
+    def save_candidate(self, turn_id: int, slot: str, *, owner: str, **fields) -> bool:
+        """Store one generated (or failed) candidate; False if the lease was lost meanwhile.
+
+        ``fields``: ``text``, ``raw_text``, ``cut``, ``model``, ``params``, ``finish_reason``,
+        ``latency_ms``, ``error``.
+        """
         with self._write() as s:
             t = s.get(Turn, turn_id)
             if t is None or t.lease_owner != owner or t.status != "generating":
@@ -598,17 +588,29 @@ class Storage:
             c = s.scalar(
                 select(Candidate).where(Candidate.turn_id == turn_id, Candidate.slot == slot)
             )
-            c.status = "failed" if error else "ready"
-            c.text = text
-            c.raw_text = raw_text
-            c.cut = cut
-            c.model = model
-            c.params = params or {}
-            c.finish_reason = finish_reason
-            c.latency_ms = latency_ms
-            c.error = error
-            c.attempts = (c.attempts or 0) + 1
+            _apply_candidate(c, **fields)
             return True
+
+    def finish_generation(self, turn_id: int, owner: str, results: dict[str, dict]) -> str | None:
+        """Store every generated (or failed) candidate and release the lease, in one transaction.
+
+        ``results`` maps a slot to :meth:`save_candidate`'s keyword arguments. Returns the turn's
+        new status (ready or failed), or None if the lease was lost meanwhile (nothing stored).
+        """
+        with self._write() as s:
+            t = s.get(Turn, turn_id)
+            if t is None or t.lease_owner != owner or t.status != "generating":
+                return None
+            cands = s.scalars(select(Candidate).where(Candidate.turn_id == turn_id)).all()
+            for c in cands:
+                if c.slot in results:
+                    _apply_candidate(c, **results[c.slot])
+            t.status = "ready" if all(c.status == "ready" for c in cands) else "failed"
+            if t.status == "ready":
+                t.ready_at = now()
+            t.lease_owner = None
+            t.lease_until = None
+            return t.status
 
     def end_generation(self, turn_id: int, owner: str) -> str:
         """Release the lease: the turn becomes ready (both candidates) or failed."""
@@ -845,6 +847,30 @@ class Storage:
                     ("comparisons", Comparison),
                 )
             }
+
+
+def _apply_candidate(
+    c: Candidate,
+    *,
+    text: str | None,
+    raw_text: str | None,
+    cut: bool = False,
+    model: str | None = None,
+    params: dict | None = None,
+    finish_reason: str | None = None,
+    latency_ms: int | None = None,
+    error: str | None = None,
+) -> None:
+    c.status = "failed" if error else "ready"
+    c.text = text
+    c.raw_text = raw_text
+    c.cut = cut
+    c.model = model
+    c.params = params or {}
+    c.finish_reason = finish_reason
+    c.latency_ms = latency_ms
+    c.error = error
+    c.attempts = (c.attempts or 0) + 1
 
 
 def choose_backends(names: list[str], pairing: str, rng: random.Random) -> tuple[str, str]:
