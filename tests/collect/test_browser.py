@@ -247,6 +247,13 @@ def test_three_turn_conversation_keyboard_mouse_edit_and_export(live_app, browse
     page.click("#finish-submit")
     page.wait_for_selector("#finished:not([hidden])", timeout=TIMEOUT_MS)
     assert page.is_hidden("#composer")
+    page.reload()  # a finished conversation reopens as a read-only transcript
+    page.wait_for_selector("#finished:not([hidden])", timeout=TIMEOUT_MS)
+    assert page.locator("#transcript .msg.assistant .body").all_text_contents() == bubbles
+    assert (
+        page.text_content("#finished-comment") == "Your comment: All three answers were sensible."
+    )
+    assert page.is_hidden("#composer") and page.is_hidden("#compare") and page.is_hidden("#finish")
     context.close()
     assert seen == {"dialogs": [], "errors": [], "console": []}
 
@@ -296,7 +303,8 @@ HOSTILE_MESSAGE = (
 
 def test_hostile_text_is_shown_literally_and_runs_nothing(live_app, browser):
     base, _, token, _ = live_app
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
     seen = _watch(page)
     _login_and_start(page, base, token, HOSTILE_TASK)
     assert page.text_content("#task-text") == HOSTILE_TASK
@@ -310,8 +318,17 @@ def test_hostile_text_is_shown_literally_and_runs_nothing(live_app, browser):
     assert page.evaluate("window.__pwned") is None
     assert page.locator("#transcript img, #task-text img, #transcript script").count() == 0
     assert seen["dialogs"] == [] and seen["errors"] == []
+    other = context.new_page()  # a second tab, left open while the first logs out
+    other.goto(page.url)
+    other.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
     page.click("#logout")
     page.wait_for_url("**/login", timeout=TIMEOUT_MS)
+    other.keyboard.press("1")
+    other.wait_for_function(
+        "() => document.querySelector('#choice-status').textContent.includes('session has ended')",
+        timeout=TIMEOUT_MS,
+    )
+    assert other.locator("#transcript .msg.assistant").count() == 0
     page.goto(f"{base}/")
     assert page.text_content("h1") == "Log in"
 

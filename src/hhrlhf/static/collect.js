@@ -37,7 +37,8 @@
       data = null;
     }
     if (!res.ok) {
-      const msg = data && data.error ? data.error : "The server answered " + res.status + ".";
+      let msg = data && data.error ? data.error : "The server answered " + res.status + ".";
+      if (res.status === 401) msg = "Your session has ended: open your login link again.";
       const e = new Error(msg);
       e.status = res.status;
       throw e;
