@@ -55,15 +55,17 @@ def finalize(raw: str, finish_reason: str | None = None) -> Finished:
     """Cut at the first speaker marker (recording the cut) and strip surrounding whitespace."""
     cut_at = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
     text = raw if cut_at < 0 else raw[:cut_at]
-    # collapse the inner "\n\n" + marker-like blank-line runs nothing; only the ends are normalised
+    # only the ends are normalised: inner blank lines are the model's own
     return Finished(text.strip(), raw, cut_at >= 0, finish_reason)
 
 
 class Backend(Protocol):
+    """What a backend kind implements (see :data:`BACKENDS`)."""
+
     config: BackendConfig
 
-    def stream(self, prompt) -> AsyncIterator[str]:
-        """Text deltas of one response; sets ``self.finish_reason`` style info via the iterator."""
+    def stream(self, prompt) -> AsyncIterator[tuple[str, str | None]]:
+        """One response as ``(text delta, finish reason or None)`` pairs; raises :class:`BackendError`."""
         ...
 
 
