@@ -103,7 +103,6 @@
     const root = $("#conversation");
     if (!root) return;
     const convId = root.dataset.id;
-    const mode = root.dataset.mode;
     const transcript = $("#transcript");
     const compare = $("#compare");
     const composer = $("#composer");
@@ -494,7 +493,6 @@
         say(sendStatus, err.message, "error");
         composer.hidden = false;
       });
-    root.dataset.mode = mode;
   }
 
   document.addEventListener("DOMContentLoaded", () => {
