@@ -136,7 +136,14 @@ def collect():
 
 @collect.group()
 def annotator():
-    """Add, list or disable annotators (a token is printed once; only its hash is stored)."""
+    """Add, list or disable annotators (a token is printed once; only its hash is stored).
+
+    \b
+    Examples:
+      hh collect annotator add alice --role admin
+      hh collect annotator list --json
+      hh collect annotator disable alice
+    """
 
 
 @annotator.command("add")
@@ -171,7 +178,12 @@ def annotator_add(name, role, upworker, db_url):
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
 def annotator_list(db_url, as_json):
-    """List annotators (never their tokens)."""
+    """List annotators (never their tokens).
+
+    \b
+    Example:
+      hh collect annotator list --db sqlite:///hh-collect.db
+    """
     storage = _storage(db_url)
     rows = [a.to_dict() for a in storage.list_annotators()]
     if as_json:
@@ -185,7 +197,13 @@ def annotator_list(db_url, as_json):
 @click.option("--enable", is_flag=True, help="Enable again instead.")
 @db_option
 def annotator_disable(name, enable, db_url):
-    """Disable an annotator (their sessions end; their data stays)."""
+    """Disable an annotator (their sessions end; their data stays).
+
+    \b
+    Examples:
+      hh collect annotator disable alice
+      hh collect annotator disable alice --enable
+    """
     storage = _storage(db_url)
     who = storage.set_disabled(name, not enable)
     click.echo(f"{who.name}: {'disabled' if who.disabled else 'enabled'}")
