@@ -204,6 +204,9 @@ def test_three_turn_conversation_keyboard_mouse_edit_and_export(live_app, browse
     # turn 3: edit the pick (keyboard 3 = A2) before continuing
     _send(page, MESSAGES[2])
     shown.append({"a": _shown(page, "a"), "b": _shown(page, "b")})
+    # the page scrolled itself: the new message and A and B are on screen without scrolling
+    top = page.evaluate("document.querySelector('#compare').getBoundingClientRect().top")
+    assert 0 < top < 800
     assert page.locator("#scale .point.selected").count() == 0  # the last pick is not carried over
     page.mouse.move(0, 0)
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")

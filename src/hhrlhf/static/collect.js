@@ -381,9 +381,10 @@
         const turn = await api("POST", "/api/v1/conversations/" + convId + "/turns", { text, wait: false });
         message.value = "";
         say(sendStatus, "");
-        addBubble("human", "You", text);
+        const bubble = addBubble("human", "You", text);
         state.sending = false;
         startTurn(turn);
+        bubble.scrollIntoView({ block: "start" }); // the message, then A and B below it
       } catch (err) {
         state.sending = false;
         say(sendStatus, err.message, "error");
@@ -486,8 +487,13 @@
           return;
         }
         finishBox.hidden = false;
-        if (open) startTurn(open);
-        else showComposer(true);
+        if (open) {
+          startTurn(open);
+          const humans = transcript.querySelectorAll(".msg.human");
+          humans[humans.length - 1].scrollIntoView({ block: "start" });
+        } else {
+          showComposer(true);
+        }
       })
       .catch((err) => {
         say(sendStatus, err.message, "error");
