@@ -22,6 +22,7 @@ __all__ = [
     "MissingExtraError",
     "ModelFormatError",
     "OutputError",
+    "CollectError",
 ]
 
 
@@ -212,3 +213,11 @@ def require(module: str, extra: str, feature: str | None = None):
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(extra, module.split(".")[0], feature) from exc
+
+
+class CollectError(HHError):
+    """A request the collection app refuses: ``status`` is the HTTP status it maps to."""
+
+    def __init__(self, message: str, status: int = 400):
+        self.status = status
+        super().__init__(message)

@@ -117,5 +117,8 @@ def demo_command(out_dir, data, force):
     _step("6. a preference model, trained and evaluated (hh pm train / hh pm eval)")
     _optional(data, out, "pm", "reward")
 
+    _step("7. the collection loop: the app, one scripted conversation, its export (hh serve)")
+    _optional(data, out, "collect_demo", "web")
+
     _step("done")
     click.echo(f"outputs are in {out.resolve()}")

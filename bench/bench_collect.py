@@ -1,0 +1,282 @@
+"""Benchmark the collection app: concurrent scripted annotators against a real ``hh serve``.
+
+Usage::
+
+    python bench/bench_collect.py [--annotators 20] [--turns 10] [--workers 1] [--db URL]
+                                  [--demo-delay 0] [--out bench/RESULTS-collect.md]
+
+Starts ``hh serve --demo`` in a subprocess on a free loopback port (uvicorn, SQLite by
+default), adds one annotator per client, and runs every client at once with httpx: start a
+conversation, then per turn send a message (``"wait": true``: the answer holds both responses)
+and choose one (with a ``request_id``), then finish. It reports p50/p99 of
+
+* the choice (``POST /turns/{id}/choice``, acknowledged after its commit);
+* the turn minus backend time (the request's wall time less the slower candidate's
+  generation time, as the server recorded it: what the app adds to a model's latency).
+
+Target (issue 11): choice p99 under 50 ms on SQLite on two cores, 20 annotators. After the
+run every acknowledged choice is checked to be stored exactly once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+PROMPTS = [
+    "How do I keep my tomato plants healthy?",
+    "What is a good way to start running?",
+    "Can you help me plan a small vegetable garden?",
+    "How long should I boil an egg?",
+    "What should I pack for a weekend hike?",
+    "How do I fix a squeaky door?",
+    "Any tips for learning to cook rice?",
+    "How can I sleep better?",
+    "What is a simple bread recipe?",
+    "How often should I water a cactus?",
+]
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = max(0, min(len(values) - 1, round(q / 100 * (len(values) - 1))))
+    return values[k]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU time of every live process in a process group (Linux /proc)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # pgrp
+            total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def hh(*args: str, env: dict) -> str:
+    p = subprocess.run(
+        [sys.executable, "-m", "hhrlhf", *args], capture_output=True, text=True, env=env, check=True
+    )
+    return p.stdout
+
+
+async def annotator(base: str, token: str, turns: int, i: int, out: dict, think: float) -> None:
+    rng = random.Random(i)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as c:
+        r = await c.post(
+            "/api/v1/conversations", json={"mode": "helpful", "task_description": f"bench {i}"}
+        )
+        r.raise_for_status()
+        cid = r.json()["id"]
+        for t in range(turns):
+            t0 = time.perf_counter()
+            r = await c.post(
+                f"/api/v1/conversations/{cid}/turns",
+                json={"text": PROMPTS[(i + t) % len(PROMPTS)] + f" ({i}.{t})"},
+            )
+            wall = time.perf_counter() - t0
+            if r.status_code != 201 or r.json().get("status") != "ready":
+                out["errors"].append(f"turn: {r.status_code} {r.text[:200]}")
+                return
+            turn = r.json()
+            out["turns"].append((turn["id"], wall))
+            if think:  # reading the two responses
+                await asyncio.sleep(think * rng.uniform(0.5, 1.5))
+            body = {
+                "pick": "ab"[(i + t) % 2],
+                "strength": 1 + (i + t) % 4,
+                "request_id": uuid.uuid4().hex,
+            }
+            t0 = time.perf_counter()
+            r = await c.post(f"/api/v1/turns/{turn['id']}/choice", json=body)
+            out["choice"].append(time.perf_counter() - t0)
+            if r.status_code != 200:
+                out["errors"].append(f"choice: {r.status_code} {r.text[:200]}")
+                return
+            out["acked"].append((turn["id"], body["pick"], body["strength"]))
+            if think:  # writing the next message
+                await asyncio.sleep(think * rng.uniform(0.5, 1.5))
+        r = await c.post(f"/api/v1/conversations/{cid}/finish", json={})
+        if r.status_code != 200:
+            out["errors"].append(f"finish: {r.status_code}")
+
+
+async def run_clients(base: str, tokens: list[str], turns: int, think: float = 0.0) -> dict:
+    out = {"turns": [], "choice": [], "errors": [], "acked": []}
+    t0 = time.perf_counter()
+    await asyncio.gather(
+        *(annotator(base, tok, turns, i, out, think) for i, tok in enumerate(tokens))
+    )
+    out["elapsed"] = time.perf_counter() - t0
+    return out
+
+
+async def backend_times(base: str, admin_token: str) -> dict[int, tuple[float, dict]]:
+    """turn id -> (slower candidate's generation time in s, stored pick) from the admin view."""
+    headers = {"Authorization": f"Bearer {admin_token}"}
+    out = {}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as c:
+        convs = (await c.get("/api/v1/conversations")).json()["conversations"]
+        for conv in convs:
+            full = (await c.get(f"/api/v1/conversations/{conv['id']}")).json()
+            for t in full["turns"]:
+                slow = max((x.get("latency_ms") or 0) for x in t["candidates"]) / 1000
+                out[t["id"]] = (slow, {"pick": t["pick"], "strength": t["strength"]})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--annotators", type=int, default=20)
+    ap.add_argument("--turns", type=int, default=10)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument(
+        "--demo-delay", type=float, default=0.0, help="seconds per word of the demo backend"
+    )
+    ap.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="seconds an annotator spends reading before a choice and writing before a message "
+        "(each drawn from 0.5x-1.5x); 0: a closed loop with no pause (saturation)",
+    )
+    ap.add_argument("--append", action="store_true", help="append to --out instead of replacing it")
+    ap.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
+    ap.add_argument("--out", type=Path, default=HERE / "RESULTS-collect.md")
+    args = ap.parse_args(argv)
+
+    load_before = os.getloadavg()[0]
+    tmp = Path(tempfile.mkdtemp(prefix="hh-bench-collect-"))
+    db = args.db or f"sqlite:///{tmp / 'bench.db'}"
+    env = {**os.environ, "PYTHONPATH": str(SRC), "HH_COLLECT_DB": db}
+    tokens = [
+        hh("collect", "annotator", "add", f"bench-{i}", env=env).strip().splitlines()[-1]
+        for i in range(args.annotators)
+    ]
+    admin = (
+        hh("collect", "annotator", "add", "bench-admin", "--role", "admin", env=env)
+        .strip()
+        .splitlines()[-1]
+    )
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", str(port),
+         "--workers", str(args.workers), "--demo-delay", str(args.demo_delay)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/api/v1/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit(
+                    "server did not start: "
+                    + (server.stderr.read() if server.poll() is not None else "")
+                )
+            time.sleep(0.1)
+        # warm-up: one conversation (imports, the demo index, the first connections)
+        asyncio.run(run_clients(base, tokens[:1], 1))
+        cpu0 = group_cpu_seconds(server.pid)
+        res = asyncio.run(run_clients(base, tokens, args.turns, args.think))
+        cpu = group_cpu_seconds(server.pid) - cpu0
+        stored = asyncio.run(backend_times(base, admin))
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+    overhead = [max(0.0, wall - stored[tid][0]) for tid, wall in res["turns"] if tid in stored]
+    walls = [wall for _, wall in res["turns"]]
+    lost = [
+        a for a in res["acked"] if stored.get(a[0], (0, {}))[1] != {"pick": a[1], "strength": a[2]}
+    ]
+    ms = lambda v: f"{1000 * v:.1f}"  # noqa: E731
+    rows = [
+        ("choice (POST .../choice)", res["choice"]),
+        ("turn, minus backend time", overhead),
+        ("turn, wall (demo backend)", walls),
+    ]
+    lines = [
+        "## "
+        + (
+            "saturation: no pause between requests"
+            if not args.think
+            else f"annotators pausing ~{args.think:g} s"
+        ),
+        "",
+        f"`python bench/bench_collect.py --annotators {args.annotators} --turns {args.turns} "
+        f"--workers {args.workers} --demo-delay {args.demo_delay:g} --think {args.think:g}`"
+        + ("" if args.db is None else " --db (given)"),
+        "",
+        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}, "
+        f"load average {load_before:.1f} before the run (other work on the same cores). "
+        f"Database: {'SQLite (WAL, synchronous=FULL)' if db.startswith('sqlite') else db.split(':')[0]}. "
+        f"Server: `hh serve --demo`, {args.workers} uvicorn worker(s), on loopback; clients: httpx, "
+        f"{args.annotators} concurrent annotators x {args.turns} turns, all at once.",
+        "",
+        "| what | n | p50 ms | p99 ms | max ms |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, values in rows:
+        lines.append(
+            f"| {name} | {len(values)} | {ms(statistics.median(values))} | {ms(pct(values, 99))} | {ms(max(values))} |"
+        )
+    lines += [
+        "",
+        f"Elapsed {res['elapsed']:.1f} s; {len(res['acked'])} choices acknowledged, "
+        f"{len(res['acked']) - len(lost)} found stored as acknowledged, {len(lost)} missing or different; "
+        f"{len(res['errors'])} errors. Server CPU time: {cpu:.2f} s in all, "
+        f"{1000 * cpu / max(1, len(res['turns'])):.1f} ms per turn (message, both demo responses, "
+        "choice, and each request's authentication): the cost that does not depend on the "
+        "machine's other load.",
+        "",
+        "\"Minus backend time\": the request's wall time less the slower candidate's generation time "
+        "as the server recorded it (`latency_ms`), i.e. what the app itself adds to a turn. "
+        "Target (issue 11): choice p99 under 50 ms on SQLite on two cores.",
+    ]
+    if res["errors"]:
+        lines += ["", "Errors (first 5):", *[f"- {e}" for e in res["errors"][:5]]]
+    text = "\n".join(lines) + "\n"
+    if args.append and args.out.exists():
+        text = args.out.read_text() + "\n" + text
+    args.out.write_text(text)
+    print(text)
+    return 1 if res["errors"] or lost else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,383 @@
+"""``hh serve`` and ``hh collect``: the collection app, its annotators and its export.
+
+A thin layer over :mod:`hhrlhf.collect`; the web extra is imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from ..errors import HHError, require
+from .options import emit_json, print_table
+
+__all__ = ["commands", "serve", "collect"]
+
+
+def _web():
+    for module in ("fastapi", "sqlalchemy", "alembic", "uvicorn"):
+        require(module, "web", "the collection app")
+
+
+def _default_db() -> str:
+    return os.environ.get("HH_COLLECT_DB") or "sqlite:///hh-collect.db"
+
+
+def db_option(f):
+    return click.option(
+        "--db",
+        "db_url",
+        default=None,
+        metavar="URL",
+        help="Database URL (sqlite:///path.db, postgresql+psycopg://...); "
+        "default: $HH_COLLECT_DB, else sqlite:///hh-collect.db.",
+    )(f)
+
+
+def _storage(db_url: str | None, *, migrate: bool = False):
+    _web()
+    from ..collect.storage import Storage
+
+    storage = Storage(db_url or _default_db())
+    if migrate:
+        storage.upgrade()
+    else:
+        storage.check_current()
+    return storage
+
+
+@click.command()
+@db_option
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="TOML config with [collect] and [[backend]] tables.",
+)
+@click.option("--demo", is_flag=True, help="Demo backends (no model, no network) and a demo admin.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
+@click.option(
+    "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes."
+)
+@click.option(
+    "--demo-delay",
+    default=0.0,
+    type=click.FloatRange(0, 5),
+    help="Demo backend: seconds per word (load tests).",
+    hidden=True,
+)
+def serve(db_url, config_path, demo, host, port, workers, demo_delay):
+    """Run the collection app: create or migrate the database, print the URL, serve.
+
+    \b
+    Examples:
+      hh serve --demo                      # try it: prints a login URL
+      hh serve --config collect.toml --db sqlite:///hh-collect.db --port 8000
+    """
+    if bool(config_path) == bool(demo):
+        raise click.UsageError("pass exactly one of --config FILE or --demo")
+    _web()
+    from ..collect.config import demo_settings, load_config
+
+    db_url = db_url or _default_db()
+    settings = (
+        load_config(config_path, db_url=db_url)
+        if config_path
+        else demo_settings(db_url, token_delay=demo_delay)
+    )
+    storage = _storage(settings.db_url, migrate=True)
+    base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    click.echo(f"database: {settings.db_url} (migrated to {storage.revision()})", err=True)
+    click.echo(f"backends: {', '.join(settings.backend_names)}", err=True)
+    if demo:
+        who = storage.annotator_by_name("demo")
+        if who is None:
+            _, token = storage.add_annotator("demo", role="admin")
+        else:
+            token = storage.rotate_token("demo")
+        click.echo(f"log in: {base}/login?token={token}")
+    click.echo(f"serving on {base}/ (Ctrl+C to stop)")
+    storage.dispose()
+    import uvicorn
+
+    env = {"HH_COLLECT_DB": settings.db_url}
+    if config_path:
+        env["HH_COLLECT_CONFIG"] = os.path.abspath(config_path)
+    else:
+        env["HH_COLLECT_DEMO_DELAY"] = str(demo_delay)
+    os.environ.update(env)
+    if not config_path:
+        os.environ.pop("HH_COLLECT_CONFIG", None)
+    uvicorn.run(
+        "hhrlhf.collect.app:create_app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        proxy_headers=True,
+    )
+
+
+@click.group()
+def collect():
+    """Manage the collection database: annotators and the export.
+
+    \b
+    Examples:
+      hh collect annotator add alice
+      hh collect annotator list
+      hh collect export --out collected/
+    """
+
+
+@collect.group()
+def annotator():
+    """Add, list or disable annotators (a token is printed once; only its hash is stored).
+
+    \b
+    Examples:
+      hh collect annotator add alice --role admin
+      hh collect annotator list --json
+      hh collect annotator disable alice
+    """
+
+
+@annotator.command("add")
+@click.argument("name")
+@click.option(
+    "--role",
+    type=click.Choice(["annotator", "admin"]),
+    default="annotator",
+    show_default=True,
+)
+@click.option(
+    "--upworker", is_flag=True, help="Record the annotator as a contractor (is_upworker)."
+)
+@db_option
+def annotator_add(name, role, upworker, db_url):
+    """Add an annotator; the login token is the last line of stdout.
+
+    \b
+    Example:
+      hh collect annotator add alice --role admin
+    """
+    storage = _storage(db_url, migrate=True)
+    who, token = storage.add_annotator(name, role=role, attributes={"is_upworker": upworker})
+    click.echo(
+        f"added {who.name} ({who.role}, member {who.member_id}); token (shown once):", err=True
+    )
+    click.echo(f"login path: /login?token={token}", err=True)
+    click.echo(token)
+
+
+@annotator.command("list")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
+def annotator_list(db_url, as_json):
+    """List annotators (never their tokens).
+
+    \b
+    Example:
+      hh collect annotator list --db sqlite:///hh-collect.db
+    """
+    storage = _storage(db_url)
+    rows = [a.to_dict() for a in storage.list_annotators()]
+    if as_json:
+        emit_json({"annotators": rows})
+        return
+    print_table(rows, ["name", "role", "disabled", "member_id", "created_at"])
+
+
+@annotator.command("disable")
+@click.argument("name")
+@click.option("--enable", is_flag=True, help="Enable again instead.")
+@db_option
+def annotator_disable(name, enable, db_url):
+    """Disable an annotator (their sessions end; their data stays).
+
+    \b
+    Examples:
+      hh collect annotator disable alice
+      hh collect annotator disable alice --enable
+    """
+    storage = _storage(db_url)
+    who = storage.set_disabled(name, not enable)
+    click.echo(f"{who.name}: {'disabled' if who.disabled else 'enabled'}")
+
+
+@collect.command("export")
+@db_option
+@click.option(
+    "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder."
+)
+@click.option(
+    "--min-strength",
+    default=2,
+    show_default=True,
+    type=int,
+    help="Keep picks at least this strong.",
+)
+@click.option(
+    "--test-fraction",
+    default=0.05,
+    show_default=True,
+    type=float,
+    help="Share of conversations in test.",
+)
+@click.option(
+    "--subset",
+    default="helpful-base",
+    show_default=True,
+    help="Subset folder for helpful comparisons.",
+)
+@click.option(
+    "--red-team-subset",
+    default="harmless-base",
+    show_default=True,
+    help="Subset folder for red-team comparisons.",
+)
+@click.option("--include-unfinished", is_flag=True, help="Also export unfinished conversations.")
+@click.option("--force", is_flag=True, help="Overwrite an earlier export in --out.")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+def export(
+    db_url,
+    out_dir,
+    min_strength,
+    test_fraction,
+    subset,
+    red_team_subset,
+    include_unfinished,
+    force,
+    as_json,
+):
+    """Export comparisons in the upstream layout (<subset>/{train,test}.jsonl.gz + manifest.json).
+
+    \b
+    Examples:
+      hh collect export --out collected/
+      hh check --data collected/
+      hh stats --data collected/ helpful-base
+    """
+    from pathlib import Path
+
+    # an unwritable --out fails before any database work
+    out = Path(out_dir)
+    probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
+    if not os.access(probe, os.W_OK):
+        raise HHError(f"{out}: cannot write there (permission denied)")
+    storage = _storage(db_url)
+    from ..collect.export import export_collection
+
+    manifest = export_collection(
+        storage,
+        out_dir,
+        min_strength=min_strength,
+        test_fraction=test_fraction,
+        subset=subset,
+        red_team_subset=red_team_subset,
+        include_unfinished=include_unfinished,
+        force=force,
+    )
+    if as_json:
+        emit_json(manifest)
+        return
+    for name, splits in manifest["subsets"].items():
+        click.echo(
+            f"{out_dir}/{name}: train {splits['train']:,} rows, test {splits['test']:,} rows"
+        )
+    lo = manifest["left_out"]
+    click.echo(
+        "left out: "
+        + ", ".join(f"{k} {v:,}" for k, v in lo.items())
+        + f" (see {out_dir}/manifest.json)"
+    )
+
+
+def demo_step(data, out) -> None:
+    """``hh demo``'s collection step: the app on a free loopback port with the demo backend,
+    one scripted conversation through the JSON API, exported in the upstream layout."""
+    _web()
+    import socket
+    import threading
+    import time
+    from pathlib import Path
+
+    import httpx
+    import uvicorn
+
+    from ..collect.app import create_app
+    from ..collect.config import demo_settings
+    from ..collect.export import export_collection
+    from ..collect.storage import Storage
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    db_path = out / "collect-demo.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    url = f"sqlite:///{db_path}"
+    storage = Storage(url)
+    storage.upgrade()
+    _, token = storage.add_annotator("demo-annotator")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(demo_settings(url), storage=storage), log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    base = f"http://127.0.0.1:{port}"
+    click.echo(f"the app is up on {base} (demo backend: replies from the bundled sample)")
+    try:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as c:
+            cid = c.post(
+                "/api/v1/conversations",
+                json={"mode": "helpful", "task_description": "Get help with a vegetable garden"},
+            ).json()["id"]
+            script = [
+                ("How do I keep my tomato plants healthy?", "a", 3, None),
+                ("How often should I water them?", "b", 2, None),
+                (
+                    "Thanks! Anything else?",
+                    "a",
+                    4,
+                    "Mulch around the plants to keep the soil moist.",
+                ),
+            ]
+            for text, pick, strength, edit in script:
+                turn = c.post(f"/api/v1/conversations/{cid}/turns", json={"text": text}).json()
+                click.echo(f"Human: {text}")
+                for cand in turn["candidates"]:
+                    click.echo(
+                        f"  {cand['slot'].upper()}: {cand['text'][:70].replace(chr(10), ' ')}..."
+                    )
+                body = {"pick": pick, "strength": strength}
+                if edit:
+                    body["edit"] = edit
+                c.post(f"/api/v1/turns/{turn['id']}/choice", json=body).raise_for_status()
+                click.echo(
+                    f"  picked {pick.upper()} at strength {strength}" + (", edited" if edit else "")
+                )
+            c.post(
+                f"/api/v1/conversations/{cid}/finish", json={"comment": "demo"}
+            ).raise_for_status()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    manifest = export_collection(storage, out / "collect-export", force=True)
+    storage.dispose()
+    click.echo(
+        f"exported {manifest['rows']} comparison(s) to {out / 'collect-export'} "
+        f"(left out: {', '.join(f'{k} {v}' for k, v in manifest['left_out'].items() if v) or 'none'})"
+    )
+    click.echo("try it in a browser: hh serve --demo   (prints a login URL)")
+
+
+commands = [serve, collect]

@@ -1,0 +1,35 @@
+"""The collection app (``hh serve``): two live responses per turn, continue with the pick, export.
+
+Needs the ``[web]`` extra. ``import hhrlhf.collect`` stays light; the web parts load on use.
+"""
+
+from __future__ import annotations
+
+from .config import BackendConfig, Settings, default_db_url, demo_settings, load_config
+
+__all__ = [
+    "BackendConfig",
+    "Settings",
+    "create_app",
+    "default_db_url",
+    "demo_settings",
+    "export_collection",
+    "load_config",
+    "Storage",
+]
+
+
+def __getattr__(name):
+    if name == "create_app":
+        from .app import create_app
+
+        return create_app
+    if name == "Storage":
+        from .storage import Storage
+
+        return Storage
+    if name == "export_collection":
+        from .export import export_collection
+
+        return export_collection
+    raise AttributeError(name)

@@ -1,0 +1,271 @@
+"""The JSON API under ``/api/v1`` (the pages and scripts use the same routes), plus login/logout."""
+
+from __future__ import annotations
+
+import random
+from typing import Annotated
+
+import orjson
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import CollectError
+from .auth import COOKIE, current_annotator, require_annotator
+from .storage import AnnotatorInfo, choose_backends
+
+__all__ = ["router", "login_router"]
+
+router = APIRouter(prefix="/api/v1")
+
+#: the logged-in, enabled annotator (401/403 otherwise; CSRF checked for cookie writes)
+Who = Annotated[AnnotatorInfo, Depends(require_annotator)]
+login_router = APIRouter()
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewConversation(_Body):
+    mode: StrictStr = "helpful"
+    task_description: StrictStr
+
+
+class NewTurn(_Body):
+    text: StrictStr
+    wait: StrictBool = True
+
+
+class Choice(_Body):
+    pick: StrictStr
+    strength: StrictInt
+    edit: StrictStr | None = None
+    request_id: StrictStr | None = None
+
+
+class Finish(_Body):
+    comment: StrictStr | None = None
+    rating: StrictInt | None = None
+
+
+def _limit(what: str, value: str | None, limit: int) -> None:
+    if value is not None and len(value) > limit:
+        raise CollectError(
+            f"{what} is too long ({len(value)} characters; the limit is {limit})", 413
+        )
+
+
+def _state(request: Request):
+    return request.app.state
+
+
+@router.get("/health")
+def health():
+    return {"status": "ok"}
+
+
+@router.get("/me")
+def me(request: Request, who: Who):
+    _, csrf, via = current_annotator(request)
+    return {"name": who.name, "role": who.role, "csrf_token": csrf, "auth": via}
+
+
+@router.post("/conversations", status_code=201)
+def create_conversation(body: NewConversation, request: Request, who: Who):
+    st = _state(request)
+    _limit("task_description", body.task_description, st.settings.max_task_chars)
+    backend = red_team_continue = None
+    if body.mode == "red-team":
+        backend = st.rng.choice(st.settings.backend_names)
+        red_team_continue = st.settings.red_team_continue
+    return st.storage.create_conversation(
+        who,
+        body.mode,
+        body.task_description,
+        backend=backend,
+        red_team_continue=red_team_continue,
+    )
+
+
+@router.get("/conversations")
+def list_conversations(
+    request: Request,
+    who: Who,
+    all: Annotated[
+        bool | None, Query(description="admins: everyone's (default) or only their own")
+    ] = None,  # noqa: A002
+):
+    return {"conversations": _state(request).storage.list_conversations(who, all_=all)}
+
+
+@router.get("/conversations/{conversation_id}")
+def get_conversation(conversation_id: int, request: Request, who: Who):
+    out = _state(request).storage.get_conversation(who, conversation_id)
+    out["strength_points"] = _state(request).settings.strength_points
+    return out
+
+
+@router.post("/conversations/{conversation_id}/turns", status_code=201)
+async def create_turn(
+    conversation_id: int,
+    body: NewTurn,
+    request: Request,
+    who: Who,
+):
+    st = _state(request)
+    _limit("the message", body.text, st.settings.max_message_chars)
+    conv = await run_in_threadpool(st.storage.conversation_backend, who, conversation_id)
+    if conv["mode"] == "red-team" and conv["backend"]:
+        backends = (conv["backend"], conv["backend"])
+    else:
+        backends = choose_backends(st.settings.backend_names, st.settings.pairing, st.rng)
+    turn = await run_in_threadpool(
+        st.storage.create_turn, who, conversation_id, body.text, backends
+    )
+    if not body.wait:
+        return {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
+    run = await st.generator.start(turn["id"])
+    if run is not None:
+        await run.wait()
+    state = await run_in_threadpool(st.storage.turn_state, turn["id"])
+    out = {
+        "id": turn["id"],
+        "index": turn["index"],
+        "status": state["status"],
+        "candidates": [
+            {"slot": c["slot"], "text": c["text"], "cut": c["cut"]}
+            for c in state["candidates"]
+            if c["status"] == "ready"
+        ],
+    }
+    errors = [
+        {
+            "slot": c["slot"],
+            "message": f"Response {c['slot'].upper()} could not be generated. Retry.",
+        }
+        for c in state["candidates"]
+        if c["status"] == "failed"
+    ]
+    if errors:
+        out["errors"] = errors
+    return out
+
+
+def _sse(name: str, data: dict) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+@router.get("/turns/{turn_id}/stream")
+async def stream_turn(turn_id: int, request: Request, who: Who):
+    st = _state(request)
+    await run_in_threadpool(st.storage.turn_owner, who, turn_id)
+
+    async def body():
+        async for event in st.generator.events(turn_id):
+            yield _sse(event.name, event.data)
+
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.post("/turns/{turn_id}/retry")
+def retry_turn(turn_id: int, request: Request, who: Who):
+    status = _state(request).storage.retry_turn(who, turn_id)
+    return {"status": status}
+
+
+@router.post("/turns/{turn_id}/choice")
+def choose(turn_id: int, body: Choice, request: Request, who: Who):
+    st = _state(request)
+    _limit("the edit", body.edit, st.settings.max_edit_chars)
+    _limit("request_id", body.request_id, 100)
+    turn = st.storage.record_choice(
+        who,
+        turn_id,
+        pick=body.pick,
+        strength=body.strength,
+        strength_points=st.settings.strength_points,
+        edit=body.edit,
+        request_id=body.request_id,
+    )
+    return {"turn": turn}
+
+
+@router.post("/conversations/{conversation_id}/finish")
+def finish(
+    conversation_id: int,
+    request: Request,
+    who: Who,
+    body: Finish | None = None,
+):
+    st = _state(request)
+    body = body or Finish()
+    _limit("the comment", body.comment, st.settings.max_comment_chars)
+    return st.storage.finish_conversation(who, conversation_id, body.comment, body.rating)
+
+
+# -- login / logout ------------------------------------------------------------------------
+
+
+def _login_page(request: Request, message: str, status: int):
+    templates = getattr(request.app.state, "templates", None)
+    if templates is not None:
+        try:
+            templates.env.get_template("collect/login.html")
+        except Exception:
+            templates = None
+    if templates is not None:
+        return templates.TemplateResponse(
+            request, "collect/login.html", {"error": message}, status_code=status
+        )
+    from html import escape
+
+    return HTMLResponse(
+        f"<!doctype html><title>Log in</title><p>{escape(message)}</p>", status_code=status
+    )
+
+
+@login_router.get("/login", include_in_schema=False)
+def login(request: Request, token: str | None = None):
+    st = _state(request)
+    if not token:
+        return _login_page(request, "Open the login link you were given (/login?token=...).", 401)
+    who = st.storage.annotator_by_token(token)
+    if who is None:
+        return _login_page(request, "This login link is not valid.", 401)
+    if who.disabled:
+        return _login_page(request, "This account is disabled.", 403)
+    cookie, _csrf = st.storage.create_session(who.id, st.settings.session_hours)
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(
+        COOKIE,
+        cookie,
+        max_age=int(st.settings.session_hours * 3600),
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    return response
+
+
+@login_router.post("/logout", include_in_schema=False)
+def logout(request: Request):
+    found = current_annotator(request)
+    if found is not None and found[2] == "cookie":
+        require_annotator(request)  # CSRF and Origin
+        request.app.state.storage.delete_session(request.cookies.get(COOKIE, ""))
+    response = JSONResponse({"status": "logged out"})
+    if "text/html" in request.headers.get("accept", ""):
+        response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+def new_rng(seed: int | None) -> random.Random:
+    return random.Random(seed) if seed is not None else random.SystemRandom()

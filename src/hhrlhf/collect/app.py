@@ -1,0 +1,163 @@
+"""``create_app(settings) -> FastAPI``: the API, the pages, static files, security headers, errors."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import HHError
+from .api import login_router, new_rng
+from .api import router as api_router
+from .config import Settings, demo_settings, load_config
+from .generation import Generator
+from .storage import Storage
+
+__all__ = ["create_app", "create_app_from_env", "SECURITY_HEADERS"]
+
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; "
+        "base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+}
+
+
+class GuardMiddleware:
+    """Pure ASGI (streaming stays streaming): security headers on every response, body-size cap."""
+
+    def __init__(self, app, max_body_bytes: int):
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            return await _too_large(self.max_body_bytes, send)
+        received = 0
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    raise _BodyTooLarge()
+            return message
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                raw = list(message.get("headers", []))
+                present = {k.lower() for k, _ in raw}
+                for k, v in SECURITY_HEADERS.items():
+                    if k.encode() not in present:
+                        raw.append((k.encode(), v.encode()))
+                message = {**message, "headers": raw}
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, send_with_headers)
+        except _BodyTooLarge:
+            await _too_large(self.max_body_bytes, send_with_headers)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _too_large(limit: int, send) -> None:
+    body = f'{{"error": "request body too large (the limit is {limit} bytes)"}}'.encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
+        parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
+    return "invalid request: " + "; ".join(parts)
+
+
+def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI:
+    """The collection app. The database must be migrated (``Storage(url).upgrade()``, ``hh serve``)."""
+    storage = storage or Storage(settings.db_url)
+    generator = Generator(storage, settings)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        await generator.shutdown()
+
+    app = FastAPI(
+        title="hhrlhf collection",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/api/v1/openapi.json",
+    )
+    app.state.settings = settings
+    app.state.storage = storage
+    app.state.generator = generator
+    app.state.rng = new_rng(settings.seed)
+    try:
+        from ..templates import jinja2_templates
+
+        app.state.templates = jinja2_templates()
+    except HHError:
+        app.state.templates = None
+
+    @app.exception_handler(HHError)
+    async def hh_error(request: Request, exc: HHError):
+        return JSONResponse({"error": str(exc)}, status_code=getattr(exc, "status", 400))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        return JSONResponse({"error": _validation_message(exc)}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        return JSONResponse(
+            {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
+        )
+
+    app.include_router(api_router)
+    app.include_router(login_router)
+    try:
+        pages = importlib.import_module("hhrlhf.collect.pages")
+    except ModuleNotFoundError:
+        pages = None
+    if pages is not None:
+        app.include_router(pages.router)
+    if STATIC_DIR.is_dir():
+        app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)
+    return app
+
+
+def create_app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory`` (several workers): settings from ``HH_COLLECT_*``."""
+    db = os.environ.get("HH_COLLECT_DB")
+    config = os.environ.get("HH_COLLECT_CONFIG")
+    if config:
+        settings = load_config(config, db_url=db)
+    else:
+        delay = float(os.environ.get("HH_COLLECT_DEMO_DELAY", "0") or 0)
+        settings = demo_settings(db, token_delay=delay)
+    return create_app(settings)

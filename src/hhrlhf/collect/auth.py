@@ -1,0 +1,105 @@
+"""Who is asking: bearer tokens or cookie sessions stored in the database, CSRF and Origin checks.
+
+Tokens are random (256 bits) and only their sha256 is stored. A cookie session carries a
+CSRF token; state-changing requests made with the cookie must send it back in
+``X-CSRF-Token``, and an ``Origin`` header, when present, must name this host.
+"""
+
+from __future__ import annotations
+
+import hmac
+from urllib.parse import urlsplit
+
+from fastapi import Request
+
+from ..errors import CollectError
+from .storage import AnnotatorInfo
+
+__all__ = [
+    "COOKIE",
+    "CSRF_HEADER",
+    "current_annotator",
+    "optional_annotator",
+    "require_annotator",
+    "require_admin",
+    "check_origin",
+]
+
+COOKIE = "hh_session"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return None
+
+
+def current_annotator(request: Request) -> tuple[AnnotatorInfo, str | None, str] | None:
+    """(annotator, CSRF token or None, "bearer"|"cookie"), or None when not logged in.
+
+    A wrong bearer token is None too (401), never a fallback to the cookie.
+    """
+    cached = getattr(request.state, "auth", "unset")
+    if cached != "unset":
+        return cached
+    storage = request.app.state.storage
+    result = None
+    token = _bearer(request)
+    if token is not None:
+        who = storage.annotator_by_token(token)
+        result = (who, None, "bearer") if who else None
+    else:
+        cookie = request.cookies.get(COOKIE)
+        if cookie:
+            found = storage.session_annotator(cookie)
+            if found:
+                result = (found[0], found[1], "cookie")
+    request.state.auth = result
+    return result
+
+
+def optional_annotator(request: Request) -> AnnotatorInfo | None:
+    """The logged-in, enabled annotator, or None (for pages that show a login prompt)."""
+    found = current_annotator(request)
+    if found is None or found[0].disabled:
+        return None
+    return found[0]
+
+
+def check_origin(request: Request) -> None:
+    origin = request.headers.get("origin")
+    if origin is None:
+        return
+    host = request.headers.get("host", "")
+    parts = urlsplit(origin)
+    if origin == "null" or parts.netloc.lower() != host.lower():
+        raise CollectError("cross-origin request refused (Origin does not match the host)", 403)
+
+
+def require_annotator(request: Request) -> AnnotatorInfo:
+    """FastAPI dependency: 401 without a valid login, 403 for a disabled annotator or a bad CSRF token."""
+    found = current_annotator(request)
+    if found is None:
+        raise CollectError(
+            "not logged in: send Authorization: Bearer TOKEN or open /login?token=TOKEN", 401
+        )
+    who, csrf, via = found
+    if who.disabled:
+        raise CollectError(f"annotator {who.name!r} is disabled", 403)
+    if via == "cookie" and request.method not in SAFE_METHODS:
+        check_origin(request)
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not csrf or not hmac.compare_digest(sent.encode(), csrf.encode()):
+            raise CollectError(f"missing or wrong {CSRF_HEADER} header", 403)
+    return who
+
+
+def require_admin(request: Request) -> AnnotatorInfo:
+    who = require_annotator(request)
+    if not who.is_admin:
+        raise CollectError("admins only", 403)
+    return who

@@ -1,0 +1,226 @@
+"""Where responses come from: OpenAI-compatible servers (chat or completions) and a demo backend.
+
+A backend streams text deltas for a :class:`~hhrlhf.collect.storage.Prompt`; :func:`finalize`
+then cuts any speaker marker the model wrote and normalises whitespace, so the export's
+``"\\n\\nAssistant: " + response`` is exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+from ..errors import HHError, require
+from .config import BackendConfig
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "OpenAIChatBackend",
+    "OpenAICompletionsBackend",
+    "DemoBackend",
+    "BACKENDS",
+    "make_backend",
+    "finalize",
+    "Finished",
+    "SPEAKER_MARKERS",
+]
+
+SPEAKER_MARKERS = ("\n\nHuman:", "\n\nAssistant:")
+
+
+class BackendError(HHError):
+    """A backend failed: ``message`` is safe to show an annotator, ``detail`` is for the operator."""
+
+    def __init__(self, message: str, detail: str = ""):
+        self.message = message
+        self.detail = detail
+        super().__init__(f"{message}: {detail}" if detail else message)
+
+
+@dataclass(frozen=True)
+class Finished:
+    text: str
+    raw_text: str
+    cut: bool
+    finish_reason: str | None
+
+
+def finalize(raw: str, finish_reason: str | None = None) -> Finished:
+    """Cut at the first speaker marker (recording the cut) and strip surrounding whitespace."""
+    cut_at = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
+    text = raw if cut_at < 0 else raw[:cut_at]
+    # only the ends are normalised: inner blank lines are the model's own
+    return Finished(text.strip(), raw, cut_at >= 0, finish_reason)
+
+
+class Backend(Protocol):
+    """What a backend kind implements (see :data:`BACKENDS`)."""
+
+    config: BackendConfig
+
+    def stream(self, prompt) -> AsyncIterator[tuple[str, str | None]]:
+        """One response as ``(text delta, finish reason or None)`` pairs; raises :class:`BackendError`."""
+        ...
+
+
+class _OpenAIBase:
+    def __init__(self, config: BackendConfig):
+        self.config = config
+        self._client = None
+
+    def client(self):
+        if self._client is None:
+            openai = require("openai", "web", "OpenAI-compatible backends")
+            key = os.environ.get(self.config.api_key_env, "") if self.config.api_key_env else ""
+            self._client = openai.AsyncOpenAI(
+                base_url=self.config.base_url,
+                api_key=key or "not-needed",
+                timeout=self.config.timeout,
+                max_retries=0,
+            )
+        return self._client
+
+    def _params(self) -> dict:
+        return self.config.sampling_params()
+
+    async def _guard(self, agen) -> AsyncIterator[tuple[str, str | None]]:
+        openai = require("openai", "web", "OpenAI-compatible backends")
+        try:
+            async for item in agen:
+                yield item
+        except openai.APITimeoutError as exc:
+            raise BackendError("the model server did not answer in time", str(exc)) from exc
+        except openai.APIConnectionError as exc:
+            raise BackendError("the model server could not be reached", str(exc)) from exc
+        except openai.APIStatusError as exc:
+            raise BackendError(
+                f"the model server answered with an error (HTTP {exc.status_code})", str(exc)
+            ) from exc
+        except openai.OpenAIError as exc:
+            raise BackendError("the model server failed", str(exc)) from exc
+
+
+class OpenAIChatBackend(_OpenAIBase):
+    """``openai-chat``: the conversation as messages; the continued responses are assistant turns."""
+
+    kind = "openai-chat"
+
+    async def _raw(self, prompt):
+        stream = await self.client().chat.completions.create(
+            model=self.config.model, messages=prompt.messages, stream=True, **self._params()
+        )
+        async for chunk in stream:
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            delta = choice.delta.content if choice.delta else None
+            yield delta or "", choice.finish_reason
+
+    def stream(self, prompt):
+        return self._guard(self._raw(prompt))
+
+
+class OpenAICompletionsBackend(_OpenAIBase):
+    """``openai-completions``: the HH transcript prefix, stopping at the next ``"\\n\\nHuman:"``."""
+
+    kind = "openai-completions"
+
+    async def _raw(self, prompt):
+        stream = await self.client().completions.create(
+            model=self.config.model,
+            prompt=prompt.prefix,
+            stop=["\n\nHuman:"],
+            stream=True,
+            **self._params(),
+        )
+        async for chunk in stream:
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            yield choice.text or "", choice.finish_reason
+
+    def stream(self, prompt):
+        return self._guard(self._raw(prompt))
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+@lru_cache(maxsize=1)
+def _sample_index() -> tuple[tuple[frozenset, str, str], ...]:
+    """(words of the last human turn, chosen response, rejected response) of the bundled sample."""
+    from ..dataset import load_dataset
+
+    out = []
+    for subset in ("helpful-base", "helpful-online"):
+        for split in ("train", "test"):
+            for pair in load_dataset(subset, split=split, data="sample"):
+                dialogue = pair.chosen_dialogue
+                humans = [t.text for t in dialogue.turns if t.role == "Human"]
+                if not humans:
+                    continue
+                chosen = pair.chosen_response.strip()
+                rejected = pair.rejected_response.strip()
+                if chosen and rejected:
+                    out.append((frozenset(_words(humans[-1])), chosen, rejected))
+    if not out:
+        raise HHError("the bundled sample has no helpful pairs for the demo backend")
+    return tuple(out)
+
+
+def demo_reply(human: str, variant: int) -> str:
+    """The response of the sample prompt most similar to ``human`` (Jaccard on words; ties: first)."""
+    words = _words(human)
+    best, best_score = None, -1.0
+    for i, (prompt_words, _chosen, _rejected) in enumerate(_sample_index()):
+        union = len(words | prompt_words) or 1
+        score = len(words & prompt_words) / union
+        if score > best_score:
+            best, best_score = i, score
+    _, chosen, rejected = _sample_index()[best]
+    return chosen if variant % 2 == 0 else rejected
+
+
+class DemoBackend:
+    """``demo``: no model; replies drawn deterministically from the bundled sample."""
+
+    kind = "demo"
+
+    def __init__(self, config: BackendConfig):
+        self.config = config
+
+    async def stream(self, prompt):
+        text = demo_reply(prompt.human, self.config.variant)
+        for piece in re.findall(r"\S+\s*|\s+", text):
+            if self.config.token_delay:
+                await asyncio.sleep(self.config.token_delay)
+            yield piece, None
+        yield "", "stop"
+
+
+BACKENDS: dict[str, type] = {
+    "openai-chat": OpenAIChatBackend,
+    "openai-completions": OpenAICompletionsBackend,
+    "demo": DemoBackend,
+}
+
+
+def make_backend(config: BackendConfig):
+    try:
+        cls = BACKENDS[config.kind]
+    except KeyError:
+        raise HHError(
+            f"backend {config.name!r}: unknown kind {config.kind!r}; expected one of: "
+            f"{', '.join(BACKENDS)}"
+        ) from None
+    return cls(config)

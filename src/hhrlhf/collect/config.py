@@ -1,0 +1,202 @@
+"""The collection app's settings: a TOML file (see ``example-config.toml``) or the demo defaults."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import HHError
+
+__all__ = [
+    "BackendConfig",
+    "Settings",
+    "load_config",
+    "demo_settings",
+    "default_db_url",
+    "EXAMPLE_CONFIG",
+]
+
+EXAMPLE_CONFIG = Path(__file__).with_name("example-config.toml")
+BACKEND_KINDS = ("openai-chat", "openai-completions", "demo")
+PAIRINGS = ("random", "fixed")
+CONTINUE = ("picked", "other")
+
+
+def default_db_url() -> str:
+    """``$HH_COLLECT_DB``, else ``sqlite:///hh-collect.db`` in the current folder."""
+    return os.environ.get("HH_COLLECT_DB") or "sqlite:///hh-collect.db"
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """One ``[[backend]]`` table. ``api_key_env`` names an environment variable; keys are never stored."""
+
+    name: str
+    kind: str
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = 256
+    timeout: float = 60.0
+    model_type: str | None = None
+    num_params: str | None = None
+    #: demo only: which of the most similar sample prompt's responses to give (0 chosen, 1 rejected)
+    variant: int = 0
+    #: demo only: seconds to wait per word (load tests)
+    token_delay: float = 0.0
+
+    def sampling_params(self) -> dict:
+        """What is recorded with every candidate (no secrets)."""
+        out = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+        }
+        return {k: v for k, v in out.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything :func:`hhrlhf.collect.create_app` needs."""
+
+    db_url: str = field(default_factory=default_db_url)
+    backends: tuple[BackendConfig, ...] = ()
+    strength_points: int = 4
+    pairing: str = "random"
+    red_team_continue: str = "picked"
+    session_hours: float = 24 * 14
+    lease_seconds: float = 120.0
+    max_message_chars: int = 20_000
+    max_task_chars: int = 5_000
+    max_edit_chars: int = 20_000
+    max_comment_chars: int = 5_000
+    max_body_bytes: int = 256 * 1024
+    seed: int | None = None
+    demo: bool = False
+
+    def backend(self, name: str) -> BackendConfig:
+        for b in self.backends:
+            if b.name == name:
+                return b
+        raise HHError(f"unknown backend {name!r}; configured: {', '.join(self.backend_names)}")
+
+    @property
+    def backend_names(self) -> list[str]:
+        return [b.name for b in self.backends]
+
+
+def demo_settings(db_url: str | None = None, *, token_delay: float = 0.0) -> Settings:
+    """Two demo backends answering from the bundled sample: no model, no network."""
+    backends = (
+        BackendConfig("demo-a", "demo", model="sample", variant=0, token_delay=token_delay),
+        BackendConfig("demo-b", "demo", model="sample", variant=1, token_delay=token_delay),
+    )
+    return Settings(db_url=db_url or default_db_url(), backends=backends, demo=True)
+
+
+def _toml():
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    from ..errors import require
+
+    return require("tomli", "web", "reading the collection config")
+
+
+_COLLECT_KEYS = {
+    "strength_points": int,
+    "pairing": str,
+    "red_team_continue": str,
+    "session_hours": (int, float),
+    "lease_seconds": (int, float),
+    "max_message_chars": int,
+    "max_task_chars": int,
+    "max_edit_chars": int,
+    "max_comment_chars": int,
+    "max_body_bytes": int,
+    "seed": int,
+    "db": str,
+}
+_BACKEND_KEYS = {
+    "name": str,
+    "kind": str,
+    "model": str,
+    "base_url": str,
+    "api_key_env": str,
+    "temperature": (int, float),
+    "top_p": (int, float),
+    "max_tokens": int,
+    "timeout": (int, float),
+    "model_type": str,
+    "num_params": str,
+    "variant": int,
+    "token_delay": (int, float),
+}
+
+
+def _check_table(path, where: str, table: dict, keys: dict) -> None:
+    for key, value in table.items():
+        if key not in keys:
+            raise HHError(
+                f"{path}: {where}: unknown key {key!r}; expected one of: {', '.join(keys)}"
+            )
+        if not isinstance(value, keys[key]) or isinstance(value, bool):
+            raise HHError(f"{path}: {where}: {key} has the wrong type ({type(value).__name__})")
+
+
+def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settings:
+    """Read a TOML config file (``[collect]`` and ``[[backend]]`` tables) into :class:`Settings`.
+
+    ``db_url`` (``--db``) wins over the file's ``collect.db``, which wins over the default.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise HHError(f"{path}: cannot read the config: {exc.strerror or exc}") from exc
+    try:
+        doc = _toml().loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise HHError(f"{path}: not valid TOML: {exc}") from exc
+    unknown = set(doc) - {"collect", "backend"}
+    if unknown:
+        raise HHError(f"{path}: unknown table(s): {', '.join(sorted(unknown))}")
+    collect = doc.get("collect", {})
+    _check_table(path, "[collect]", collect, _COLLECT_KEYS)
+    backends = []
+    for i, table in enumerate(doc.get("backend", []), 1):
+        where = f"[[backend]] #{i}"
+        _check_table(path, where, table, _BACKEND_KEYS)
+        for key in ("name", "kind"):
+            if key not in table:
+                raise HHError(f"{path}: {where}: missing {key!r}")
+        if table["kind"] not in BACKEND_KINDS:
+            raise HHError(
+                f"{path}: {where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}"
+            )
+        if table["kind"] != "demo":
+            for key in ("base_url", "model"):
+                if key not in table:
+                    raise HHError(f"{path}: {where} ({table['name']}): missing {key!r}")
+        backends.append(BackendConfig(**table))
+    if not backends:
+        raise HHError(f"{path}: no [[backend]] table; at least one is needed")
+    names = [b.name for b in backends]
+    if len(set(names)) != len(names):
+        raise HHError(f"{path}: backend names must be unique")
+    settings = dict(collect)
+    file_db = settings.pop("db", None)
+    if settings.get("pairing", "random") not in PAIRINGS:
+        raise HHError(f"{path}: pairing must be one of: {', '.join(PAIRINGS)}")
+    if settings.get("red_team_continue", "picked") not in CONTINUE:
+        raise HHError(f"{path}: red_team_continue must be one of: {', '.join(CONTINUE)}")
+    if not 1 <= settings.get("strength_points", 4) <= 10:
+        raise HHError(f"{path}: strength_points must be between 1 and 10")
+    return Settings(
+        db_url=db_url or file_db or default_db_url(), backends=tuple(backends), **settings
+    )

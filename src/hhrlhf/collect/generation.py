@@ -1,0 +1,246 @@
+"""Generating a turn's two candidates: one leased run per turn, its events replayable to any listener.
+
+The lease lives in the database (``turns.lease_owner``/``lease_until``), so across workers
+only one process generates a turn; a listener on another worker polls the turn until it is done
+and replays the stored candidates. A run outlives the request that started it: an annotator
+who closes the page finds the responses stored when they come back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from starlette.concurrency import run_in_threadpool
+
+from .backends import SPEAKER_MARKERS, BackendError, finalize, make_backend
+from .config import Settings
+from .storage import Storage
+
+__all__ = ["Generator", "TurnRun", "Event", "slot_label"]
+
+POLL_SECONDS = 0.2
+
+
+def slot_label(slot: str) -> str:
+    return slot.upper()
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str  # delta | done | error | end
+    data: dict
+
+
+@dataclass
+class TurnRun:
+    turn_id: int
+    events: list[Event] = field(default_factory=list)
+    done: bool = False
+    status: str | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def emit(self, name: str, data: dict) -> None:
+        self.events.append(Event(name, data))
+        self._changed.set()
+
+    def finish(self, status: str) -> None:
+        self.status = status
+        self.done = True
+        self.emit("end", {"status": status})
+
+    async def follow(self):
+        """Every event from the first, then new ones as they come, until ``end``."""
+        i = 0
+        while True:
+            while i < len(self.events):
+                yield self.events[i]
+                i += 1
+            if self.done:
+                return
+            self._changed.clear()
+            if i < len(self.events):
+                continue
+            await self._changed.wait()
+
+    async def wait(self) -> str:
+        async for _ in self.follow():
+            pass
+        return self.status
+
+
+def _visible(raw: str) -> str:
+    """What may be shown while streaming: up to a speaker marker, holding back a partial one."""
+    cut = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
+    if cut >= 0:
+        return raw[:cut]
+    for m in SPEAKER_MARKERS:
+        for k in range(len(m) - 1, 0, -1):
+            if raw.endswith(m[:k]):
+                return raw[: len(raw) - k]
+    return raw
+
+
+class Generator:
+    """Runs turns: the backends of the settings, one lease owner id per process."""
+
+    def __init__(self, storage: Storage, settings: Settings):
+        self.storage = storage
+        self.settings = settings
+        self.backends = {b.name: make_backend(b) for b in settings.backends}
+        self.owner = f"{socket.gethostname()[:20]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.runs: dict[int, TurnRun] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    async def start(self, turn_id: int) -> TurnRun | None:
+        """The run generating ``turn_id`` in this process, starting it if the lease is free."""
+        run = self.runs.get(turn_id)
+        if run is not None and not run.done:
+            return run
+        got = await run_in_threadpool(
+            self.storage.acquire_lease, turn_id, self.owner, self.settings.lease_seconds
+        )
+        if got is None:
+            return None
+        prompt, pending = got
+        run = TurnRun(turn_id)
+        self.runs[turn_id] = run
+        task = asyncio.create_task(self._run(run, prompt, pending))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return run
+
+    async def _run(self, run: TurnRun, prompt, pending) -> None:
+        status = "failed"
+        try:
+            outcomes = await asyncio.gather(
+                *(self._one(run, prompt, p.slot, p.backend) for p in pending)
+            )
+            # one transaction (one fsync) for both candidates and the lease
+            results = {slot: fields for slot, fields, _ in outcomes}
+            stored = await run_in_threadpool(
+                self.storage.finish_generation, run.turn_id, self.owner, results
+            )
+            for slot, fields, message in outcomes:
+                if stored is None:
+                    message = "the response was not stored (another worker took over)"
+                if message is None:
+                    run.emit("done", {"slot": slot, "text": fields["text"], "cut": fields["cut"]})
+                else:
+                    label = slot_label(slot)
+                    run.emit(
+                        "error",
+                        {
+                            "slot": slot,
+                            "message": f"Response {label} could not be generated: {message}. Retry.",
+                        },
+                    )
+            status = stored or "failed"
+        finally:  # never leave a listener waiting
+            run.finish(status)
+            self.runs.pop(run.turn_id, None)
+
+    async def _one(self, run: TurnRun, prompt, slot: str, backend_name: str):
+        """Generate one candidate, streaming deltas; returns (slot, fields to store, error or None)."""
+        backend = self.backends.get(backend_name)
+        config = backend.config if backend else None
+        t0 = time.perf_counter()
+        raw, shown, finish_reason = [], 0, None
+
+        async def consume():
+            nonlocal shown, finish_reason
+            async for delta, reason in backend.stream(prompt):
+                if reason:
+                    finish_reason = reason
+                if not delta:
+                    continue
+                raw.append(delta)
+                visible = _visible("".join(raw)).lstrip()
+                if len(visible) > shown:
+                    run.emit("delta", {"slot": slot, "text": visible[shown:]})
+                    shown = len(visible)
+
+        error = detail = None
+        try:
+            if backend is None:
+                raise BackendError(
+                    "this response's model is not configured any more",
+                    f"backend {backend_name!r} is not in the config",
+                )
+            await asyncio.wait_for(consume(), timeout=config.timeout)
+        except asyncio.TimeoutError:
+            error = "the model server did not finish in time"
+            detail = f"timed out after {config.timeout:g} s"
+        except BackendError as exc:
+            error, detail = exc.message, exc.detail
+        except Exception as exc:  # a backend bug must not lose the turn
+            error, detail = "the model server failed", f"{type(exc).__name__}: {exc}"
+        fields = dict(
+            model=config.model if config else None,
+            params=config.sampling_params() if config else {},
+            latency_ms=int((time.perf_counter() - t0) * 1000),
+        )
+        if error is None:
+            done = finalize("".join(raw), finish_reason)
+            if done.text:
+                fields.update(
+                    text=done.text,
+                    raw_text=done.raw_text,
+                    cut=done.cut,
+                    finish_reason=finish_reason,
+                )
+                return slot, fields, None
+            error, detail = "the model gave an empty response", "empty after cutting"
+        fields.update(
+            text=None,
+            raw_text="".join(raw) or None,
+            cut=False,
+            error=f"{error}: {detail}" if detail else error,
+        )
+        return slot, fields, error
+
+    async def events(self, turn_id: int):
+        """Events for a listener: generate if pending, follow a run, or replay what is stored."""
+        state = await run_in_threadpool(self.storage.turn_state, turn_id)
+        while True:
+            if state["status"] in ("pending", "generating"):
+                run = await self.start(turn_id)
+                if run is not None:
+                    for c in state["candidates"]:
+                        if c["status"] == "ready":
+                            yield Event(
+                                "done", {"slot": c["slot"], "text": c["text"], "cut": c["cut"]}
+                            )
+                    async for event in run.follow():
+                        yield event
+                    return
+                # another worker holds the lease: wait for it to finish (or expire)
+                await asyncio.sleep(POLL_SECONDS)
+                state = await run_in_threadpool(self.storage.turn_state, turn_id)
+                continue
+            for c in state["candidates"]:
+                if c["status"] == "ready":
+                    yield Event("done", {"slot": c["slot"], "text": c["text"], "cut": c["cut"]})
+                elif c["status"] == "failed":
+                    yield Event(
+                        "error",
+                        {
+                            "slot": c["slot"],
+                            "message": f"Response {slot_label(c['slot'])} could not be generated. Retry.",
+                        },
+                    )
+            yield Event("end", {"status": state["status"]})
+            return
+
+    async def shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            try:
+                await task
+            except BaseException:
+                pass

@@ -1,0 +1,155 @@
+"""The HTML pages: start or resume a conversation (``/``), a conversation, the instructions.
+
+The pages are server-rendered shells (Jinja2, autoescape on); ``static/collect.js`` drives
+them through the same JSON API that scripts use. No inline script or style: the pages pass
+what the script needs in ``data-*`` attributes and the CSRF token in a ``<meta>`` tag.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import CollectError
+from .auth import current_annotator, optional_annotator
+
+__all__ = ["router", "MODES", "scale_points"]
+
+router = APIRouter(include_in_schema=False)
+
+#: the wording each mode uses; red-team pages ask for the MORE harmful response
+MODES = {
+    "helpful": {
+        "title": "Helpful",
+        "question": "Which response is more helpful and honest?",
+        "better": "better",
+        "instruction": (
+            "Write a message, read both responses, then pick the more helpful and honest one "
+            "on the scale (keys 1-{keys}). If they seem about the same, or you are unsure, pick "
+            "the smallest A or B point."
+        ),
+    },
+    "red-team": {
+        "title": "Red team",
+        "question": "Which response is MORE harmful?",
+        "better": "more harmful",
+        "instruction": (
+            "Write a message, read both responses, then pick the MORE harmful one on the scale "
+            "(keys 1-{keys}). If they seem about the same, or you are unsure, pick the smallest "
+            "A or B point. Stop whenever you want to."
+        ),
+    },
+}
+
+
+def _degree(strength: int, points: int) -> str:
+    if strength == points:
+        return "much"
+    if strength == 1:
+        return "slightly"
+    if strength == points - 1:
+        return ""
+    return "somewhat"
+
+
+def scale_points(points: int, mode: str = "helpful") -> list[dict]:
+    """The scale left to right: A{points} ... A1 | B1 ... B{points}, with keys and labels.
+
+    Key ``k`` (1-based, left to right) picks ``a`` at strength ``points + 1 - k`` for the left
+    half and ``b`` at strength ``k - points`` for the right half. The weakest point of each
+    side also means "unsure".
+    """
+    better = MODES.get(mode, MODES["helpful"])["better"]
+    out = []
+    for key in range(1, 2 * points + 1):
+        if key <= points:
+            slot, strength = "a", points + 1 - key
+        else:
+            slot, strength = "b", key - points
+        degree = _degree(strength, points)
+        label = f"{slot.upper()} is {degree + ' ' if degree else ''}{better}"
+        if strength == 1:
+            label += " / unsure"
+        out.append(
+            {
+                "key": key,
+                "slot": slot,
+                "strength": strength,
+                "short": f"{slot.upper()}{strength}",
+                "label": label,
+            }
+        )
+    return out
+
+
+def _render(request: Request, name: str, status: int = 200, **context):
+    templates = request.app.state.templates
+    if templates is None:  # pragma: no cover - the [web] extra brings jinja2
+        raise CollectError("the pages need jinja2: pip install 'hhrlhf[web]'", 500)
+    found = current_annotator(request)
+    who = optional_annotator(request)
+    context.setdefault("who", who)
+    context.setdefault("csrf_token", found[1] if found and who else None)
+    context.setdefault("settings", request.app.state.settings)
+    return templates.TemplateResponse(request, name, context, status_code=status)
+
+
+def _login_required(request: Request):
+    found = current_annotator(request)
+    if found is not None and found[0].disabled:
+        message, status = "This account is disabled.", 403
+    else:
+        message, status = "Open the login link you were given (/login?token=...).", 401
+    return _render(request, "collect/login.html", status, error=message)
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request):
+    who = optional_annotator(request)
+    if who is None:
+        return _login_required(request)
+    storage = request.app.state.storage
+    conversations = await run_in_threadpool(storage.list_conversations, who, all_=False)
+    return _render(
+        request, "collect/home.html", conversations=conversations, modes=MODES, page="home"
+    )
+
+
+@router.get("/conversations/{conversation_id}", response_class=HTMLResponse)
+async def conversation_page(conversation_id: int, request: Request):
+    who = optional_annotator(request)
+    if who is None:
+        return _login_required(request)
+    storage = request.app.state.storage
+    try:
+        conv = await run_in_threadpool(storage.get_conversation, who, conversation_id)
+    except CollectError as exc:
+        return _render(
+            request, "collect/error.html", exc.status, message=str(exc), page="conversation"
+        )
+    settings = request.app.state.settings
+    mode = MODES.get(conv["mode"], MODES["helpful"])
+    points = settings.strength_points
+    return _render(
+        request,
+        "collect/conversation.html",
+        conv=conv,
+        mode=mode,
+        points=points,
+        scale=scale_points(points, conv["mode"]),
+        instruction=mode["instruction"].format(keys=2 * points),
+        page="conversation",
+    )
+
+
+@router.get("/help", response_class=HTMLResponse)
+def help_page(request: Request):
+    points = request.app.state.settings.strength_points
+    return _render(
+        request,
+        "collect/help.html",
+        points=points,
+        scale=scale_points(points),
+        page="help",
+    )

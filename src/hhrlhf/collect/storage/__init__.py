@@ -1,0 +1,885 @@
+"""The collection database. :class:`Storage` is the only code that touches it."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import random
+import secrets
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session as DBSession
+from sqlalchemy.orm import joinedload, selectinload, sessionmaker
+
+from ...errors import CollectError, HHError
+from .engine import is_sqlite, make_engine
+from .models import Annotator, Base, Candidate, Comparison, Conversation, Session, Turn
+
+__all__ = [
+    "Storage",
+    "AnnotatorInfo",
+    "hash_token",
+    "new_token",
+    "Base",
+    "render_prefix",
+    "ROLES",
+    "MODES",
+]
+
+ROLES = ("annotator", "admin")
+MODES = ("helpful", "red-team")
+SLOTS = ("a", "b")
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
+
+
+def new_token() -> str:
+    """A random login token (256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def render_prefix(history: list[tuple[str, str]], human: str) -> str:
+    """The HH transcript up to the next assistant turn: ``"\\n\\nHuman: h1\\n\\nAssistant: a1 ... \\n\\nHuman: ht\\n\\nAssistant:"``."""
+    parts = [f"\n\nHuman: {h}\n\nAssistant: {a}" for h, a in history]
+    parts.append(f"\n\nHuman: {human}\n\nAssistant:")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class AnnotatorInfo:
+    id: int
+    name: str
+    role: str
+    disabled: bool
+    member_id: int
+    attributes: dict = field(default_factory=dict, compare=False)
+    created_at: str | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "role": self.role,
+            "disabled": self.disabled,
+            "member_id": self.member_id,
+            "attributes": self.attributes,
+            "created_at": self.created_at,
+        }
+
+
+def _info(a: Annotator) -> AnnotatorInfo:
+    return AnnotatorInfo(
+        a.id, a.name, a.role, a.disabled, a.member_id, dict(a.attributes or {}), _iso(a.created_at)
+    )
+
+
+@dataclass(frozen=True)
+class PendingCandidate:
+    slot: str
+    backend: str
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What a backend answers: the conversation so far and the new human message."""
+
+    history: tuple[tuple[str, str], ...]
+    human: str
+    prefix: str
+
+    @property
+    def messages(self) -> list[dict]:
+        out = []
+        for h, a in self.history:
+            out.append({"role": "user", "content": h})
+            out.append({"role": "assistant", "content": a})
+        out.append({"role": "user", "content": self.human})
+        return out
+
+
+class Storage:
+    """All reads and writes of the collection database, one short transaction per call."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = make_engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if is_sqlite(url):
+            # writers queue on a lock in this process instead of SQLite's sleeping busy handler
+            # (which makes the tail latency of concurrent writes long); readers never wait (WAL)
+            self._write_lock = threading.Lock()
+            self.read_engine = make_engine(url, writer=False)
+        else:
+            self._write_lock = contextlib.nullcontext()
+            self.read_engine = self.engine
+        self._readers = sessionmaker(self.read_engine, expire_on_commit=False)
+
+    # -- schema ---------------------------------------------------------------------------
+    def _alembic_config(self, connection):
+        from alembic.config import Config
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        cfg.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
+        cfg.attributes["connection"] = connection
+        return cfg
+
+    def upgrade(self, revision: str = "head") -> None:
+        """Create or migrate the database (``alembic upgrade head``)."""
+        from alembic import command
+
+        with self.engine.begin() as connection:
+            command.upgrade(self._alembic_config(connection), revision)
+
+    def downgrade(self, revision: str = "base") -> None:
+        from alembic import command
+
+        with self.engine.begin() as connection:
+            command.downgrade(self._alembic_config(connection), revision)
+
+    def revision(self) -> str | None:
+        """The database's migration revision (None for an empty database)."""
+        from alembic.runtime.migration import MigrationContext
+
+        with self.engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+
+    def head(self) -> str:
+        from alembic.script import ScriptDirectory
+
+        return ScriptDirectory.from_config(self._alembic_config(None)).get_current_head()
+
+    def check_current(self) -> None:
+        current = self.revision()
+        if current != self.head():
+            raise HHError(
+                f"{self.url}: database schema is at {current or 'nothing'}, the code needs "
+                f"{self.head()}; run `hh serve` (it migrates) first"
+            )
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+        self.read_engine.dispose()
+
+    def _read(self) -> DBSession:
+        """A session for reading (SQLite: a deferred transaction, concurrent with a writer)."""
+        return self._readers()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[DBSession]:
+        """One write transaction, committed on exit (SQLite: BEGIN IMMEDIATE, one writer at a time)."""
+        with self._write_lock, self._sessions() as s, s.begin():
+            yield s
+
+    # kept for tests that add rows by hand
+    def _session(self) -> DBSession:
+        return self._sessions()
+
+    # -- annotators -------------------------------------------------------------------------
+    def add_annotator(
+        self, name: str, role: str = "annotator", attributes: dict | None = None
+    ) -> tuple[AnnotatorInfo, str]:
+        """Create an annotator; returns it and its token (only the hash is stored)."""
+        name = name.strip()
+        if not name or len(name) > 200:
+            raise HHError("annotator name must be 1-200 characters")
+        if role not in ROLES:
+            raise HHError(f"role {role!r}; expected one of: {', '.join(ROLES)}")
+        token = new_token()
+        with self._write() as s:
+            if s.scalar(select(Annotator.id).where(Annotator.name == name)) is not None:
+                raise HHError(f"annotator {name!r} already exists")
+            member_id = (s.scalar(select(func.max(Annotator.member_id))) or 0) + 1
+            a = Annotator(
+                name=name,
+                token_hash=hash_token(token),
+                role=role,
+                disabled=False,
+                attributes={"is_upworker": False, **(attributes or {})},
+                member_id=member_id,
+                created_at=now(),
+            )
+            s.add(a)
+            s.flush()
+            info = _info(a)
+        return info, token
+
+    def list_annotators(self) -> list[AnnotatorInfo]:
+        with self._read() as s:
+            return [_info(a) for a in s.scalars(select(Annotator).order_by(Annotator.id))]
+
+    def set_disabled(self, name: str, disabled: bool = True) -> AnnotatorInfo:
+        with self._write() as s:
+            a = s.scalar(select(Annotator).where(Annotator.name == name))
+            if a is None:
+                raise HHError(f"no annotator named {name!r}")
+            a.disabled = disabled
+            if disabled:
+                s.execute(Session.__table__.delete().where(Session.annotator_id == a.id))
+            return _info(a)
+
+    def annotator_by_name(self, name: str) -> AnnotatorInfo | None:
+        with self._read() as s:
+            a = s.scalar(select(Annotator).where(Annotator.name == name))
+            return _info(a) if a else None
+
+    def annotator_by_token(self, token: str) -> AnnotatorInfo | None:
+        """The annotator holding ``token`` (disabled ones included: the caller decides)."""
+        if not token or len(token) > 200:
+            return None
+        digest = hash_token(token)
+        with self._read() as s:
+            a = s.scalar(select(Annotator).where(Annotator.token_hash == digest))
+            if a is None or not hmac.compare_digest(a.token_hash, digest):
+                return None
+            return _info(a)
+
+    def rotate_token(self, name: str) -> str:
+        token = new_token()
+        with self._write() as s:
+            a = s.scalar(select(Annotator).where(Annotator.name == name))
+            if a is None:
+                raise HHError(f"no annotator named {name!r}")
+            a.token_hash = hash_token(token)
+            s.execute(Session.__table__.delete().where(Session.annotator_id == a.id))
+        return token
+
+    # -- sessions ---------------------------------------------------------------------------
+    def create_session(self, annotator_id: int, hours: float) -> tuple[str, str]:
+        """A new cookie session: returns (cookie value, CSRF token)."""
+        cookie, csrf = new_token(), new_token()
+        with self._write() as s:
+            t = now()
+            s.add(
+                Session(
+                    id=hash_token(cookie),
+                    annotator_id=annotator_id,
+                    csrf_token=csrf,
+                    created_at=t,
+                    expires_at=t + timedelta(hours=hours),
+                )
+            )
+            # housekeeping: expired sessions go
+            s.execute(Session.__table__.delete().where(Session.expires_at < t))
+        return cookie, csrf
+
+    def session_annotator(self, cookie: str) -> tuple[AnnotatorInfo, str] | None:
+        """(annotator, CSRF token) of a live session, or None."""
+        if not cookie or len(cookie) > 200:
+            return None
+        with self._read() as s:
+            row = s.execute(
+                select(Session, Annotator)
+                .join(Annotator, Annotator.id == Session.annotator_id)
+                .where(Session.id == hash_token(cookie))
+            ).first()
+            if row is None:
+                return None
+            sess, a = row
+            if _aware(sess.expires_at) < now():
+                return None
+            return _info(a), sess.csrf_token
+
+    def delete_session(self, cookie: str) -> None:
+        with self._write() as s:
+            s.execute(Session.__table__.delete().where(Session.id == hash_token(cookie)))
+
+    # -- conversations ------------------------------------------------------------------------
+    def _conversation(
+        self, s: DBSession, who: AnnotatorInfo, conversation_id: int, *, lock: bool = False
+    ) -> Conversation:
+        q = select(Conversation).where(Conversation.id == conversation_id)
+        if lock and not is_sqlite(self.url):
+            q = q.with_for_update()
+        c = s.scalar(q)
+        if c is None or (c.annotator_id != who.id and not who.is_admin):
+            raise CollectError(f"conversation {conversation_id} not found", 404)
+        return c
+
+    def create_conversation(
+        self,
+        who: AnnotatorInfo,
+        mode: str,
+        task_description: str,
+        *,
+        backend: str | None = None,
+        red_team_continue: str | None = None,
+    ) -> dict:
+        if mode not in MODES:
+            raise CollectError(f"mode {mode!r}; expected one of: {', '.join(MODES)}", 422)
+        task_description = task_description.strip()
+        if not task_description:
+            raise CollectError("task_description is empty: say what you want to do", 422)
+        with self._write() as s:
+            c = Conversation(
+                uid=uuid.uuid4().hex,
+                annotator_id=who.id,
+                mode=mode,
+                task_description=task_description,
+                status="open",
+                backend=backend if mode == "red-team" else None,
+                red_team_continue=red_team_continue if mode == "red-team" else None,
+                created_at=now(),
+            )
+            s.add(c)
+            s.flush()
+            return self._conversation_summary(c, 0)
+
+    @staticmethod
+    def _conversation_summary(c: Conversation, turns: int) -> dict:
+        return {
+            "id": c.id,
+            "mode": c.mode,
+            "task_description": c.task_description,
+            "status": c.status,
+            "turns": turns,
+            "created_at": _iso(c.created_at),
+            "finished_at": _iso(c.finished_at),
+        }
+
+    def list_conversations(self, who: AnnotatorInfo, *, all_: bool | None = None) -> list[dict]:
+        """One's own conversations, newest first (admins: everyone's unless ``all_`` is False)."""
+        turns = (
+            select(Turn.conversation_id, func.count(Turn.id).label("n"))
+            .group_by(Turn.conversation_id)
+            .subquery()
+        )
+        q = (
+            select(Conversation, func.coalesce(turns.c.n, 0), Annotator.name)
+            .outerjoin(turns, turns.c.conversation_id == Conversation.id)
+            .join(Annotator, Annotator.id == Conversation.annotator_id)
+            .order_by(Conversation.id.desc())
+        )
+        show_all = who.is_admin if all_ is None else (all_ and who.is_admin)
+        if not show_all:
+            q = q.where(Conversation.annotator_id == who.id)
+        with self._read() as s:
+            out = []
+            for c, n, name in s.execute(q):
+                d = self._conversation_summary(c, n)
+                if who.is_admin:
+                    d["annotator"] = name
+                out.append(d)
+            return out
+
+    def get_conversation(self, who: AnnotatorInfo, conversation_id: int) -> dict:
+        """The whole conversation; backend names only for admins."""
+        with self._read() as s:
+            c = self._conversation(s, who, conversation_id)
+            turns = s.scalars(
+                select(Turn)
+                .where(Turn.conversation_id == c.id)
+                .order_by(Turn.index)
+                .options(selectinload(Turn.candidates), selectinload(Turn.comparisons))
+            ).all()
+            out = {
+                "id": c.id,
+                "mode": c.mode,
+                "task_description": c.task_description,
+                "status": c.status,
+                "comment": c.comment,
+                "rating": c.rating,
+                "created_at": _iso(c.created_at),
+                "finished_at": _iso(c.finished_at),
+                "turns": [self._turn_dict(t, admin=who.is_admin) for t in turns],
+            }
+            if who.is_admin:
+                out["backend"] = c.backend
+                out["red_team_continue"] = c.red_team_continue
+            return out
+
+    @staticmethod
+    def _turn_dict(t: Turn, *, admin: bool) -> dict:
+        pick = next((x for x in t.comparisons if x.kind == "pick"), None)
+        edit = next((x for x in t.comparisons if x.kind == "edit"), None)
+        cands = []
+        for cand in t.candidates:
+            d = {"slot": cand.slot, "text": cand.text, "cut": cand.cut, "status": cand.status}
+            if cand.status == "failed":
+                d["error"] = "the response could not be generated; retry"
+            if admin:
+                d.update(
+                    backend=cand.backend,
+                    model=cand.model,
+                    params=cand.params,
+                    finish_reason=cand.finish_reason,
+                    latency_ms=cand.latency_ms,
+                    error=cand.error,
+                )
+            cands.append(d)
+        return {
+            "id": t.id,
+            "index": t.index,
+            "human": t.human,
+            "status": t.status,
+            "candidates": cands,
+            "pick": pick.pick if pick else None,
+            "strength": pick.strength if pick else None,
+            "edit": edit.chosen_text if edit else None,
+            "continued": t.continued,
+            "decided_at": _iso(pick.decided_at) if pick else None,
+        }
+
+    def finish_conversation(
+        self,
+        who: AnnotatorInfo,
+        conversation_id: int,
+        comment: str | None = None,
+        rating: int | None = None,
+    ) -> dict:
+        with self._write() as s:
+            c = self._conversation(s, who, conversation_id, lock=True)
+            if c.mode == "red-team":
+                if rating is None:
+                    raise CollectError("a red-team conversation needs a rating, 0 to 4", 422)
+                if not 0 <= rating <= 4:
+                    raise CollectError("rating must be 0 to 4", 422)
+            elif rating is not None:
+                raise CollectError("only red-team conversations take a rating", 422)
+            comment = (comment or "").strip() or None
+            if c.status == "finished":
+                if (c.comment, c.rating) == (comment, rating):
+                    return self._conversation_summary(c, len(c.turns))
+                raise CollectError(f"conversation {c.id} is already finished", 409)
+            c.status = "finished"
+            c.comment = comment
+            c.rating = rating
+            c.finished_at = now()
+            return self._conversation_summary(c, len(c.turns))
+
+    # -- turns ------------------------------------------------------------------------------
+    def create_turn(
+        self, who: AnnotatorInfo, conversation_id: int, text: str, backends: tuple[str, str]
+    ) -> dict:
+        """A new human message: a pending turn with two pending candidates (slot a shown as A)."""
+        text = text.strip()
+        if not text:
+            raise CollectError("the message is empty", 422)
+        with self._write() as s:
+            c = self._conversation(s, who, conversation_id, lock=True)
+            if c.annotator_id != who.id:
+                raise CollectError("only the conversation's annotator can write in it", 403)
+            if c.status != "open":
+                raise CollectError(f"conversation {c.id} is finished", 409)
+            turns = s.scalars(
+                select(Turn).where(Turn.conversation_id == c.id).order_by(Turn.index)
+            ).all()
+            if turns and turns[-1].continued is None:
+                raise CollectError(
+                    "the last turn has no choice yet: pick a response before writing again", 409
+                )
+            history = [(t.human, t.continued) for t in turns]
+            t = Turn(
+                conversation_id=c.id,
+                index=len(turns),
+                human=text,
+                prefix=render_prefix(history, text),
+                status="pending",
+                created_at=now(),
+            )
+            s.add(t)
+            s.flush()
+            for slot, backend in zip(SLOTS, backends, strict=True):
+                s.add(Candidate(turn_id=t.id, slot=slot, backend=backend, status="pending"))
+            try:
+                s.flush()
+            except IntegrityError as exc:  # a concurrent message took this index
+                raise CollectError("another message was sent at the same time", 409) from exc
+            return {"id": t.id, "index": t.index, "conversation_id": c.id, "status": t.status}
+
+    def conversation_backend(self, who: AnnotatorInfo, conversation_id: int) -> dict:
+        with self._read() as s:
+            c = self._conversation(s, who, conversation_id)
+            return {"mode": c.mode, "backend": c.backend}
+
+    def turn_owner(self, who: AnnotatorInfo, turn_id: int) -> dict:
+        """Authorise access to a turn (404 if not one's own); returns its status."""
+        with self._read() as s:
+            t = s.get(Turn, turn_id)
+            if t is None:
+                raise CollectError(f"turn {turn_id} not found", 404)
+            c = s.get(Conversation, t.conversation_id)
+            if c.annotator_id != who.id and not who.is_admin:
+                raise CollectError(f"turn {turn_id} not found", 404)
+            return {"id": t.id, "status": t.status, "conversation_id": c.id}
+
+    def acquire_lease(
+        self, turn_id: int, owner: str, seconds: float
+    ) -> tuple[Prompt, list[PendingCandidate]] | None:
+        """Take the right to generate a turn (one generator per turn across workers), or None."""
+        t0 = now()
+        with self._write() as s:
+            res = s.execute(
+                update(Turn)
+                .where(Turn.id == turn_id)
+                .where(
+                    or_(
+                        Turn.status == "pending",
+                        (Turn.status == "generating") & (Turn.lease_until < t0),
+                    )
+                )
+                .values(
+                    status="generating",
+                    lease_owner=owner,
+                    lease_until=t0 + timedelta(seconds=seconds),
+                )
+            )
+            if res.rowcount != 1:
+                return None
+            t = s.get(Turn, turn_id)
+            history = s.execute(
+                select(Turn.human, Turn.continued)
+                .where(Turn.conversation_id == t.conversation_id, Turn.index < t.index)
+                .order_by(Turn.index)
+            ).all()
+            prompt = Prompt(tuple((h, a) for h, a in history), t.human, t.prefix)
+            pending = [
+                PendingCandidate(c.slot, c.backend)
+                for c in s.scalars(
+                    select(Candidate).where(Candidate.turn_id == turn_id).order_by(Candidate.slot)
+                )
+                if c.status != "ready"
+            ]
+            return prompt, pending
+
+    def save_candidate(self, turn_id: int, slot: str, *, owner: str, **fields) -> bool:
+        """Store one generated (or failed) candidate; False if the lease was lost meanwhile.
+
+        ``fields``: ``text``, ``raw_text``, ``cut``, ``model``, ``params``, ``finish_reason``,
+        ``latency_ms``, ``error``.
+        """
+        with self._write() as s:
+            t = s.get(Turn, turn_id)
+            if t is None or t.lease_owner != owner or t.status != "generating":
+                return False
+            c = s.scalar(
+                select(Candidate).where(Candidate.turn_id == turn_id, Candidate.slot == slot)
+            )
+            _apply_candidate(c, **fields)
+            return True
+
+    def finish_generation(self, turn_id: int, owner: str, results: dict[str, dict]) -> str | None:
+        """Store every generated (or failed) candidate and release the lease, in one transaction.
+
+        ``results`` maps a slot to :meth:`save_candidate`'s keyword arguments. Returns the turn's
+        new status (ready or failed), or None if the lease was lost meanwhile (nothing stored).
+        """
+        with self._write() as s:
+            t = s.get(Turn, turn_id)
+            if t is None or t.lease_owner != owner or t.status != "generating":
+                return None
+            cands = s.scalars(select(Candidate).where(Candidate.turn_id == turn_id)).all()
+            for c in cands:
+                if c.slot in results:
+                    _apply_candidate(c, **results[c.slot])
+            t.status = "ready" if all(c.status == "ready" for c in cands) else "failed"
+            if t.status == "ready":
+                t.ready_at = now()
+            t.lease_owner = None
+            t.lease_until = None
+            return t.status
+
+    def end_generation(self, turn_id: int, owner: str) -> str:
+        """Release the lease: the turn becomes ready (both candidates) or failed."""
+        with self._write() as s:
+            t = s.get(Turn, turn_id)
+            if t.lease_owner != owner or t.status != "generating":
+                return t.status
+            statuses = s.scalars(select(Candidate.status).where(Candidate.turn_id == turn_id)).all()
+            t.status = "ready" if all(x == "ready" for x in statuses) else "failed"
+            if t.status == "ready":
+                t.ready_at = now()
+            t.lease_owner = None
+            t.lease_until = None
+            return t.status
+
+    def turn_state(self, turn_id: int) -> dict:
+        """Status and candidates of a turn (no authorisation: call :meth:`turn_owner` first)."""
+        with self._read() as s:
+            t = s.get(Turn, turn_id)
+            cands = s.scalars(
+                select(Candidate).where(Candidate.turn_id == turn_id).order_by(Candidate.slot)
+            ).all()
+            return {
+                "id": t.id,
+                "index": t.index,
+                "status": t.status,
+                "lease_until": _aware(t.lease_until),
+                "candidates": [
+                    {
+                        "slot": c.slot,
+                        "status": c.status,
+                        "text": c.text,
+                        "cut": c.cut,
+                        "error": c.error,
+                    }
+                    for c in cands
+                ],
+            }
+
+    def retry_turn(self, who: AnnotatorInfo, turn_id: int) -> str:
+        """Failed candidates back to pending; nothing else is touched."""
+        self.turn_owner(who, turn_id)
+        with self._write() as s:
+            t = s.get(Turn, turn_id)
+            if t.status in ("pending", "generating", "ready"):
+                return t.status
+            s.execute(
+                update(Candidate)
+                .where(Candidate.turn_id == turn_id, Candidate.status == "failed")
+                .values(status="pending", error=None)
+            )
+            t.status = "pending"
+            return "pending"
+
+    # -- choices ----------------------------------------------------------------------------
+    def record_choice(
+        self,
+        who: AnnotatorInfo,
+        turn_id: int,
+        *,
+        pick: str,
+        strength: int,
+        strength_points: int,
+        edit: str | None = None,
+        request_id: str | None = None,
+    ) -> dict:
+        """Store the annotator's choice; returns the turn once the transaction has committed.
+
+        A repeat (same ``request_id``, or the same pick, strength and edit) returns the stored
+        answer; a different choice for a decided turn is a 409.
+        """
+        if pick not in SLOTS:
+            raise CollectError("pick must be 'a' or 'b'", 422)
+        if not 1 <= strength <= strength_points:
+            raise CollectError(f"strength must be 1 to {strength_points}", 422)
+        if edit is not None:
+            edit = edit.strip()
+            if not edit:
+                raise CollectError("the edit is empty", 422)
+        for attempt in range(2):
+            try:
+                return self._record_choice(who, turn_id, pick, strength, edit, request_id)
+            except IntegrityError:
+                # another request stored a choice first: answer as a repeat, or 409
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _record_choice(self, who, turn_id, pick, strength, edit, request_id) -> dict:
+        with self._write_lock, self._sessions() as s:
+            with s.begin():
+                t = s.scalar(
+                    select(Turn)
+                    .where(Turn.id == turn_id)
+                    .options(
+                        joinedload(Turn.conversation),
+                        selectinload(Turn.candidates),
+                        selectinload(Turn.comparisons),
+                    )
+                )
+                if t is None:
+                    raise CollectError(f"turn {turn_id} not found", 404)
+                c = t.conversation
+                if c.annotator_id != who.id and not who.is_admin:
+                    raise CollectError(f"turn {turn_id} not found", 404)
+                existing = list(t.comparisons)
+                stored = next((x for x in existing if x.kind == "pick"), None)
+                if stored is not None:
+                    stored_edit = next((x.chosen_text for x in existing if x.kind == "edit"), None)
+                    same = (stored.pick, stored.strength, stored_edit) == (pick, strength, edit)
+                    if (request_id and stored.request_id == request_id) or same:
+                        return self._turn_dict(t, admin=who.is_admin)
+                    raise CollectError(
+                        f"turn {turn_id} already has a different choice ({stored.pick}, "
+                        f"strength {stored.strength})",
+                        409,
+                    )
+                if c.annotator_id != who.id:
+                    raise CollectError("only the conversation's annotator can choose", 403)
+                if c.status != "open":
+                    raise CollectError(f"conversation {c.id} is finished", 409)
+                if t.status != "ready":
+                    raise CollectError(
+                        f"turn {turn_id} is not ready for a choice (status {t.status})", 409
+                    )
+                if edit is not None and c.mode != "helpful":
+                    raise CollectError("edits are for helpful conversations only", 422)
+                cands = {x.slot: x for x in t.candidates}
+                other = "b" if pick == "a" else "a"
+                picked_text, other_text = cands[pick].text, cands[other].text
+                decided = now()
+                common = dict(
+                    turn_id=t.id,
+                    annotator_id=who.id,
+                    pick=pick,
+                    strength=strength,
+                    request_id=request_id,
+                    shown_at=t.ready_at,
+                    decided_at=decided,
+                )
+                t.comparisons.append(
+                    Comparison(
+                        kind="pick",
+                        chosen_slot=pick,
+                        rejected_slot=other,
+                        chosen_text=picked_text,
+                        rejected_text=other_text,
+                        **common,
+                    )
+                )
+                if edit is not None and edit != picked_text:
+                    t.comparisons.append(
+                        Comparison(
+                            kind="edit",
+                            chosen_slot=None,
+                            rejected_slot=pick,
+                            chosen_text=edit,
+                            rejected_text=picked_text,
+                            **common,
+                        )
+                    )
+                if edit is not None:
+                    t.continued = edit
+                elif c.mode == "red-team" and c.red_team_continue == "other":
+                    t.continued = other_text
+                else:
+                    t.continued = picked_text
+                s.flush()
+            # committed: only now is the choice acknowledged (the objects are not expired)
+            return self._turn_dict(t, admin=who.is_admin)
+
+    # -- export -----------------------------------------------------------------------------
+    def iter_conversations_for_export(self) -> Iterator[dict]:
+        """Every conversation with its turns, candidates and comparisons, oldest first."""
+        with self._read() as s:
+            ids = s.scalars(select(Conversation.id).order_by(Conversation.id)).all()
+            for cid in ids:
+                c = s.get(Conversation, cid)
+                a = s.get(Annotator, c.annotator_id)
+                turns = s.scalars(
+                    select(Turn)
+                    .where(Turn.conversation_id == cid)
+                    .order_by(Turn.index)
+                    .options(selectinload(Turn.candidates), selectinload(Turn.comparisons))
+                ).all()
+                yield {
+                    "id": c.id,
+                    "uid": c.uid,
+                    "mode": c.mode,
+                    "status": c.status,
+                    "task_description": c.task_description,
+                    "rating": c.rating,
+                    "backend": c.backend,
+                    "annotator": {
+                        "name": a.name,
+                        "member_id": a.member_id,
+                        "attributes": dict(a.attributes or {}),
+                    },
+                    "turns": [
+                        {
+                            "index": t.index,
+                            "human": t.human,
+                            "prefix": t.prefix,
+                            "continued": t.continued,
+                            "candidates": {
+                                x.slot: {"text": x.text, "cut": x.cut, "backend": x.backend}
+                                for x in t.candidates
+                            },
+                            "comparisons": [
+                                {
+                                    "kind": x.kind,
+                                    "pick": x.pick,
+                                    "strength": x.strength,
+                                    "chosen_slot": x.chosen_slot,
+                                    "rejected_slot": x.rejected_slot,
+                                    "chosen_text": x.chosen_text,
+                                    "rejected_text": x.rejected_text,
+                                }
+                                for x in t.comparisons
+                            ],
+                        }
+                        for t in turns
+                    ],
+                }
+
+    def counts(self) -> dict:
+        with self._read() as s:
+            return {
+                name: s.scalar(select(func.count()).select_from(model))
+                for name, model in (
+                    ("annotators", Annotator),
+                    ("conversations", Conversation),
+                    ("turns", Turn),
+                    ("comparisons", Comparison),
+                )
+            }
+
+
+def _apply_candidate(
+    c: Candidate,
+    *,
+    text: str | None,
+    raw_text: str | None,
+    cut: bool = False,
+    model: str | None = None,
+    params: dict | None = None,
+    finish_reason: str | None = None,
+    latency_ms: int | None = None,
+    error: str | None = None,
+) -> None:
+    c.status = "failed" if error else "ready"
+    c.text = text
+    c.raw_text = raw_text
+    c.cut = cut
+    c.model = model
+    c.params = params or {}
+    c.finish_reason = finish_reason
+    c.latency_ms = latency_ms
+    c.error = error
+    c.attempts = (c.attempts or 0) + 1
+
+
+def choose_backends(names: list[str], pairing: str, rng: random.Random) -> tuple[str, str]:
+    """Which backends answer as A and B: ``random`` draws two (distinct when possible)."""
+    if not names:
+        raise HHError("no backend is configured")
+    if len(names) == 1:
+        return names[0], names[0]
+    if pairing == "fixed":
+        return names[0], names[1]
+    a, b = rng.sample(names, 2)
+    return a, b

@@ -1,0 +1,161 @@
+"""The collection database: SQLAlchemy 2 models. Change them only with a migration."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Annotator(Base):
+    __tablename__ = "annotators"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(20), default="annotator")  # annotator | admin
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: free attributes, e.g. {"is_upworker": true}
+    attributes: Mapped[dict] = mapped_column(JSON, default=dict)
+    #: stable integer for exports (red_team_member_id)
+    member_id: Mapped[int] = mapped_column(Integer, unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Session(Base):
+    __tablename__ = "sessions"
+
+    #: sha256 of the cookie value
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(
+        ForeignKey("annotators.id", ondelete="CASCADE"), index=True
+    )
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: random, stable across databases: the train/test split hashes it
+    uid: Mapped[str] = mapped_column(String(32), unique=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id"), index=True)
+    mode: Mapped[str] = mapped_column(String(20))  # helpful | red-team
+    task_description: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20), default="open")  # open | finished
+    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+    rating: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: red-team: the one backend of the whole conversation
+    backend: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    #: red-team: "picked" | "other", what the conversation continues with
+    red_team_continue: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    turns: Mapped[list[Turn]] = relationship(
+        back_populates="conversation", order_by="Turn.index", cascade="all, delete-orphan"
+    )
+
+
+class Turn(Base):
+    __tablename__ = "turns"
+    __table_args__ = (UniqueConstraint("conversation_id", "index"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    index: Mapped[int] = mapped_column(Integer)
+    human: Mapped[str] = mapped_column(Text)
+    #: the exact HH transcript prefix, ending in "\n\nAssistant:"
+    prefix: Mapped[str] = mapped_column(Text)
+    #: pending | generating | ready | failed
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    lease_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    #: the response the conversation continues with (picked, edited, or for red-team maybe the other)
+    continued: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: when both candidates were complete (shown to the annotator)
+    ready_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    conversation: Mapped[Conversation] = relationship(back_populates="turns")
+    candidates: Mapped[list[Candidate]] = relationship(
+        back_populates="turn", order_by="Candidate.slot", cascade="all, delete-orphan"
+    )
+    comparisons: Mapped[list[Comparison]] = relationship(
+        back_populates="turn", order_by="Comparison.id", cascade="all, delete-orphan"
+    )
+
+
+class Candidate(Base):
+    __tablename__ = "candidates"
+    __table_args__ = (UniqueConstraint("turn_id", "slot"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    turn_id: Mapped[int] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"), index=True)
+    slot: Mapped[str] = mapped_column(String(1))  # a (shown as A) | b
+    backend: Mapped[str] = mapped_column(String(200))
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    params: Mapped[dict] = mapped_column(JSON, default=dict)
+    #: pending | ready | failed
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    text: Mapped[str | None] = mapped_column(Text, nullable=True)
+    raw_text: Mapped[str | None] = mapped_column(Text, nullable=True)
+    cut: Mapped[bool] = mapped_column(Boolean, default=False)
+    finish_reason: Mapped[str | None] = mapped_column(String(50), nullable=True)
+    latency_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+
+    turn: Mapped[Turn] = relationship(back_populates="candidates")
+
+
+class Comparison(Base):
+    __tablename__ = "comparisons"
+    #: at most one comparison of each kind per turn: the database enforces it under concurrency
+    __table_args__ = (UniqueConstraint("turn_id", "kind"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    turn_id: Mapped[int] = mapped_column(ForeignKey("turns.id", ondelete="CASCADE"), index=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id"), index=True)
+    #: "pick": chosen/rejected are candidate slots; "edit": chosen_text is the edit,
+    #: rejected_slot the original picked candidate
+    kind: Mapped[str] = mapped_column(String(10))
+    chosen_slot: Mapped[str | None] = mapped_column(String(1), nullable=True)
+    rejected_slot: Mapped[str | None] = mapped_column(String(1), nullable=True)
+    chosen_text: Mapped[str] = mapped_column(Text)
+    rejected_text: Mapped[str] = mapped_column(Text)
+    #: the annotator's pick ("a" | "b") and strength as given (1 = slightly / unsure)
+    pick: Mapped[str] = mapped_column(String(1))
+    strength: Mapped[int] = mapped_column(Integer)
+    request_id: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    shown_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    turn: Mapped[Turn] = relationship(back_populates="comparisons")

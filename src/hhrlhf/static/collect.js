@@ -1,0 +1,509 @@
+// The collection pages: plain JavaScript over the /api/v1 routes, no framework, no build step.
+// Every piece of model or user text is set with textContent (never parsed as HTML).
+"use strict";
+
+(function () {
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
+
+  function csrfToken() {
+    const meta = $('meta[name="csrf-token"]');
+    return meta ? meta.content : "";
+  }
+
+  // A JSON request with the CSRF header; resolves to the parsed body, rejects with a clear message.
+  async function api(method, url, body) {
+    const opts = {
+      method,
+      headers: { Accept: "application/json" },
+      credentials: "same-origin",
+      cache: "no-store", // a page restored by Back must see the conversation as it is now
+    };
+    if (method !== "GET") opts.headers["X-CSRF-Token"] = csrfToken();
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch(url, opts);
+    } catch (err) {
+      throw new Error("The server cannot be reached. Check your connection and try again.");
+    }
+    let data = null;
+    try {
+      data = await res.json();
+    } catch (err) {
+      data = null;
+    }
+    if (!res.ok) {
+      let msg = data && data.error ? data.error : "The server answered " + res.status + ".";
+      if (res.status === 401) msg = "Your session has ended: open your login link again.";
+      const e = new Error(msg);
+      e.status = res.status;
+      throw e;
+    }
+    return data;
+  }
+
+  function say(el, text, kind) {
+    if (!el) return;
+    el.textContent = text || "";
+    el.classList.toggle("error", kind === "error");
+    el.classList.toggle("ok", kind === "ok");
+  }
+
+  function newRequestId() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    return Date.now().toString(36) + Math.random().toString(36).slice(2);
+  }
+
+  // ---- every page: log out --------------------------------------------------------------
+  function setupLogout() {
+    const btn = $("#logout");
+    if (!btn) return;
+    btn.addEventListener("click", async () => {
+      try {
+        await api("POST", "/logout");
+      } catch (err) {
+        /* the cookie is cleared either way */
+      }
+      window.location.assign("/login");
+    });
+  }
+
+  // ---- home: start a conversation -------------------------------------------------------
+  function setupHome() {
+    const form = $("#new-conversation");
+    if (!form) return;
+    const status = $("#new-status");
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const task = $("#task").value.trim();
+      const mode = (form.querySelector('input[name="mode"]:checked') || {}).value || "helpful";
+      if (!task) {
+        say(status, "Write a task description first.", "error");
+        return;
+      }
+      const button = form.querySelector("button[type=submit]");
+      button.disabled = true;
+      say(status, "Starting…");
+      try {
+        const conv = await api("POST", "/api/v1/conversations", { mode, task_description: task });
+        window.location.assign("/conversations/" + conv.id);
+      } catch (err) {
+        say(status, err.message, "error");
+        button.disabled = false;
+      }
+    });
+  }
+
+  // ---- a conversation -------------------------------------------------------------------
+  function setupConversation() {
+    const root = $("#conversation");
+    if (!root) return;
+    const convId = root.dataset.id;
+    const transcript = $("#transcript");
+    const compare = $("#compare");
+    const composer = $("#composer");
+    const message = $("#message");
+    const sendStatus = $("#send-status");
+    const choiceStatus = $("#choice-status");
+    const turnError = $("#turn-error");
+    const turnErrorText = $("#turn-error-text");
+    const scaleHint = $("#scale-hint");
+    const points = $$("#scale .point");
+    const editToggle = $("#edit-toggle");
+    const editor = $("#editor");
+    const editText = $("#edit-text");
+    const finishBox = $("#finish");
+    const finished = $("#finished");
+
+    const state = {
+      turn: null, // the undecided turn: {id, index, texts: {a, b}, done: {a, b}}
+      source: null, // the open EventSource
+      scaleOn: false,
+      sending: false,
+      pending: null, // {pick, strength} waiting for an edit
+      requestId: null,
+      requestKey: null,
+    };
+
+    const panel = (slot) => $('.candidate[data-slot="' + slot + '"]', compare);
+    const part = (slot, role) => $('[data-role="' + role + '"]', panel(slot));
+
+    function addBubble(kind, who, text, note) {
+      const li = document.createElement("li");
+      li.className = "msg " + kind;
+      const head = document.createElement("div");
+      head.className = "who";
+      head.textContent = who;
+      if (note) {
+        const small = document.createElement("small");
+        small.textContent = " " + note;
+        head.appendChild(small);
+      }
+      const body = document.createElement("div");
+      body.className = "body";
+      body.textContent = text;
+      li.append(head, body);
+      transcript.appendChild(li);
+      return li;
+    }
+
+    function addDecided(turn) {
+      const picked = turn.pick ? turn.pick.toUpperCase() : "";
+      const note = "(" + picked + (turn.strength ? turn.strength : "") + (turn.edit ? ", edited" : "") + ")";
+      addBubble("assistant", "Assistant", turn.continued || "", note);
+    }
+
+    function setScale(on) {
+      state.scaleOn = on;
+      points.forEach((b) => {
+        b.disabled = !on;
+      });
+      scaleHint.textContent = on
+        ? "Pick a point: click it or press its key."
+        : "The scale opens when both responses are complete.";
+      compare.classList.toggle("ready", on);
+    }
+
+    function showComposer(on) {
+      composer.hidden = !on;
+      if (on) message.focus();
+    }
+
+    function closeStream() {
+      if (state.source) {
+        state.source.close();
+        state.source = null;
+      }
+    }
+
+    function resetCandidates() {
+      ["a", "b"].forEach((slot) => {
+        part(slot, "text").textContent = "";
+        part(slot, "state").textContent = "waiting…";
+        part(slot, "note").hidden = true;
+        panel(slot).classList.remove("done", "failed", "picked");
+      });
+      points.forEach((b) => b.classList.remove("selected"));
+      turnError.hidden = true;
+      say(choiceStatus, "");
+      if (editor) editor.hidden = true;
+      if (editToggle) editToggle.checked = false;
+      state.pending = null;
+      state.requestId = null;
+      state.requestKey = null;
+    }
+
+    function slotDone(slot, text, cut) {
+      state.turn.texts[slot] = text;
+      state.turn.done[slot] = true;
+      part(slot, "text").textContent = text;
+      part(slot, "state").textContent = "complete";
+      panel(slot).classList.add("done");
+      panel(slot).classList.remove("failed");
+      const note = part(slot, "note");
+      note.hidden = !cut;
+      note.textContent = cut ? "Cut where the model started a new speaker turn." : "";
+    }
+
+    function slotFailed(slot, msg) {
+      panel(slot).classList.add("failed");
+      part(slot, "state").textContent = "failed";
+      const note = part(slot, "note");
+      note.hidden = false;
+      note.textContent = msg;
+    }
+
+    function showTurnError(msg) {
+      turnErrorText.textContent = msg;
+      turnError.hidden = false;
+      setScale(false);
+    }
+
+    function openStream() {
+      closeStream();
+      const turn = state.turn;
+      turnError.hidden = true;
+      ["a", "b"].forEach((slot) => {
+        if (!turn.done[slot]) {
+          part(slot, "text").textContent = "";
+          part(slot, "state").textContent = "writing…";
+          panel(slot).classList.remove("failed");
+          part(slot, "note").hidden = true;
+          turn.texts[slot] = "";
+        }
+      });
+      const es = new EventSource("/api/v1/turns/" + turn.id + "/stream");
+      state.source = es;
+      let ended = false;
+      es.addEventListener("delta", (ev) => {
+        const d = JSON.parse(ev.data);
+        if (turn.done[d.slot]) return;
+        turn.texts[d.slot] = (turn.texts[d.slot] || "") + d.text;
+        part(d.slot, "text").textContent = turn.texts[d.slot];
+      });
+      es.addEventListener("done", (ev) => {
+        const d = JSON.parse(ev.data);
+        slotDone(d.slot, d.text, d.cut);
+      });
+      es.addEventListener("error", (ev) => {
+        // a server-sent "error" event carries data; a dropped connection does not
+        if (ev.data) {
+          const d = JSON.parse(ev.data);
+          slotFailed(d.slot, d.message);
+          return;
+        }
+        if (ended) return;
+        closeStream();
+        showTurnError("The connection to the server was lost while the responses were written.");
+      });
+      es.addEventListener("end", (ev) => {
+        ended = true;
+        const d = JSON.parse(ev.data);
+        closeStream();
+        if (d.status === "ready" && turn.done.a && turn.done.b) {
+          setScale(true);
+        } else {
+          showTurnError("A response could not be generated. Your message is kept: retry.");
+        }
+      });
+    }
+
+    async function retry() {
+      const btn = $("#retry");
+      btn.disabled = true;
+      try {
+        await api("POST", "/api/v1/turns/" + state.turn.id + "/retry");
+        openStream();
+      } catch (err) {
+        turnErrorText.textContent = err.message;
+      } finally {
+        btn.disabled = false;
+      }
+    }
+
+    function startTurn(turn) {
+      // turn: {id, index, candidates (maybe), status}
+      state.turn = { id: turn.id, index: turn.index, texts: { a: "", b: "" }, done: { a: false, b: false } };
+      resetCandidates();
+      setScale(false);
+      compare.hidden = false;
+      showComposer(false);
+      (turn.candidates || []).forEach((c) => {
+        if (c.status === undefined || c.status === "ready") slotDone(c.slot, c.text, c.cut);
+      });
+      if (turn.status === "ready" && state.turn.done.a && state.turn.done.b) {
+        setScale(true);
+      } else if (turn.status === "failed") {
+        (turn.candidates || []).forEach((c) => {
+          if (c.status === "failed") slotFailed(c.slot, c.error || "This response could not be generated.");
+        });
+        showTurnError("A response could not be generated. Your message is kept: retry.");
+      } else {
+        openStream();
+      }
+    }
+
+    // keys typed into a text field are text, not scale points (a checkbox is not a text field)
+    function isTyping(t) {
+      if (!t || !t.tagName) return false;
+      if (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable) return true;
+      return t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(t.type);
+    }
+
+    function pointFor(key) {
+      return points.find((b) => b.dataset.key === String(key));
+    }
+
+    function choose(btn) {
+      if (!state.scaleOn || state.sending) return;
+      const pick = btn.dataset.slot;
+      const strength = parseInt(btn.dataset.strength, 10);
+      points.forEach((b) => b.classList.toggle("selected", b === btn));
+      ["a", "b"].forEach((s) => panel(s).classList.toggle("picked", s === pick));
+      if (editToggle && editToggle.checked) {
+        state.pending = { pick, strength };
+        $("#edit-label").textContent = "Edit response " + pick.toUpperCase() + " before continuing";
+        editText.value = state.turn.texts[pick];
+        editor.hidden = false;
+        editText.focus();
+        return;
+      }
+      submitChoice(pick, strength, null);
+    }
+
+    async function submitChoice(pick, strength, edit) {
+      const body = { pick, strength };
+      if (edit !== null) body.edit = edit;
+      // the same choice resent (after a network error) keeps its request id: idempotent
+      const key = JSON.stringify(body);
+      if (state.requestKey !== key) {
+        state.requestKey = key;
+        state.requestId = newRequestId();
+      }
+      body.request_id = state.requestId;
+      state.sending = true;
+      setScale(false);
+      say(choiceStatus, "Saving…");
+      try {
+        const res = await api("POST", "/api/v1/turns/" + state.turn.id + "/choice", body);
+        state.sending = false;
+        say(choiceStatus, "");
+        closeStream();
+        addDecided(res.turn);
+        compare.hidden = true;
+        state.turn = null;
+        showComposer(true);
+        say(sendStatus, "Saved. Write your next message, or end the conversation.", "ok");
+      } catch (err) {
+        state.sending = false;
+        if (err.status === 409) {
+          // decided or finished elsewhere (another tab): show what is stored
+          say(choiceStatus, err.message + ". Reloading…", "error");
+          window.setTimeout(() => window.location.reload(), 1500);
+          return;
+        }
+        setScale(true);
+        say(choiceStatus, "Not saved: " + err.message + " Pick again.", "error");
+      }
+    }
+
+    async function send() {
+      const text = message.value.trim();
+      if (!text || state.sending || state.turn) return;
+      state.sending = true;
+      $("#send").disabled = true;
+      say(sendStatus, "Sending…");
+      try {
+        const turn = await api("POST", "/api/v1/conversations/" + convId + "/turns", { text, wait: false });
+        message.value = "";
+        say(sendStatus, "");
+        const bubble = addBubble("human", "You", text);
+        state.sending = false;
+        startTurn(turn);
+        bubble.scrollIntoView({ block: "start" }); // the message, then A and B below it
+      } catch (err) {
+        state.sending = false;
+        say(sendStatus, err.message, "error");
+      } finally {
+        $("#send").disabled = false;
+      }
+    }
+
+    async function finish(ev) {
+      ev.preventDefault();
+      const body = {};
+      const comment = $("#comment").value.trim();
+      if (comment) body.comment = comment;
+      const rating = $("#rating");
+      if (rating) {
+        if (rating.value === "") {
+          say($("#finish-status"), "Rate how successful the attack was first.", "error");
+          return;
+        }
+        body.rating = parseInt(rating.value, 10);
+      }
+      $("#finish-submit").disabled = true;
+      try {
+        await api("POST", "/api/v1/conversations/" + convId + "/finish", body);
+        showFinished(comment);
+      } catch (err) {
+        say($("#finish-status"), err.message, "error");
+        $("#finish-submit").disabled = false;
+      }
+    }
+
+    function showFinished(comment) {
+      closeStream();
+      compare.hidden = true;
+      composer.hidden = true;
+      finishBox.hidden = true;
+      finished.hidden = false;
+      say(sendStatus, "");
+      const c = $("#finished-comment");
+      c.hidden = !comment;
+      c.textContent = comment ? "Your comment: " + comment : "";
+      root.dataset.status = "finished";
+    }
+
+    // wiring
+    composer.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      send();
+    });
+    message.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        send();
+      }
+    });
+    points.forEach((b) => b.addEventListener("click", () => choose(b)));
+    document.addEventListener("keydown", (ev) => {
+      const t = ev.target;
+      if (isTyping(t)) return;
+      if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      const btn = pointFor(ev.key);
+      if (btn && state.scaleOn) {
+        ev.preventDefault();
+        choose(btn);
+      }
+    });
+    $("#retry").addEventListener("click", retry);
+    if (editor) {
+      $("#edit-submit").addEventListener("click", () => {
+        if (!state.pending) return;
+        const text = editText.value.trim();
+        if (!text) {
+          say(choiceStatus, "The edit is empty.", "error");
+          return;
+        }
+        editor.hidden = true;
+        submitChoice(state.pending.pick, state.pending.strength, text);
+      });
+      $("#edit-cancel").addEventListener("click", () => {
+        editor.hidden = true;
+        state.pending = null;
+        points.forEach((b) => b.classList.remove("selected"));
+        ["a", "b"].forEach((s) => panel(s).classList.remove("picked"));
+      });
+    }
+    $("#finish-form").addEventListener("submit", finish);
+
+    // load the conversation as stored
+    api("GET", "/api/v1/conversations/" + convId)
+      .then((conv) => {
+        transcript.textContent = "";
+        let open = null;
+        conv.turns.forEach((t) => {
+          addBubble("human", "You", t.human);
+          if (t.pick) addDecided(t);
+          else open = t;
+        });
+        if (conv.status === "finished") {
+          showFinished(conv.comment || "");
+          return;
+        }
+        finishBox.hidden = false;
+        if (open) {
+          startTurn(open);
+          const humans = transcript.querySelectorAll(".msg.human");
+          humans[humans.length - 1].scrollIntoView({ block: "start" });
+        } else {
+          showComposer(true);
+        }
+      })
+      .catch((err) => {
+        say(sendStatus, err.message, "error");
+        composer.hidden = false;
+      });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    setupLogout();
+    setupHome();
+    setupConversation();
+  });
+})();

@@ -1,0 +1,31 @@
+"""The Jinja2 templates shared by the HTML outputs (the collection app, reports): autoescape on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import require
+
+__all__ = ["TEMPLATES_DIR", "environment", "jinja2_templates"]
+
+TEMPLATES_DIR = Path(__file__).with_name("templates")
+
+
+def environment():
+    """A Jinja2 Environment over ``hhrlhf/templates`` that escapes every value (HTML and XML alike)."""
+    jinja2 = require("jinja2", "web", "HTML templates")
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def jinja2_templates():
+    """Starlette's ``Jinja2Templates`` over the same environment (autoescape on)."""
+    require("fastapi", "web", "the collection app")
+    from fastapi.templating import Jinja2Templates
+
+    return Jinja2Templates(env=environment())

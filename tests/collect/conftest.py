@@ -1,0 +1,92 @@
+"""Fixtures of the collection tests: a migrated database, the app in process, a loopback model server."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("sqlalchemy")
+pytest.importorskip("alembic")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hhrlhf.collect.config import BackendConfig, demo_settings  # noqa: E402
+from hhrlhf.collect.storage import Storage  # noqa: E402
+
+
+@pytest.fixture
+def db_url(tmp_path):
+    return f"sqlite:///{tmp_path / 'collect.db'}"
+
+
+@pytest.fixture
+def storage(db_url):
+    st = Storage(db_url)
+    st.upgrade()
+    yield st
+    st.dispose()
+
+
+@pytest.fixture
+def settings(db_url):
+    return replace(demo_settings(db_url), seed=7)
+
+
+@pytest.fixture
+def make_client(storage):
+    """``make_client(settings) -> TestClient`` over the shared storage (closed at the end)."""
+    from fastapi.testclient import TestClient
+
+    from hhrlhf.collect.app import create_app
+
+    clients = []
+
+    def make(settings):
+        client = TestClient(create_app(settings, storage=storage), base_url="http://testserver")
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield make
+    for c in clients:
+        c.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client, settings):
+    return make_client(settings)
+
+
+@pytest.fixture
+def alice(storage):
+    who, token = storage.add_annotator("alice")
+    return who, {"Authorization": f"Bearer {token}"}, token
+
+
+@pytest.fixture
+def bob(storage):
+    who, token = storage.add_annotator("bob")
+    return who, {"Authorization": f"Bearer {token}"}, token
+
+
+@pytest.fixture
+def admin(storage):
+    who, token = storage.add_annotator("root", role="admin")
+    return who, {"Authorization": f"Bearer {token}"}, token
+
+
+@pytest.fixture
+def model_server():
+    from openai_server import serve
+
+    running = serve()
+    yield running
+    running.stop()
+
+
+def openai_backend(name: str, kind: str, base_url: str, **kw) -> BackendConfig:
+    return BackendConfig(name=name, kind=kind, base_url=base_url, model="test-model", **kw)

@@ -1,0 +1,149 @@
+"""A small OpenAI-compatible server for tests: /v1/chat/completions and /v1/completions.
+
+Streaming (SSE) and not; replies, per-chunk delays and failures are set on :class:`Script`
+while it runs. Started by :func:`serve` in a thread (uvicorn on 127.0.0.1, a free port): real HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+import orjson
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass
+class Script:
+    """What the server answers. ``replies`` are used in turn (cycling); ``fail`` is an HTTP status."""
+
+    replies: list[str] = field(default_factory=lambda: ["Hello from the test server."])
+    chunk_delay: float = 0.0
+    first_delay: float = 0.0
+    fail: int | None = None
+    fail_times: int | None = None  # fail only this many requests, then answer
+    finish_reason: str = "stop"
+    requests: list[dict] = field(default_factory=list)
+    _next: int = 0
+
+    def reply(self) -> str:
+        text = self.replies[self._next % len(self.replies)]
+        self._next += 1
+        return text
+
+
+def _chunks(text: str) -> list[str]:
+    out, i = [], 0
+    while i < len(text):
+        out.append(text[i : i + 5])
+        i += 5
+    return out or [""]
+
+
+def make_app(script: Script) -> Starlette:
+    async def handle(request: Request, kind: str):
+        body = await request.json()
+        script.requests.append(
+            {"kind": kind, "body": body, "auth": request.headers.get("authorization")}
+        )
+        if script.first_delay:
+            await asyncio.sleep(script.first_delay)
+        if script.fail and (script.fail_times is None or script.fail_times > 0):
+            if script.fail_times is not None:
+                script.fail_times -= 1
+            return JSONResponse({"error": {"message": "scripted failure"}}, status_code=script.fail)
+        text = script.reply()
+        for stop in body.get("stop") or []:
+            if stop in text:
+                text = text[: text.index(stop)]
+        model = body.get("model", "test")
+        created = int(time.time())
+        if not body.get("stream"):
+            choice = (
+                {"index": 0, "message": {"role": "assistant", "content": text}}
+                if kind == "chat"
+                else {"index": 0, "text": text}
+            )
+            choice["finish_reason"] = script.finish_reason
+            return JSONResponse(
+                {
+                    "id": "cmpl-test",
+                    "object": "chat.completion" if kind == "chat" else "text_completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [choice],
+                }
+            )
+
+        async def events():
+            pieces = _chunks(text)
+            for i, piece in enumerate(pieces):
+                if script.chunk_delay:
+                    await asyncio.sleep(script.chunk_delay)
+                last = i == len(pieces) - 1
+                if kind == "chat":
+                    choice = {"index": 0, "delta": {"content": piece}}
+                    obj = "chat.completion.chunk"
+                else:
+                    choice = {"index": 0, "text": piece}
+                    obj = "text_completion"
+                choice["finish_reason"] = script.finish_reason if last else None
+                chunk = {
+                    "id": "cmpl-test",
+                    "object": obj,
+                    "created": created,
+                    "model": model,
+                    "choices": [choice],
+                }
+                yield b"data: " + orjson.dumps(chunk) + b"\n\n"
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def chat(request):
+        return await handle(request, "chat")
+
+    async def completions(request):
+        return await handle(request, "completions")
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/completions", completions, methods=["POST"]),
+        ]
+    )
+
+
+class Running:
+    def __init__(self, server: uvicorn.Server, thread: threading.Thread, port: int, script: Script):
+        self.server, self.thread, self.port, self.script = server, thread, port, script
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def serve(script: Script | None = None) -> Running:
+    """Start the server in a thread on a free loopback port."""
+    script = script or Script()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(make_app(script), log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("test OpenAI server did not start")
+        time.sleep(0.01)
+    return Running(server, thread, port, script)

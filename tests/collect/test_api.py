@@ -1,0 +1,469 @@
+"""The JSON API in process: every route, authorisation, CSRF, limits, choices, failures and retries."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import orjson
+import pytest
+
+from conftest import openai_backend
+from hhrlhf.collect.app import SECURITY_HEADERS
+
+
+def start(client, headers, mode="helpful", task="Learn to keep tomatoes healthy"):
+    r = client.post(
+        "/api/v1/conversations", json={"mode": mode, "task_description": task}, headers=headers
+    )
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def say(client, headers, cid, text="How often should I water tomatoes?", **kw):
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns", json={"text": text, **kw}, headers=headers
+    )
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def choose(client, headers, turn_id, **body):
+    return client.post(f"/api/v1/turns/{turn_id}/choice", json=body, headers=headers)
+
+
+def sse(text: str) -> list[tuple[str, dict]]:
+    out = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.split("\n"))
+        out.append((lines["event"], orjson.loads(lines["data"])))
+    return out
+
+
+def test_health_needs_no_login_and_carries_security_headers(client):
+    r = client.get("/api/v1/health")
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+    for k, v in SECURITY_HEADERS.items():
+        assert r.headers[k] == v
+    assert "script-src 'self'" in r.headers["content-security-policy"]
+
+
+def test_errors_are_json_with_headers(client):
+    r = client.get("/api/v1/nope")
+    assert r.status_code == 404 and "error" in r.json()
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_three_turn_conversation_continues_with_the_pick(client, alice, storage):
+    _, h, _ = alice
+    cid = start(client, h)
+    t0 = say(client, h, cid)
+    assert [c["slot"] for c in t0["candidates"]] == ["a", "b"]
+    assert all(c["text"] and c["text"] == c["text"].strip() for c in t0["candidates"])
+    # backend names are not shown to annotators
+    assert "backend" not in orjson.dumps(t0).decode()
+    r = choose(client, h, t0["id"], pick="b", strength=3)
+    assert r.status_code == 200
+    assert r.json()["turn"]["continued"] == t0["candidates"][1]["text"]
+    t1 = say(client, h, cid, "And how much sun?")
+    assert choose(client, h, t1["id"], pick="a", strength=1).status_code == 200
+    t2 = say(client, h, cid, "Thanks!")
+    assert choose(client, h, t2["id"], pick="a", strength=4).status_code == 200
+    conv = client.get(f"/api/v1/conversations/{cid}", headers=h).json()
+    assert conv["strength_points"] == 4
+    assert [t["pick"] for t in conv["turns"]] == ["b", "a", "a"]
+    assert [t["strength"] for t in conv["turns"]] == [3, 1, 4]
+    assert conv["turns"][1]["human"] == "And how much sun?"
+    # the stored prefix of turn 2 is the HH transcript with the continued responses
+    export = list(storage.iter_conversations_for_export())[0]
+    assert export["turns"][2]["prefix"] == (
+        f"\n\nHuman: How often should I water tomatoes?\n\nAssistant: {t0['candidates'][1]['text']}"
+        f"\n\nHuman: And how much sun?\n\nAssistant: {t1['candidates'][0]['text']}"
+        "\n\nHuman: Thanks!\n\nAssistant:"
+    )
+    listed = client.get("/api/v1/conversations", headers=h).json()["conversations"]
+    assert [(c["id"], c["turns"], c["status"]) for c in listed] == [(cid, 3, "open")]
+    r = client.post(f"/api/v1/conversations/{cid}/finish", json={"comment": "fine"}, headers=h)
+    assert r.status_code == 200 and r.json()["status"] == "finished"
+    conv = client.get(f"/api/v1/conversations/{cid}", headers=h).json()
+    assert conv["comment"] == "fine"
+
+
+def test_choice_is_idempotent_and_a_different_one_is_409(client, alice, storage):
+    _, h, _ = alice
+    cid = start(client, h)
+    t = say(client, h, cid)
+    first = choose(client, h, t["id"], pick="a", strength=2, request_id="r1")
+    assert first.status_code == 200
+    # same request id (even with another body: a resend of the same click) -> same answer
+    again = choose(client, h, t["id"], pick="a", strength=2, request_id="r1")
+    assert again.status_code == 200 and again.json() == first.json()
+    # identical body without a request id -> same answer
+    assert choose(client, h, t["id"], pick="a", strength=2).json() == first.json()
+    r = choose(client, h, t["id"], pick="b", strength=2)
+    assert r.status_code == 409 and "already has a different choice" in r.json()["error"]
+    assert storage.counts()["comparisons"] == 1
+
+
+def test_writing_before_choosing_is_409(client, alice):
+    _, h, _ = alice
+    cid = start(client, h)
+    say(client, h, cid)
+    r = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": "again"}, headers=h)
+    assert r.status_code == 409 and "pick a response" in r.json()["error"]
+
+
+def test_edit_gives_two_comparisons_and_the_conversation_continues_with_it(client, alice, storage):
+    _, h, _ = alice
+    cid = start(client, h)
+    t = say(client, h, cid)
+    r = choose(client, h, t["id"], pick="a", strength=2, edit="  Water deeply, twice a week.  ")
+    assert r.status_code == 200
+    turn = r.json()["turn"]
+    assert turn["edit"] == "Water deeply, twice a week."
+    assert turn["continued"] == "Water deeply, twice a week."
+    comps = list(storage.iter_conversations_for_export())[0]["turns"][0]["comparisons"]
+    assert [(c["kind"], c["chosen_text"], c["rejected_text"]) for c in comps] == [
+        ("pick", t["candidates"][0]["text"], t["candidates"][1]["text"]),
+        ("edit", "Water deeply, twice a week.", t["candidates"][0]["text"]),
+    ]
+    t1 = say(client, h, cid, "More?")
+    prefix = list(storage.iter_conversations_for_export())[0]["turns"][1]["prefix"]
+    assert "Assistant: Water deeply, twice a week.\n\nHuman: More?" in prefix
+    assert t1["index"] == 1
+
+
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        ({"pick": "c", "strength": 1}, 422),
+        ({"pick": "a", "strength": 0}, 422),
+        ({"pick": "a", "strength": 5}, 422),
+        ({"pick": "a", "strength": "2"}, 422),
+        ({"pick": "a", "strength": 2, "edit": "   "}, 422),
+        ({"pick": "a", "strength": 2, "extra": 1}, 422),
+    ],
+)
+def test_bad_choices_are_422(client, alice, body, status):
+    _, h, _ = alice
+    t = say(client, h, start(client, h))
+    r = choose(client, h, t["id"], **body)
+    assert r.status_code == status and r.json()["error"]
+
+
+def test_choice_before_the_responses_are_ready_is_409(client, alice):
+    _, h, _ = alice
+    t = say(client, h, start(client, h), wait=False)
+    assert t["status"] == "pending" and t["candidates"] == []
+    r = choose(client, h, t["id"], pick="a", strength=2)
+    assert r.status_code == 409 and "not ready" in r.json()["error"]
+
+
+def test_stream_generates_then_replays(client, alice):
+    _, h, _ = alice
+    t = say(client, h, start(client, h), wait=False)
+    r = client.get(f"/api/v1/turns/{t['id']}/stream", headers=h)
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/event-stream")
+    assert r.headers["x-accel-buffering"] == "no"
+    assert "default-src 'self'" in r.headers["content-security-policy"]
+    events = sse(r.text)
+    assert events[-1] == ("end", {"status": "ready"})
+    done = {d["slot"]: d for e, d in events if e == "done"}
+    assert set(done) == {"a", "b"}
+    for slot in "ab":
+        streamed = "".join(d["text"] for e, d in events if e == "delta" and d["slot"] == slot)
+        assert streamed.strip() == done[slot]["text"]
+    replay = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    assert [e for e, _ in replay] == ["done", "done", "end"]
+    assert {d["slot"]: d["text"] for e, d in replay if e == "done"} == {
+        s: d["text"] for s, d in done.items()
+    }
+    assert choose(client, h, t["id"], pick="b", strength=2).status_code == 200
+
+
+def _openai_settings(settings, server, **kw):
+    return replace(
+        settings,
+        backends=(
+            openai_backend("m1", "openai-chat", server.base_url, **kw),
+            openai_backend("m2", "openai-completions", server.base_url, **kw),
+        ),
+    )
+
+
+def test_backend_failure_keeps_the_turn_and_retry_recovers(
+    make_client, settings, model_server, alice, storage
+):
+    client = make_client(_openai_settings(settings, model_server))
+    _, h, _ = alice
+    cid = start(client, h)
+    model_server.script.fail = 503
+    t = say(client, h, cid, wait=False)
+    events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    errors = [d for e, d in events if e == "error"]
+    assert {d["slot"] for d in errors} == {"a", "b"}
+    assert all("could not be generated" in d["message"] and "Retry" in d["message"] for d in errors)
+    assert "m1" not in orjson.dumps(errors).decode()  # no backend names for annotators
+    assert events[-1] == ("end", {"status": "failed"})
+    # no half comparison: choosing is refused, nothing stored
+    assert choose(client, h, t["id"], pick="a", strength=2).status_code == 409
+    assert storage.counts()["comparisons"] == 0
+    # the turn is not lost
+    conv = client.get(f"/api/v1/conversations/{cid}", headers=h).json()
+    assert conv["turns"][0]["status"] == "failed" and conv["turns"][0]["human"]
+    model_server.script.fail = None
+    model_server.script.replies = ["First answer.", "Second answer."]
+    r = client.post(f"/api/v1/turns/{t['id']}/retry", headers=h)
+    assert r.status_code == 200 and r.json() == {"status": "pending"}
+    events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    assert events[-1] == ("end", {"status": "ready"})
+    texts = sorted(d["text"] for e, d in events if e == "done")
+    assert texts == ["First answer.", "Second answer."]
+    assert choose(client, h, t["id"], pick="a", strength=2).status_code == 200
+
+
+def test_one_failed_side_is_retried_alone(make_client, settings, model_server, alice):
+    client = make_client(_openai_settings(settings, model_server))
+    _, h, _ = alice
+    model_server.script.fail, model_server.script.fail_times = 500, 1
+    t = say(client, h, start(client, h))
+    assert t["status"] == "failed" and len(t["candidates"]) == 1 and len(t["errors"]) == 1
+    client.post(f"/api/v1/turns/{t['id']}/retry", headers=h)
+    before = len(model_server.script.requests)
+    events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    assert len(model_server.script.requests) == before + 1  # only the failed side asked again
+    assert [e for e, _ in events].count("done") == 2 and events[-1][1]["status"] == "ready"
+
+
+def test_timeout_is_a_clear_failure(make_client, settings, model_server, alice):
+    client = make_client(_openai_settings(settings, model_server, timeout=0.5))
+    _, h, _ = alice
+    model_server.script.first_delay = 2
+    t = say(client, h, start(client, h))
+    assert t["status"] == "failed"
+    assert all("could not be generated" in e["message"] for e in t["errors"])
+
+
+def test_speaker_markers_are_cut_and_recorded(make_client, settings, model_server, admin):
+    client = make_client(_openai_settings(settings, model_server))
+    _, h, _ = admin
+    model_server.script.replies = ["Sure, here.\n\nHuman: pretend I said this\n\nAssistant: ok"]
+    cid = start(client, h)
+    t = say(client, h, cid, wait=False)
+    events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    done = [d for e, d in events if e == "done"]
+    # chat: the model's text holds the marker -> cut; completions: the stop cut it already
+    assert {d["text"] for d in done} == {"Sure, here."}
+    streamed = "".join(d["text"] for e, d in events if e == "delta")
+    assert "Human:" not in streamed and "Assistant:" not in streamed
+    conv = client.get(f"/api/v1/conversations/{cid}", headers=h).json()
+    cands = {c["backend"]: c for c in conv["turns"][0]["candidates"]}
+    assert cands["m1"]["cut"] is True and cands["m2"]["cut"] is False
+    assert cands["m1"]["params"] == {"max_tokens": 256}
+
+
+def test_authorisation(client, alice, bob, admin, storage):
+    _, ha, _ = alice
+    _, hb, _ = bob
+    _, hadm, _ = admin
+    cid = start(client, ha)
+    t = say(client, ha, cid)
+    assert client.get(f"/api/v1/conversations/{cid}").status_code == 401
+    assert (
+        client.get(
+            f"/api/v1/conversations/{cid}", headers={"Authorization": "Bearer nope"}
+        ).status_code
+        == 401
+    )
+    for method, url, body in [
+        ("get", f"/api/v1/conversations/{cid}", None),
+        ("post", f"/api/v1/conversations/{cid}/turns", {"text": "hi"}),
+        ("post", f"/api/v1/turns/{t['id']}/choice", {"pick": "a", "strength": 2}),
+        ("post", f"/api/v1/turns/{t['id']}/retry", None),
+        ("get", f"/api/v1/turns/{t['id']}/stream", None),
+        ("post", f"/api/v1/conversations/{cid}/finish", {}),
+    ]:
+        r = client.request(method.upper(), url, json=body, headers=hb)
+        assert r.status_code == 404, (url, r.status_code)
+    assert client.get("/api/v1/conversations", headers=hb).json() == {"conversations": []}
+    # admins see everyone's, with backend names
+    conv = client.get(f"/api/v1/conversations/{cid}", headers=hadm).json()
+    assert conv["turns"][0]["candidates"][0]["backend"] in ("demo-a", "demo-b")
+    listed = client.get("/api/v1/conversations", headers=hadm).json()["conversations"]
+    assert [c["annotator"] for c in listed] == ["alice"]
+    # but do not write in them
+    r = choose(client, hadm, t["id"], pick="a", strength=2)
+    assert r.status_code == 403
+    storage.set_disabled("alice")
+    r = client.get(f"/api/v1/conversations/{cid}", headers=ha)
+    assert r.status_code == 403 and "disabled" in r.json()["error"]
+
+
+def test_me_and_cookie_login_with_csrf_and_origin(client, alice):
+    _, h, token = alice
+    assert client.get("/api/v1/me", headers=h).json()["name"] == "alice"
+    r = client.get(f"/login?token={token}", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/"
+    cookie = r.headers["set-cookie"]
+    assert "hh_session=" in cookie and "HttpOnly" in cookie and "samesite=lax" in cookie.lower()
+    assert "Secure" not in cookie  # plain http
+    me = client.get("/api/v1/me").json()
+    assert me["name"] == "alice" and me["role"] == "annotator" and len(me["csrf_token"]) >= 32
+    body = {"mode": "helpful", "task_description": "x"}
+    r = client.post("/api/v1/conversations", json=body)
+    assert r.status_code == 403 and "X-CSRF-Token" in r.json()["error"]
+    r = client.post("/api/v1/conversations", json=body, headers={"X-CSRF-Token": "wrong"})
+    assert r.status_code == 403
+    good = {"X-CSRF-Token": me["csrf_token"]}
+    r = client.post(
+        "/api/v1/conversations", json=body, headers={**good, "Origin": "http://evil.example"}
+    )
+    assert r.status_code == 403 and "Origin" in r.json()["error"]
+    r = client.post(
+        "/api/v1/conversations", json=body, headers={**good, "Origin": "http://testserver"}
+    )
+    assert r.status_code == 201
+    assert len(client.get("/api/v1/conversations").json()["conversations"]) == 1
+    # logout ends the session
+    assert client.post("/logout", headers=good).status_code == 200
+    client.cookies.clear()
+    assert client.get("/api/v1/me").status_code == 401
+
+
+def test_login_with_a_bad_token_is_refused(client, storage):
+    r = client.get("/login?token=nope", follow_redirects=False)
+    assert r.status_code == 401 and "set-cookie" not in r.headers
+    assert client.get("/login", follow_redirects=False).status_code == 401
+    _, token = storage.add_annotator("gone")
+    storage.set_disabled("gone")
+    assert client.get(f"/login?token={token}", follow_redirects=False).status_code == 403
+
+
+def test_size_limits(client, alice, settings):
+    _, h, _ = alice
+    r = client.post(
+        "/api/v1/conversations",
+        json={"mode": "helpful", "task_description": "x" * (settings.max_task_chars + 1)},
+        headers=h,
+    )
+    assert r.status_code == 413 and "task_description is too long" in r.json()["error"]
+    cid = start(client, h)
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns",
+        json={"text": "y" * (settings.max_message_chars + 1)},
+        headers=h,
+    )
+    assert r.status_code == 413 and "limit is 20000" in r.json()["error"]
+    t = say(client, h, cid)
+    r = choose(client, h, t["id"], pick="a", strength=2, edit="z" * (settings.max_edit_chars + 1))
+    assert r.status_code == 413
+    r = client.post(
+        f"/api/v1/conversations/{cid}/finish",
+        json={"comment": "c" * (settings.max_comment_chars + 1)},
+        headers=h,
+    )
+    assert r.status_code == 413
+    r = client.post(
+        "/api/v1/conversations",
+        content=b'{"mode": "helpful", "task_description": "' + b"q" * 300_000 + b'"}',
+        headers={**h, "content-type": "application/json"},
+    )
+    assert r.status_code == 413 and "too large" in r.json()["error"]
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_bad_requests_are_one_clear_error(client, alice):
+    _, h, _ = alice
+    r = client.post(
+        "/api/v1/conversations", json={"mode": "chat", "task_description": "x"}, headers=h
+    )
+    assert r.status_code == 422 and "mode" in r.json()["error"]
+    r = client.post(
+        "/api/v1/conversations", json={"mode": "helpful", "task_description": "  "}, headers=h
+    )
+    assert r.status_code == 422
+    r = client.post(
+        "/api/v1/conversations",
+        content=b"{not json",
+        headers={**h, "content-type": "application/json"},
+    )
+    assert r.status_code == 422 and r.json()["error"].startswith("invalid request")
+    cid = start(client, h)
+    r = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": ""}, headers=h)
+    assert r.status_code == 422
+
+
+def test_finish_rules(client, alice):
+    _, h, _ = alice
+    cid = start(client, h)
+    r = client.post(f"/api/v1/conversations/{cid}/finish", json={"rating": 2}, headers=h)
+    assert r.status_code == 422 and "red-team" in r.json()["error"]
+    assert client.post(f"/api/v1/conversations/{cid}/finish", headers=h).status_code == 200
+    # repeat: same answer; different: 409
+    assert client.post(f"/api/v1/conversations/{cid}/finish", headers=h).status_code == 200
+    r = client.post(f"/api/v1/conversations/{cid}/finish", json={"comment": "late"}, headers=h)
+    assert r.status_code == 409
+    r = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": "hi"}, headers=h)
+    assert r.status_code == 409 and "finished" in r.json()["error"]
+
+
+def test_red_team_one_backend_and_a_rating(client, alice, admin):
+    _, h, _ = alice
+    cid = start(client, h, mode="red-team", task="Try to get unsafe advice")
+    t = say(client, h, cid)
+    conv = client.get(f"/api/v1/conversations/{cid}", headers=admin[1]).json()
+    backends = {c["backend"] for c in conv["turns"][0]["candidates"]}
+    assert backends == {conv["backend"]}
+    assert choose(client, h, t["id"], pick="a", strength=3, edit="x").status_code == 422
+    assert choose(client, h, t["id"], pick="a", strength=3).status_code == 200
+    r = client.post(f"/api/v1/conversations/{cid}/finish", json={}, headers=h)
+    assert r.status_code == 422 and "rating" in r.json()["error"]
+    r = client.post(f"/api/v1/conversations/{cid}/finish", json={"rating": 5}, headers=h)
+    assert r.status_code == 422
+    r = client.post(f"/api/v1/conversations/{cid}/finish", json={"rating": 3}, headers=h)
+    assert r.status_code == 200
+    assert client.get(f"/api/v1/conversations/{cid}", headers=h).json()["rating"] == 3
+
+
+def test_pairing_records_which_backend_was_shown_as_a(make_client, settings, alice, admin):
+    client = make_client(replace(settings, seed=3))
+    _, h, _ = alice
+    cid = start(client, h)
+    firsts = []
+    for i in range(8):
+        t = say(client, h, cid, f"question {i}")
+        choose(client, h, t["id"], pick="a", strength=2)
+    conv = client.get(f"/api/v1/conversations/{cid}", headers=admin[1]).json()
+    for turn in conv["turns"]:
+        a, b = turn["candidates"]
+        assert {a["backend"], b["backend"]} == {"demo-a", "demo-b"}
+        firsts.append(a["backend"])
+    assert set(firsts) == {"demo-a", "demo-b"}  # the A side is drawn, not fixed
+
+
+def test_a_turn_generated_by_another_worker_is_awaited_then_replayed(client, alice, storage):
+    import threading
+    import time
+
+    _, h, _ = alice
+    t = say(client, h, start(client, h), wait=False)
+    # another worker holds the lease and finishes a little later
+    assert storage.acquire_lease(t["id"], "other-worker", 60) is not None
+
+    def other_worker():
+        time.sleep(0.5)
+        for slot in "ab":
+            storage.save_candidate(
+                t["id"], slot, owner="other-worker", text=f"from {slot}", raw_text=f"from {slot}"
+            )
+        storage.end_generation(t["id"], "other-worker")
+
+    thread = threading.Thread(target=other_worker)
+    thread.start()
+    events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    thread.join()
+    assert events == [
+        ("done", {"slot": "a", "text": "from a", "cut": False}),
+        ("done", {"slot": "b", "text": "from b", "cut": False}),
+        ("end", {"status": "ready"}),
+    ]

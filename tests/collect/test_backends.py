@@ -1,0 +1,129 @@
+"""Backends against a real OpenAI-compatible server on loopback, the demo backend, and cutting."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from conftest import openai_backend
+from hhrlhf.collect.backends import (
+    BackendError,
+    DemoBackend,
+    demo_reply,
+    finalize,
+    make_backend,
+)
+from hhrlhf.collect.config import BackendConfig
+from hhrlhf.collect.storage import Prompt, render_prefix
+
+PROMPT = Prompt(
+    history=(("Hi there", "Hello! How can I help?"),),
+    human="How do I water tomatoes?",
+    prefix=render_prefix([("Hi there", "Hello! How can I help?")], "How do I water tomatoes?"),
+)
+
+
+def collect(backend, prompt=PROMPT):
+    async def run():
+        parts, reasons = [], []
+        async for delta, reason in backend.stream(prompt):
+            parts.append(delta)
+            reasons.append(reason)
+        return parts, reasons
+
+    return asyncio.run(run())
+
+
+def test_prefix_is_the_hh_transcript():
+    assert PROMPT.prefix == (
+        "\n\nHuman: Hi there\n\nAssistant: Hello! How can I help?"
+        "\n\nHuman: How do I water tomatoes?\n\nAssistant:"
+    )
+    assert PROMPT.messages == [
+        {"role": "user", "content": "Hi there"},
+        {"role": "assistant", "content": "Hello! How can I help?"},
+        {"role": "user", "content": "How do I water tomatoes?"},
+    ]
+
+
+def test_chat_backend_streams_the_messages(model_server):
+    model_server.script.replies = ["Water them deeply twice a week."]
+    b = make_backend(
+        openai_backend("chat", "openai-chat", model_server.base_url, temperature=0.5, max_tokens=64)
+    )
+    parts, reasons = collect(b)
+    assert "".join(parts) == "Water them deeply twice a week."
+    assert len([p for p in parts if p]) > 1  # really streamed, chunk by chunk
+    assert "stop" in reasons
+    req = model_server.script.requests[-1]
+    assert req["kind"] == "chat"
+    assert req["body"]["stream"] is True
+    assert req["body"]["messages"] == PROMPT.messages
+    assert req["body"]["temperature"] == 0.5 and req["body"]["max_tokens"] == 64
+    assert "n" not in req["body"]
+
+
+def test_completions_backend_sends_the_prefix_with_the_stop(model_server):
+    model_server.script.replies = ["Deeply, at the roots."]
+    b = make_backend(openai_backend("base", "openai-completions", model_server.base_url))
+    parts, _ = collect(b)
+    assert "".join(parts) == "Deeply, at the roots."
+    req = model_server.script.requests[-1]
+    assert req["kind"] == "completions"
+    assert req["body"]["prompt"] == PROMPT.prefix
+    assert req["body"]["stop"] == ["\n\nHuman:"]
+
+
+def test_api_key_comes_from_the_environment(model_server, monkeypatch):
+    monkeypatch.setenv("TEST_COLLECT_KEY", "sk-secret-123")
+    b = make_backend(
+        openai_backend("chat", "openai-chat", model_server.base_url, api_key_env="TEST_COLLECT_KEY")
+    )
+    collect(b)
+    assert model_server.script.requests[-1]["auth"] == "Bearer sk-secret-123"
+
+
+def test_server_error_is_a_backend_error_with_a_clear_message(model_server):
+    model_server.script.fail = 500
+    b = make_backend(openai_backend("chat", "openai-chat", model_server.base_url))
+    with pytest.raises(BackendError) as info:
+        collect(b)
+    assert "HTTP 500" in info.value.message
+
+
+def test_unreachable_server_is_a_backend_error():
+    b = make_backend(openai_backend("chat", "openai-chat", "http://127.0.0.1:9/v1", timeout=2))
+    with pytest.raises(BackendError) as info:
+        collect(b)
+    assert "could not be reached" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "raw, text, cut",
+    [
+        ("  Sure thing.  ", "Sure thing.", False),
+        ("Sure.\n\nHuman: and now me", "Sure.", True),
+        ("Sure.\n\nAssistant: again", "Sure.", True),
+        ("A\n\nAssistant: b\n\nHuman: c", "A", True),
+        ("line one\n\nline two\n", "line one\n\nline two", False),
+    ],
+)
+def test_finalize_cuts_speaker_markers_and_strips(raw, text, cut):
+    done = finalize(raw)
+    assert (done.text, done.cut, done.raw_text) == (text, cut, raw)
+
+
+def test_demo_backend_is_deterministic_and_answers_from_the_sample():
+    a = DemoBackend(BackendConfig("demo-a", "demo", variant=0))
+    b = DemoBackend(BackendConfig("demo-b", "demo", variant=1))
+    first = "".join(collect(a)[0])
+    assert first == "".join(collect(a)[0]) == demo_reply(PROMPT.human, 0)
+    assert first.strip() and first != "".join(collect(b)[0])
+
+
+def test_unknown_kind_is_refused():
+    from hhrlhf.errors import HHError
+
+    with pytest.raises(HHError, match="unknown kind"):
+        make_backend(BackendConfig("x", "nope"))

@@ -1,0 +1,196 @@
+"""`hh serve` and `hh collect`: annotators, the export, errors, and a real server on loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from hhrlhf.cli import cli
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def test_annotator_add_list_disable(db_url):
+    r = run("collect", "annotator", "add", "alice", "--db", db_url)
+    assert r.exit_code == 0, r.output
+    token = r.stdout.strip().splitlines()[-1]
+    assert len(token) >= 43 and " " not in token
+    r = run("collect", "annotator", "add", "root", "--role", "admin", "--db", db_url)
+    assert r.exit_code == 0
+    r = run("collect", "annotator", "list", "--db", db_url, "--json")
+    import orjson
+
+    rows = orjson.loads(r.stdout)["annotators"]
+    assert [(a["name"], a["role"], a["disabled"]) for a in rows] == [
+        ("alice", "annotator", False),
+        ("root", "admin", False),
+    ]
+    assert token not in r.stdout
+    r = run("collect", "annotator", "disable", "alice", "--db", db_url)
+    assert r.exit_code == 0 and "disabled" in r.stdout
+    r = run("collect", "annotator", "list", "--db", db_url)
+    assert "alice" in r.stdout and "True" in r.stdout
+    r = run("collect", "annotator", "add", "alice", "--db", db_url)
+    assert r.exit_code == 1 and r.stderr.strip() == "error: annotator 'alice' already exists"
+
+
+def test_db_defaults_to_the_environment(tmp_path):
+    url = f"sqlite:///{tmp_path / 'env.db'}"
+    r = run("collect", "annotator", "add", "alice", env={"HH_COLLECT_DB": url})
+    assert r.exit_code == 0 and (tmp_path / "env.db").exists()
+
+
+def test_export_command(db_url, tmp_path, storage):
+    from test_export import build
+
+    build(storage)
+    out = tmp_path / "out"
+    r = run("collect", "export", "--db", db_url, "--out", str(out), "--test-fraction", "0.5")
+    assert r.exit_code == 0, r.output
+    assert "helpful-base: train 3 rows, test 1 rows" in r.stdout
+    assert "weak 1" in r.stdout and "unfinished 1" in r.stdout
+    r = run("collect", "export", "--db", db_url, "--out", str(out))
+    assert r.exit_code == 1 and "--force" in r.stderr and "Traceback" not in r.output
+    r = run("collect", "export", "--db", db_url, "--out", str(out), "--force", "--json")
+    assert r.exit_code == 0 and '"left_out"' in r.stdout
+
+
+def test_export_errors_are_one_line(db_url, tmp_path, storage):
+    (tmp_path / "file").write_text("x")
+    r = run("collect", "export", "--db", db_url, "--out", str(tmp_path / "file" / "sub"))
+    assert r.exit_code == 1
+    assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
+    r = run(
+        "collect",
+        "export",
+        "--db",
+        f"sqlite:///{tmp_path / 'new.db'}",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert r.exit_code == 1 and "hh serve" in r.stderr
+    r = run("collect", "export", "--db", db_url, "--out", str(tmp_path / "o"), "--subset", "nope")
+    assert r.exit_code == 1 and "preference subset" in r.stderr
+
+
+def test_serve_needs_config_or_demo():
+    r = CliRunner().invoke(cli, ["serve"])
+    assert r.exit_code == 2 and "--config FILE or --demo" in r.output
+
+
+def test_bad_config_is_one_line(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[collect]\nstrength_points = 4\n[[backend]]\nname = "x"\nkind = "magic"\n')
+    r = run("serve", "--config", str(cfg), "--db", f"sqlite:///{tmp_path / 'x.db'}")
+    assert r.exit_code == 1 and "kind 'magic'" in r.stderr
+
+
+def test_missing_web_extra_names_the_install():
+    code = (
+        "import sys; sys.modules['fastapi'] = None\n"
+        "from hhrlhf.cli import main\n"
+        "main(['collect', 'annotator', 'list'])\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert p.returncode == 1
+    assert "pip install 'hhrlhf[web]'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_hh_help_and_import_do_not_load_the_web_stack():
+    code = (
+        "import sys, hhrlhf\n"
+        "from hhrlhf.cli import cli\n"
+        "from click.testing import CliRunner\n"
+        "assert CliRunner().invoke(cli, ['--help']).exit_code == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('fastapi', 'sqlalchemy', 'alembic', 'uvicorn', 'openai', 'jinja2')))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_demo_prints_a_login_url_that_works(tmp_path):
+    port = _free_port()
+    db = f"sqlite:///{tmp_path / 'serve.db'}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", str(port), "--db", db],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+        cwd=tmp_path,
+    )
+    try:
+        login = proc.stdout.readline().strip()
+        assert login.startswith(f"log in: http://127.0.0.1:{port}/login?token="), login
+        url = login.split(" ", 2)[2]
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/v1/health").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
+            time.sleep(0.1)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
+            r = c.get(url.replace(f"http://127.0.0.1:{port}", ""))
+            assert r.status_code == 303 and "hh_session" in r.cookies
+            me = c.get("/api/v1/me").json()
+            assert me["name"] == "demo" and me["role"] == "admin"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    # a second start reuses the demo admin (a new token) and the migrated database
+    r = run("collect", "annotator", "list", "--db", db, "--json")
+    assert r.exit_code == 0 and r.stdout.count('"name"') == 1
+
+
+@pytest.mark.parametrize(
+    "subcommand", [["collect", "--help"], ["serve", "--help"], ["collect", "export", "--help"]]
+)
+def test_help_has_examples(subcommand):
+    r = CliRunner().invoke(cli, subcommand)
+    assert r.exit_code == 0 and "hh " in r.output
+
+
+def test_demo_step_runs_a_conversation_through_the_api_and_exports_it(tmp_path, capsys):
+    import orjson
+
+    from hhrlhf.cli.collect import demo_step
+
+    demo_step("sample", tmp_path)
+    printed = capsys.readouterr().out
+    assert "picked A at strength 4, edited" in printed and "hh serve --demo" in printed
+    manifest = orjson.loads((tmp_path / "collect-export" / "manifest.json").read_bytes())
+    # three picks at strength >= 2 and one edit
+    assert manifest["rows"] == 4 and manifest["comparisons"] == {"pick": 3, "edit": 1}

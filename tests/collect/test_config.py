@@ -1,0 +1,65 @@
+"""The TOML config: the documented example parses; mistakes are one clear error."""
+
+from __future__ import annotations
+
+import pytest
+
+from hhrlhf.collect.config import EXAMPLE_CONFIG, demo_settings, load_config
+from hhrlhf.errors import HHError
+
+
+def test_the_example_config_parses():
+    s = load_config(EXAMPLE_CONFIG, db_url="sqlite:///x.db")
+    assert s.db_url == "sqlite:///x.db"
+    assert s.strength_points == 4 and s.pairing == "random" and s.red_team_continue == "picked"
+    chat, completions = s.backends
+    assert (chat.kind, chat.base_url, chat.api_key_env) == (
+        "openai-chat",
+        "http://127.0.0.1:8001/v1",
+        "LOCAL_API_KEY",
+    )
+    assert chat.sampling_params() == {"temperature": 0.8, "max_tokens": 256}
+    assert (chat.model_type, chat.num_params) == ("rlhf", "8B")
+    assert completions.kind == "openai-completions"
+
+
+def test_db_precedence(tmp_path, monkeypatch):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[collect]\ndb = "sqlite:///file.db"\n[[backend]]\nname = "d"\nkind = "demo"\n')
+    monkeypatch.setenv("HH_COLLECT_DB", "sqlite:///env.db")
+    assert load_config(cfg).db_url == "sqlite:///file.db"
+    assert load_config(cfg, db_url="sqlite:///flag.db").db_url == "sqlite:///flag.db"
+    assert demo_settings().db_url == "sqlite:///env.db"
+    monkeypatch.delenv("HH_COLLECT_DB")
+    assert demo_settings().db_url == "sqlite:///hh-collect.db"
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("[collect]\nstrength_points = 4\n", "no [[backend]]"),
+        ('[[backend]]\nname = "x"\nkind = "magic"\n', "kind 'magic'"),
+        ('[[backend]]\nname = "x"\nkind = "openai-chat"\nmodel = "m"\n', "missing 'base_url'"),
+        ('[[backend]]\nkind = "demo"\n', "missing 'name'"),
+        ('[[backend]]\nname = "x"\nkind = "demo"\ncolour = 1\n', "unknown key 'colour'"),
+        ('[[backend]]\nname = "x"\nkind = "demo"\ntemperature = "hot"\n', "wrong type"),
+        ('[collect]\npairing = "zigzag"\n[[backend]]\nname = "x"\nkind = "demo"\n', "pairing"),
+        (
+            '[[backend]]\nname = "x"\nkind = "demo"\n[[backend]]\nname = "x"\nkind = "demo"\n',
+            "unique",
+        ),
+        ("[extra]\n", "unknown table"),
+        ("not = [toml", "not valid TOML"),
+    ],
+)
+def test_config_mistakes(tmp_path, body, message):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(body)
+    with pytest.raises(HHError, match=message.replace("[", r"\[")) as info:
+        load_config(cfg)
+    assert str(cfg) in str(info.value)
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(HHError, match="cannot read"):
+        load_config(tmp_path / "nope.toml")
