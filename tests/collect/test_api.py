@@ -467,3 +467,28 @@ def test_a_turn_generated_by_another_worker_is_awaited_then_replayed(client, ali
         ("done", {"slot": "b", "text": "from b", "cut": False}),
         ("end", {"status": "ready"}),
     ]
+
+
+def test_a_choice_the_database_cannot_store_is_an_error_not_a_success(client, alice, storage):
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    _, h, _ = alice
+    t = say(client, h, start(client, h))
+    real = storage.record_choice
+
+    def failing(*a, **kw):
+        raise OperationalError("COMMIT", {}, sqlite3.OperationalError("database or disk is full"))
+
+    storage.record_choice = failing
+    try:
+        r = choose(client, h, t["id"], pick="a", strength=2)
+    finally:
+        storage.record_choice = real
+    assert r.status_code == 503
+    assert r.json() == {
+        "error": "the database could not store this (database or disk is full); nothing was saved, try again"
+    }
+    assert storage.counts()["comparisons"] == 0
+    assert choose(client, h, t["id"], pick="a", strength=2).status_code == 200
