@@ -34,6 +34,8 @@ def choose(client, headers, turn_id, **body):
 def sse(text: str) -> list[tuple[str, dict]]:
     out = []
     for block in text.strip().split("\n\n"):
+        if block.startswith(":"):  # a keep-alive comment
+            continue
         lines = dict(line.split(": ", 1) for line in block.split("\n"))
         out.append((lines["event"], orjson.loads(lines["data"])))
     return out
@@ -492,3 +494,18 @@ def test_a_choice_the_database_cannot_store_is_an_error_not_a_success(client, al
     }
     assert storage.counts()["comparisons"] == 0
     assert choose(client, h, t["id"], pick="a", strength=2).status_code == 200
+
+
+def test_a_quiet_stream_gets_keep_alive_comments(
+    make_client, settings, model_server, alice, monkeypatch
+):
+    from hhrlhf.collect import api
+
+    monkeypatch.setattr(api, "KEEPALIVE_SECONDS", 0.1)
+    client = make_client(_openai_settings(settings, model_server))
+    _, h, _ = alice
+    model_server.script.first_delay = 0.6
+    t = say(client, h, start(client, h), wait=False)
+    r = client.get(f"/api/v1/turns/{t['id']}/stream", headers=h)
+    assert ": keep-alive\n\n" in r.text
+    assert sse(r.text)[-1] == ("end", {"status": "ready"})
