@@ -130,9 +130,9 @@ async def create_turn(
     )
     if not body.wait:
         return {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
-    run = await st.generator.start(turn["id"])
-    if run is not None:
-        await run.wait()
+    # generate here, or wait for whichever worker holds the turn
+    async for _ in st.generator.events(turn["id"]):
+        pass
     state = await run_in_threadpool(st.storage.turn_state, turn["id"])
     out = {
         "id": turn["id"],
