@@ -244,7 +244,7 @@ def main(argv=None) -> int:
         "",
         f"Machine: {platform.platform()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}, "
         f"load average {load_before:.1f} before the run (other work on the same cores). "
-        f"Database: {'SQLite (WAL, synchronous=FULL)' if db.startswith('sqlite') else db.split(':')[0]}. "
+        f"Database: {'SQLite (WAL; synchronous=FULL for choices, messages and finishes, NORMAL for generation bookkeeping)' if db.startswith('sqlite') else db.split(':')[0]}. "
         f"Server: `hh serve --demo`, {args.workers} uvicorn worker(s), on loopback; clients: httpx, "
         f"{args.annotators} concurrent annotators x {args.turns} turns, all at once.",
         "",

@@ -34,6 +34,8 @@ def choose(client, headers, turn_id, **body):
 def sse(text: str) -> list[tuple[str, dict]]:
     out = []
     for block in text.strip().split("\n\n"):
+        if block.startswith(":"):  # a keep-alive comment
+            continue
         lines = dict(line.split(": ", 1) for line in block.split("\n"))
         out.append((lines["event"], orjson.loads(lines["data"])))
     return out
@@ -467,3 +469,51 @@ def test_a_turn_generated_by_another_worker_is_awaited_then_replayed(client, ali
         ("done", {"slot": "b", "text": "from b", "cut": False}),
         ("end", {"status": "ready"}),
     ]
+
+
+def test_a_choice_the_database_cannot_store_is_an_error_not_a_success(client, alice, storage):
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    _, h, _ = alice
+    t = say(client, h, start(client, h))
+    real = storage.record_choice
+
+    def failing(*a, **kw):
+        raise OperationalError("COMMIT", {}, sqlite3.OperationalError("database or disk is full"))
+
+    storage.record_choice = failing
+    try:
+        r = choose(client, h, t["id"], pick="a", strength=2)
+    finally:
+        storage.record_choice = real
+    assert r.status_code == 503
+    assert r.json() == {
+        "error": "the database could not store this (database or disk is full); nothing was saved, try again"
+    }
+    assert storage.counts()["comparisons"] == 0
+    assert choose(client, h, t["id"], pick="a", strength=2).status_code == 200
+
+
+def test_a_quiet_stream_gets_keep_alive_comments(
+    make_client, settings, model_server, alice, monkeypatch
+):
+    from hhrlhf.collect import api
+
+    monkeypatch.setattr(api, "KEEPALIVE_SECONDS", 0.1)
+    client = make_client(_openai_settings(settings, model_server))
+    _, h, _ = alice
+    model_server.script.first_delay = 0.6
+    t = say(client, h, start(client, h), wait=False)
+    r = client.get(f"/api/v1/turns/{t['id']}/stream", headers=h)
+    assert ": keep-alive\n\n" in r.text
+    assert sse(r.text)[-1] == ("end", {"status": "ready"})
+
+
+def test_a_lease_outlasts_the_slowest_backend(storage, settings):
+    from hhrlhf.collect.generation import Generator
+
+    slow = replace(settings, backends=(replace(settings.backends[0], timeout=200.0),))
+    assert Generator(storage, slow).lease_seconds == 230.0
+    assert Generator(storage, settings).lease_seconds == settings.lease_seconds

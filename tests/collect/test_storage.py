@@ -54,6 +54,15 @@ def test_sqlite_settings(storage):
         assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 1000
 
 
+def test_durable_writes_sync_fully_and_bookkeeping_normally(storage):
+    with storage._write() as s:
+        assert s.execute(text("PRAGMA synchronous")).scalar() == 2  # FULL
+    with storage._write(durable=False) as s:
+        assert s.execute(text("PRAGMA synchronous")).scalar() == 1  # NORMAL
+    with storage._write() as s:  # the next durable write is FULL again
+        assert s.execute(text("PRAGMA synchronous")).scalar() == 2
+
+
 def test_bad_urls_are_clear(tmp_path):
     with pytest.raises(HHError, match="does not exist"):
         Storage(f"sqlite:///{tmp_path / 'no' / 'such' / 'x.db'}")

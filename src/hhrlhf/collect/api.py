@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Annotated
 
@@ -22,6 +23,9 @@ router = APIRouter(prefix="/api/v1")
 #: the logged-in, enabled annotator (401/403 otherwise; CSRF checked for cookie writes)
 Who = Annotated[AnnotatorInfo, Depends(require_annotator)]
 login_router = APIRouter()
+
+#: seconds of silence on an event stream before a keep-alive comment is sent
+KEEPALIVE_SECONDS = 15.0
 
 
 class _Body(BaseModel):
@@ -126,9 +130,9 @@ async def create_turn(
     )
     if not body.wait:
         return {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
-    run = await st.generator.start(turn["id"])
-    if run is not None:
-        await run.wait()
+    # generate here, or wait for whichever worker holds the turn
+    async for _ in st.generator.events(turn["id"]):
+        pass
     state = await run_in_threadpool(st.storage.turn_state, turn["id"])
     out = {
         "id": turn["id"],
@@ -163,8 +167,29 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
     await run_in_threadpool(st.storage.turn_owner, who, turn_id)
 
     async def body():
-        async for event in st.generator.events(turn_id):
-            yield _sse(event.name, event.data)
+        # a comment line while nothing happens keeps proxies from closing a quiet stream
+        queue: asyncio.Queue = asyncio.Queue()
+
+        async def pump():
+            try:
+                async for event in st.generator.events(turn_id):
+                    await queue.put(event)
+            finally:
+                await queue.put(None)
+
+        task = asyncio.create_task(pump())
+        try:
+            while True:
+                try:
+                    event = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                except asyncio.TimeoutError:
+                    yield b": keep-alive\n\n"
+                    continue
+                if event is None:
+                    break
+                yield _sse(event.name, event.data)
+        finally:
+            task.cancel()
 
     return StreamingResponse(
         body(),

@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import HHError
@@ -126,6 +127,17 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     @app.exception_handler(HHError)
     async def hh_error(request: Request, exc: HHError):
         return JSONResponse({"error": str(exc)}, status_code=getattr(exc, "status", 400))
+
+    @app.exception_handler(DBAPIError)
+    async def database_error(request: Request, exc: DBAPIError):
+        # a full disk, a read-only or locked database: the request was not stored, say so
+        detail = str(exc.orig).splitlines()[0] if exc.orig is not None else type(exc).__name__
+        return JSONResponse(
+            {
+                "error": f"the database could not store this ({detail}); nothing was saved, try again"
+            },
+            status_code=503,
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError):

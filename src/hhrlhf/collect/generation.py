@@ -94,6 +94,9 @@ class Generator:
         self.backends = {b.name: make_backend(b) for b in settings.backends}
         self.owner = f"{socket.gethostname()[:20]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.runs: dict[int, TurnRun] = {}
+        # a lease outlasts the slowest backend's timeout, so no live run is taken over
+        slowest = max((b.timeout for b in settings.backends), default=0.0)
+        self.lease_seconds = max(settings.lease_seconds, slowest + 30.0)
         self._tasks: set[asyncio.Task] = set()
 
     async def start(self, turn_id: int) -> TurnRun | None:
@@ -102,7 +105,7 @@ class Generator:
         if run is not None and not run.done:
             return run
         got = await run_in_threadpool(
-            self.storage.acquire_lease, turn_id, self.owner, self.settings.lease_seconds
+            self.storage.acquire_lease, turn_id, self.owner, self.lease_seconds
         )
         if got is None:
             return None

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import joinedload, selectinload, sessionmaker
 
 from ...errors import CollectError, HHError
-from .engine import is_sqlite, make_engine
+from .engine import bookkeeping, is_sqlite, make_engine
 from .models import Annotator, Base, Candidate, Comparison, Conversation, Session, Turn
 
 __all__ = [
@@ -199,10 +199,17 @@ class Storage:
         return self._readers()
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[DBSession]:
-        """One write transaction, committed on exit (SQLite: BEGIN IMMEDIATE, one writer at a time)."""
-        with self._write_lock, self._sessions() as s, s.begin():
-            yield s
+    def _write(self, *, durable: bool = True) -> Iterator[DBSession]:
+        """One write transaction, committed on exit (SQLite: BEGIN IMMEDIATE, one writer at a time).
+
+        ``durable=False``: state the app can redo after a power loss (SQLite: NORMAL sync;
+        see :func:`.engine.bookkeeping`).
+        """
+        with contextlib.ExitStack() as stack:
+            if not durable:
+                stack.enter_context(bookkeeping())
+            with self._write_lock, self._sessions() as s, s.begin():
+                yield s
 
     # kept for tests that add rows by hand
     def _session(self) -> DBSession:
@@ -281,7 +288,7 @@ class Storage:
     def create_session(self, annotator_id: int, hours: float) -> tuple[str, str]:
         """A new cookie session: returns (cookie value, CSRF token)."""
         cookie, csrf = new_token(), new_token()
-        with self._write() as s:
+        with self._write(durable=False) as s:
             t = now()
             s.add(
                 Session(
@@ -314,7 +321,7 @@ class Storage:
             return _info(a), sess.csrf_token
 
     def delete_session(self, cookie: str) -> None:
-        with self._write() as s:
+        with self._write(durable=False) as s:
             s.execute(Session.__table__.delete().where(Session.id == hash_token(cookie)))
 
     # -- conversations ------------------------------------------------------------------------
@@ -541,7 +548,7 @@ class Storage:
     ) -> tuple[Prompt, list[PendingCandidate]] | None:
         """Take the right to generate a turn (one generator per turn across workers), or None."""
         t0 = now()
-        with self._write() as s:
+        with self._write(durable=False) as s:
             res = s.execute(
                 update(Turn)
                 .where(Turn.id == turn_id)
@@ -581,7 +588,7 @@ class Storage:
         ``fields``: ``text``, ``raw_text``, ``cut``, ``model``, ``params``, ``finish_reason``,
         ``latency_ms``, ``error``.
         """
-        with self._write() as s:
+        with self._write(durable=False) as s:
             t = s.get(Turn, turn_id)
             if t is None or t.lease_owner != owner or t.status != "generating":
                 return False
@@ -597,7 +604,7 @@ class Storage:
         ``results`` maps a slot to :meth:`save_candidate`'s keyword arguments. Returns the turn's
         new status (ready or failed), or None if the lease was lost meanwhile (nothing stored).
         """
-        with self._write() as s:
+        with self._write(durable=False) as s:
             t = s.get(Turn, turn_id)
             if t is None or t.lease_owner != owner or t.status != "generating":
                 return None
@@ -614,7 +621,7 @@ class Storage:
 
     def end_generation(self, turn_id: int, owner: str) -> str:
         """Release the lease: the turn becomes ready (both candidates) or failed."""
-        with self._write() as s:
+        with self._write(durable=False) as s:
             t = s.get(Turn, turn_id)
             if t.lease_owner != owner or t.status != "generating":
                 return t.status
@@ -653,7 +660,7 @@ class Storage:
     def retry_turn(self, who: AnnotatorInfo, turn_id: int) -> str:
         """Failed candidates back to pending; nothing else is touched."""
         self.turn_owner(who, turn_id)
-        with self._write() as s:
+        with self._write(durable=False) as s:
             t = s.get(Turn, turn_id)
             if t.status in ("pending", "generating", "ready"):
                 return t.status

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
@@ -10,7 +13,7 @@ from sqlalchemy.exc import ArgumentError
 
 from ...errors import HHError
 
-__all__ = ["make_engine", "is_sqlite"]
+__all__ = ["make_engine", "is_sqlite", "bookkeeping"]
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -24,14 +27,37 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    # FULL: an acknowledged choice survives a power loss, not only a crash
+    # FULL: an acknowledged choice survives a power loss, not only a crash (bookkeeping
+    # transactions switch to NORMAL for themselves: see bookkeeping())
     cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.close()
 
 
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def bookkeeping() -> Iterator[None]:
+    """SQLite write transactions begun inside (in this thread) commit with ``synchronous=NORMAL``.
+
+    For state that a power loss only makes the app redo (a generation lease, generated
+    candidates, login sessions): a crash of the app still loses nothing, and the next FULL
+    commit (every choice, message and finish is one) makes these WAL frames durable too, since
+    it syncs the log up to itself.
+    """
+    before = getattr(_local, "bookkeeping", False)
+    _local.bookkeeping = True
+    try:
+        yield
+    finally:
+        _local.bookkeeping = before
+
+
 def _sqlite_begin(conn) -> None:
+    level = "NORMAL" if getattr(_local, "bookkeeping", False) else "FULL"
+    conn.exec_driver_sql(f"PRAGMA synchronous={level}")
     # take the write lock up front: two writers never deadlock upgrading a read lock
     conn.exec_driver_sql("BEGIN IMMEDIATE")
 
