@@ -181,16 +181,3 @@ def test_serve_demo_prints_a_login_url_that_works(tmp_path):
 def test_help_has_examples(subcommand):
     r = CliRunner().invoke(cli, subcommand)
     assert r.exit_code == 0 and "hh " in r.output
-
-
-def test_demo_step_runs_a_conversation_through_the_api_and_exports_it(tmp_path, capsys):
-    import orjson
-
-    from hhrlhf.cli.collect import demo_step
-
-    demo_step("sample", tmp_path)
-    printed = capsys.readouterr().out
-    assert "picked A at strength 4, edited" in printed and "hh serve --demo" in printed
-    manifest = orjson.loads((tmp_path / "collect-export" / "manifest.json").read_bytes())
-    # three picks at strength >= 2 and one edit
-    assert manifest["rows"] == 4 and manifest["comparisons"] == {"pick": 3, "edit": 1}

@@ -237,12 +237,7 @@ def test_empty_split_loads_as_empty(storage, tmp_path):
 
     build(storage)
     export_collection(storage, tmp_path / "out", test_fraction=0.0)
-    try:
-        data = load_dataset("helpful-base", data=str(tmp_path / "out"))
-    except HHError as exc:
-        if "empty file" in str(exc):
-            pytest.xfail("the loader does not yet read a well-formed empty file as an empty split")
-        raise
+    data = load_dataset("helpful-base", data=str(tmp_path / "out"))
     assert len(data["test"]) == 0 and len(data["train"]) == 4
 
 
