@@ -150,6 +150,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         )
 
     app.include_router(api_router)
+    app.include_router(importlib.import_module("hhrlhf.collect.api_review").router)
     app.include_router(login_router)
     try:
         pages = importlib.import_module("hhrlhf.collect.pages")
