@@ -180,3 +180,19 @@ def test_set_annotator_role_and_attributes(storage, people):
         set_annotator(storage, "nobody", role="admin")
     with pytest.raises(CollectError):
         set_annotator(storage, "bob", role="owner")
+
+
+def test_reviews_table_migrates_up_and_down(db_url):
+    from sqlalchemy import inspect
+
+    from hhrlhf.collect.storage import Storage
+
+    st = Storage(db_url)
+    st.upgrade()
+    assert "reviews" in inspect(st.engine).get_table_names()
+    st.downgrade("0001")
+    assert "reviews" not in inspect(st.engine).get_table_names()
+    assert "comparisons" in inspect(st.engine).get_table_names()
+    st.upgrade()
+    assert "reviews" in inspect(st.engine).get_table_names()
+    st.dispose()

@@ -181,15 +181,31 @@ def review_units(storage) -> list[dict]:
         by_comp: dict[int, list] = defaultdict(list)
         for cid, name, pick, strength in rows:
             by_comp[cid].append({"annotator": name, "pick": pick, "strength": strength})
-        units = []
-        for cid, reviews in sorted(by_comp.items()):
-            comp, name, conv_id, index = s.execute(
-                select(Comparison, Annotator.name, Turn.conversation_id, Turn.index)
+        authors = {}
+        if by_comp:
+            for cid, name, pick, strength, conv_id, index in s.execute(
+                select(
+                    Comparison.id,
+                    Annotator.name,
+                    Comparison.pick,
+                    Comparison.strength,
+                    Turn.conversation_id,
+                    Turn.index,
+                )
                 .join(Annotator, Comparison.annotator_id == Annotator.id)
                 .join(Turn, Comparison.turn_id == Turn.id)
-                .where(Comparison.id == cid)
-            ).one()
-            author = {"annotator": name, "pick": comp.pick, "strength": comp.strength}
+                .where(
+                    Comparison.id.in_(select(Review.comparison_id).where(Review.status == "done"))
+                )
+            ).all():
+                authors[cid] = (
+                    {"annotator": name, "pick": pick, "strength": strength},
+                    conv_id,
+                    index,
+                )
+        units = []
+        for cid, reviews in sorted(by_comp.items()):
+            author, conv_id, index = authors[cid]
             units.append(
                 {
                     "comparison_id": cid,
