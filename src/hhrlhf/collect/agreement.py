@@ -21,6 +21,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
+from functools import lru_cache
 
 __all__ = [
     "percent_agreement",
@@ -41,6 +42,22 @@ def signed_strength(pick: str, strength: int) -> int:
 
 def _usable(units: Sequence[Sequence[Hashable]]) -> list[Sequence[Hashable]]:
     return [u for u in units if len(u) >= 2]
+
+
+@lru_cache(maxsize=4096)
+def _unit_parts(unit: tuple) -> tuple[float, tuple, tuple]:
+    """(agreeing pairs share, label counts, weighted ordered pairs) of one unit; units repeat a
+    lot (a few labels, a few raters), so bootstrap resamples reuse these."""
+    m = len(unit)
+    counts = Counter(unit)
+    p_i = sum(n * (n - 1) for n in counts.values()) / (m * (m - 1))
+    w = 1 / (m - 1)
+    pairs: Counter = Counter()
+    for i, x in enumerate(unit):
+        for j, y in enumerate(unit):
+            if i != j:
+                pairs[(x, y)] += w
+    return p_i, tuple(counts.items()), tuple(pairs.items())
 
 
 def percent_agreement(units: Sequence[Sequence[Hashable]]) -> float:
@@ -74,10 +91,10 @@ def fleiss_kappa(units: Sequence[Sequence[Hashable]]) -> float:
     p_bar = 0.0
     pooled: Counter = Counter()
     for u in units:
-        m = len(u)
-        counts = Counter(u)
-        p_bar += sum(n * (n - 1) for n in counts.values()) / (m * (m - 1))
-        pooled.update(counts)
+        p_i, counts, _ = _unit_parts(tuple(u))
+        p_bar += p_i
+        for label, n in counts:
+            pooled[label] += n
     p_bar /= len(units)
     total = sum(pooled.values())
     p_e = sum((n / total) ** 2 for n in pooled.values())
@@ -97,11 +114,8 @@ def krippendorff_alpha_ordinal(units: Sequence[Sequence[float]]) -> float:
     units = _usable(units)
     coincidence: Counter = Counter()
     for u in units:
-        w = 1 / (len(u) - 1)
-        for i, x in enumerate(u):
-            for j, y in enumerate(u):
-                if i != j:
-                    coincidence[(x, y)] += w
+        for pair, w in _unit_parts(tuple(u))[2]:
+            coincidence[pair] += w
     marginal: Counter = Counter()
     for (x, _), v in coincidence.items():
         marginal[x] += v
