@@ -32,8 +32,12 @@ def fit_bradley_terry(
     prior: float = 0.1,
     iterations: int = 2000,
     tolerance: float = 1e-10,
+    start: dict[str, float] | None = None,
 ) -> dict[str, float]:
-    """Elo-scale ratings (mean 1000) of ``models`` from games (or a Counter of (winner, loser))."""
+    """Elo-scale ratings (mean 1000) of ``models`` from games (or a Counter of (winner, loser)).
+
+    ``start``: ratings to start the iteration from (the bootstrap starts from the full fit).
+    """
     wins = games if isinstance(games, Counter) else Counter((w, lo) for _, w, lo in games)
     names = sorted(set(models or ()) | {m for pair in wins for m in pair})
     if not names:
@@ -53,7 +57,7 @@ def fit_bradley_terry(
     for (x, y), n in pair_games.items():
         opponents[x].append((y, n))
         opponents[y].append((x, n))
-    strength = dict.fromkeys(names, 1.0)
+    strength = {m: 10 ** (((start or {}).get(m, ANCHOR) - ANCHOR) / SCALE) for m in names}
     for _ in range(iterations):
         new = {}
         for m in names:
@@ -96,14 +100,20 @@ def leaderboard(
     for g, w, lo in games:
         groups[g][(w, lo)] += 1
     keys = list(groups)
+    # each conversation as (pair index, count) items, so a resample is a few list additions
+    pairs = sorted({pair for c in groups.values() for pair in c})
+    index = {pair: i for i, pair in enumerate(pairs)}
+    items = [[(index[pair], n) for pair, n in groups[k].items()] for k in keys]
     rng = random.Random(seed)
     draws: dict[str, list[float]] = {m: [] for m in names}
     for _ in range(resamples if keys else 0):
-        wins: Counter = Counter()
-        for _ in keys:
-            wins.update(groups[keys[rng.randrange(len(keys))]])
+        counts = [0] * len(pairs)
+        for k in rng.choices(range(len(keys)), k=len(keys)):
+            for i, n in items[k]:
+                counts[i] += n
+        wins = Counter({pairs[i]: n for i, n in enumerate(counts) if n})
         present = {m for pair in wins for m in pair}
-        fit = fit_bradley_terry(wins, prior=prior, iterations=500, tolerance=1e-8)
+        fit = fit_bradley_terry(wins, prior=prior, iterations=500, tolerance=1e-8, start=rating)
         for m in present:
             draws[m].append(fit[m])
     tail = (1 - level) / 2
