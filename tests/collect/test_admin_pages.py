@@ -119,3 +119,11 @@ def test_leaderboard_page_empty(app_client, storage):
     assert (
         "No comparisons between two different backends" in app_client.get("/admin/leaderboard").text
     )
+
+
+def test_admin_opens_anyone_s_conversation(app_client, storage):
+    alice, _ = storage.add_annotator("alice")
+    cid = conversation(storage, alice, [("a", 3)])
+    login(app_client, storage, "root", role="admin")
+    r = app_client.get(f"/conversations/{cid}")
+    assert r.status_code == 200 and "Question 0?" in r.text
