@@ -126,4 +126,4 @@ def test_admin_opens_anyone_s_conversation(app_client, storage):
     cid = conversation(storage, alice, [("a", 3)])
     login(app_client, storage, "root", role="admin")
     r = app_client.get(f"/conversations/{cid}")
-    assert r.status_code == 200 and "Question 0?" in r.text
+    assert r.status_code == 200 and "Garden questions" in r.text  # turns load by script
