@@ -318,9 +318,12 @@ def stats(db_url, resamples, as_json):
         click.echo("agreement: no reviewed comparisons yet (review tasks: review_fraction)")
         return
     click.echo(f"agreement over {a['units']:,} reviewed comparisons ({a['ratings']:,} ratings):")
-    click.echo(f"  percent agreement (pick)      {_ci(a, 'percent_agreement')}")
-    click.echo(f"  Fleiss' kappa (pick)          {_ci(a, 'fleiss_kappa')}")
-    click.echo(f"  Krippendorff's alpha (ordinal, signed strength)  {_ci(a, 'alpha_ordinal')}")
+    for label, key in (
+        ("percent agreement (pick)", "percent_agreement"),
+        ("Fleiss' kappa (pick)", "fleiss_kappa"),
+        ("Krippendorff's alpha (ordinal, signed strength)", "alpha_ordinal"),
+    ):
+        click.echo(f"  {label:<48} {_ci(a, key)}")
 
 
 @collect.command("leaderboard")
