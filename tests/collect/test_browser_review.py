@@ -3,7 +3,7 @@
 An annotator reviews two finished comparisons (one by key, one by mouse) until nothing is left;
 an admin sees the counts and agreement, disables the annotator, adds another, and opens the
 leaderboard. Screenshots go to a temp folder; with ``HH_UPDATE_SCREENSHOTS=1`` they replace
-docs/img/collect-admin.png and docs/img/collect-leaderboard.png.
+docs/img/collect-review.png, collect-admin.png and collect-leaderboard.png.
 """
 
 from __future__ import annotations
@@ -49,6 +49,9 @@ def test_review_then_admin_pages(browser, tmp_path):
         page.wait_for_selector("#review .candidate", timeout=TIMEOUT_MS)
         assert page.locator(".candidate").count() == 2
         assert "Answer" in page.locator(".candidate .text").first.inner_text()
+        shots = tmp_path / "shots"
+        shots.mkdir()
+        page.screenshot(path=str(shots / "collect-review.png"), full_page=True)
         with page.expect_navigation(timeout=TIMEOUT_MS):  # saved, then the next task loads
             page.keyboard.press("1")  # A4
         reviewed = 1
@@ -77,8 +80,6 @@ def test_review_then_admin_pages(browser, tmp_path):
         cells = robin.locator("td").all_inner_texts()
         assert cells[6] == "3"  # reviews
         assert "3 reviewed comparisons, 6 ratings" in page.locator("#agreement").inner_text()
-        shots = tmp_path / "shots"
-        shots.mkdir()
         page.screenshot(path=str(shots / "collect-admin.png"), full_page=True)
         robin.locator(".annotator-toggle").click()
         page.wait_for_selector("#annotators tr.disabled[data-name='robin']", timeout=TIMEOUT_MS)
@@ -98,7 +99,7 @@ def test_review_then_admin_pages(browser, tmp_path):
         for s in (seen, seen_admin):
             assert s["dialogs"] == [] and s["errors"] == [], s
             assert [c for c in s["console"] if "favicon" not in c] == [], s
-        for name in ("collect-admin.png", "collect-leaderboard.png"):
+        for name in ("collect-review.png", "collect-admin.png", "collect-leaderboard.png"):
             assert (shots / name).read_bytes().startswith(PNG_MAGIC)
             if os.environ.get("HH_UPDATE_SCREENSHOTS") == "1":
                 shutil.copy(shots / name, DOCS_IMG / name)
