@@ -120,3 +120,17 @@ def test_admin_manages_annotators(review_client, admin, storage):
         c.post("/api/v1/admin/annotators/nobody", json={"role": "admin"}, headers=hroot).status_code
         == 404
     )
+
+
+def test_cookie_writes_need_the_csrf_token(review_client, storage, alice, bob):
+    c = review_client
+    _, ha, _ = alice
+    finished_conversation(c, ha, [("a", 3)])
+    _, _, bob_token = bob
+    assert c.get(f"/login?token={bob_token}", follow_redirects=False).status_code == 303
+    task = c.get("/api/v1/reviews/next").json()["review"]
+    body = {"pick": "a", "strength": 2}
+    assert c.post(f"/api/v1/reviews/{task['id']}", json=body).status_code == 403
+    csrf = c.get("/api/v1/me").json()["csrf_token"]
+    r = c.post(f"/api/v1/reviews/{task['id']}", json=body, headers={"X-CSRF-Token": csrf})
+    assert r.status_code == 200

@@ -89,7 +89,8 @@ def _load(s, review_id: int):
 
 
 def next_review(storage, who, fraction: float, *, rng: random.Random | None = None) -> dict | None:
-    """The reviewer's open review task, else a new one (fewest reviews first), else ``None``."""
+    """The reviewer's open review task, else a new one (fewest reviews, assigned or done, first;
+    then the oldest), else ``None``."""
     rng = rng or random.Random()
     with storage._read() as s:
         open_id = s.scalar(
