@@ -209,6 +209,172 @@ def annotator_disable(name, enable, db_url):
     click.echo(f"{who.name}: {'disabled' if who.disabled else 'enabled'}")
 
 
+@annotator.command("set")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["annotator", "admin"]), default=None, help="New role.")
+@click.option(
+    "--attr",
+    "attrs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Set an attribute (true/false/integers are typed; an empty VALUE removes KEY). Repeatable.",
+)
+@db_option
+def annotator_set(name, role, attrs, db_url):
+    """Change an annotator's role or attributes.
+
+    \b
+    Examples:
+      hh collect annotator set alice --role admin
+      hh collect annotator set bob --attr is_upworker=true --attr team=north
+    """
+    attributes = {}
+    for item in attrs:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.UsageError(f"--attr {item!r}: expected KEY=VALUE")
+        attributes[key.strip()] = _attr_value(value)
+    if role is None and not attributes:
+        raise click.UsageError("nothing to change: pass --role and/or --attr")
+    storage = _storage(db_url)
+    from ..collect.storage.review import set_annotator
+
+    out = set_annotator(storage, name, role=role, attributes=attributes)
+    attrs_text = ", ".join(f"{k}={v}" for k, v in sorted(out["attributes"].items()))
+    click.echo(f"{out['name']}: {out['role']}; {attrs_text or 'no attributes'}")
+
+
+def _attr_value(value: str):
+    if value == "":
+        return None
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if value.lstrip("-").isdigit():
+        return int(value)
+    return value
+
+
+def _ci(row: dict, key: str) -> str:
+    value, (lo, hi) = row.get(key), row.get(f"{key}_ci") or (None, None)
+    if value is None:
+        return "-"
+    if lo is None:
+        return f"{value:.3f}"
+    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+@collect.command("stats")
+@db_option
+@click.option(
+    "--resamples",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(0, 100_000),
+    help="Bootstrap resamples for the intervals.",
+)
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
+def stats(db_url, resamples, as_json):
+    """Per-annotator counts, time per comparison, strengths, position bias, and agreement.
+
+    Agreement comes from review tasks (finished comparisons re-shown, blind, to other
+    annotators): percent agreement and Fleiss' kappa for the pick, Krippendorff's alpha
+    (ordinal) for the signed strength, each with a 95% bootstrap interval over comparisons;
+    per annotator, Cohen's kappa of their picks against the other raters'.
+
+    \b
+    Examples:
+      hh collect stats
+      hh collect stats --json --resamples 2000
+    """
+    storage = _storage(db_url)
+    from ..collect.storage.review import collection_stats
+
+    out = collection_stats(storage, resamples=resamples)
+    if as_json:
+        emit_json(out)
+        return
+    rows = []
+    for r in out["annotators"]:
+        ag = r["agreement"] or {}
+        rows.append(
+            {
+                "name": r["name"],
+                "role": r["role"] + (" (disabled)" if r["disabled"] else ""),
+                "conversations": r["conversations"],
+                "comparisons": r["comparisons"],
+                "edits": r["edits"],
+                "reviews": r["reviews"],
+                "median_s": r["median_seconds"],
+                "share_A": None if r["share_a"] is None else f"{r['share_a']:.0%}",
+                "strengths": " ".join(f"{k}:{v}" for k, v in r["strengths"].items()) or None,
+                "agree": None if not ag else f"{ag['percent_agreement']:.0%}",
+                "kappa": None if not ag else _ci(ag, "cohen_kappa"),
+            }
+        )
+    print_table(rows)
+    a = out["agreement"]
+    click.echo("")
+    if not a["units"]:
+        click.echo("agreement: no reviewed comparisons yet (review tasks: review_fraction)")
+        return
+    click.echo(f"agreement over {a['units']:,} reviewed comparisons ({a['ratings']:,} ratings):")
+    for label, key in (
+        ("percent agreement (pick)", "percent_agreement"),
+        ("Fleiss' kappa (pick)", "fleiss_kappa"),
+        ("Krippendorff's alpha (ordinal, signed strength)", "alpha_ordinal"),
+    ):
+        click.echo(f"  {label:<48} {_ci(a, key)}")
+
+
+@collect.command("leaderboard")
+@db_option
+@click.option(
+    "--resamples",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(0, 100_000),
+    help="Bootstrap resamples (whole conversations) for the 95% intervals.",
+)
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
+def leaderboard_cmd(db_url, resamples, as_json):
+    """Rank the backends by a Bradley-Terry fit of the comparisons between them.
+
+    Ratings are on the Elo scale (400 points = 10:1 odds, mean 1000) with 95% bootstrap
+    intervals that resample whole conversations. Helpful: the picked response wins; red-team:
+    the less harmful one wins. Comparisons between two responses of one backend are not used.
+
+    \b
+    Examples:
+      hh collect leaderboard
+      hh collect leaderboard --json
+    """
+    storage = _storage(db_url)
+    from ..collect.storage.review import model_leaderboard
+
+    out = model_leaderboard(storage, resamples=resamples)
+    if as_json:
+        emit_json(out)
+        return
+    if not out["models"]:
+        click.echo("no comparisons between two different backends yet")
+        return
+    print_table(
+        [
+            {
+                "model": r["name"],
+                "rating": f"{r['rating']:.0f}",
+                "95% interval": "-"
+                if r["ci_low"] is None
+                else f"{r['ci_low']:.0f} to {r['ci_high']:.0f}",
+                "comparisons": r["comparisons"],
+                "win_rate": f"{r['win_rate']:.0%}",
+            }
+            for r in out["models"]
+        ]
+    )
+    click.echo(f"{out['comparisons']:,} comparisons in {out['conversations']:,} conversations")
+
+
 @collect.command("export")
 @db_option
 @click.option(
@@ -241,6 +407,11 @@ def annotator_disable(name, enable, db_url):
     help="Subset folder for red-team comparisons.",
 )
 @click.option("--include-unfinished", is_flag=True, help="Also export unfinished conversations.")
+@click.option(
+    "--agreed-only",
+    is_flag=True,
+    help="Keep only comparisons that were reviewed and whose every review picks the same.",
+)
 @click.option("--force", is_flag=True, help="Overwrite an earlier export in --out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 def export(
@@ -251,6 +422,7 @@ def export(
     subset,
     red_team_subset,
     include_unfinished,
+    agreed_only,
     force,
     as_json,
 ):
@@ -280,6 +452,7 @@ def export(
         subset=subset,
         red_team_subset=red_team_subset,
         include_unfinished=include_unfinished,
+        agreed_only=agreed_only,
         force=force,
     )
     if as_json:

@@ -150,6 +150,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         )
 
     app.include_router(api_router)
+    app.include_router(importlib.import_module("hhrlhf.collect.api_review").router)
     app.include_router(login_router)
     try:
         pages = importlib.import_module("hhrlhf.collect.pages")
@@ -157,6 +158,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         pages = None
     if pages is not None:
         app.include_router(pages.router)
+        app.include_router(importlib.import_module("hhrlhf.collect.admin").router)
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)

@@ -68,6 +68,8 @@ class Settings:
     strength_points: int = 4
     pairing: str = "random"
     red_team_continue: str = "picked"
+    #: share of finished comparisons re-shown, blind, to other annotators (0 = no reviews)
+    review_fraction: float = 0.1
     session_hours: float = 24 * 14
     lease_seconds: float = 120.0
     max_message_chars: int = 20_000
@@ -112,6 +114,7 @@ _COLLECT_KEYS = {
     "strength_points": int,
     "pairing": str,
     "red_team_continue": str,
+    "review_fraction": (int, float),
     "session_hours": (int, float),
     "lease_seconds": (int, float),
     "max_message_chars": int,
@@ -195,6 +198,8 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         raise HHError(f"{path}: pairing must be one of: {', '.join(PAIRINGS)}")
     if settings.get("red_team_continue", "picked") not in CONTINUE:
         raise HHError(f"{path}: red_team_continue must be one of: {', '.join(CONTINUE)}")
+    if not 0 <= settings.get("review_fraction", 0.1) <= 1:
+        raise HHError(f"{path}: review_fraction must be between 0 and 1")
     if not 1 <= settings.get("strength_points", 4) <= 10:
         raise HHError(f"{path}: strength_points must be between 1 and 10")
     return Settings(

@@ -100,6 +100,7 @@ def export_collection(
     subset: str = "helpful-base",
     red_team_subset: str = "harmless-base",
     include_unfinished: bool = False,
+    agreed_only: bool = False,
     force: bool = False,
 ) -> dict:
     """Write the export under ``out_dir``; returns the manifest (also written as ``manifest.json``)."""
@@ -117,6 +118,13 @@ def export_collection(
     ]
     _prepare_out(out_dir, targets, force)
     storage.check_current()
+    agreed = reviewed = None
+    if agreed_only:
+        from .storage.review import agreed_turns, review_units
+
+        units = review_units(storage)
+        reviewed = {(u["conversation_id"], u["turn_index"]) for u in units}
+        agreed = agreed_turns(units)
 
     rows: dict[tuple[str, str], list[bytes]] = {(subset, sp): [] for sp in SPLITS}
     left_out: Counter = Counter()
@@ -137,6 +145,10 @@ def export_collection(
                 involved = [comp["rejected_slot"]] + (
                     [comp["chosen_slot"]] if comp["kind"] == "pick" else []
                 )
+                key = (conv["id"], turn["index"])
+                if agreed is not None and key not in agreed:
+                    left_out["not_agreed" if key in reviewed else "unreviewed"] += 1
+                    continue
                 if any(turn["candidates"][s]["cut"] for s in involved if s):
                     left_out["cut"] += 1
                     continue
@@ -173,6 +185,8 @@ def export_collection(
         "format": FORMAT,
         "min_strength": min_strength,
         "test_fraction": test_fraction,
+        # only when asked for: a plain export's manifest is unchanged
+        **({"agreed_only": True} if agreed_only else {}),
         "subsets": {
             name: {sp: files[f"{name}/{sp}.jsonl.gz"]["rows"] for sp in SPLITS}
             for name in sorted({s for s, _ in rows})
@@ -188,12 +202,25 @@ def export_collection(
             "unfinished": left_out["unfinished"],
             "cut": left_out["cut"],
             "identical": left_out["identical"],
+            **(
+                {"unreviewed": left_out["unreviewed"], "not_agreed": left_out["not_agreed"]}
+                if agreed_only
+                else {}
+            ),
         },
         "left_out_reasons": {
             "weak": f"pick strength below {min_strength} (the weakest point: slightly better / unsure)",
             "unfinished": "the conversation was not finished",
             "cut": "a response held a speaker marker and was cut",
             "identical": "both responses were the same text",
+            **(
+                {
+                    "unreviewed": "--agreed-only: the comparison was never reviewed",
+                    "not_agreed": "--agreed-only: a review picked the other response",
+                }
+                if agreed_only
+                else {}
+            ),
         },
         "files": files,
     }

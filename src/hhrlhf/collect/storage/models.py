@@ -159,3 +159,25 @@ class Comparison(Base):
     decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
     turn: Mapped[Turn] = relationship(back_populates="comparisons")
+
+
+class Review(Base):
+    """A finished comparison re-shown, blind, to another annotator (same prefix, same two
+    responses, order re-randomised). ``pick`` is stored in the ORIGINAL slot order."""
+
+    __tablename__ = "reviews"
+    __table_args__ = (UniqueConstraint("comparison_id", "reviewer_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    comparison_id: Mapped[int] = mapped_column(
+        ForeignKey("comparisons.id", ondelete="CASCADE"), index=True
+    )
+    reviewer_id: Mapped[int] = mapped_column(ForeignKey("annotators.id"), index=True)
+    #: True when the reviewer saw the original B on the left
+    swapped: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: assigned | done
+    status: Mapped[str] = mapped_column(String(20), default="assigned")
+    pick: Mapped[str | None] = mapped_column(String(1), nullable=True)
+    strength: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    assigned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

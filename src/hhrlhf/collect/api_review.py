@@ -1,0 +1,99 @@
+"""The review, statistics and leaderboard routes under ``/api/v1`` (reviews: any annotator;
+``/api/v1/admin/...``: admins only)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import StrictBool, StrictInt, StrictStr
+
+from ..errors import CollectError
+from .api import _Body
+from .auth import require_admin, require_annotator
+from .storage import AnnotatorInfo
+from .storage.review import (
+    collection_stats,
+    model_leaderboard,
+    next_review,
+    set_annotator,
+    submit_review,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/v1")
+
+Who = Annotated[AnnotatorInfo, Depends(require_annotator)]
+Admin = Annotated[AnnotatorInfo, Depends(require_admin)]
+Resamples = Annotated[int, Query(ge=0, le=5000, description="bootstrap resamples")]
+
+
+class ReviewAnswer(_Body):
+    pick: StrictStr
+    strength: StrictInt
+
+
+class NewAnnotator(_Body):
+    name: StrictStr
+    role: StrictStr = "annotator"
+    attributes: dict[str, StrictStr | StrictBool | StrictInt | None] | None = None
+
+
+class AnnotatorChange(_Body):
+    role: StrictStr | None = None
+    disabled: StrictBool | None = None
+    attributes: dict[str, StrictStr | StrictBool | StrictInt | None] | None = None
+
+
+def _state(request: Request):
+    return request.app.state
+
+
+@router.get("/reviews/next")
+def review_next(request: Request, who: Who):
+    st = _state(request)
+    task = next_review(st.storage, who, st.settings.review_fraction, rng=st.rng)
+    return {"review": task, "strength_points": st.settings.strength_points}
+
+
+@router.post("/reviews/{review_id}")
+def review_answer(review_id: int, body: ReviewAnswer, request: Request, who: Who):
+    st = _state(request)
+    task = submit_review(
+        st.storage, who, review_id, body.pick, body.strength, st.settings.strength_points
+    )
+    return {"review": task}
+
+
+@router.get("/admin/stats")
+def admin_stats(request: Request, who: Admin, resamples: Resamples = 1000):
+    return collection_stats(_state(request).storage, resamples=resamples)
+
+
+@router.get("/admin/leaderboard")
+def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000):
+    return model_leaderboard(_state(request).storage, resamples=resamples)
+
+
+@router.post("/admin/annotators", status_code=201)
+def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin):
+    storage = _state(request).storage
+    if body.role not in ("annotator", "admin"):
+        raise CollectError(f"role must be 'annotator' or 'admin', not {body.role!r}", 422)
+    if storage.annotator_by_name(body.name.strip()) is not None:
+        raise CollectError(f"annotator {body.name.strip()!r} already exists", 409)
+    info, token = storage.add_annotator(body.name, role=body.role, attributes=body.attributes)
+    return {"annotator": info.to_dict(), "token": token}
+
+
+@router.post("/admin/annotators/{name}")
+def admin_change_annotator(name: str, body: AnnotatorChange, request: Request, who: Admin):
+    storage = _state(request).storage
+    if body.disabled is not None and name == who.name and body.disabled:
+        raise CollectError("you cannot disable yourself", 409)
+    out = set_annotator(storage, name, role=body.role, attributes=body.attributes)
+    if body.disabled is not None:
+        storage.set_disabled(name, body.disabled)
+    info = storage.annotator_by_name(name)
+    return {"annotator": {**info.to_dict(), "attributes": out["attributes"]}}

@@ -1,0 +1,407 @@
+"""Review tasks, per-annotator statistics, agreement and leaderboard games over the collection DB.
+
+Plain functions taking the :class:`~hhrlhf.collect.storage.Storage` (its sessions and write
+lock); the statistics themselves live in :mod:`hhrlhf.collect.agreement` and
+:mod:`hhrlhf.collect.leaderboard`.
+
+Which comparisons are reviewed: a stable ``fraction`` of finished pick comparisons, chosen by a
+hash of the conversation's uid and the turn index (the same ones whatever the order of requests).
+Each is shown to annotators other than its author, the two responses in a random order; the
+review's pick is stored in the ORIGINAL slot order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import statistics
+from collections import Counter, defaultdict
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from ...errors import CollectError
+from ..agreement import (
+    bootstrap_interval,
+    cohen_kappa,
+    fleiss_kappa,
+    krippendorff_alpha_ordinal,
+    percent_agreement,
+    signed_strength,
+)
+from ..leaderboard import leaderboard
+from .models import Annotator, Candidate, Comparison, Conversation, Review, Turn
+
+__all__ = [
+    "selected_for_review",
+    "next_review",
+    "submit_review",
+    "review_units",
+    "agreed_turns",
+    "annotator_stats",
+    "collection_stats",
+    "leaderboard_games",
+    "model_leaderboard",
+    "set_annotator",
+]
+
+
+def selected_for_review(uid: str, turn_index: int, fraction: float) -> bool:
+    """Whether the comparison of turn ``turn_index`` of conversation ``uid`` is re-shown."""
+    if fraction <= 0:
+        return False
+    h = hashlib.sha256(f"review:{uid}:{turn_index}".encode()).digest()[:8]
+    return int.from_bytes(h, "big") / 2**64 < fraction
+
+
+def _flip(slot: str) -> str:
+    return "b" if slot == "a" else "a"
+
+
+def _task(r: Review, comp: Comparison, turn: Turn, conv: Conversation) -> dict:
+    cands = {c.slot: c.text for c in turn.candidates}
+    order = ["b", "a"] if r.swapped else ["a", "b"]
+    shown_pick = None
+    if r.pick is not None:
+        shown_pick = _flip(r.pick) if r.swapped else r.pick
+    return {
+        "id": r.id,
+        "mode": conv.mode,
+        "prefix": turn.prefix,
+        "human": turn.human,
+        "candidates": [
+            {"slot": shown, "text": cands[orig]} for shown, orig in zip("ab", order, strict=True)
+        ],
+        "status": r.status,
+        "pick": shown_pick,
+        "strength": r.strength,
+    }
+
+
+def _load(s, review_id: int):
+    r = s.get(Review, review_id)
+    if r is None:
+        return None
+    comp = s.get(Comparison, r.comparison_id)
+    turn = s.get(Turn, comp.turn_id)
+    conv = s.get(Conversation, turn.conversation_id)
+    return r, comp, turn, conv
+
+
+def next_review(storage, who, fraction: float, *, rng: random.Random | None = None) -> dict | None:
+    """The reviewer's open review task, else a new one (fewest reviews, assigned or done, first;
+    then the oldest), else ``None``."""
+    rng = rng or random.Random()
+    with storage._read() as s:
+        open_id = s.scalar(
+            select(Review.id)
+            .where(Review.reviewer_id == who.id, Review.status == "assigned")
+            .order_by(Review.id)
+        )
+        if open_id is not None:
+            return _task(*_load(s, open_id))
+    if fraction <= 0:
+        return None
+    with storage._write() as s:
+        reviewed = select(Review.comparison_id).where(Review.reviewer_id == who.id)
+        done = (
+            select(Review.comparison_id, func.count().label("n"))
+            .group_by(Review.comparison_id)
+            .subquery()
+        )
+        rows = s.execute(
+            select(Comparison.id, Conversation.uid, Turn.index, func.coalesce(done.c.n, 0))
+            .join(Turn, Comparison.turn_id == Turn.id)
+            .join(Conversation, Turn.conversation_id == Conversation.id)
+            .outerjoin(done, done.c.comparison_id == Comparison.id)
+            .where(
+                Comparison.kind == "pick",
+                Conversation.status == "finished",
+                Comparison.annotator_id != who.id,
+                Comparison.id.not_in(reviewed),
+            )
+            .order_by(Comparison.id)
+        ).all()
+        eligible = [
+            (n, cid) for cid, uid, index, n in rows if selected_for_review(uid, index, fraction)
+        ]
+        if not eligible:
+            return None
+        _, comparison_id = min(eligible)
+        r = Review(
+            comparison_id=comparison_id,
+            reviewer_id=who.id,
+            swapped=rng.random() < 0.5,
+            status="assigned",
+            assigned_at=_now(),
+        )
+        s.add(r)
+        try:
+            s.flush()
+        except IntegrityError as exc:  # the same reviewer asked twice at once
+            raise CollectError("a review task was just assigned; ask again", 409) from exc
+        return _task(*_load(s, r.id))
+
+
+def _now():
+    from . import now
+
+    return now()
+
+
+def submit_review(storage, who, review_id: int, pick: str, strength: int, points: int) -> dict:
+    """Record the reviewer's pick (as shown) and strength; repeating the same answer is a no-op."""
+    if pick not in ("a", "b"):
+        raise CollectError(f"pick must be 'a' or 'b', not {pick!r}", 422)
+    if not 1 <= strength <= points:
+        raise CollectError(f"strength must be between 1 and {points}, not {strength}", 422)
+    with storage._write() as s:
+        loaded = _load(s, review_id)
+        if loaded is None or loaded[0].reviewer_id != who.id:
+            raise CollectError(f"review {review_id} not found", 404)
+        r = loaded[0]
+        original = _flip(pick) if r.swapped else pick
+        if r.status == "done":
+            if (r.pick, r.strength) == (original, strength):
+                return _task(*loaded)
+            raise CollectError(f"review {review_id} already has a different answer", 409)
+        r.pick, r.strength, r.status, r.decided_at = original, strength, "done", _now()
+        s.flush()
+        return _task(*loaded)
+
+
+def review_units(storage) -> list[dict]:
+    """Every reviewed comparison with all its ratings: the author's first, then the reviewers'."""
+    with storage._read() as s:
+        rows = s.execute(
+            select(Review.comparison_id, Annotator.name, Review.pick, Review.strength)
+            .join(Annotator, Review.reviewer_id == Annotator.id)
+            .where(Review.status == "done")
+            .order_by(Review.comparison_id, Review.id)
+        ).all()
+        by_comp: dict[int, list] = defaultdict(list)
+        for cid, name, pick, strength in rows:
+            by_comp[cid].append({"annotator": name, "pick": pick, "strength": strength})
+        authors = {}
+        if by_comp:
+            for cid, name, pick, strength, conv_id, index in s.execute(
+                select(
+                    Comparison.id,
+                    Annotator.name,
+                    Comparison.pick,
+                    Comparison.strength,
+                    Turn.conversation_id,
+                    Turn.index,
+                )
+                .join(Annotator, Comparison.annotator_id == Annotator.id)
+                .join(Turn, Comparison.turn_id == Turn.id)
+                .where(
+                    Comparison.id.in_(select(Review.comparison_id).where(Review.status == "done"))
+                )
+            ).all():
+                authors[cid] = (
+                    {"annotator": name, "pick": pick, "strength": strength},
+                    conv_id,
+                    index,
+                )
+        units = []
+        for cid, reviews in sorted(by_comp.items()):
+            author, conv_id, index = authors[cid]
+            units.append(
+                {
+                    "comparison_id": cid,
+                    "conversation_id": conv_id,
+                    "turn_index": index,
+                    "ratings": [author, *reviews],
+                }
+            )
+        return units
+
+
+def agreed_turns(units: list[dict]) -> set[tuple[int, int]]:
+    """``(conversation_id, turn_index)`` of reviewed comparisons whose every review picks as the author."""
+    return {
+        (u["conversation_id"], u["turn_index"])
+        for u in units
+        if len({r["pick"] for r in u["ratings"]}) == 1
+    }
+
+
+def _agreement(units: list[dict], resamples: int, seed: int) -> dict:
+    picks = [[r["pick"] for r in u["ratings"]] for u in units]
+    signed = [[signed_strength(r["pick"], r["strength"]) for r in u["ratings"]] for u in units]
+    both = list(zip(picks, signed, strict=True))
+
+    def ci(stat, idx):
+        lo, hi = bootstrap_interval(
+            both, lambda xs: stat([x[idx] for x in xs]), resamples=resamples, seed=seed
+        )
+        return [_num(lo), _num(hi)]
+
+    return {
+        "units": len(units),
+        "ratings": sum(len(p) for p in picks),
+        "percent_agreement": _num(percent_agreement(picks)),
+        "percent_agreement_ci": ci(percent_agreement, 0),
+        "fleiss_kappa": _num(fleiss_kappa(picks)),
+        "fleiss_kappa_ci": ci(fleiss_kappa, 0),
+        "alpha_ordinal": _num(krippendorff_alpha_ordinal(signed)),
+        "alpha_ordinal_ci": ci(krippendorff_alpha_ordinal, 1),
+    }
+
+
+def _num(x: float) -> float | None:
+    return None if x != x else round(x, 4)
+
+
+def _per_annotator_agreement(units: list[dict], resamples: int, seed: int) -> dict[str, dict]:
+    pairs: dict[str, list[tuple]] = defaultdict(list)  # name -> [(own pick, other's pick), ...]
+    for u in units:
+        rs = u["ratings"]
+        for i, r in enumerate(rs):
+            for j, o in enumerate(rs):
+                if i != j:
+                    pairs[r["annotator"]].append((r["pick"], o["pick"]))
+    out = {}
+    for name, ps in pairs.items():
+        agree = sum(x == y for x, y in ps) / len(ps)
+        lo, hi = bootstrap_interval(ps, cohen_kappa, resamples=resamples, seed=seed)
+        out[name] = {
+            "pairs": len(ps),
+            "percent_agreement": _num(agree),
+            "cohen_kappa": _num(cohen_kappa(ps)),
+            "cohen_kappa_ci": [_num(lo), _num(hi)],
+        }
+    return out
+
+
+def annotator_stats(storage) -> list[dict]:
+    """Per annotator: conversations, comparisons, seconds per comparison, strengths, share of A."""
+    with storage._read() as s:
+        people = s.scalars(select(Annotator).order_by(Annotator.name)).all()
+        convs = dict(
+            s.execute(
+                select(Conversation.annotator_id, func.count()).group_by(Conversation.annotator_id)
+            ).all()
+        )
+        comps = s.execute(
+            select(
+                Comparison.annotator_id,
+                Comparison.pick,
+                Comparison.strength,
+                Comparison.shown_at,
+                Comparison.decided_at,
+            ).where(Comparison.kind == "pick")
+        ).all()
+        edits = dict(
+            s.execute(
+                select(Comparison.annotator_id, func.count())
+                .where(Comparison.kind == "edit")
+                .group_by(Comparison.annotator_id)
+            ).all()
+        )
+        reviews = dict(
+            s.execute(
+                select(Review.reviewer_id, func.count())
+                .where(Review.status == "done")
+                .group_by(Review.reviewer_id)
+            ).all()
+        )
+    by: dict[int, list] = defaultdict(list)
+    for aid, pick, strength, shown, decided in comps:
+        by[aid].append((pick, strength, shown, decided))
+    rows = []
+    for a in people:
+        mine = by.get(a.id, [])
+        seconds = [
+            (d - sh).total_seconds() for _, _, sh, d in mine if sh is not None and d is not None
+        ]
+        strengths = Counter(st for _, st, _, _ in mine)
+        rows.append(
+            {
+                "name": a.name,
+                "role": a.role,
+                "disabled": a.disabled,
+                "attributes": dict(a.attributes or {}),
+                "conversations": convs.get(a.id, 0),
+                "comparisons": len(mine),
+                "edits": edits.get(a.id, 0),
+                "reviews": reviews.get(a.id, 0),
+                "median_seconds": round(statistics.median(seconds), 1) if seconds else None,
+                "strengths": {str(k): strengths[k] for k in sorted(strengths)},
+                "share_a": round(sum(p == "a" for p, *_ in mine) / len(mine), 4) if mine else None,
+            }
+        )
+    return rows
+
+
+def collection_stats(storage, *, resamples: int = 1000, seed: int = 0) -> dict:
+    """Everything ``hh collect stats`` prints: per-annotator rows and agreement, overall agreement."""
+    units = review_units(storage)
+    people = annotator_stats(storage)
+    agreement = _per_annotator_agreement(units, resamples, seed)
+    for row in people:
+        row["agreement"] = agreement.get(row["name"])
+    return {
+        "annotators": people,
+        "agreement": _agreement(units, resamples, seed),
+        "counts": storage.counts(),
+    }
+
+
+def leaderboard_games(storage) -> list[tuple[int, str, str]]:
+    """``(conversation_id, winner backend, loser backend)`` for every pick between two backends.
+
+    Helpful: the picked response wins. Red-team: the LESS harmful (the one not picked) wins.
+    """
+    with storage._read() as s:
+        rows = s.execute(
+            select(Conversation.id, Conversation.mode, Comparison.chosen_slot, Comparison.turn_id)
+            .join(Turn, Comparison.turn_id == Turn.id)
+            .join(Conversation, Turn.conversation_id == Conversation.id)
+            .where(Comparison.kind == "pick")
+            .order_by(Comparison.id)
+        ).all()
+        backends: dict[int, dict[str, str]] = defaultdict(dict)
+        for turn_id, slot, backend in s.execute(
+            select(Candidate.turn_id, Candidate.slot, Candidate.backend)
+        ).all():
+            backends[turn_id][slot] = backend
+    games = []
+    for conv_id, mode, chosen, turn_id in rows:
+        b = backends[turn_id]
+        winner, loser = b.get(chosen), b.get(_flip(chosen))
+        if winner is None or loser is None or winner == loser:
+            continue
+        if mode == "red-team":
+            winner, loser = loser, winner
+        games.append((conv_id, winner, loser))
+    return games
+
+
+def model_leaderboard(storage, *, resamples: int = 1000, seed: int = 0) -> dict:
+    return leaderboard(leaderboard_games(storage), resamples=resamples, seed=seed)
+
+
+def set_annotator(
+    storage, name: str, *, role: str | None = None, attributes: dict | None = None
+) -> dict:
+    """Change an annotator's role and/or merge attributes (a ``None`` value removes a key)."""
+    if role is not None and role not in ("annotator", "admin"):
+        raise CollectError(f"role must be 'annotator' or 'admin', not {role!r}", 422)
+    with storage._write() as s:
+        a = s.scalar(select(Annotator).where(Annotator.name == name))
+        if a is None:
+            raise CollectError(f"no annotator named {name!r}", 404)
+        if role is not None:
+            a.role = role
+        if attributes:
+            merged = dict(a.attributes or {})
+            for k, v in attributes.items():
+                if v is None:
+                    merged.pop(k, None)
+                else:
+                    merged[k] = v
+            a.attributes = merged
+        s.flush()
+        return {"name": a.name, "role": a.role, "attributes": dict(a.attributes or {})}

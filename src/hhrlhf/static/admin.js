@@ -1,0 +1,142 @@
+// The review page and the admin pages: plain JavaScript over the /api/v1 routes.
+// Text from the server is set with textContent only (never parsed as HTML).
+"use strict";
+
+(function () {
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
+
+  function csrfToken() {
+    const meta = $('meta[name="csrf-token"]');
+    return meta ? meta.content : "";
+  }
+
+  async function post(url, body) {
+    let res;
+    try {
+      res = await fetch(url, {
+        method: "POST",
+        credentials: "same-origin",
+        cache: "no-store",
+        headers: {
+          Accept: "application/json",
+          "Content-Type": "application/json",
+          "X-CSRF-Token": csrfToken(),
+        },
+        body: JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new Error("The server cannot be reached. Check your connection and try again.");
+    }
+    let data = null;
+    try {
+      data = await res.json();
+    } catch (err) {
+      data = null;
+    }
+    if (!res.ok) {
+      let msg = data && data.error ? data.error : "The server answered " + res.status + ".";
+      if (res.status === 401) msg = "Your session has ended: open your login link again.";
+      throw new Error(msg);
+    }
+    return data;
+  }
+
+  function say(el, text, kind) {
+    if (!el) return;
+    el.textContent = text || "";
+    el.classList.toggle("error", kind === "error");
+    el.classList.toggle("ok", kind === "ok");
+  }
+
+  // -- review: a click or keys 1..2N send the answer, then the next task loads -------------
+  function initReview(root) {
+    const status = $("#review-status");
+    const points = $$(".review-point", root);
+    let busy = false;
+    async function answer(btn) {
+      if (busy) return;
+      busy = true;
+      points.forEach((b) => (b.disabled = true));
+      btn.classList.add("selected");
+      say(status, "Saving…");
+      try {
+        await post("/api/v1/reviews/" + root.dataset.id, {
+          pick: btn.dataset.slot,
+          strength: parseInt(btn.dataset.strength, 10),
+        });
+        say(status, "Saved. Loading the next one…", "ok");
+        window.location.reload();
+      } catch (err) {
+        say(status, err.message, "error");
+        points.forEach((b) => (b.disabled = false));
+        btn.classList.remove("selected");
+        busy = false;
+      }
+    }
+    points.forEach((b) => b.addEventListener("click", () => answer(b)));
+    document.addEventListener("keydown", (ev) => {
+      if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      const btn = points.find((b) => b.dataset.key === ev.key);
+      if (btn) answer(btn);
+    });
+  }
+
+  // -- admin: add, enable/disable, change role ---------------------------------------------
+  function initAdmin() {
+    const status = $("#annotator-status");
+    $$("#annotators tr[data-name]").forEach((row) => {
+      const name = row.dataset.name;
+      const toggle = $(".annotator-toggle", row);
+      const role = $(".annotator-role", row);
+      if (toggle)
+        toggle.addEventListener("click", async () => {
+          try {
+            await post("/api/v1/admin/annotators/" + encodeURIComponent(name), {
+              disabled: toggle.dataset.disabled === "true",
+            });
+            window.location.reload();
+          } catch (err) {
+            say(status, err.message, "error");
+          }
+        });
+      if (role)
+        role.addEventListener("click", async () => {
+          try {
+            await post("/api/v1/admin/annotators/" + encodeURIComponent(name), {
+              role: role.dataset.role,
+            });
+            window.location.reload();
+          } catch (err) {
+            say(status, err.message, "error");
+          }
+        });
+    });
+    const form = $("#add-annotator");
+    if (form)
+      form.addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        const addStatus = $("#add-status");
+        try {
+          const data = await post("/api/v1/admin/annotators", {
+            name: $("#new-name").value,
+            role: $("#new-role").value,
+            attributes: { is_upworker: $("#new-upworker").checked },
+          });
+          say(addStatus, "Added " + data.annotator.name + ". Reload the page to see them in the table.", "ok");
+          $("#new-token-link").textContent =
+            window.location.origin + "/login?token=" + encodeURIComponent(data.token);
+          $("#new-token").hidden = false;
+          form.reset();
+        } catch (err) {
+          say(addStatus, err.message, "error");
+        }
+      });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const review = $("#review");
+    if (review) initReview(review);
+    if ($("#annotators")) initAdmin();
+  });
+})();

@@ -1,0 +1,129 @@
+"""The review page and the admin pages in process: access, content, escaping, no inline script."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("jinja2")
+
+from test_pages import HOSTILE, _audit  # noqa: E402
+from test_review import conversation  # noqa: E402
+
+from hhrlhf.collect.admin import split_prefix  # noqa: E402
+from hhrlhf.collect.storage.review import next_review, submit_review  # noqa: E402
+
+
+@pytest.fixture
+def app_client(make_client, settings):
+    return make_client(replace(settings, review_fraction=1.0))
+
+
+def login(client, storage, name, role="annotator"):
+    who, token = storage.add_annotator(name, role=role)
+    assert client.get(f"/login?token={token}", follow_redirects=False).status_code == 303
+    return who
+
+
+def clean(response):
+    audit = _audit(response.text)
+    assert audit.inline == []
+    assert audit.scripts == ["/static/collect.js", "/static/admin.js"]
+
+
+def test_split_prefix():
+    prefix = "\n\nHuman: Hi there\n\nAssistant: Hello!\n\nHuman: Tomatoes?\n\nAssistant:"
+    assert split_prefix(prefix) == [
+        {"role": "human", "text": "Hi there"},
+        {"role": "assistant", "text": "Hello!"},
+        {"role": "human", "text": "Tomatoes?"},
+    ]
+
+
+def test_pages_need_a_login(app_client):
+    for path in ("/review", "/admin", "/admin/leaderboard"):
+        r = app_client.get(path)
+        assert r.status_code == 401 and "login" in r.text.lower()
+
+
+def test_review_page_shows_a_blind_task_escaped(app_client, storage):
+    author, _ = storage.add_annotator("author")
+    cid = storage.create_conversation(author, "helpful", "Garden")["id"]
+    tid = storage.create_turn(author, cid, HOSTILE, ("m1", "m2"))["id"]
+    assert storage.acquire_lease(tid, "w", 60)
+    storage.save_candidate(tid, "a", owner="w", text="Left " + HOSTILE, raw_text="x")
+    storage.save_candidate(tid, "b", owner="w", text="Right answer.", raw_text="x")
+    storage.end_generation(tid, "w")
+    storage.record_choice(author, tid, pick="a", strength=2, strength_points=4)
+    storage.finish_conversation(author, cid)
+    login(app_client, storage, "bob")
+    r = app_client.get("/review")
+    assert r.status_code == 200
+    clean(r)
+    assert "<script>alert(1)</script>" not in r.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
+    assert "Right answer." in r.text and "m1" not in r.text and "author" not in r.text
+    assert r.text.count('class="point review-point') == 8
+    assert 'id="review" data-id="' in r.text
+    assert 'href="/admin"' not in r.text  # not an admin
+
+
+def test_review_page_when_nothing_is_left(app_client, storage):
+    login(app_client, storage, "bob")
+    r = app_client.get("/review")
+    assert r.status_code == 200 and "Nothing to review" in r.text
+
+
+def test_admin_pages_for_admins_only(app_client, storage):
+    login(app_client, storage, "bob")
+    for path in ("/admin", "/admin/leaderboard"):
+        assert app_client.get(path).status_code == 403
+
+
+def test_admin_page_lists_annotators_agreement_and_conversations(app_client, storage):
+    alice, _ = storage.add_annotator(HOSTILE[:40])
+    bob, _ = storage.add_annotator("bob")
+    conversation(storage, alice, [("a", 3), ("b", 2)])
+    while (task := next_review(storage, bob, 1.0)) is not None:
+        submit_review(storage, bob, task["id"], "a", 2, 4)
+    login(app_client, storage, "root", role="admin")
+    r = app_client.get("/admin")
+    assert r.status_code == 200
+    clean(r)
+    assert "<script>alert(1)" not in r.text and "&lt;script&gt;alert(1)" in r.text
+    assert 'data-name="bob"' in r.text
+    assert "Fleiss&#39; kappa" in r.text or "Fleiss' kappa" in r.text
+    assert "2 reviewed comparisons, 4 ratings" in r.text
+    assert "Garden questions" in r.text  # every conversation, not only the admin's own
+    assert 'href="/admin/leaderboard"' in r.text
+    # the admin cannot disable themself from the page (no buttons on their own row)
+    row = r.text.split('data-name="root"')[1].split("</tr>")[0]
+    assert "annotator-toggle" not in row
+
+
+def test_leaderboard_page(app_client, storage):
+    alice, _ = storage.add_annotator("alice")
+    conversation(storage, alice, [("a", 3), ("a", 3), ("b", 2)], backends=("model-x", "model-y"))
+    login(app_client, storage, "root", role="admin")
+    r = app_client.get("/admin/leaderboard")
+    assert r.status_code == 200
+    assert _audit(r.text).inline == []
+    table = r.text.split('id="leaderboard"')[1]
+    assert table.index("model-x") < table.index("model-y")  # 2 wins of 3 ranks first
+    assert "3 comparisons in 1 conversations" in r.text
+
+
+def test_leaderboard_page_empty(app_client, storage):
+    login(app_client, storage, "root", role="admin")
+    assert (
+        "No comparisons between two different backends" in app_client.get("/admin/leaderboard").text
+    )
+
+
+def test_admin_opens_anyone_s_conversation(app_client, storage):
+    alice, _ = storage.add_annotator("alice")
+    cid = conversation(storage, alice, [("a", 3)])
+    login(app_client, storage, "root", role="admin")
+    r = app_client.get(f"/conversations/{cid}")
+    assert r.status_code == 200 and "Garden questions" in r.text  # turns load by script

@@ -1,0 +1,105 @@
+"""Review tasks and the admin pages in a real headless browser (one browser for the module).
+
+An annotator reviews two finished comparisons (one by key, one by mouse) until nothing is left;
+an admin sees the counts and agreement, disables the annotator, adds another, and opens the
+leaderboard. Screenshots go to a temp folder; with ``HH_UPDATE_SCREENSHOTS=1`` they replace
+docs/img/collect-review.png, collect-admin.png and collect-leaderboard.png.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import replace
+
+import pytest
+from test_browser import CHROMIUM, CHROMIUM_ARGS, DOCS_IMG, PNG_MAGIC, TIMEOUT_MS, _serve, _watch
+from test_review import conversation
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def test_review_then_admin_pages(browser, tmp_path):
+    with _serve(tmp_path) as (base, storage, token, app):
+        app.state.settings = replace(app.state.settings, review_fraction=1.0)
+        alice, _ = storage.add_annotator("alice")
+        conversation(storage, alice, [("a", 3), ("b", 2)], backends=("demo-1", "demo-2"))
+        conversation(storage, alice, [("a", 4)], backends=("demo-2", "demo-1"))
+        _, root_token = storage.add_annotator("root", role="admin")
+
+        # robin reviews until nothing is left: the first by key 1, the rest by mouse
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = ctx.new_page()
+        seen = _watch(page)
+        page.goto(f"{base}/login?token={token}")
+        page.click("a[href='/review']")
+        page.wait_for_selector("#review .candidate", timeout=TIMEOUT_MS)
+        assert page.locator(".candidate").count() == 2
+        assert "Answer" in page.locator(".candidate .text").first.inner_text()
+        shots = tmp_path / "shots"
+        shots.mkdir()
+        page.screenshot(path=str(shots / "collect-review.png"), full_page=True)
+        with page.expect_navigation(timeout=TIMEOUT_MS):  # saved, then the next task loads
+            page.keyboard.press("1")  # A4
+        reviewed = 1
+        while page.locator("#review").count():
+            with page.expect_navigation(timeout=TIMEOUT_MS):
+                page.click(".review-point[data-key='6']")  # B2
+            reviewed += 1
+            assert reviewed <= 3
+        page.wait_for_selector("#review-empty", timeout=TIMEOUT_MS)
+        assert reviewed == 3
+        from hhrlhf.collect.storage.review import review_units
+
+        got = sorted(u["ratings"][1]["strength"] for u in review_units(storage))
+        assert got == [2, 2, 4]
+        assert not page.locator("a[href='/admin']").count()  # not an admin
+        ctx.close()
+
+        # the admin
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = ctx.new_page()
+        seen_admin = _watch(page)
+        page.goto(f"{base}/login?token={root_token}")
+        page.click("a[href='/admin']")
+        page.wait_for_selector("#annotators", timeout=TIMEOUT_MS)
+        robin = page.locator("#annotators tr[data-name='robin']")
+        cells = robin.locator("td").all_inner_texts()
+        assert cells[6] == "3"  # reviews
+        assert "3 reviewed comparisons, 6 ratings" in page.locator("#agreement").inner_text()
+        page.screenshot(path=str(shots / "collect-admin.png"), full_page=True)
+        robin.locator(".annotator-toggle").click()
+        page.wait_for_selector("#annotators tr.disabled[data-name='robin']", timeout=TIMEOUT_MS)
+        assert storage.annotator_by_name("robin").disabled
+        page.fill("#new-name", "sam")
+        page.click("#add-annotator button[type=submit]")
+        page.wait_for_selector("#new-token:not([hidden])", timeout=TIMEOUT_MS)
+        assert "/login?token=" in page.locator("#new-token-link").inner_text()
+        assert storage.annotator_by_name("sam") is not None
+        page.click("a[href='/admin/leaderboard']")
+        page.wait_for_selector("#leaderboard", timeout=TIMEOUT_MS)
+        names = page.locator("#leaderboard tbody td:nth-child(2)").all_inner_texts()
+        assert sorted(names) == ["demo-1", "demo-2"]
+        page.screenshot(path=str(shots / "collect-leaderboard.png"), full_page=True)
+        ctx.close()
+
+        for s in (seen, seen_admin):
+            assert s["dialogs"] == [] and s["errors"] == [], s
+            assert [c for c in s["console"] if "favicon" not in c] == [], s
+        for name in ("collect-review.png", "collect-admin.png", "collect-leaderboard.png"):
+            assert (shots / name).read_bytes().startswith(PNG_MAGIC)
+            if os.environ.get("HH_UPDATE_SCREENSHOTS") == "1":
+                shutil.copy(shots / name, DOCS_IMG / name)

@@ -1,0 +1,198 @@
+"""Review tasks, per-annotator statistics, agreement and leaderboard games in the database."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hhrlhf.collect.storage.review import (
+    agreed_turns,
+    annotator_stats,
+    collection_stats,
+    leaderboard_games,
+    next_review,
+    review_units,
+    selected_for_review,
+    set_annotator,
+    submit_review,
+)
+from hhrlhf.errors import CollectError
+
+PTS = 4
+
+
+def make_turn(storage, who, cid, human, a, b, backends=("m1", "m2")):
+    tid = storage.create_turn(who, cid, human, backends)["id"]
+    assert storage.acquire_lease(tid, "w", 60)
+    storage.save_candidate(tid, "a", owner="w", text=a, raw_text=a)
+    storage.save_candidate(tid, "b", owner="w", text=b, raw_text=b)
+    assert storage.end_generation(tid, "w") == "ready"
+    return tid
+
+
+def conversation(storage, who, picks, *, mode="helpful", backends=("m1", "m2"), finish=True):
+    """A conversation with one turn per (pick, strength); returns its id."""
+    cid = storage.create_conversation(who, mode, "Garden questions")["id"]
+    for i, (pick, strength) in enumerate(picks):
+        tid = make_turn(
+            storage, who, cid, f"Question {i}?", f"Answer A{i}.", f"Answer B{i}.", backends
+        )
+        storage.record_choice(who, tid, pick=pick, strength=strength, strength_points=PTS)
+    if finish:
+        storage.finish_conversation(who, cid, None, 2 if mode == "red-team" else None)
+    return cid
+
+
+@pytest.fixture
+def people(storage):
+    alice, _ = storage.add_annotator("alice")
+    bob, _ = storage.add_annotator("bob")
+    carol, _ = storage.add_annotator("carol")
+    return alice, bob, carol
+
+
+def test_selection_is_stable_and_near_the_fraction():
+    chosen = [selected_for_review(f"uid-{i}", 0, 0.25) for i in range(4000)]
+    assert 0.22 < sum(chosen) / len(chosen) < 0.28
+    assert chosen == [selected_for_review(f"uid-{i}", 0, 0.25) for i in range(4000)]
+    assert not selected_for_review("uid-1", 0, 0)
+    assert all(selected_for_review(f"uid-{i}", 3, 1.0) for i in range(50))
+
+
+def test_review_is_blind_reordered_and_mapped_back(storage, people):
+    alice, bob, _ = people
+    conversation(storage, alice, [("a", 3)])
+    # the author never reviews her own comparisons
+    assert next_review(storage, alice, 1.0) is None
+    # swapped: bob sees the original B on the left
+    rng = random.Random()
+    rng.random = lambda: 0.1  # < 0.5: swapped
+    task = next_review(storage, bob, 1.0, rng=rng)
+    assert [c["text"] for c in task["candidates"]] == ["Answer B0.", "Answer A0."]
+    assert task["prefix"].endswith("\n\nAssistant:")
+    assert "annotator" not in task and "backend" not in str(task)
+    # asking again returns the same open task
+    assert next_review(storage, bob, 1.0, rng=rng)["id"] == task["id"]
+    # bob picks the left one ("a" as shown) = the original A: agrees with alice
+    done = submit_review(storage, bob, task["id"], "b", 2, PTS)
+    assert done["pick"] == "b" and done["status"] == "done"
+    units = review_units(storage)
+    assert [r["pick"] for r in units[0]["ratings"]] == ["a", "a"]
+    assert [r["annotator"] for r in units[0]["ratings"]] == ["alice", "bob"]
+    # nothing left for bob; idempotent repeat; a different answer is a conflict
+    assert next_review(storage, bob, 1.0) is None
+    assert submit_review(storage, bob, task["id"], "b", 2, PTS)["status"] == "done"
+    with pytest.raises(CollectError) as e:
+        submit_review(storage, bob, task["id"], "a", 2, PTS)
+    assert e.value.status == 409
+
+
+def test_review_ownership_and_validation(storage, people):
+    alice, bob, carol = people
+    conversation(storage, alice, [("b", 2)])
+    task = next_review(storage, bob, 1.0)
+    with pytest.raises(CollectError) as e:
+        submit_review(storage, carol, task["id"], "a", 2, PTS)
+    assert e.value.status == 404
+    for pick, strength in (("c", 2), ("a", 0), ("a", PTS + 1)):
+        with pytest.raises(CollectError) as e:
+            submit_review(storage, bob, task["id"], pick, strength, PTS)
+        assert e.value.status == 422
+
+
+def test_only_finished_comparisons_and_the_configured_share(storage, people):
+    alice, bob, _ = people
+    conversation(storage, alice, [("a", 2)], finish=False)
+    assert next_review(storage, bob, 1.0) is None
+    assert next_review(storage, bob, 0.0) is None
+    conversation(storage, alice, [("a", 2)] * 40)
+    seen = 0
+    while (task := next_review(storage, bob, 0.3)) is not None:
+        submit_review(storage, bob, task["id"], "a", 1, PTS)
+        seen += 1
+    assert 4 <= seen <= 22  # about 30% of 40 (stable hash, not exact)
+
+
+def test_fewest_reviews_first(storage, people):
+    alice, bob, carol = people
+    conversation(storage, alice, [("a", 2), ("b", 2)])
+    first = next_review(storage, bob, 1.0)
+    submit_review(storage, bob, first["id"], "a", 2, PTS)
+    # carol gets the comparison nobody has reviewed yet
+    second = next_review(storage, carol, 1.0)
+    assert second["human"] != first["human"]
+
+
+def test_agreement_and_agreed_turns(storage, people):
+    alice, bob, carol = people
+    cid = conversation(storage, alice, [("a", 4), ("b", 1)])
+    rng = random.Random()
+    rng.random = lambda: 0.9  # not swapped: shown order = original order
+    for reviewer, picks in ((bob, {"Question 0?": "a", "Question 1?": "a"}), (carol, None)):
+        while (task := next_review(storage, reviewer, 1.0, rng=rng)) is not None:
+            pick = picks[task["human"]] if picks else "a"
+            submit_review(storage, reviewer, task["id"], pick, 3, PTS)
+    units = review_units(storage)
+    # turn 0: alice a4, bob a3, carol a3 (agree); turn 1: alice b1, bob a3, carol a3
+    assert agreed_turns(units) == {(cid, 0)}
+    stats = collection_stats(storage, resamples=50)
+    overall = stats["agreement"]
+    assert overall["units"] == 2 and overall["ratings"] == 6
+    # pairs: turn 0 all 3 agree, turn 1 one of 3 (bob, carol) -> 4/6
+    assert overall["percent_agreement"] == pytest.approx(4 / 6, abs=1e-4)
+    # Fleiss: P = (1 + 1/3)/2 = 2/3; p_a = 5/6, p_b = 1/6 -> P_e = 26/36; kappa = (24-26)/10
+    assert overall["fleiss_kappa"] == pytest.approx(-0.2, abs=1e-4)
+    per = {r["name"]: r for r in stats["annotators"]}
+    # alice vs others: (a,a),(a,a),(b,a),(b,a) -> 2 of 4 agree
+    assert per["alice"]["agreement"]["percent_agreement"] == pytest.approx(0.5)
+    assert per["alice"]["agreement"]["pairs"] == 4
+    assert per["bob"]["reviews"] == 2 and per["alice"]["reviews"] == 0
+
+
+def test_annotator_stats_counts_strengths_and_position_bias(storage, people):
+    alice, bob, _ = people
+    conversation(storage, alice, [("a", 3), ("a", 1), ("b", 3)])
+    rows = {r["name"]: r for r in annotator_stats(storage)}
+    assert rows["alice"]["comparisons"] == 3 and rows["alice"]["conversations"] == 1
+    assert rows["alice"]["strengths"] == {"1": 1, "3": 2}
+    assert rows["alice"]["share_a"] == pytest.approx(2 / 3, abs=1e-4)
+    assert rows["alice"]["median_seconds"] is not None and rows["alice"]["median_seconds"] >= 0
+    assert rows["bob"]["comparisons"] == 0 and rows["bob"]["share_a"] is None
+
+
+def test_leaderboard_games_helpful_and_red_team(storage, people):
+    alice, _, _ = people
+    h = conversation(storage, alice, [("a", 2), ("b", 3)], backends=("m1", "m2"))
+    r = conversation(storage, alice, [("a", 2)], mode="red-team", backends=("m1", "m2"))
+    conversation(storage, alice, [("a", 2)], backends=("m1", "m1"))  # same backend: no game
+    games = leaderboard_games(storage)
+    # helpful: the pick wins; red-team: the one NOT picked (less harmful) wins
+    assert games == [(h, "m1", "m2"), (h, "m2", "m1"), (r, "m2", "m1")]
+
+
+def test_set_annotator_role_and_attributes(storage, people):
+    set_annotator(storage, "bob", role="admin", attributes={"is_upworker": True, "team": "x"})
+    assert storage.annotator_by_name("bob").role == "admin"
+    out = set_annotator(storage, "bob", attributes={"team": None})
+    assert out["attributes"] == {"is_upworker": True}
+    with pytest.raises(CollectError):
+        set_annotator(storage, "nobody", role="admin")
+    with pytest.raises(CollectError):
+        set_annotator(storage, "bob", role="owner")
+
+
+def test_reviews_table_migrates_up_and_down(db_url):
+    from sqlalchemy import inspect
+
+    from hhrlhf.collect.storage import Storage
+
+    st = Storage(db_url)
+    st.upgrade()
+    assert "reviews" in inspect(st.engine).get_table_names()
+    st.downgrade("0001")
+    assert "reviews" not in inspect(st.engine).get_table_names()
+    assert "comparisons" in inspect(st.engine).get_table_names()
+    st.upgrade()
+    assert "reviews" in inspect(st.engine).get_table_names()
+    st.dispose()
