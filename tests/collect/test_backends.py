@@ -118,8 +118,23 @@ def test_demo_backend_is_deterministic_and_answers_from_the_sample():
     a = DemoBackend(BackendConfig("demo-a", "demo", variant=0))
     b = DemoBackend(BackendConfig("demo-b", "demo", variant=1))
     first = "".join(collect(a)[0])
-    assert first == "".join(collect(a)[0]) == demo_reply(PROMPT.human, 0)
+    assert first == demo_reply(PROMPT.human, 0)
     assert first.strip() and first != "".join(collect(b)[0])
+
+
+def test_two_samples_from_one_demo_backend_differ():
+    # red-team mode draws both responses from one backend; a rerank backend draws k from its base
+    a = DemoBackend(BackendConfig("demo-a", "demo", variant=0))
+    texts = ["".join(collect(a)[0]) for _ in range(4)]
+    assert texts[0] != texts[1] and texts[0] == texts[2] and texts[1] == texts[3]
+    assert [demo_reply(PROMPT.human, v) for v in range(2)] == texts[:2]
+
+
+def test_demo_replies_hold_no_speaker_markers():
+    from hhrlhf.collect.backends import SPEAKER_MARKERS, _sample_index
+
+    for _words, chosen, rejected in _sample_index():
+        assert not any(m in t for t in (chosen, rejected) for m in SPEAKER_MARKERS)
 
 
 def test_unknown_kind_is_refused():

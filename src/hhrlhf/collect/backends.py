@@ -8,6 +8,7 @@ then cuts any speaker marker the model wrote and normalises whitespace, so the e
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import re
 from collections.abc import AsyncIterator
@@ -171,7 +172,9 @@ def _sample_index() -> tuple[tuple[frozenset, str, str], ...]:
                     continue
                 chosen = pair.chosen_response.strip()
                 rejected = pair.rejected_response.strip()
-                if chosen and rejected:
+                # the sample keeps upstream's quirks; a demo reply should not show them
+                quirky = any(m in text for text in (chosen, rejected) for m in SPEAKER_MARKERS)
+                if chosen and rejected and chosen != rejected and not quirky:
                     out.append((frozenset(_words(humans[-1])), chosen, rejected))
     if not out:
         raise HHError("the bundled sample has no helpful pairs for the demo backend")
@@ -192,15 +195,21 @@ def demo_reply(human: str, variant: int) -> str:
 
 
 class DemoBackend:
-    """``demo``: no model; replies drawn deterministically from the bundled sample."""
+    """``demo``: no model; replies drawn from the bundled sample.
+
+    Successive calls alternate between the matched pair's two responses (starting with the
+    ``variant``), so two samples from one demo backend differ, as a sampling model's would:
+    a red-team conversation (one backend for both slots) and a rerank base get two texts.
+    """
 
     kind = "demo"
 
     def __init__(self, config: BackendConfig):
         self.config = config
+        self._calls = itertools.count()
 
     async def stream(self, prompt):
-        text = demo_reply(prompt.human, self.config.variant)
+        text = demo_reply(prompt.human, self.config.variant + next(self._calls))
         for piece in re.findall(r"\S+\s*|\s+", text):
             if self.config.token_delay:
                 await asyncio.sleep(self.config.token_delay)
