@@ -127,3 +127,24 @@ def test_admin_opens_anyone_s_conversation(app_client, storage):
     login(app_client, storage, "root", role="admin")
     r = app_client.get(f"/conversations/{cid}")
     assert r.status_code == 200 and "Garden questions" in r.text  # turns load by script
+
+
+def _columns(table_html):
+    """(header classes, first row's cell classes) of a table, in column order."""
+    import re
+
+    head = re.findall(r"<th(\s[^>]*)?>", table_html.split("</thead>")[0])
+    row = table_html.split("<tbody>")[1].split("</tr>")[0]
+    cells = re.findall(r"<td(\s[^>]*)?>", row)
+    return ["num" in h for h in head], ["num" in c for c in cells]
+
+
+def test_number_columns_align_their_headers(app_client, storage):
+    # right-aligned numbers under left-aligned headers read as the next column's
+    alice, _ = storage.add_annotator("alice")
+    conversation(storage, alice, [("a", 3), ("b", 2)], backends=("model-x", "model-y"))
+    login(app_client, storage, "root", role="admin")
+    for path, table in (("/admin", 'id="annotators"'), ("/admin/leaderboard", 'id="leaderboard"')):
+        html = app_client.get(path).text.split(table)[1].split("</table>")[0]
+        head, cells = _columns(html)
+        assert any(cells) and head[: len(cells)] == cells, path
