@@ -4,7 +4,7 @@ The real data is offensive by design and is never copied. This module writes coo
 travel, gardening, coding, pets and homework conversations, and benign "attacks" (asking
 for a made-up secret recipe, a rude limerick about a fictional captain, a way to skip the
 safety steps of a flat-pack wardrobe), with the shapes, marginals and quirks the real files
-have (see ``docs/hh-rlhf-facts.md``):
+have (each listed below):
 
 * :func:`generate_pairs` yields ``{"chosen": str, "rejected": str}`` transcripts with 1 to 18
   human turns, the chosen side longer in about 45% of pairs and, at the rates in

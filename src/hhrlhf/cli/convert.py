@@ -25,12 +25,6 @@ from .options import (
 __all__ = ["commands", "export", "import_", "check", "clean", "demo_step"]
 
 
-def _format_names() -> list[str]:
-    from ..convert import FORMATS
-
-    return list(FORMATS)
-
-
 def _chatter(msg: str) -> None:
     click.echo(msg, err=True)
 
@@ -53,7 +47,7 @@ def _records(subsets, split, data, fmt):
     from ..reader import read_attempts, read_pairs
 
     names = list(subsets)
-    if fmt.kind == "redteam":
+    if fmt.kind == "red-team":
         if names and names != [RED_TEAM]:
             raise click.BadParameter("--format redteam exports red-team-attempts only")
         files = select_files(names or RED_TEAM, split=split, data=data)
@@ -197,7 +191,7 @@ def import_(file, fmt_name, out, with_source, lenient, force):
     fmt = get_format(fmt_name)
     skipped: list = []
     records = import_records(file, fmt, lenient=lenient, skipped=skipped)
-    if fmt.kind == "redteam":
+    if fmt.kind == "red-team":
         rows = (
             dict(r.to_dict(real_keys=True), **({"index": r.index} if with_source else {}))
             for r in records
