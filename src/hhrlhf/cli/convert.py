@@ -397,27 +397,13 @@ def clean(subsets, split, out, drop, threshold, keep_readable, data, file_subset
 
 
 def demo_step(data: str, out: Path) -> None:
-    """Export, audit and clean ``data``; outputs under ``out/convert/``."""
-    from ..checks import audit
-    from ..clean import clean as run_clean
-    from ..convert import export_records
-    from ..layout import select_files
-    from ..reader import read_pairs
+    """Export, audit and clean ``data`` (:func:`hhrlhf.demo.convert_demo`); print what it did."""
+    from ..demo import convert_demo
 
-    base = Path(out) / "convert"
-    base.mkdir(parents=True, exist_ok=True)
-    files = [f for f in select_files(data=data) if not f.red_team]
-    # harmless-base/test where it is there, else the first preference file
-    f = next((f for f in files if f.key == "harmless-base/test"), files[0])
-    for fmt in ("dpo", "trl-conversational"):
-        target = base / f"{f.subset}-{f.split}.{fmt}.jsonl"
-        n = export_records(
-            read_pairs(f.path, subset=f.subset, split=f.split),
-            fmt,
-            target,
-        )
-        click.echo(f"export: {n} {f.key} pairs as {fmt} -> {target}")
-    result = audit(["all"], data=data)
+    done = convert_demo(data, out)
+    for key, fmt, n, target in done.exports:
+        click.echo(f"export: {n} {key} pairs as {fmt} -> {target}")
+    result = done.audit
     flagged = {k: v for k, v in result.counts.items() if v}
     click.echo(
         f"check: {result.rows} rows, {len(result.flags)} flagged: "
@@ -426,15 +412,10 @@ def demo_step(data: str, out: Path) -> None:
     if result.skipped:
         why = "; ".join(dict.fromkeys(result.skipped.values()))
         click.echo(f"check: skipped {', '.join(result.skipped)}: {why}")
-    target = base / "clean"
-    if target.exists():
-        import shutil
-
-        shutil.rmtree(target)
-    m = run_clean(["all"], out=target, data=data, result=result)
+    m = done.manifest
     click.echo(
         f"clean: {m['rows']} rows in = {m['kept']} kept + {m['dropped']} dropped "
-        f"({', '.join(f'{k}={v}' for k, v in m['dropped_by_reason'].items())}) -> {target}"
+        f"({', '.join(f'{k}={v}' for k, v in m['dropped_by_reason'].items())}) -> {done.clean_dir}"
     )
 
 
