@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hhrlhf import read_pairs
-from hhrlhf.reward.features import DENSE_GROUPS, Featurizer
+from hhrlhf.reward.features import DENSE_GROUPS, WORD_TOKENIZERS, FeatureConfig, Featurizer
 from hhrlhf.reward.loss import bt_objective
 
 L2_GRID = (2e-4, 5e-4, 1e-3, 2e-3)
@@ -43,11 +43,11 @@ def _slice(raw: dict, idx) -> dict:
     return {k: v[idx] for k, v in raw.items()}
 
 
-def _fit(feat_raw_c, feat_raw_r, tr, l2, max_iter=300):
+def _fit(feat_raw_c, feat_raw_r, tr, l2, config, max_iter=300):
     """Fit the PM on pairs ``tr`` from precomputed raw blocks; returns a scorer of pair indices."""
     from scipy.optimize import minimize
 
-    f = Featurizer()
+    f = Featurizer(config)
     both = {
         k: (np.vstack if k in DENSE_GROUPS else sp.vstack)([feat_raw_c[k][tr], feat_raw_r[k][tr]])
         for k in feat_raw_c
@@ -72,6 +72,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--inner", type=int, default=3, help="inner folds for choosing l2")
+    ap.add_argument(
+        "--word-tokenizer",
+        choices=sorted(WORD_TOKENIZERS),
+        default=FeatureConfig().word_tokenizer,
+        help="the PM's word tokenizer (default: the FeatureConfig default)",
+    )
     args = ap.parse_args(argv)
 
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -92,7 +98,8 @@ def main(argv=None) -> int:
     prompts = [p.prompt for p in pairs]
     chosen = [p.chosen_response for p in pairs]
     rejected = [p.rejected_response for p in pairs]
-    f0 = Featurizer()
+    config = FeatureConfig(word_tokenizer=args.word_tokenizer)
+    f0 = Featurizer(config)
     raw_c, raw_r = f0._raw(prompts, chosen), f0._raw(prompts, rejected)
     outer = list(KFold(args.folds, shuffle=True, random_state=args.seed).split(np.arange(n)))
     results = {"shorter wins": [], "word-bigram TF-IDF BT": [], "hhrlhf PM": []}
@@ -119,12 +126,12 @@ def main(argv=None) -> int:
         for l2 in L2_GRID:
             accs = []
             for itr, ite in inner:
-                margin = _fit(raw_c, raw_r, tr[itr], l2)
+                margin = _fit(raw_c, raw_r, tr[itr], l2, config)
                 accs.append(np.mean(margin[tr[ite]] > 0))
             inner_acc[l2] = float(np.mean(accs))
         best = max(L2_GRID, key=lambda v: (inner_acc[v], v))
         chosen_l2.append(best)
-        margin = _fit(raw_c, raw_r, tr, best)
+        margin = _fit(raw_c, raw_r, tr, best, config)
         results["hhrlhf PM"].append(np.mean(margin[te] > 0))
         ties["hhrlhf PM"] += int(np.sum(margin[te] == 0))
         print(
@@ -135,7 +142,10 @@ def main(argv=None) -> int:
             flush=True,
         )
     elapsed = time.perf_counter() - t0
-    print(f"# {args.folds}-fold CV on harmless-base/test ({n:,} pairs), seed {args.seed}")
+    print(
+        f"# {args.folds}-fold CV on harmless-base/test ({n:,} pairs), seed {args.seed}, "
+        f"word tokenizer {args.word_tokenizer}"
+    )
     print(
         f"# machine: {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"{elapsed:.0f}s in all"

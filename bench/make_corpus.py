@@ -3,7 +3,7 @@
 Usage: ``python bench/make_corpus.py --out bench/corpus [--seed 0]``. The layout is
 upstream's: ``<out>/<subset>/{train,test}.jsonl.gz`` and
 ``<out>/red-team-attempts/red_team_attempts.jsonl.gz`` (one JSON array). The text is
-benign and written by the project (see ``hhrlhf.synth``).
+benign and written by the project (see ``hhrlhf.testing.synth``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from hhrlhf.synth import write_corpus
+from hhrlhf.testing.synth import write_corpus
 
 
 def main(argv=None) -> int:

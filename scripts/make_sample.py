@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hhrlhf.synth import write_corpus
+from hhrlhf.testing.synth import write_corpus
 
 ROOT = Path(__file__).resolve().parents[1] / "src" / "hhrlhf" / "sample_data"
 

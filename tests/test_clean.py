@@ -141,7 +141,7 @@ def test_out_must_be_new(data, tmp_path):
 
 
 def test_sample_rows_in_equal_kept_plus_dropped(tmp_path):
-    from hhrlhf.synth import write_corpus
+    from hhrlhf.testing.synth import write_corpus
 
     write_corpus(tmp_path / "s", scale="sample")
     m = clean(["all"], out=tmp_path / "o", data=tmp_path / "s")

@@ -37,3 +37,17 @@ def test_readme_mentions_every_top_level_command():
     readme = (ROOT / "README.md").read_text()
     for name in cli.commands:
         assert f"hh {name}" in readme, f"README does not mention `hh {name}`"
+
+
+def test_every_project_file_the_source_cites_exists():
+    """A docstring or comment that points at docs/, bench/, scripts/ or tests/ names a file that is
+    there (e.g. no facts file the project does not have)."""
+    import re
+
+    cited = re.compile(r"\b(?:docs|bench|scripts|tests)/[A-Za-z0-9_./-]+\.(?:md|py)\b")
+    missing = []
+    for path in sorted((ROOT / "src" / "hhrlhf").rglob("*.py")):
+        for name in cited.findall(path.read_text(encoding="utf-8")):
+            if not (ROOT / name).is_file():
+                missing.append(f"{path.relative_to(ROOT)}: {name}")
+    assert not missing

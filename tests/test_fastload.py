@@ -19,11 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hhrlhf
-from hhrlhf import fastload, synth
+from hhrlhf import fastload
 from hhrlhf.errors import DataFormatError, TruncatedStreamError
 from hhrlhf.fastload import Fallback, load_files, parse_jsonl
 from hhrlhf.reader import read_pairs
 from hhrlhf.records import PreferencePair
+from hhrlhf.testing import synth
 from hhrlhf.transcript import align_pair, prompt_length
 
 DATA = Path(__file__).parent / "data"

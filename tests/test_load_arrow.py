@@ -17,10 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hhrlhf
-from hhrlhf import fastload, synth
+from hhrlhf import fastload
 from hhrlhf.errors import DataFormatError, HHError
 from hhrlhf.fastload import load_files_arrow
 from hhrlhf.reader import read_pairs
+from hhrlhf.testing import synth
 
 pa = pytest.importorskip("pyarrow")
 

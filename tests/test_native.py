@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hhrlhf import fastload, synth
+from hhrlhf import fastload
+from hhrlhf.testing import synth
 from hhrlhf.transcript import prompt_length
 
 jsonl = fastload._jsonl

@@ -17,7 +17,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    from hhrlhf.synth import write_corpus
+    from hhrlhf.testing.synth import write_corpus
 
     root = tmp_path_factory.mktemp("sample")
     write_corpus(root, scale="sample")

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from hhrlhf import synth
 from hhrlhf.records import PAIR_CLASSES, RED_TEAM_KEYS, TASK_SCORE_KEY_REAL, PreferencePair
 from hhrlhf.subsets import PREFERENCE_SUBSETS
+from hhrlhf.testing import synth
 from hhrlhf.transcript import parse_transcript, render_transcript
 
-SAMPLE_DIR = Path(synth.__file__).parent / "sample_data"
+SAMPLE_DIR = Path(synth.__file__).parents[1] / "sample_data"
 RED_TEAM_PATH = "red-team-attempts/red_team_attempts.jsonl.gz"
 PREFERENCE_PATHS = [
     f"{s}/{split}.jsonl.gz" for s in PREFERENCE_SUBSETS for split in ("train", "test")
@@ -246,3 +246,10 @@ def test_bad_arguments():
         synth.write_corpus("unused", scale="huge")
     with pytest.raises(ValueError):
         next(synth.generate_pairs(1, subset="nope"))
+
+
+def test_old_import_path_is_the_same_module():
+    import hhrlhf.synth as old
+    from hhrlhf.synth import write_corpus
+
+    assert old is synth and write_corpus is synth.write_corpus

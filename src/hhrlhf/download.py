@@ -235,12 +235,17 @@ def hub_token() -> str | None:
 def sha256_file(path: str | os.PathLike[str]) -> str:
     """Hex sha256 of a file, read in 1 MiB chunks."""
     h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as fh:
+        _hash_stream(h, fh)
+    return h.hexdigest()
+
+
+def _hash_stream(hasher, fh) -> None:
+    """Feed an unbuffered binary file to ``hasher`` in ``CHUNK``-sized reads."""
     buf = bytearray(CHUNK)
     view = memoryview(buf)
-    with open(path, "rb", buffering=0) as fh:
-        while n := fh.readinto(buf):
-            h.update(view[:n])
-    return h.hexdigest()
+    while n := fh.readinto(buf):
+        hasher.update(view[:n])
 
 
 def verify_checksum(path: str | os.PathLike[str], expected: str) -> None:
@@ -847,11 +852,8 @@ def _open_part(part: Path, *, append: bool, url: str):
 
 
 def _hash_into(hasher, path: Path) -> None:
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
     with os.fdopen(os.open(path, os.O_RDONLY | _NOFOLLOW), "rb", buffering=0) as fh:
-        while n := fh.readinto(buf):
-            hasher.update(view[:n])
+        _hash_stream(hasher, fh)
 
 
 def _human(n: float) -> str:

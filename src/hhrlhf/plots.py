@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from .errors import require
+from .stats import bin_counts
 
 __all__ = ["write_stats_plots", "histogram"]
 
@@ -31,17 +32,9 @@ def _figure(width=6.4, height=4.0):
 
 
 def histogram(values: list[int], edges: list[float]) -> list[int]:
-    """Counts of ``values`` in ``[edges[i], edges[i+1])``; the last bin also takes the top edge."""
-    counts = [0] * (len(edges) - 1)
-    import bisect
-
-    for v in values:
-        i = bisect.bisect_right(edges, v) - 1
-        if i == len(counts):
-            i -= 1
-        if 0 <= i < len(counts):
-            counts[i] += 1
-    return counts
+    """Counts of ``values`` in ``[edges[i], edges[i+1])``; the last bin also takes every value
+    at or above the top edge (:func:`hhrlhf.stats.bin_counts`)."""
+    return bin_counts(values, edges, clip_top=True)
 
 
 def _edges(values: list[int], bins: int = 30) -> list[float]:

@@ -431,7 +431,8 @@ def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
 # --------------------------------------------------------------------------- validation
 
 
-def _type_name(v: Any) -> str:
+def type_name(v: Any) -> str:
+    """How an error message names a JSON value's type (``null`` for None)."""
     return "null" if v is None else type(v).__name__
 
 
@@ -440,7 +441,7 @@ def pair_from_object(
 ) -> PreferencePair:
     """Validate one decoded row as a preference pair; raises ``ValueError`` with the problem."""
     if type(obj) is not dict:
-        raise ValueError(f"expected a JSON object, got {_type_name(obj)}")
+        raise ValueError(f"expected a JSON object, got {type_name(obj)}")
     try:
         chosen = obj["chosen"]
         rejected = obj["rejected"]
@@ -449,9 +450,9 @@ def pair_from_object(
             f"missing key {exc.args[0]!r} (a pair needs 'chosen' and 'rejected')"
         ) from None
     if type(chosen) is not str:
-        raise ValueError(f"'chosen' must be a string, got {_type_name(chosen)}")
+        raise ValueError(f"'chosen' must be a string, got {type_name(chosen)}")
     if type(rejected) is not str:
-        raise ValueError(f"'rejected' must be a string, got {_type_name(rejected)}")
+        raise ValueError(f"'rejected' must be a string, got {type_name(rejected)}")
     return PreferencePair(chosen, rejected, subset, split, index)
 
 
@@ -491,7 +492,7 @@ def _number(obj: dict, key: str) -> float:
         return v
     if type(v) is int:
         return float(v)
-    raise ValueError(f"{key!r} must be a number, got {_type_name(v)}")
+    raise ValueError(f"{key!r} must be a number, got {type_name(v)}")
 
 
 def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt:
@@ -501,7 +502,7 @@ def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt
     the dataset card's spelling, and exposes it as ``task_description_harmlessness_score``.
     """
     if type(obj) is not dict:
-        raise ValueError(f"expected a JSON object, got {_type_name(obj)}")
+        raise ValueError(f"expected a JSON object, got {type_name(obj)}")
     score_key = TASK_SCORE_KEY_REAL if TASK_SCORE_KEY_REAL in obj else TASK_SCORE_KEY_CARD
     required = [score_key if k == TASK_SCORE_KEY_CARD else k for k in RED_TEAM_KEYS]
     missing = [k for k in required if k not in obj]
@@ -511,19 +512,19 @@ def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt
         )
     for key in ("transcript", "num_params", "model_type", "task_description"):
         if type(obj[key]) is not str:
-            raise ValueError(f"{key!r} must be a string, got {_type_name(obj[key])}")
+            raise ValueError(f"{key!r} must be a string, got {type_name(obj[key])}")
     member = obj["red_team_member_id"]
     if type(member) not in (int, str):
         raise ValueError(
-            f"'red_team_member_id' must be an int or a string, got {_type_name(member)}"
+            f"'red_team_member_id' must be an int or a string, got {type_name(member)}"
         )
     if type(obj["is_upworker"]) is not bool:
         raise ValueError(
-            f"'is_upworker' must be true or false, got {_type_name(obj['is_upworker'])}"
+            f"'is_upworker' must be true or false, got {type_name(obj['is_upworker'])}"
         )
     tags = obj["tags"]
     if tags is not None and (type(tags) is not list or any(type(t) is not str for t in tags)):
-        raise ValueError(f"'tags' must be null or a list of strings, got {_type_name(tags)}")
+        raise ValueError(f"'tags' must be null or a list of strings, got {type_name(tags)}")
     return RedTeamAttempt(
         transcript=obj["transcript"],
         min_harmlessness_score_transcript=_number(obj, "min_harmlessness_score_transcript"),

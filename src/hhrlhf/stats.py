@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
 
 from .records import PAIR_CLASSES, PreferencePair
 
-__all__ = ["pair_stats", "summarize_lengths"]
+__all__ = ["bin_counts", "pair_stats", "summarize_lengths"]
 
 
 def summarize_lengths(values: list[int]) -> dict:
@@ -60,3 +61,22 @@ def pair_stats(pairs: Iterable[PreferencePair], *, keep_lengths: bool = False) -
     if keep_lengths:
         out["lengths"] = {"chosen": chosen_len, "rejected": rejected_len}
     return out
+
+
+def bin_counts(values: Iterable[float], edges: list[float], *, clip_top: bool = False) -> list[int]:
+    """Counts of ``values`` in ``[edges[i], edges[i+1])``; the last bin also takes the top edge.
+
+    Values below ``edges[0]`` are not counted; values above the top edge are counted in the
+    last bin with ``clip_top``, else not at all (``numpy.histogram``'s rule).
+    """
+    counts = [0] * (len(edges) - 1)
+    last, top = len(counts) - 1, edges[-1]
+    for v in values:
+        if v > top:
+            if clip_top:
+                counts[last] += 1
+            continue
+        i = min(bisect_right(edges, v) - 1, last)
+        if i >= 0:
+            counts[i] += 1
+    return counts

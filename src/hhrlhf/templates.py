@@ -11,9 +11,12 @@ __all__ = ["TEMPLATES_DIR", "environment", "jinja2_templates"]
 TEMPLATES_DIR = Path(__file__).with_name("templates")
 
 
-def environment():
-    """A Jinja2 Environment over ``hhrlhf/templates`` that escapes every value (HTML and XML alike)."""
-    jinja2 = require("jinja2", "web", "HTML templates")
+def environment(extra: str = "web", purpose: str = "HTML templates"):
+    """A Jinja2 Environment over ``hhrlhf/templates`` that escapes every value (HTML and XML alike).
+
+    Without Jinja2 the error names ``pip install 'hhrlhf[<extra>]'`` for ``purpose``.
+    """
+    jinja2 = require("jinja2", extra, purpose)
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         autoescape=True,

@@ -14,7 +14,8 @@ def test_demo_step_runs_a_conversation_and_exports_it(tmp_path, capsys):
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     pytest.importorskip("httpx")
-    from hhrlhf.cli.collect_demo import SCRIPT, demo_step
+    from hhrlhf.cli.collect_demo import demo_step
+    from hhrlhf.collect.demo import SCRIPT
 
     demo_step("sample", tmp_path)
     out = capsys.readouterr().out
@@ -37,7 +38,7 @@ def test_demo_step_runs_a_conversation_and_exports_it(tmp_path, capsys):
 
 
 def test_demo_step_without_the_web_extra_names_the_install(tmp_path, monkeypatch, capsys):
-    import hhrlhf.cli.collect_demo as step
+    import hhrlhf.collect.demo as step
     from hhrlhf.cli.demo import _optional
 
     def missing(module, extra, feature=None):

@@ -20,7 +20,7 @@ def run(*args, code=0):
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory) -> Path:
-    from hhrlhf.synth import write_corpus
+    from hhrlhf.testing.synth import write_corpus
 
     root = tmp_path_factory.mktemp("sample")
     write_corpus(root, scale="sample")

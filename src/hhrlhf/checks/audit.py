@@ -18,7 +18,7 @@ from ..progress import progress as progress_bar
 from ..reader import read_objects
 from ..records import PreferencePair
 from ..subsets import RED_TEAM
-from .base import CorpusCheck, Finding, PairCheck, RowCheck, Source, SplitCheck
+from .base import CorpusCheck, PairCheck, RowCheck, Source, SplitCheck
 from .duplicates import DuplicatePairs, DuplicatePrompts
 from .leak import TrainTestLeak
 from .near_duplicates import NearDuplicateLeak
@@ -278,10 +278,3 @@ def _audit_red_team(f: AuditFile, red_check, result, lost=None) -> None:
                 result.add(source, name, detail, excerpt)
     result.rows += n
     result.files[file_key(f.subset or RED_TEAM, f.split)] = {"rows": n, "path": str(f.path)}
-
-
-def findings_by_file(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
-    out: dict[str, list[Finding]] = {}
-    for x in findings:
-        out.setdefault(file_key(x.source[0], x.source[1]), []).append(x)
-    return out

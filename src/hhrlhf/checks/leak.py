@@ -38,9 +38,6 @@ class TrainTestLeak(CorpusCheck):
         elif not reference:
             self._test.append((key, (pair.subset, pair.split, pair.index)))
 
-    def leaked(self, key: bytes) -> bool:
-        return key in self._train
-
     def finish(self) -> list[Finding]:
         out = []
         for key, source in self._test:

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..reader import type_name
 from .base import CheckClass, RowCheck
 
 __all__ = ["PairShape"]
-
-
-def _type_name(v: Any) -> str:
-    return "null" if v is None else type(v).__name__
 
 
 class PairShape(RowCheck):
@@ -30,12 +25,12 @@ class PairShape(RowCheck):
 
     def check_row(self, obj):
         if type(obj) is not dict:
-            return [("bad_json", f"expected a JSON object, got {_type_name(obj)}")]
+            return [("bad_json", f"expected a JSON object, got {type_name(obj)}")]
         out = []
         missing = [k for k in ("chosen", "rejected") if k not in obj]
         if missing:
             out.append(("missing_field", "missing " + ", ".join(map(repr, missing))))
         wrong = [k for k in ("chosen", "rejected") if k in obj and type(obj[k]) is not str]
         if wrong:
-            out.append(("not_a_string", ", ".join(f"{k!r} is {_type_name(obj[k])}" for k in wrong)))
+            out.append(("not_a_string", ", ".join(f"{k!r} is {type_name(obj[k])}" for k in wrong)))
         return out

@@ -25,12 +25,6 @@ from .options import (
 __all__ = ["commands", "export", "import_", "check", "clean", "demo_step"]
 
 
-def _format_names() -> list[str]:
-    from ..convert import FORMATS
-
-    return list(FORMATS)
-
-
 def _chatter(msg: str) -> None:
     click.echo(msg, err=True)
 
@@ -53,7 +47,7 @@ def _records(subsets, split, data, fmt):
     from ..reader import read_attempts, read_pairs
 
     names = list(subsets)
-    if fmt.kind == "redteam":
+    if fmt.kind == "red-team":
         if names and names != [RED_TEAM]:
             raise click.BadParameter("--format redteam exports red-team-attempts only")
         files = select_files(names or RED_TEAM, split=split, data=data)
@@ -197,7 +191,7 @@ def import_(file, fmt_name, out, with_source, lenient, force):
     fmt = get_format(fmt_name)
     skipped: list = []
     records = import_records(file, fmt, lenient=lenient, skipped=skipped)
-    if fmt.kind == "redteam":
+    if fmt.kind == "red-team":
         rows = (
             dict(r.to_dict(real_keys=True), **({"index": r.index} if with_source else {}))
             for r in records
@@ -403,27 +397,13 @@ def clean(subsets, split, out, drop, threshold, keep_readable, data, file_subset
 
 
 def demo_step(data: str, out: Path) -> None:
-    """Export, audit and clean ``data``; outputs under ``out/convert/``."""
-    from ..checks import audit
-    from ..clean import clean as run_clean
-    from ..convert import export_records
-    from ..layout import select_files
-    from ..reader import read_pairs
+    """Export, audit and clean ``data`` (:func:`hhrlhf.demo.convert_demo`); print what it did."""
+    from ..demo import convert_demo
 
-    base = Path(out) / "convert"
-    base.mkdir(parents=True, exist_ok=True)
-    files = [f for f in select_files(data=data) if not f.red_team]
-    # harmless-base/test where it is there, else the first preference file
-    f = next((f for f in files if f.key == "harmless-base/test"), files[0])
-    for fmt in ("dpo", "trl-conversational"):
-        target = base / f"{f.subset}-{f.split}.{fmt}.jsonl"
-        n = export_records(
-            read_pairs(f.path, subset=f.subset, split=f.split),
-            fmt,
-            target,
-        )
-        click.echo(f"export: {n} {f.key} pairs as {fmt} -> {target}")
-    result = audit(["all"], data=data)
+    done = convert_demo(data, out)
+    for key, fmt, n, target in done.exports:
+        click.echo(f"export: {n} {key} pairs as {fmt} -> {target}")
+    result = done.audit
     flagged = {k: v for k, v in result.counts.items() if v}
     click.echo(
         f"check: {result.rows} rows, {len(result.flags)} flagged: "
@@ -432,15 +412,10 @@ def demo_step(data: str, out: Path) -> None:
     if result.skipped:
         why = "; ".join(dict.fromkeys(result.skipped.values()))
         click.echo(f"check: skipped {', '.join(result.skipped)}: {why}")
-    target = base / "clean"
-    if target.exists():
-        import shutil
-
-        shutil.rmtree(target)
-    m = run_clean(["all"], out=target, data=data, result=result)
+    m = done.manifest
     click.echo(
         f"clean: {m['rows']} rows in = {m['kept']} kept + {m['dropped']} dropped "
-        f"({', '.join(f'{k}={v}' for k, v in m['dropped_by_reason'].items())}) -> {target}"
+        f"({', '.join(f'{k}={v}' for k, v in m['dropped_by_reason'].items())}) -> {done.clean_dir}"
     )
 
 

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from ..dataset import load_dataset
-from ..stats import pair_stats
 from .data import format_pair
 from .options import check_outputs, force_option, print_table
 
@@ -53,54 +51,38 @@ def demo_command(out_dir, data, force):
     Example:
       hh demo --out /tmp/hh-demo
     """
-    from ..errors import HHError
-    from ..layout import resolve_source, select_files
+    from ..demo import open_demo_data, pick_pair, write_stats
 
     check_outputs(force, out=(out_dir, "dir"))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    src = resolve_source(data)
-    label = "sample" if src.kind == "sample" else str(data)
-    files = select_files("all", data=src)
-    pair_files = [f for f in files if not f.red_team]
+    demo = open_demo_data(data)
+    ds, src, label = demo.pairs, demo.source, demo.label
 
     _step(f"1. the data (hh info --data {label})")
-    ds = load_dataset(data=src) if pair_files else {}
-    if not any(ds.values()):
-        raise HHError(f"{src.label}: no preference pairs to walk through")
-    what = ", ".join(dict.fromkeys(str(f.subset or f.path.name) for f in pair_files))
-    click.echo(f"the preference data in {src.label} ({what}), as load_dataset gives it:")
+    click.echo(f"the preference data in {src.label} ({demo.subsets}), as load_dataset gives it:")
     print_table([{"split": k, "pairs": len(v)} for k, v in ds.items()])
 
     _step(f"2. statistics (hh stats --data {label})")
-    stats = {}
-    for split, pairs in ds.items():
-        stats[split] = pair_stats(pairs)
-        s = stats[split]
+    for split, s in write_stats(ds, out).items():
         click.echo(
             f"{split}: {s['rows']} pairs, chosen response longer in "
             f"{100 * s['chosen_longer_share']:.1f}%, classes "
             + ", ".join(f"{k}={v}" for k, v in s["classes"].items() if v)
         )
-    (out / "stats.json").write_text(__import__("json").dumps(stats, indent=2))
 
     _step("3. a pair whose response contains speaker markers (hh show)")
-    # harmless-base/test first where it is there, then every other pair
-    every = [p for p in ds.get("test", []) if p.subset == "harmless-base"]
-    every += [p for pairs in ds.values() for p in pairs if p not in every]
-    default = ds["test"][0] if ds.get("test") else every[0]
-    tricky = next((p for p in every if "response_contains_turns" in p.classes), default)
+    shown = pick_pair(ds)
+    tricky = shown.pair
     click.echo(format_pair(tricky))
     click.echo(
-        f"\nprompt + chosen_response == chosen: {tricky.prompt + tricky.chosen_response == tricky.chosen}"
-        f"; prompt + rejected_response == rejected: "
-        f"{tricky.prompt + tricky.rejected_response == tricky.rejected}"
+        f"\nprompt + chosen_response == chosen: {shown.chosen_reassembles}"
+        f"; prompt + rejected_response == rejected: {shown.rejected_reassembles}"
     )
-    naive = tricky.chosen.rfind("\n\nAssistant:") + len("\n\nAssistant:")
-    if naive != tricky.prompt_end:
+    if shown.naive_prompt_end != tricky.prompt_end:
         click.echo(
-            f"a right-most split of chosen would put the prompt at {naive} characters; "
-            f"the turn-level prompt ends at {tricky.prompt_end}"
+            f"a right-most split of chosen would put the prompt at {shown.naive_prompt_end} "
+            f"characters; the turn-level prompt ends at {tricky.prompt_end}"
         )
 
     _step("4. export, audit and clean (hh export / hh check / hh clean)")
@@ -109,7 +91,7 @@ def demo_command(out_dir, data, force):
     convert.demo_step(data, out)
 
     _step("5. the red-team report (hh redteam report)")
-    if any(f.red_team for f in files):
+    if demo.has_red_team:
         _optional(data, out, "redteam", "report")
     else:
         click.echo(f"skipped: no red-team attempts in {src.label}")

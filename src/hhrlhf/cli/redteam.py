@@ -340,14 +340,10 @@ def query(
 
 
 def demo_step(data: str, out: Path) -> None:
-    """``hh demo``'s red-team step: write the report for ``data`` under ``out/redteam``."""
-    from ..redteam.report import generate_report
+    """``hh demo``'s red-team step (:func:`hhrlhf.demo.redteam_demo`): print its summary."""
+    from ..demo import redteam_demo
 
-    target = Path(out) / "redteam"
-    paths = generate_report(data, target)
-    import json
-
-    rep = json.loads(paths["json"].read_text(encoding="utf-8"))
+    paths, rep = redteam_demo(data, out)
     for line in _summary(rep):
         click.echo(line)
     click.echo(f"report: {paths['html']} ({len(paths) - 2} plots, numbers in report.json)")

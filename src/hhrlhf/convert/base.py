@@ -123,7 +123,7 @@ class Format:
 
     name: ClassVar[str]
     #: "preference" (pairs in, pairs back), "conversation" (pairs in, one dialogue back),
-    #: or "redteam" (attempts in and back).
+    #: or "red-team" (attempts in and back; spelt as the red-team subset's kind).
     kind: ClassVar[str] = "preference"
     description: ClassVar[str]
     #: True when ``read(row(x))`` gives back ``x`` exactly; else see ``normalisation``.

@@ -34,7 +34,7 @@ def get_format(name: str | Format) -> Format:
 
 
 def _check_kind(fmt: Format, record) -> None:
-    wants_attempts = fmt.kind == "redteam"
+    wants_attempts = fmt.kind == "red-team"
     is_attempt = not hasattr(record, "chosen")
     if wants_attempts != is_attempt:
         what = "red-team attempts" if is_attempt else "preference pairs"

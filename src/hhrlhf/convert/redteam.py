@@ -20,7 +20,7 @@ class RedTeamFormat(Format):
     """
 
     name = "redteam"
-    kind = "redteam"
+    kind = "red-team"
     description = "red-team attempts: clean field names, transcript as messages"
 
     def row(self, attempt) -> dict:

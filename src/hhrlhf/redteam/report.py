@@ -2,8 +2,9 @@
 
 :func:`compute_report` turns attempts into one JSON-able dict holding every number the page
 shows, section by section; each section says how many records it used and what it dropped and
-why. :func:`draw_figures` draws the plots from those numbers, :func:`render_html` writes a
-self-contained page (plots inlined as base64 PNG data URIs, no network needed to view it), and
+why. :func:`draw_figures` draws the plots from those numbers, :func:`render_html`
+(:mod:`hhrlhf.redteam.render`, Jinja2 templates) writes a self-contained page (plots inlined as base64
+PNG data URIs, no network needed to view it), and
 :func:`write_report` does all three into a directory, one PNG per plot beside the page.
 
 Where the paper published a number (Table 1 counts, Fig. 1 mean min-harmlessness, the 33.8%
@@ -13,8 +14,6 @@ success share, "about 80% of attacks from about 15% of members"), the report sho
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import math
 import os
@@ -26,6 +25,8 @@ from .. import __version__
 from ..dataset import iter_attempts, resolve_source
 from ..records import RedTeamAttempt
 from . import stats as st
+from .render import render_html
+from .sections import PLOTS, SECTIONS
 from .themes import cluster_texts, theme_inputs, theme_summary, theme_tag_crosstab
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "PAPER_FIG1_HARMLESSNESS",
     "PAPER_SUCCESS_SHARE",
     "PAPER_TOP_MEMBERS",
+    "PLOTS",
     "SECTIONS",
     "compute_report",
     "draw_figures",
@@ -59,45 +61,6 @@ PAPER_FIG1_HARMLESSNESS = {
 PAPER_SUCCESS_SHARE = 0.338
 #: "About 80% of attacks from about 15% of members" (Fig. 5).
 PAPER_TOP_MEMBERS = {"fraction_of_members": 0.15, "share_of_attempts": 0.80}
-
-#: Section id -> title, in page order.
-SECTIONS = {
-    "table1": "Table 1: attempts per model type and size",
-    "fig1": "Fig. 1: mean rating and min-harmlessness by model type and size",
-    "success": "Attack success and rating vs min-harmlessness (Fig. 11)",
-    "members": "Fig. 5: red-team members",
-    "marginals": "Fig. 7: marginal distributions",
-    "tags": "Fig. 9: tags, total vs successful",
-    "themes": "Attack themes: clusters of task descriptions",
-    "turns": "Turns: human turns per attempt vs success",
-}
-
-#: Plot file name -> (section, caption).
-PLOTS = {
-    "fig1_rating.png": (
-        "fig1",
-        "Mean success rating per model type and size, 95% bootstrap intervals",
-    ),
-    "fig1_min_harmlessness.png": (
-        "fig1",
-        "Mean min-harmlessness per model type and size, 95% "
-        "bootstrap intervals; hollow markers: the paper",
-    ),
-    "min_harmlessness_by_model_type.png": (
-        "fig1",
-        "Distribution of min-harmlessness per model type",
-    ),
-    "success_by_cell.png": ("success", "Share of successful attempts per model type and size"),
-    "rating_vs_harmlessness.png": ("success", "Rating vs min-harmlessness (jittered)"),
-    "members_bar.png": ("members", "Attempts per member, most active first"),
-    "members_lorenz.png": ("members", "Lorenz curve of attempts over members"),
-    "members_success.png": ("members", "Per-member success share vs attempts"),
-    "marginals.png": ("marginals", "Ratings, min-harmlessness and task-description scores"),
-    "tags.png": ("tags", "Tag counts per model type, total vs successful"),
-    "themes_silhouette.png": ("themes", "Silhouette per candidate k"),
-    "themes.png": ("themes", "Cluster sizes, top terms and success"),
-    "turns.png": ("turns", "Attempts and success share by number of human turns"),
-}
 
 _TOP_FRACTION = PAPER_TOP_MEMBERS["fraction_of_members"]
 
@@ -355,374 +318,6 @@ def draw_figures(report: dict, attempts: Sequence[RedTeamAttempt]) -> dict:
         "themes.png": pl.plot_themes(themes["clusters"], themes["top_terms"]),
         "turns.png": pl.plot_turns(s["turns"]["by_turns"], thr),
     }
-
-
-# --------------------------------------------------------------------------- HTML
-
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
-background:#fafafa}
-main{max-width:1100px;margin:0 auto;padding:1.5rem 2rem 4rem}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2.5rem;border-bottom:2px solid #ddd;
-padding-bottom:.3rem}h3{font-size:1.05rem;margin-top:1.4rem}
-.meta{color:#555;font-size:.9rem}.used{background:#eef3f8;border-left:4px solid #4C72B0;
-padding:.4rem .8rem;font-size:.9rem}
-table{border-collapse:collapse;margin:.6rem 0 1rem;font-size:.84rem;background:#fff}
-th,td{border:1px solid #ddd;padding:.25rem .45rem;text-align:right}
-th{background:#f0f0f0}td.l,th.l{text-align:left}.paper{color:#7a4b00;background:#fff8e8}
-figure{margin:1rem 0;background:#fff;border:1px solid #e4e4e4;padding:.5rem;display:inline-block;
-max-width:100%}figure img{max-width:100%;height:auto;display:block}
-figcaption{font-size:.85rem;color:#555;margin-top:.3rem}
-nav ol{columns:2;column-gap:3rem;font-size:.92rem}.scroll{overflow-x:auto}
-td{white-space:nowrap}code{background:#f0f0f0;padding:0 .2rem}
-"""
-
-
-def _fmt(v, digits: int = 3) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        return f"{v:,.{digits}f}"
-    return html.escape(str(v))
-
-
-def _pct(v) -> str:
-    return "–" if v is None else f"{100 * v:.1f}%"
-
-
-def _table(
-    head: Sequence[str], rows: Sequence[Sequence], *, left: int = 1, paper_cols: Sequence[int] = ()
-) -> str:
-    def cell(tag, i, v):
-        cls = []
-        if i < left:
-            cls.append("l")
-        if i in paper_cols:
-            cls.append("paper")
-        c = f' class="{" ".join(cls)}"' if cls else ""
-        return f"<{tag}{c}>{v}</{tag}>"
-
-    out = ["<div class='scroll'><table><thead><tr>"]
-    out += [cell("th", i, html.escape(h)) for i, h in enumerate(head)]
-    out.append("</tr></thead><tbody>")
-    for r in rows:
-        out.append("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>")
-    out.append("</tbody></table></div>")
-    return "".join(out)
-
-
-def _ci(c: dict) -> str:
-    if c["mean"] is None:
-        return "–"
-    return f"{c['mean']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
-
-
-def _used(sec: dict) -> str:
-    dropped = sec["dropped"]
-    what = (
-        "; dropped: " + ", ".join(f"{html.escape(k)}: {v:,}" for k, v in dropped.items())
-        if dropped
-        else "; nothing dropped"
-    )
-    extra = f" ({html.escape(sec['skipped'])})" if sec.get("skipped") else ""
-    return f'<p class="used">Used {sec["records_used"]:,} records{what}.{extra}</p>'
-
-
-def _section_body(sid: str, sec: dict, report: dict) -> str:  # noqa: C901 - one branch per section
-    s = report["sections"]
-    sizes = s["table1"]["sizes"]
-    parts: list[str] = []
-    if sid == "table1":
-        head = ["model type"]
-        for z in sizes:
-            head += [f"{z} attempts", f"{z} paper", f"{z} members"]
-        rows = []
-        for m, row in sec["cells"].items():
-            r = [html.escape(m)]
-            for z in sizes:
-                c = row[z]
-                r += [_fmt(c["attempts"]), _fmt(c["paper_attempts"]), _fmt(c["members"])]
-            rows.append(r)
-        paper_cols = [2 + 3 * i for i in range(len(sizes))]
-        parts.append(_table(head, rows, paper_cols=paper_cols))
-        parts.append(
-            f"<p>Total: {sec['totals']['attempts']:,} attempts by "
-            f"{sec['totals']['members']:,} members (paper: {sec['paper_total']:,}). "
-            "“members” counts the distinct red-team members who attacked the cell.</p>"
-        )
-    elif sid == "fig1":
-        parts.append(f"<p>Intervals: {html.escape(sec['interval'])}.</p>")
-        for key, label, paper in (
-            ("rating", "Mean success rating", False),
-            ("min_harmlessness", "Mean min-harmlessness", True),
-        ):
-            head = ["model type"]
-            for z in sizes:
-                head += [f"{z} mean [95% CI]", f"{z} n"] + ([f"{z} paper"] if paper else [])
-            rows = []
-            for m, row in sec[key].items():
-                r = [html.escape(m)]
-                for z in sizes:
-                    r += [_ci(row[z]), _fmt(row[z]["n"])]
-                    if paper:
-                        r.append(_fmt(row[z]["paper_mean"], 2))
-                rows.append(r)
-            parts.append(f"<h3>{label}</h3>")
-            parts.append(
-                _table(
-                    head, rows, paper_cols=[3 + 3 * i for i in range(len(sizes))] if paper else ()
-                )
-            )
-    elif sid == "success":
-        o = sec["overall"]
-        paper = sec["paper_overall_share"]
-        parts.append(
-            f"<p>Success = rating ≥ {sec['threshold']:g}: {o['successful']:,} of "
-            f"{o['n']:,} attempts, <b>{_pct(o['share'])}</b>"
-            + (f' <span class="paper">(paper: {_pct(paper)})</span>' if paper else "")
-            + ".</p>"
-        )
-        head = ["model type"] + [f"{z}" for z in sizes]
-        rows = [
-            [html.escape(m)]
-            + [f"{_pct(row[z]['share'])} ({row[z]['successful']:,}/{row[z]['n']:,})" for z in sizes]
-            for m, row in sec["cells"].items()
-        ]
-        parts.append(_table(head, rows))
-        rvh = sec["rating_vs_harmlessness"]
-        parts.append("<h3>Rating vs min-harmlessness</h3>")
-        parts.append(
-            f"<p>Spearman rank correlation over {rvh['n']:,} attempts: "
-            f"<b>{_fmt(rvh['spearman'])}</b> (negative: attempts the red-teamer rated "
-            "more successful got lower harmlessness scores).</p>"
-        )
-        parts.append(
-            _table(
-                ["model type", "Spearman rho"],
-                [[html.escape(m), _fmt(v)] for m, v in rvh["by_model_type"].items()],
-            )
-        )
-        parts.append(
-            _table(
-                ["rating", "attempts", "mean score", "median score"],
-                [
-                    [html.escape(k), _fmt(v["n"]), _fmt(v["mean"]), _fmt(v["median"])]
-                    for k, v in rvh["by_rating"].items()
-                ],
-            )
-        )
-    elif sid == "members":
-        t, c = sec["top_share"], sec["covering_80"]
-        p = sec["paper"]
-        parts.append(
-            f"<p>{sec['members']:,} members. The most active {_pct(_TOP_FRACTION)} "
-            f"({t['top_members']:,} members) made <b>{_pct(t['share'])}</b> of the attempts; "
-            f"80% of the attempts came from {c['needed']:,} members "
-            f"(<b>{_pct(c['share_of_members'])}</b>). Gini {_fmt(sec['gini'])}. "
-            f'<span class="paper">Paper: about {_pct(p["share_of_attempts"])} of attacks from '
-            f"about {_pct(p['fraction_of_members'])} of members.</span></p>"
-        )
-        parts.append("<h3>Upwork vs MTurk</h3>")
-        parts.append(
-            _table(
-                [
-                    "pool",
-                    "attempts",
-                    "members",
-                    "successful",
-                    "success share",
-                    "mean rating",
-                    "mean min-harmlessness",
-                ],
-                [
-                    [
-                        k,
-                        _fmt(v["attempts"]),
-                        _fmt(v["members"]),
-                        _fmt(v["successful"]),
-                        _pct(v["share"]),
-                        _fmt(v["mean_rating"]),
-                        _fmt(v["mean_min_harmlessness"]),
-                    ]
-                    for k, v in sec["pools"].items()
-                ],
-            )
-        )
-        parts.append("<h3>Most active members</h3>")
-        parts.append(
-            _table(
-                ["member", "upworker", "attempts", "successful", "success share"],
-                [
-                    [
-                        html.escape(str(r["member"])),
-                        _fmt(r["upworker"]),
-                        _fmt(r["attempts"]),
-                        _fmt(r["successful"]),
-                        _pct(r["share"]),
-                    ]
-                    for r in sec["per_member"][:15]
-                ],
-            )
-        )
-        parts.append(
-            f"<p>All {len(sec['per_member']):,} members are in "
-            "<code>report.json</code> (sections.members.per_member).</p>"
-        )
-    elif sid == "marginals":
-        parts.append(
-            _table(
-                ["rating"] + list(sec["rating"]),
-                [["attempts"] + [_fmt(v) for v in sec["rating"].values()]],
-            )
-        )
-        mm = sec["means"]
-        parts.append(
-            f"<p>Means: rating {_fmt(mm['rating'])}, min-harmlessness "
-            f"{_fmt(mm['min_harmlessness'])}, task-description harmlessness "
-            f"{_fmt(mm['task_description_harmlessness'])}. Histograms (40 bins) are in "
-            "<code>report.json</code>.</p>"
-        )
-    elif sid == "tags":
-        models = list(sec["by_model_type"])
-        head = ["tag", "total", "successful", "share"] + [f"{m} total/succ." for m in models]
-        rows = []
-        for tag, v in sec["overall"].items():
-            r = [
-                html.escape(tag),
-                _fmt(v["total"]),
-                _fmt(v["successful"]),
-                _pct(v["successful"] / v["total"]),
-            ]
-            for m in models:
-                e = sec["by_model_type"][m]["tags"].get(tag)
-                r.append(f"{e['total']:,}/{e['successful']:,}" if e else "–")
-            rows.append(r)
-        parts.append(
-            f"<p>{sec['tagged']:,} tagged attempts; successful = rating ≥ {sec['threshold']:g}.</p>"
-        )
-        parts.append(_table(head, rows) if rows else "<p>No tagged attempts.</p>")
-    elif sid == "themes":
-        if sec.get("skipped"):
-            parts.append(f"<p>Not clustered: {html.escape(sec['skipped'])}</p>")
-        else:
-            parts.append(
-                f"<p>TF-IDF (English stop words removed, {sec['vocabulary']:,} terms) "
-                f"+ k-means, seed {sec['seed']}. k = <b>{sec['k']}</b>, chosen by "
-                f"{html.escape(sec['criterion'])}; candidates "
-                f"{sec['k_range'][0]}–{sec['k_range'][-1]}.</p>"
-            )
-            if sec["k_at_edge"]:
-                parts.append(
-                    "<p>The largest candidate won: the silhouette was still rising, "
-                    "so finer themes may separate better (see <code>--max-k</code>).</p>"
-                )
-            parts.append(
-                _table(
-                    ["k"] + list(sec["silhouette"]),
-                    [["silhouette"] + [_fmt(v) for v in sec["silhouette"].values()]],
-                )
-            )
-            parts.append(
-                _table(
-                    ["cluster", "top terms", "size", "success share", "mean min-harmlessness"],
-                    [
-                        [
-                            str(c["cluster"]),
-                            html.escape(", ".join(c["top_terms"])),
-                            _fmt(c["size"]),
-                            _pct(c["success_share"]),
-                            _fmt(c["mean_min_harmlessness"]),
-                        ]
-                        for c in sec["clusters"]
-                    ],
-                    left=2,
-                )
-            )
-            ct = sec["crosstab"]
-            parts.append(f"<h3>Clusters x tags ({ct['tagged']:,} tagged attempts)</h3>")
-            if ct["tags"]:
-                parts.append(
-                    _table(
-                        ["cluster"] + ct["tags"],
-                        [
-                            [k] + [_fmt(row[t]) for t in ct["tags"]]
-                            for k, row in ct["table"].items()
-                        ],
-                    )
-                )
-            else:
-                parts.append("<p>No tagged attempts to compare with.</p>")
-    elif sid == "turns":
-        rho = sec["spearman_turns_rating"]
-        parts.append(f"<p>Spearman correlation of human turns with rating: {_fmt(rho)}.</p>")
-        parts.append(
-            _table(
-                ["human turns", "attempts", "successful", "share"],
-                [
-                    [k, _fmt(v["attempts"]), _fmt(v["successful"]), _pct(v["share"])]
-                    for k, v in sec["by_turns"].items()
-                ],
-            )
-        )
-    return "".join(parts)
-
-
-def render_html(report: dict, pngs: dict[str, bytes]) -> str:
-    """A self-contained page: every section, its tables, and its plots as data URIs."""
-    title = html.escape(report["title"])
-    out = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{title}</title><style>{_CSS}</style></head><body><main>",
-        f"<h1>{title}</h1>",
-        f"<p class='meta'>Source: <code>{html.escape(report['source'])}</code> · "
-        f"{report['records']:,} attempts · success = rating ≥ {report['success_threshold']:g} · "
-        f"seed {report['seed']} · {html.escape(report['generator'])}. Every number on this page "
-        "is in <code>report.json</code>.</p>",
-    ]
-    if report.get("dropped"):
-        out.append(
-            f"<p class='used'>{len(report['dropped_rows']):,} attempt(s) left out of every "
-            "section for an out-of-range value; dropped: "
-            + ", ".join(f"{html.escape(k)}: {v:,}" for k, v in report["dropped"].items())
-            + " (each is listed in report.json).</p>"
-        )
-    if report["skipped_rows"]:
-        out.append(
-            f"<p class='used'>{len(report['skipped_rows']):,} row(s) of the file were "
-            "skipped while reading (lenient mode); they are listed in report.json.</p>"
-        )
-    out.append(
-        "<nav><ol>"
-        + "".join(
-            f"<li><a href='#{sid}'>{html.escape(SECTIONS[sid])}</a></li>"
-            for sid in report["sections"]
-        )
-        + "</ol></nav>"
-    )
-    for sid, sec in report["sections"].items():
-        out.append(
-            f"<section id='{sid}' class='report-section'><h2>{html.escape(sec['title'])}</h2>"
-        )
-        out.append(_used(sec))
-        out.append(_section_body(sid, sec, report))
-        for name in sec["plots"]:
-            if name not in pngs:
-                continue
-            data = base64.b64encode(pngs[name]).decode("ascii")
-            out.append(
-                f"<figure><img src='data:image/png;base64,{data}' "
-                f"alt='{html.escape(PLOTS[name][1])}' data-plot='{name}'>"
-                f"<figcaption>{html.escape(PLOTS[name][1])} "
-                f"(<code>{name}</code>)</figcaption></figure>"
-            )
-        out.append("</section>")
-    out.append("</main></body></html>")
-    return "\n".join(out)
 
 
 def write_report(

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import require
 from ..records import MODEL_TYPES, RedTeamAttempt, parse_num_params
+from ..stats import bin_counts
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -281,12 +282,8 @@ def histogram(
         range_ = (float(arr.min()), float(arr.max())) if len(arr) else (0.0, 1.0)
     if range_[0] == range_[1]:
         range_ = (range_[0] - 0.5, range_[1] + 0.5)
-    counts, edges = np.histogram(arr, bins=bins, range=range_)
-    return {
-        "n": int(len(arr)),
-        "edges": [float(e) for e in edges],
-        "counts": [int(c) for c in counts],
-    }
+    edges = [float(e) for e in np.linspace(range_[0], range_[1], bins + 1)]
+    return {"n": int(len(arr)), "edges": edges, "counts": bin_counts(arr.tolist(), edges)}
 
 
 def _key(v: float) -> str:

@@ -42,6 +42,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from ..errors import require
+from ..transcript import MARKER_RE
 from .lexicon import LEXICON_FEATURES, harm_words, lexicon_row
 
 __all__ = [
@@ -54,7 +55,6 @@ __all__ = [
     "split_prompt",
 ]
 
-_MARKER_RE = re.compile(r"\n\n(Human|Assistant):")
 _WORD_RE = re.compile(r"[a-z0-9']+")
 _EDGE_RE = re.compile(r"[a-z0-9']+|[?!.,]")
 _LENGTH_BINS = (1, 20, 50, 100, 200, 400, 800)
@@ -232,7 +232,7 @@ class FeatureConfig:
 
 def split_prompt(prompt: str) -> tuple[str, str, str]:
     """(last human turn, earlier assistant turns joined, all human turns joined) of a prompt."""
-    parts = _MARKER_RE.split(prompt)
+    parts = MARKER_RE.split(prompt)
     humans, assistants = [], []
     for i in range(1, len(parts) - 1, 2):
         (humans if parts[i] == "Human" else assistants).append(parts[i + 1])

@@ -1,0 +1,162 @@
+"""The steps of ``hh demo`` as library functions.
+
+Each step reads, computes and writes its outputs under ``out``, and returns what it did; it
+prints nothing (``hh demo`` prints the results, and another front end can show them its own
+way). The red-team and collection steps need extras and raise
+:class:`~hhrlhf.errors.MissingExtraError` without them; the collection step is
+:func:`hhrlhf.collect.demo.run_scripted_collection`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .dataset import load_dataset
+from .errors import HHError
+from .layout import DataFile, DataSource, resolve_source, select_files
+from .records import PreferencePair
+from .stats import pair_stats
+from .transcript import ASSISTANT_MARKER
+
+__all__ = [
+    "DemoData",
+    "ShownPair",
+    "ConvertDemo",
+    "open_demo_data",
+    "write_stats",
+    "pick_pair",
+    "convert_demo",
+    "redteam_demo",
+]
+
+#: The export formats the convert step writes.
+DEMO_FORMATS = ("dpo", "trl-conversational")
+
+
+@dataclass
+class DemoData:
+    """The data the demo walks through: where it is, its files, its preference pairs by split."""
+
+    source: DataSource
+    #: ``sample`` for the bundled sample, else ``data`` as given
+    label: str
+    files: list[DataFile]
+    pairs: dict[str, list[PreferencePair]]
+
+    @property
+    def pair_files(self) -> list[DataFile]:
+        return [f for f in self.files if not f.red_team]
+
+    @property
+    def has_red_team(self) -> bool:
+        return any(f.red_team for f in self.files)
+
+    @property
+    def subsets(self) -> str:
+        """The preference subsets there (or file names), comma-separated, in file order."""
+        return ", ".join(dict.fromkeys(str(f.subset or f.path.name) for f in self.pair_files))
+
+
+def open_demo_data(data: str | os.PathLike | DataSource = "sample") -> DemoData:
+    """Select every file of ``data`` and load its preference pairs (:func:`load_dataset`).
+
+    Raises :class:`~hhrlhf.errors.HHError` when there are no preference pairs to walk through.
+    """
+    src = resolve_source(data)
+    files = select_files("all", data=src)
+    label = "sample" if src.kind == "sample" else str(data)
+    pairs = load_dataset(data=src) if any(not f.red_team for f in files) else {}
+    if not any(pairs.values()):
+        raise HHError(f"{src.label}: no preference pairs to walk through")
+    return DemoData(source=src, label=label, files=files, pairs=dict(pairs))
+
+
+def write_stats(pairs: dict[str, list[PreferencePair]], out: str | os.PathLike) -> dict:
+    """:func:`~hhrlhf.stats.pair_stats` of each split, also written to ``out/stats.json``."""
+    stats = {split: pair_stats(split_pairs) for split, split_pairs in pairs.items()}
+    (Path(out) / "stats.json").write_text(json.dumps(stats, indent=2))
+    return stats
+
+
+@dataclass
+class ShownPair:
+    """A pair worth showing, with the facts the demo says about it."""
+
+    pair: PreferencePair
+    #: ``prompt + chosen_response == chosen`` (and the same for rejected)
+    chosen_reassembles: bool
+    rejected_reassembles: bool
+    #: where a split of ``chosen`` at its right-most assistant marker would end the prompt
+    naive_prompt_end: int
+
+
+def pick_pair(pairs: dict[str, list[PreferencePair]]) -> ShownPair:
+    """The first pair whose response holds speaker markers itself (class
+    ``response_contains_turns``), looking at harmless-base/test first; without one, the first
+    test pair (or the first pair)."""
+    every = [p for p in pairs.get("test", []) if p.subset == "harmless-base"]
+    every += [p for split_pairs in pairs.values() for p in split_pairs if p not in every]
+    default = pairs["test"][0] if pairs.get("test") else every[0]
+    p = next((p for p in every if "response_contains_turns" in p.classes), default)
+    naive = p.chosen.rfind(ASSISTANT_MARKER) + len(ASSISTANT_MARKER)
+    return ShownPair(
+        pair=p,
+        chosen_reassembles=p.prompt + p.chosen_response == p.chosen,
+        rejected_reassembles=p.prompt + p.rejected_response == p.rejected,
+        naive_prompt_end=naive,
+    )
+
+
+@dataclass
+class ConvertDemo:
+    """What the convert step wrote: exports, the audit, the cleaned copy."""
+
+    #: (file key, format, pairs written, path) of each export
+    exports: list[tuple[str, str, int, Path]] = field(default_factory=list)
+    #: the :class:`~hhrlhf.checks.AuditResult` of every check over every file
+    audit: object = None
+    clean_dir: Path | None = None
+    #: the cleaned copy's manifest (:func:`hhrlhf.clean.clean`)
+    manifest: dict = field(default_factory=dict)
+
+
+def convert_demo(data: str | os.PathLike | DataSource, out: str | os.PathLike) -> ConvertDemo:
+    """Export one preference file (harmless-base/test where it is there) in
+    :data:`DEMO_FORMATS`, audit every file with every check and clean them; all under
+    ``out/convert/`` (the cleaned copy in ``out/convert/clean``, replaced when there)."""
+    from .checks import audit
+    from .clean import clean
+    from .convert import export_records
+    from .reader import read_pairs
+
+    base = Path(out) / "convert"
+    base.mkdir(parents=True, exist_ok=True)
+    files = [f for f in select_files(data=data) if not f.red_team]
+    f = next((f for f in files if f.key == "harmless-base/test"), files[0])
+    done = ConvertDemo()
+    for fmt in DEMO_FORMATS:
+        target = base / f"{f.subset}-{f.split}.{fmt}.jsonl"
+        n = export_records(read_pairs(f.path, subset=f.subset, split=f.split), fmt, target)
+        done.exports.append((f.key, fmt, n, target))
+    done.audit = audit(["all"], data=data)
+    done.clean_dir = base / "clean"
+    if done.clean_dir.exists():
+        shutil.rmtree(done.clean_dir)
+    done.manifest = clean(["all"], out=done.clean_dir, data=data, result=done.audit)
+    return done
+
+
+def redteam_demo(
+    data: str | os.PathLike | DataSource, out: str | os.PathLike
+) -> tuple[dict[str, Path], dict]:
+    """The red-team report of ``data`` under ``out/redteam``: ``(paths, report)``, the paths as
+    :func:`~hhrlhf.redteam.report.generate_report` returns them and the report as report.json
+    holds it."""
+    from .redteam.report import generate_report
+
+    paths = generate_report(data, Path(out) / "redteam")
+    return paths, json.loads(paths["json"].read_text(encoding="utf-8"))

@@ -1,0 +1,79 @@
+"""The demo's steps as library functions: they compute and write, and print nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hhrlhf.demo import DEMO_FORMATS, convert_demo, open_demo_data, pick_pair, write_stats
+from hhrlhf.errors import HHError
+from hhrlhf.stats import pair_stats
+
+LAYOUTS = Path(__file__).parent / "data" / "layouts"
+
+
+def test_open_demo_data_loads_the_sample_pairs_by_split(capsys):
+    demo = open_demo_data("sample")
+    assert demo.label == "sample" and demo.source.kind == "sample"
+    assert set(demo.pairs) == {"train", "test"} and all(demo.pairs.values())
+    assert demo.has_red_team and all(not f.red_team for f in demo.pair_files)
+    assert demo.subsets.split(", ") == list(
+        dict.fromkeys(f.subset for f in demo.files if not f.red_team)
+    )
+    assert capsys.readouterr() == ("", "")
+
+
+def test_open_demo_data_names_a_directory_by_its_path_and_refuses_no_pairs():
+    one = str(LAYOUTS / "one-split")
+    demo = open_demo_data(one)
+    assert demo.label == one and not demo.has_red_team
+    assert [len(v) for v in demo.pairs.values()] == [5]
+    with pytest.raises(HHError, match="no preference pairs to walk through"):
+        open_demo_data(str(LAYOUTS / "empty"))
+
+
+def test_write_stats_returns_and_writes_the_stats_of_each_split(tmp_path):
+    pairs = open_demo_data("sample").pairs
+    stats = write_stats(pairs, tmp_path)
+    assert stats == {split: pair_stats(p) for split, p in pairs.items()}
+    assert json.loads((tmp_path / "stats.json").read_text()) == json.loads(json.dumps(stats))
+
+
+def test_pick_pair_prefers_a_response_with_speaker_markers():
+    pairs = open_demo_data("sample").pairs
+    shown = pick_pair(pairs)
+    p = shown.pair
+    assert "response_contains_turns" in p.classes
+    assert shown.chosen_reassembles and shown.rejected_reassembles
+    # the right-most marker lies inside the response, after the turn-level prompt's end
+    assert shown.naive_prompt_end == p.chosen.rfind("\n\nAssistant:") + len("\n\nAssistant:")
+    assert shown.naive_prompt_end > p.prompt_end
+
+
+def test_pick_pair_without_such_a_pair_shows_the_first_test_pair():
+    pairs = open_demo_data("sample").pairs
+    plain = {
+        k: [p for p in v if "response_contains_turns" not in p.classes] for k, v in pairs.items()
+    }
+    shown = pick_pair(plain)
+    assert shown.pair is plain["test"][0]
+    assert shown.naive_prompt_end == shown.pair.prompt_end
+
+
+def test_convert_demo_exports_audits_and_cleans_under_out(tmp_path):
+    done = convert_demo("sample", tmp_path)
+    assert [(key, fmt) for key, fmt, _, _ in done.exports] == [
+        ("harmless-base/test", fmt) for fmt in DEMO_FORMATS
+    ]
+    for _, _, n, target in done.exports:
+        assert target.parent == tmp_path / "convert"
+        assert len(target.read_text().splitlines()) == n > 0
+    assert done.clean_dir == tmp_path / "convert" / "clean"
+    m = done.manifest
+    assert m["rows"] == done.audit.rows == m["kept"] + m["dropped"]
+    assert sum(f["kept"] for f in m["files"].values()) == m["kept"]
+    assert all((done.clean_dir / rel).is_file() for rel in m["files"])
+    # a second run replaces its own cleaned copy
+    assert convert_demo("sample", tmp_path).manifest["kept"] == m["kept"]
