@@ -164,3 +164,68 @@ def test_config_reads_a_rerank_backend(tmp_path):
     )
     r = load_config(p).backend("r")
     assert (r.base, r.k, r.pm, r.concurrency) == ("d", 16, "pm", 4)
+
+
+def test_the_iterated_loop_on_the_demo_backend(make_client, settings, alice, storage, tmp_path):
+    """collect -> hh collect export -> hh pm train -> a rerank backend with that PM -> collect."""
+    from click.testing import CliRunner
+
+    from hhrlhf.cli import cli
+
+    client = make_client(settings)  # round 1: the demo backends
+    h = headers_of(alice)
+    for i, question in enumerate(["How do I water tomatoes?", "How long do I knead dough?"] * 3):
+        cid = client.post(
+            "/api/v1/conversations", json={"mode": "helpful", "task_description": "x"}, headers=h
+        ).json()["id"]
+        turn = client.post(
+            f"/api/v1/conversations/{cid}/turns", json={"text": question, "wait": True}, headers=h
+        ).json()
+        r = client.post(
+            f"/api/v1/turns/{turn['id']}/choice",
+            json={"pick": "ab"[i % 2], "strength": 4},
+            headers=h,
+        )
+        assert r.status_code == 200, r.text
+        client.post(f"/api/v1/conversations/{cid}/finish", json={}, headers=h)
+    runner = CliRunner()
+    r = runner.invoke(
+        cli,
+        ["collect", "export", "--db", str(storage.engine.url), "--out", str(tmp_path / "round1")]
+        + ["--test-fraction", "0"],
+    )
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        cli,
+        ["pm", "train", "helpful-base", "--data", str(tmp_path / "round1")]
+        + ["--split", "train", "--out", str(tmp_path / "pm-round1")],
+    )
+    assert r.exit_code == 0, r.output
+    round2 = replace(
+        settings,
+        backends=(
+            BackendConfig("demo-a", "demo", model="sample"),
+            BackendConfig(
+                "best-of-4", "rerank", base="demo-a", k=4, pm=str(tmp_path / "pm-round1")
+            ),
+        ),
+    )
+    client = make_client(round2)
+    cid = client.post(
+        "/api/v1/conversations", json={"mode": "helpful", "task_description": "x"}, headers=h
+    ).json()["id"]
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns",
+        json={"text": "How do I water tomatoes?", "wait": True},
+        headers=h,
+    )
+    assert r.status_code == 201, r.text
+    texts = [c["text"] for c in r.json()["candidates"]]
+    assert len(texts) == 2 and all(texts)
+    with storage.engine.connect() as c:
+        params = c.execute(
+            text("SELECT params FROM candidates WHERE backend = 'best-of-4' ORDER BY slot")
+        ).all()
+    rr = [json.loads(p) if isinstance(p, str) else p for (p,) in params]
+    assert [len(x["rerank"]["samples"]) for x in rr] == [4, 4]
+    assert rr[0]["rerank"]["pm"] == str(tmp_path / "pm-round1")
