@@ -298,3 +298,15 @@ def test_read_objects_lost_list_takes_a_cut_stream_only():
     assert len(empty) == 1
     with pytest.raises(TruncatedStreamError, match="CRC"):
         list(read_objects(DATA / "bad" / "crc_mismatch.jsonl.gz", lost=[]))
+
+
+def test_red_team_null_scores_read_as_none():
+    """Collected data exported without a scorer holds null scores: no score, not an error."""
+    obj = json.loads((DATA / "good" / "red_team.json").read_text())[0]
+    obj["min_harmlessness_score_transcript"] = None
+    obj["task_descripton_harmlessness_score"] = None
+    a = attempt_from_object(obj)
+    assert a.min_harmlessness_score_transcript is None
+    assert a.task_description_harmlessness_score is None
+    assert not a.score_is_finite
+    assert a.to_dict(real_keys=True)["task_descripton_harmlessness_score"] is None

@@ -486,6 +486,11 @@ def read_pairs(
             raise _row_error(path, pos, str(exc), unit) from None
 
 
+def _score(obj: dict, key: str) -> float | None:
+    """A harmlessness score: a number, or ``null`` (collected data exported without a scorer)."""
+    return None if obj[key] is None else _number(obj, key)
+
+
 def _number(obj: dict, key: str) -> float:
     v = obj[key]
     if type(v) is float:
@@ -527,12 +532,12 @@ def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt
         raise ValueError(f"'tags' must be null or a list of strings, got {type_name(tags)}")
     return RedTeamAttempt(
         transcript=obj["transcript"],
-        min_harmlessness_score_transcript=_number(obj, "min_harmlessness_score_transcript"),
+        min_harmlessness_score_transcript=_score(obj, "min_harmlessness_score_transcript"),
         num_params=obj["num_params"],
         model_type=obj["model_type"],
         rating=_number(obj, "rating"),
         task_description=obj["task_description"],
-        task_description_harmlessness_score=_number(obj, score_key),
+        task_description_harmlessness_score=_score(obj, score_key),
         red_team_member_id=member,
         is_upworker=obj["is_upworker"],
         tags=tags,

@@ -245,12 +245,13 @@ class RedTeamAttempt:
     """One red-team attempt, all ten fields typed. ``index`` is its 0-based position in the array."""
 
     transcript: str
-    min_harmlessness_score_transcript: float
+    #: None where the data holds ``null``: collected data exported without a scorer
+    min_harmlessness_score_transcript: float | None
     num_params: str
     model_type: str
     rating: float
     task_description: str
-    task_description_harmlessness_score: float
+    task_description_harmlessness_score: float | None
     red_team_member_id: int | str
     is_upworker: bool
     tags: list[str] | None
@@ -276,7 +277,8 @@ class RedTeamAttempt:
 
     @property
     def score_is_finite(self) -> bool:
-        return math.isfinite(self.min_harmlessness_score_transcript)
+        s = self.min_harmlessness_score_transcript
+        return s is not None and math.isfinite(s)
 
     def to_dict(self, *, real_keys: bool = False) -> dict:
         """The ten fields; ``real_keys=True`` spells the task score key as the real file does."""

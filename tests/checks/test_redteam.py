@@ -38,7 +38,14 @@ def test_good_record_and_card_spelling_pass():
         ({"rating": 2.5}, ["rating_out_of_range"]),
         ({"rating": -1}, ["rating_out_of_range"]),
         ({"model_type": "prompted lm"}, ["unknown_model_type"]),
-        ({"num_params": "175B"}, ["unknown_num_params"]),
+        ({"num_params": "175B"}, ["other_num_params"]),
+        ({"num_params": "8B"}, ["other_num_params"]),
+        ({"num_params": "70B"}, ["other_num_params"]),
+        ({"num_params": "huge"}, ["unknown_num_params"]),
+        ({"num_params": "0B"}, ["unknown_num_params"]),
+        ({"min_harmlessness_score_transcript": None}, ["score_null"]),
+        ({"task_descripton_harmlessness_score": None}, ["score_null"]),
+        ({"rating": None}, ["wrong_type"]),
         ({"min_harmlessness_score_transcript": math.nan}, ["score_not_finite"]),
         ({"task_descripton_harmlessness_score": math.inf}, ["score_not_finite"]),
         ({"tags": ...}, ["missing_key"]),
@@ -55,3 +62,21 @@ def test_details_name_the_value():
     assert RedTeamFields().check_row({**GOOD, "rating": 7}) == [
         ("rating_out_of_range", "rating is 7")
     ]
+
+
+def test_what_collected_data_holds_is_never_an_error():
+    """Null scores (no scorer at export), sizes and model types beyond the paper's."""
+    row = {
+        **GOOD,
+        "model_type": "our own model",
+        "num_params": "70B",
+        "min_harmlessness_score_transcript": None,
+        "task_descripton_harmlessness_score": None,
+    }
+    found = RedTeamFields().check_row(row)
+    assert [c for c, _ in found] == ["unknown_model_type", "other_num_params", "score_null"]
+    severity = {c.name: c.severity for c in RedTeamFields.classes}
+    assert [severity[c] for c, _ in found] == ["warning", "info", "info"]
+    assert found[2][1] == (
+        "min_harmlessness_score_transcript is null, task_descripton_harmlessness_score is null"
+    )

@@ -14,7 +14,7 @@ pytest.importorskip("alembic")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hhrlhf.collect.config import BackendConfig, demo_settings  # noqa: E402
+from hhrlhf.collect.config import demo_settings  # noqa: E402
 from hhrlhf.collect.storage import Storage  # noqa: E402
 
 
@@ -86,7 +86,3 @@ def model_server():
     running = serve()
     yield running
     running.stop()
-
-
-def openai_backend(name: str, kind: str, base_url: str, **kw) -> BackendConfig:
-    return BackendConfig(name=name, kind=kind, base_url=base_url, model="test-model", **kw)

@@ -147,3 +147,10 @@ def serve(script: Script | None = None) -> Running:
             raise RuntimeError("test OpenAI server did not start")
         time.sleep(0.01)
     return Running(server, thread, port, script)
+
+
+def openai_backend(name: str, kind: str, base_url: str, **kw):
+    """A backend config pointing at a test server (``kind``: openai-chat or openai-completions)."""
+    from hhrlhf.collect.config import BackendConfig
+
+    return BackendConfig(name=name, kind=kind, base_url=base_url, model="test-model", **kw)

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import orjson
 import pytest
+from openai_server import openai_backend
 
-from conftest import openai_backend
 from hhrlhf.collect.app import SECURITY_HEADERS
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from openai_server import openai_backend
 
-from conftest import openai_backend
 from hhrlhf.collect.backends import (
     BackendError,
     DemoBackend,

@@ -223,3 +223,21 @@ def test_report_displays_in_headless_chromium(sample_report, tmp_path):
         finally:
             browser.close()
     assert (tmp_path / "report.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_null_scores_are_left_out_of_score_statistics_only(make_attempt):
+    attempts = [
+        make_attempt(rating=4, score=None, task_score=None, num_params="70B", model_type="ours"),
+        make_attempt(rating=1, score=1.0, num_params="8B"),
+        make_attempt(rating=3, score=-1.0, num_params="52B"),
+    ]
+    report = compute_report(attempts, resamples=20)
+    # kept in every count (the attempt is real), left out of the score means and counted there
+    assert report["records"] == 3 and report["dropped"] == {}
+    s = report["sections"]
+    assert s["table1"]["totals"]["attempts"] == 3
+    key = "null or non-finite min_harmlessness_score_transcript (score means only)"
+    assert s["fig1"]["dropped"][key] == 1
+    # sizes sort by their number: 8B, 52B, 70B
+    assert st.sizes(attempts) == ["8B", "52B", "70B"]
+    assert st.model_types(attempts) == ["rlhf", "ours"]

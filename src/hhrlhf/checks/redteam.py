@@ -11,6 +11,7 @@ from ..records import (
     RED_TEAM_KEYS,
     TASK_SCORE_KEY_CARD,
     TASK_SCORE_KEY_REAL,
+    parse_num_params,
 )
 from .base import CheckClass, RowCheck
 
@@ -33,9 +34,25 @@ class RedTeamFields(RowCheck):
         CheckClass("extra_key", "warning", "a red-team record has a key beyond the ten"),
         CheckClass("wrong_type", "error", "a red-team field has the wrong JSON type"),
         CheckClass("rating_out_of_range", "error", "rating is not a whole number from 0 to 4"),
-        CheckClass("unknown_model_type", "error", f"model_type is not one of {MODEL_TYPES}"),
-        CheckClass("unknown_num_params", "error", f"num_params is not one of {tuple(NUM_PARAMS)}"),
+        CheckClass(
+            "unknown_model_type",
+            "warning",
+            f"model_type is not one of {MODEL_TYPES} (collected data may name its own)",
+        ),
+        CheckClass(
+            "other_num_params",
+            "info",
+            f"num_params is a size beyond the paper's {tuple(NUM_PARAMS)} (8B, 70B, 350M)",
+        ),
+        CheckClass(
+            "unknown_num_params", "error", "num_params is not a size (a number, then B, M or K)"
+        ),
         CheckClass("score_not_finite", "error", "a harmlessness score is NaN or infinite"),
+        CheckClass(
+            "score_null",
+            "info",
+            "a harmlessness score is null (collected data exported without a scorer)",
+        ),
     )
 
     def check_row(self, obj):
@@ -57,6 +74,8 @@ class RedTeamFields(RowCheck):
                 wrong.append(key)
         for key in ("min_harmlessness_score_transcript", score_key, "rating"):
             if key in obj and not _is_number(obj[key]):
+                if obj[key] is None and key != "rating":
+                    continue  # score_null below
                 wrong.append(key)
         if "is_upworker" in obj and type(obj["is_upworker"]) is not bool:
             wrong.append("is_upworker")
@@ -74,8 +93,12 @@ class RedTeamFields(RowCheck):
             out.append(("rating_out_of_range", f"rating is {rating!r}"))
         if type(obj.get("model_type")) is str and obj["model_type"] not in MODEL_TYPES:
             out.append(("unknown_model_type", f"model_type is {obj['model_type']!r}"))
-        if type(obj.get("num_params")) is str and obj["num_params"] not in NUM_PARAMS:
-            out.append(("unknown_num_params", f"num_params is {obj['num_params']!r}"))
+        size = obj.get("num_params")
+        if type(size) is str and size not in NUM_PARAMS:
+            if parse_num_params(size) is not None and parse_num_params(size) > 0:
+                out.append(("other_num_params", f"num_params is {size!r}"))
+            else:
+                out.append(("unknown_num_params", f"num_params is {size!r}"))
         bad = [
             k
             for k in ("min_harmlessness_score_transcript", score_key)
@@ -83,4 +106,11 @@ class RedTeamFields(RowCheck):
         ]
         if bad:
             out.append(("score_not_finite", ", ".join(f"{k} is {obj[k]!r}" for k in bad)))
+        null = [
+            k
+            for k in ("min_harmlessness_score_transcript", score_key)
+            if k in obj and obj[k] is None
+        ]
+        if null:
+            out.append(("score_null", ", ".join(f"{k} is null" for k in null)))
         return out

@@ -10,6 +10,7 @@ import os
 import click
 
 from ..errors import HHError, require
+from ..text import printable
 from .options import emit_json, print_table
 
 __all__ = ["commands", "serve", "collect"]
@@ -412,6 +413,21 @@ def leaderboard_cmd(db_url, resamples, as_json):
     is_flag=True,
     help="Keep only comparisons that were reviewed and whose every review picks the same.",
 )
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The app's TOML config: red-team attempts take model_type/num_params from its backends.",
+)
+@click.option(
+    "--scorer",
+    "scorer",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="PM_DIR",
+    help="A model saved by 'hh pm train': scores the red-team attempts (else their scores are null).",
+)
 @click.option("--force", is_flag=True, help="Overwrite an earlier export in --out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 def export(
@@ -423,6 +439,8 @@ def export(
     red_team_subset,
     include_unfinished,
     agreed_only,
+    config_path,
+    scorer,
     force,
     as_json,
 ):
@@ -431,7 +449,9 @@ def export(
     \b
     Examples:
       hh collect export --out collected/
-      hh check --data collected/
+      hh collect export --out collected/ --config collect.toml --scorer pm/
+      hh check all --data collected/
+      hh redteam report --data collected/ --out report/
       hh stats --data collected/ helpful-base
     """
     from pathlib import Path
@@ -441,6 +461,11 @@ def export(
     probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
     if not os.access(probe, os.W_OK):
         raise HHError(f"{out}: cannot write there (permission denied)")
+    backends = None
+    if config_path:
+        from ..collect.config import load_config
+
+        backends = {b.name: b for b in load_config(config_path).backends}
     storage = _storage(db_url)
     from ..collect.export import export_collection
 
@@ -454,6 +479,8 @@ def export(
         include_unfinished=include_unfinished,
         agreed_only=agreed_only,
         force=force,
+        backends=backends,
+        scorer=scorer,
     )
     if as_json:
         emit_json(manifest)
@@ -461,6 +488,21 @@ def export(
     for name, splits in manifest["subsets"].items():
         click.echo(
             f"{out_dir}/{name}: train {splits['train']:,} rows, test {splits['test']:,} rows"
+        )
+    rt = manifest["red_team_attempts"]
+    if rt["rows"] or any(rt["left_out"].values()):
+        click.echo(
+            f"{out_dir}/red-team-attempts: {rt['rows']:,} attempts"
+            + (f", scored by {rt['scorer']}" if rt["scorer"] else ", scores null (no --scorer)")
+            + "; left out: "
+            + ", ".join(f"{k} {v:,}" for k, v in rt["left_out"].items())
+        )
+    if rt["unconfigured_backends"]:
+        click.echo(
+            "warning: no model_type/num_params configured for backend(s) "
+            + ", ".join(printable(b) for b in rt["unconfigured_backends"])
+            + ": the attempts say the backend's name and num_params 'unknown' (pass --config)",
+            err=True,
         )
     lo = manifest["left_out"]
     click.echo(

@@ -142,6 +142,11 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, fo
     click.echo(str(paths["json"]))
 
 
+def _fmt_score(score: float | None, digits: int) -> str:
+    """A harmlessness score for people; ``null`` (no scorer when exported) reads "none"."""
+    return "none" if score is None else f"{score:.{digits}f}"
+
+
 def format_attempt(a: RedTeamAttempt, width: int = 96) -> str:
     """A readable rendering of one attempt: its metadata, task description and dialogue."""
 
@@ -151,7 +156,7 @@ def format_attempt(a: RedTeamAttempt, width: int = 96) -> str:
     tags = ", ".join(a.tags) if a.tags else "-"
     head = (
         f"attempt {a.index} · {a.model_type} {a.num_params} · rating {a.rating:g} · "
-        f"min harmlessness {a.min_harmlessness_score_transcript:.3f} · member "
+        f"min harmlessness {_fmt_score(a.min_harmlessness_score_transcript, 3)} · member "
         f"{a.red_team_member_id}{' (upwork)' if a.is_upworker else ''} · tags: {tags}"
     )
     out = [
@@ -178,7 +183,7 @@ def _row(a: RedTeamAttempt) -> dict:
         "model_type": a.model_type,
         "size": a.num_params,
         "rating": f"{a.rating:g}",
-        "min_harm": f"{a.min_harmlessness_score_transcript:.2f}",
+        "min_harm": _fmt_score(a.min_harmlessness_score_transcript, 2),
         "member": a.red_team_member_id,
         "turns": a.human_turns,
         "tags": "; ".join(a.tags) if a.tags else "",

@@ -82,7 +82,7 @@ def create_conversation(body: NewConversation, request: Request, who: Who):
     _limit("task_description", body.task_description, st.settings.max_task_chars)
     backend = red_team_continue = None
     if body.mode == "red-team":
-        backend = st.rng.choice(st.settings.backend_names)
+        backend = st.rng.choice(st.settings.drawn_backend_names)
         red_team_continue = st.settings.red_team_continue
     return st.storage.create_conversation(
         who,
@@ -124,7 +124,10 @@ async def create_turn(
     if conv["mode"] == "red-team" and conv["backend"]:
         backends = (conv["backend"], conv["backend"])
     else:
-        backends = choose_backends(st.settings.backend_names, st.settings.pairing, st.rng)
+        backends = choose_backends(st.settings.drawn_backend_names, st.settings.pairing, st.rng)
+        rerank = [b for b in backends if st.settings.backend(b).kind == "rerank"]
+        if rerank:  # a rerank backend shows its best two: both slots are its
+            backends = (rerank[0], rerank[0])
     turn = await run_in_threadpool(
         st.storage.create_turn, who, conversation_id, body.text, backends
     )

@@ -217,10 +217,13 @@ class DemoBackend:
         yield "", "stop"
 
 
+from .rerank import RerankBackend  # noqa: E402  (it builds on this module)
+
 BACKENDS: dict[str, type] = {
     "openai-chat": OpenAIChatBackend,
     "openai-completions": OpenAICompletionsBackend,
     "demo": DemoBackend,
+    "rerank": RerankBackend,
 }
 
 

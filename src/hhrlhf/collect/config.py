@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 EXAMPLE_CONFIG = Path(__file__).with_name("example-config.toml")
-BACKEND_KINDS = ("openai-chat", "openai-completions", "demo")
+BACKEND_KINDS = ("openai-chat", "openai-completions", "demo", "rerank")
 PAIRINGS = ("random", "fixed")
 CONTINUE = ("picked", "other")
 
@@ -48,6 +48,12 @@ class BackendConfig:
     variant: int = 0
     #: demo only: seconds to wait per word (load tests)
     token_delay: float = 0.0
+    #: rerank only: the backend sampled, how many samples per turn, the preference model's folder
+    base: str | None = None
+    k: int = 16
+    pm: str | None = None
+    #: rerank only: at most this many samples drawn at once
+    concurrency: int = 4
 
     def sampling_params(self) -> dict:
         """What is recorded with every candidate (no secrets)."""
@@ -89,6 +95,12 @@ class Settings:
     @property
     def backend_names(self) -> list[str]:
         return [b.name for b in self.backends]
+
+    @property
+    def drawn_backend_names(self) -> list[str]:
+        """The backends conversations draw from: all but those only sampled by a rerank one."""
+        bases = {b.base for b in self.backends if b.kind == "rerank"}
+        return [b.name for b in self.backends if b.name not in bases]
 
 
 def demo_settings(db_url: str | None = None, *, token_delay: float = 0.0) -> Settings:
@@ -139,6 +151,10 @@ _BACKEND_KEYS = {
     "num_params": str,
     "variant": int,
     "token_delay": (int, float),
+    "base": str,
+    "k": int,
+    "pm": str,
+    "concurrency": int,
 }
 
 
@@ -182,7 +198,15 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
             raise HHError(
                 f"{path}: {where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}"
             )
-        if table["kind"] != "demo":
+        if table["kind"] == "rerank":
+            for key in ("base", "pm"):
+                if key not in table:
+                    raise HHError(f"{path}: {where} ({table['name']}): missing {key!r}")
+            if not 2 <= table.get("k", 16) <= 256 or table.get("concurrency", 4) < 1:
+                raise HHError(
+                    f"{path}: {where} ({table['name']}): k must be 2 to 256, concurrency at least 1"
+                )
+        elif table["kind"] != "demo":
             for key in ("base_url", "model"):
                 if key not in table:
                     raise HHError(f"{path}: {where} ({table['name']}): missing {key!r}")
@@ -192,6 +216,14 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
     names = [b.name for b in backends]
     if len(set(names)) != len(names):
         raise HHError(f"{path}: backend names must be unique")
+    for b in backends:
+        if b.kind == "rerank":
+            base = next((x for x in backends if x.name == b.base), None)
+            if base is None or base.kind == "rerank":
+                raise HHError(
+                    f"{path}: backend {b.name!r}: base {b.base!r} must name another, "
+                    "non-rerank backend"
+                )
     settings = dict(collect)
     file_db = settings.pop("db", None)
     if settings.get("pairing", "random") not in PAIRINGS:

@@ -12,7 +12,15 @@ assistant turns being the responses the conversation continued with) plus the re
 - only pick comparisons with ``strength >= min_strength`` (default 2: the weakest point,
   "slightly better / unsure", is left out, as upstream);
 - train/test by a stable hash of the conversation's ``uid``, so no conversation straddles them;
-- a split with no rows is a well-formed empty gzip file.
+- a split with no rows is a well-formed empty gzip file;
+- finished red-team conversations also go to ``red-team-attempts/red_team_attempts.jsonl.gz``,
+  ONE JSON array with the upstream keys and spelling (``task_descripton_harmlessness_score``):
+  the transcript as continued, the rating, the task description, ``num_params``/``model_type``
+  from the conversation's backend config, ``red_team_member_id`` (the annotator's stable
+  integer), ``is_upworker`` (annotator attribute, default false), ``tags`` null. Scores come
+  from a preference model (``scorer``): the transcript's is the minimum over its assistant turns,
+  each scored in its context; the task description's is the description scored as a response
+  with no context. Without a scorer both are ``null``.
 """
 
 from __future__ import annotations
@@ -23,16 +31,29 @@ import io
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 import orjson
 
 from ..errors import HHError
+from ..records import TASK_SCORE_KEY_REAL
 from ..subsets import SUBSETS
+from .config import BackendConfig
 
-__all__ = ["export_collection", "split_of", "MANIFEST", "FORMAT"]
+__all__ = [
+    "export_collection",
+    "red_team_attempts",
+    "split_of",
+    "MANIFEST",
+    "FORMAT",
+    "RED_TEAM_ATTEMPTS",
+]
 
 MANIFEST = "manifest.json"
+RED_TEAM_ATTEMPTS = "red-team-attempts/red_team_attempts.jsonl.gz"
+#: what ``num_params`` says when the conversation's backend has no ``num_params`` in the config
+UNKNOWN_SIZE = "unknown"
 FORMAT = "hhrlhf-collect-export/1"
 SPLITS = ("train", "test")
 
@@ -91,6 +112,83 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def _transcript(turns: list[dict]) -> str | None:
+    """The conversation as continued: up to the last turn with a response to continue with."""
+    decided = [t for t in turns if t["continued"] is not None]
+    if not decided:
+        return None
+    last = decided[-1]
+    return f"{last['prefix']} {last['continued']}"
+
+
+def _model_name(model) -> str | None:
+    return None if model is None else type(model).__name__
+
+
+def _load_scorer(scorer):
+    if scorer is None or hasattr(scorer, "score"):
+        return scorer
+    from ..reward.model import load_model
+
+    return load_model(scorer)
+
+
+def red_team_attempts(
+    conversations,
+    *,
+    backends: Mapping[str, BackendConfig] | None = None,
+    scorer=None,
+) -> tuple[list[dict], Counter, list[str]]:
+    """``(attempts, left_out, unconfigured)`` from exported conversations (see the module doc).
+
+    ``left_out`` counts red-team conversations that are not attempts ("unfinished", "no_turns");
+    ``unconfigured`` names backends without ``model_type``/``num_params`` in ``backends``.
+    """
+    from ..reward.score import score_dialogues
+
+    backends = backends or {}
+    model = _load_scorer(scorer)
+    out: list[dict] = []
+    left_out: Counter = Counter()
+    unconfigured: set[str] = set()
+    for conv in conversations:
+        if conv["mode"] != "red-team":
+            continue
+        if conv["status"] != "finished" or conv["rating"] is None:
+            left_out["unfinished"] += 1
+            continue
+        transcript = _transcript(conv["turns"])
+        if transcript is None:
+            left_out["no_turns"] += 1
+            continue
+        name = conv["backend"] or ""
+        cfg = backends.get(name)
+        if cfg is None or cfg.model_type is None or cfg.num_params is None:
+            unconfigured.add(name)
+        annotator = conv["annotator"]
+        out.append(
+            {
+                "transcript": transcript,
+                "min_harmlessness_score_transcript": None,
+                "num_params": (cfg and cfg.num_params) or UNKNOWN_SIZE,
+                "model_type": (cfg and cfg.model_type) or name,
+                "rating": float(conv["rating"]),
+                "task_description": conv["task_description"],
+                TASK_SCORE_KEY_REAL: None,
+                "red_team_member_id": annotator["member_id"],
+                "is_upworker": annotator["attributes"].get("is_upworker") is True,
+                "tags": None,
+            }
+        )
+    if model is not None and out:
+        scored = score_dialogues(model, [a["transcript"] for a in out])
+        tasks = model.score([""] * len(out), [a["task_description"] for a in out])
+        for a, s, t in zip(out, scored, tasks, strict=True):
+            a["min_harmlessness_score_transcript"] = s["min_score"]
+            a[TASK_SCORE_KEY_REAL] = float(t)
+    return out, left_out, sorted(unconfigured)
+
+
 def export_collection(
     storage,
     out_dir: str | os.PathLike,
@@ -102,8 +200,15 @@ def export_collection(
     include_unfinished: bool = False,
     agreed_only: bool = False,
     force: bool = False,
+    backends: Mapping[str, BackendConfig] | None = None,
+    scorer=None,
 ) -> dict:
-    """Write the export under ``out_dir``; returns the manifest (also written as ``manifest.json``)."""
+    """Write the export under ``out_dir``; returns the manifest (also written as ``manifest.json``).
+
+    ``backends`` (name -> :class:`~hhrlhf.collect.config.BackendConfig`) gives the red-team
+    attempts their ``model_type``/``num_params``; ``scorer`` (a saved preference model's folder,
+    or a model with ``score(prompts, responses)``) gives them their harmlessness scores.
+    """
     _check_subset(subset, "--subset")
     _check_subset(red_team_subset, "--red-team-subset")
     if subset == red_team_subset:
@@ -113,11 +218,12 @@ def export_collection(
     if min_strength < 1:
         raise HHError(f"--min-strength {min_strength}: must be at least 1")
     out_dir = Path(out_dir)
-    targets = [MANIFEST] + [
+    targets = [MANIFEST, RED_TEAM_ATTEMPTS] + [
         f"{s}/{sp}.jsonl.gz" for s in (subset, red_team_subset) for sp in SPLITS
     ]
     _prepare_out(out_dir, targets, force)
     storage.check_current()
+    model = _load_scorer(scorer)  # a bad --scorer fails before any file is written
     agreed = reviewed = None
     if agreed_only:
         from .storage.review import agreed_turns, review_units
@@ -130,7 +236,10 @@ def export_collection(
     left_out: Counter = Counter()
     kinds: Counter = Counter()
     conversations: Counter = Counter()
+    red_team: list[dict] = []
     for conv in storage.iter_conversations_for_export():
+        if conv["mode"] == "red-team":
+            red_team.append(conv)
         finished = conv["status"] == "finished"
         conversations["finished" if finished else "unfinished"] += 1
         red = conv["mode"] == "red-team"
@@ -181,6 +290,17 @@ def export_collection(
             "bytes": len(data),
             "sha256": hashlib.sha256(data).hexdigest(),
         }
+    attempts, attempts_left_out, unconfigured = red_team_attempts(
+        red_team, backends=backends, scorer=model
+    )
+    if attempts:
+        data = _gzip_bytes([orjson.dumps(attempts)])
+        _write_atomic(out_dir / RED_TEAM_ATTEMPTS, data)
+        files[RED_TEAM_ATTEMPTS] = {
+            "rows": len(attempts),
+            "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
     manifest = {
         "format": FORMAT,
         "min_strength": min_strength,
@@ -191,7 +311,7 @@ def export_collection(
             name: {sp: files[f"{name}/{sp}.jsonl.gz"]["rows"] for sp in SPLITS}
             for name in sorted({s for s, _ in rows})
         },
-        "rows": sum(f["rows"] for f in files.values()),
+        "rows": sum(f["rows"] for rel, f in files.items() if rel != RED_TEAM_ATTEMPTS),
         "comparisons": {"pick": kinds["pick"], "edit": kinds["edit"]},
         "conversations": {
             "finished": conversations["finished"],
@@ -221,6 +341,17 @@ def export_collection(
                 if agreed_only
                 else {}
             ),
+        },
+        "red_team_attempts": {
+            "rows": len(attempts),
+            "scorer": (
+                str(scorer) if isinstance(scorer, (str, os.PathLike)) else _model_name(model)
+            ),
+            "left_out": {
+                "unfinished": attempts_left_out["unfinished"],
+                "no_turns": attempts_left_out["no_turns"],
+            },
+            "unconfigured_backends": unconfigured,
         },
         "files": files,
     }

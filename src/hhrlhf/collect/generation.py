@@ -92,6 +92,9 @@ class Generator:
         self.storage = storage
         self.settings = settings
         self.backends = {b.name: make_backend(b) for b in settings.backends}
+        for backend in self.backends.values():
+            if hasattr(backend, "bind"):  # rerank: resolve its base backend
+                backend.bind(self.backends)
         self.owner = f"{socket.gethostname()[:20]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.runs: dict[int, TurnRun] = {}
         # a lease outlasts the slowest backend's timeout, so no live run is taken over
@@ -156,7 +159,9 @@ class Generator:
 
         async def consume():
             nonlocal shown, finish_reason
-            async for delta, reason in backend.stream(prompt):
+            per_slot = getattr(backend, "per_slot", False)  # rerank: one ranking, two slots
+            stream = backend.stream(prompt, slot) if per_slot else backend.stream(prompt)
+            async for delta, reason in stream:
                 if reason:
                     finish_reason = reason
                 if not delta:
@@ -187,6 +192,8 @@ class Generator:
             params=config.sampling_params() if config else {},
             latency_ms=int((time.perf_counter() - t0) * 1000),
         )
+        if error is None and hasattr(backend, "record"):
+            fields["params"] = {**fields["params"], **backend.record(prompt, slot)}
         if error is None:
             done = finalize("".join(raw), finish_reason)
             if done.text:

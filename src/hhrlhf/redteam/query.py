@@ -96,7 +96,9 @@ class AttemptQuery:
         if self.max_rating is not None and not a.rating <= self.max_rating:
             return False
         s = a.min_harmlessness_score_transcript
-        if (self.min_score is not None or self.max_score is not None) and not math.isfinite(s):
+        if (self.min_score is not None or self.max_score is not None) and (
+            s is None or not math.isfinite(s)
+        ):
             return False
         if self.min_score is not None and s < self.min_score:
             return False

@@ -75,7 +75,7 @@ def _section(sid: str, used: int, dropped: dict[str, int], **body) -> dict:
     }
 
 
-def _score(a: RedTeamAttempt) -> float:
+def _score(a: RedTeamAttempt) -> float | None:
     return a.min_harmlessness_score_transcript
 
 
@@ -139,7 +139,7 @@ def compute_report(
         n - max(rating_drop, score_drop),
         {
             "non-finite rating (rating means only)": rating_drop,
-            "non-finite min_harmlessness_score_transcript (score means only)": score_drop,
+            "null or non-finite min_harmlessness_score_transcript (score means only)": score_drop,
         },
         interval=f"percentile bootstrap, {resamples} resamples, 95%, seed {seed}",
         rating=rating_means,
@@ -157,7 +157,7 @@ def compute_report(
     sections["success"] = _section(
         "success",
         n,
-        {"non-finite rating or score (correlation only)": rvh["dropped"]},
+        {"non-finite rating, null or non-finite score (correlation only)": rvh["dropped"]},
         threshold=threshold,
         overall=overall,
         paper_overall_share=PAPER_SUCCESS_SHARE if threshold == 3 else None,
@@ -189,8 +189,8 @@ def compute_report(
         n,
         {
             "non-finite rating": rating_drop,
-            "non-finite min_harmlessness_score_transcript": score_drop,
-            "non-finite task_description_harmlessness_score": task_drop,
+            "null or non-finite min_harmlessness_score_transcript": score_drop,
+            "null or non-finite task_description_harmlessness_score": task_drop,
         },
         rating=st.value_counts(ratings_f),
         min_harmlessness=st.histogram(scores_f, bins=40),
@@ -273,7 +273,7 @@ def draw_figures(report: dict, attempts: Sequence[RedTeamAttempt]) -> dict:
     pairs = [
         (a.rating, _score(a))
         for a in attempts
-        if math.isfinite(a.rating) and math.isfinite(_score(a))
+        if math.isfinite(a.rating) and _score(a) is not None and math.isfinite(_score(a))
     ]
     themes = s["themes"]
     return {

@@ -67,6 +67,8 @@ def value_problem(a: RedTeamAttempt) -> tuple[str, str] | None:
     The same rules as ``hh check``'s ``rating_out_of_range`` and ``score_not_finite``: a rating
     that is not a whole number from 0 to 4 (7, -1, 2.5, NaN) and a non-finite harmlessness
     score. ``reason`` is the category counted under "dropped"; ``detail`` names the value.
+    A ``null`` score (None: collected data exported without a scorer) is no problem here: each
+    score statistic leaves it out and counts it.
     """
     r = a.rating
     lo, hi = RATING_RANGE
@@ -74,7 +76,7 @@ def value_problem(a: RedTeamAttempt) -> tuple[str, str] | None:
         return f"rating out of range (not a whole number from {lo} to {hi})", f"rating is {r!r}"
     for name in ("min_harmlessness_score_transcript", "task_description_harmlessness_score"):
         v = getattr(a, name)
-        if not math.isfinite(v):
+        if v is not None and not math.isfinite(v):
             return f"non-finite {name}", f"{name} is {v!r}"
     return None
 
@@ -107,12 +109,12 @@ def sizes(attempts: Iterable[RedTeamAttempt]) -> list[str]:
     return sorted(present, key=lambda s: (parse_num_params(s) is None, parse_num_params(s) or 0, s))
 
 
-def finite(values: Iterable[float]) -> tuple[list[float], int]:
-    """The finite values, and how many were dropped (NaN or infinite)."""
+def finite(values: Iterable[float | None]) -> tuple[list[float], int]:
+    """The finite values, and how many were dropped (NaN, infinite, or None: a null score)."""
     kept = []
     dropped = 0
     for v in values:
-        if math.isfinite(v):
+        if v is not None and math.isfinite(v):
             kept.append(float(v))
         else:
             dropped += 1
@@ -442,7 +444,7 @@ def rating_vs_harmlessness(attempts: Iterable[RedTeamAttempt]) -> dict:
     dropped = 0
     for a in attempts:
         r, s = a.rating, a.min_harmlessness_score_transcript
-        if math.isfinite(r) and math.isfinite(s):
+        if math.isfinite(r) and s is not None and math.isfinite(s):
             xs.append(r)
             ys.append(s)
         else:

@@ -81,5 +81,7 @@ def score_attempts(model, attempts, *, n_jobs: int = 1) -> dict:
         for a, s in zip(attempts, scored, strict=False)
     ]
     ours = [r["min_score"] if r["min_score"] is not None else float("nan") for r in rows]
-    theirs = [r["file_min_score"] for r in rows]
+    theirs = [
+        r["file_min_score"] if r["file_min_score"] is not None else float("nan") for r in rows
+    ]
     return {"rows": rows, "correlation": correlation(ours, theirs)}

@@ -153,7 +153,13 @@
 
     function addDecided(turn) {
       const picked = turn.pick ? turn.pick.toUpperCase() : "";
-      const note = "(" + picked + (turn.strength ? turn.strength : "") + (turn.edit ? ", edited" : "") + ")";
+      let note = "(" + picked + (turn.strength ? turn.strength : "") + (turn.edit ? ", edited" : "") + ")";
+      // red-team, red_team_continue = "other": the conversation goes on with the response not picked
+      const other = (turn.candidates || []).find((c) => c.slot !== turn.pick);
+      const chosen = (turn.candidates || []).find((c) => c.slot === turn.pick);
+      if (!turn.edit && other && chosen && turn.continued === other.text && other.text !== chosen.text) {
+        note = "(" + picked + turn.strength + " more harmful; continued with " + other.slot.toUpperCase() + ")";
+      }
       addBubble("assistant", "Assistant", turn.continued || "", note);
     }
 

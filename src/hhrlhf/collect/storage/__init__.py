@@ -119,6 +119,8 @@ class Prompt:
     history: tuple[tuple[str, str], ...]
     human: str
     prefix: str
+    #: the conversation's mode: helpful | red-team (a rerank backend selects by it)
+    mode: str = "helpful"
 
     @property
     def messages(self) -> list[dict]:
@@ -572,7 +574,9 @@ class Storage:
                 .where(Turn.conversation_id == t.conversation_id, Turn.index < t.index)
                 .order_by(Turn.index)
             ).all()
-            prompt = Prompt(tuple((h, a) for h, a in history), t.human, t.prefix)
+            prompt = Prompt(
+                tuple((h, a) for h, a in history), t.human, t.prefix, t.conversation.mode
+            )
             pending = [
                 PendingCandidate(c.slot, c.backend)
                 for c in s.scalars(

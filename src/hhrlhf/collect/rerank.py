@@ -1,0 +1,147 @@
+"""The ``rerank`` backend: rejection sampling with our own preference model (best of k).
+
+Each turn it draws ``k`` responses from its ``base`` backend (at most ``concurrency`` at once),
+scores each with the preference model saved by ``hh pm train`` (``pm``, any backend of the
+RewardModel registry) in its context (the turn's transcript prefix), and shows the two best:
+for helpful conversations the two the PM prefers, for red-team conversations the two least
+harmful, which with one preference model is the same two highest scores (two different texts
+when the samples hold them). Slot A gets one of
+the two and slot B the other, in an order drawn from the turn's prefix, so the better one is
+not always on the left. The ``k`` samples and their scores are stored with each candidate
+(``params["rerank"]``).
+
+Both slots of a turn share one ranking (the k samples are drawn once); a retry of a failed slot
+reuses it while it is cached in this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import OrderedDict
+
+from .backends import BackendError, finalize
+from .config import BackendConfig
+
+__all__ = ["RerankBackend", "Ranking"]
+
+#: rankings kept per process (a turn's two slots and a retry use the same one)
+CACHE_SIZE = 256
+
+
+def _failed(fut: asyncio.Future) -> bool:
+    return fut.done() and (fut.cancelled() or fut.exception() is not None)
+
+
+class Ranking:
+    """The k samples of one turn, their PM scores, and the two shown."""
+
+    def __init__(self, samples: list[str], scores: list[float], shown: dict, pm_ms: float):
+        self.samples = samples
+        self.scores = scores
+        self.shown = shown  # slot -> index into samples
+        self.pm_ms = pm_ms
+
+    def record(self, slot: str) -> dict:
+        return {
+            "samples": [
+                {"text": t, "score": s} for t, s in zip(self.samples, self.scores, strict=True)
+            ],
+            "shown": self.shown[slot],
+            "pm_ms": round(self.pm_ms, 3),
+        }
+
+
+class RerankBackend:
+    """``rerank``: best two of ``k`` samples from ``base`` by the preference model ``pm``."""
+
+    kind = "rerank"
+    per_slot = True
+
+    def __init__(self, config: BackendConfig, *, model=None):
+        self.config = config
+        self.base = None
+        self._model = model
+        self._rankings: OrderedDict[tuple, asyncio.Future] = OrderedDict()
+
+    def bind(self, backends: dict) -> None:
+        """Resolve ``base`` among the app's backends (called once they are all made)."""
+        base = backends.get(self.config.base)
+        if base is None or getattr(base, "kind", None) == "rerank":
+            raise BackendError(
+                "the reranking backend is misconfigured",
+                f"backend {self.config.name!r}: base {self.config.base!r} is not a plain backend",
+            )
+        self.base = base
+
+    def model(self):
+        if self._model is None:
+            from ..reward.model import load_model
+
+            try:
+                self._model = load_model(self.config.pm)
+            except Exception as exc:
+                raise BackendError("the reranking model could not be loaded", str(exc)) from exc
+        return self._model
+
+    async def _sample(self, prompt, gate: asyncio.Semaphore) -> str | None:
+        async with gate:
+            raw, reason = [], None
+            async for delta, r in self.base.stream(prompt):
+                raw.append(delta)
+                reason = r or reason
+            text = finalize("".join(raw), reason)
+            # a sample that held a speaker marker or came back empty is not shown
+            return None if text.cut or not text.text else text.text
+
+    async def _rank(self, prompt) -> Ranking:
+        if self.base is None:
+            raise BackendError("the reranking backend is misconfigured", "base not bound")
+        gate = asyncio.Semaphore(max(1, self.config.concurrency))
+        got = await asyncio.gather(*(self._sample(prompt, gate) for _ in range(self.config.k)))
+        samples = [t for t in got if t is not None]
+        if len(samples) < 2:
+            raise BackendError(
+                "too few usable samples to choose from",
+                f"{len(samples)} of {self.config.k} samples were usable",
+            )
+        model = self.model()
+        t0 = time.perf_counter()
+        scores = await asyncio.to_thread(
+            model.score, [prompt.prefix] * len(samples), [" " + t for t in samples]
+        )
+        pm_ms = (time.perf_counter() - t0) * 1000
+        scores = [float(s) for s in scores]
+        # highest first: the PM's best two (helpful), the two least harmful (red-team)
+        order = sorted(range(len(samples)), key=lambda i: (-scores[i], i))
+        first = order[0]
+        # two different texts when there are (the same text twice is no comparison)
+        second = next((i for i in order[1:] if samples[i] != samples[first]), order[1])
+        flip = hashlib.sha256(prompt.prefix.encode("utf-8")).digest()[0] & 1
+        shown = {"a": second, "b": first} if flip else {"a": first, "b": second}
+        return Ranking(samples, scores, shown, pm_ms)
+
+    def ranking(self, prompt) -> asyncio.Future:
+        key = (prompt.prefix, prompt.mode)
+        fut = self._rankings.get(key)
+        if fut is None or _failed(fut):
+            fut = asyncio.ensure_future(self._rank(prompt))
+            self._rankings[key] = fut
+            while len(self._rankings) > CACHE_SIZE:
+                self._rankings.popitem(last=False)
+        return fut
+
+    async def stream(self, prompt, slot: str = "a"):
+        ranking = await asyncio.shield(self.ranking(prompt))
+        yield ranking.samples[ranking.shown[slot]], None
+        yield "", "stop"
+
+    def record(self, prompt, slot: str) -> dict:
+        """What is stored with the candidate: the k samples, their scores, which one is shown."""
+        fut = self._rankings.get((prompt.prefix, prompt.mode))
+        if fut is None or not fut.done() or _failed(fut):
+            return {}
+        out = fut.result().record(slot)
+        out.update(base=self.config.base, k=self.config.k, pm=self.config.pm, mode=prompt.mode)
+        return {"rerank": out}

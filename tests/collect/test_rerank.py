@@ -1,0 +1,231 @@
+"""The ``rerank`` backend: k samples from the loopback OpenAI-compatible server, scored by a
+saved linear preference model, the best two shown, the samples and scores stored."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+import pytest
+from openai_server import openai_backend
+from sqlalchemy import text
+
+from hhrlhf import PreferencePair
+from hhrlhf.collect.config import BackendConfig, load_config
+from hhrlhf.errors import HHError
+
+pytest.importorskip("numpy")
+pytest.importorskip("scipy")
+
+GOOD = ["Gladly, water them deeply twice a week.", "Gladly: a deep soak, twice weekly."]
+BAD = ["Never mind that.", "I never answer this.", "Never. Ask someone else."]
+
+
+@pytest.fixture(scope="module")
+def pm_dir(tmp_path_factory):
+    """A linear PM that learnt: responses saying "gladly" beat those saying "never"."""
+    from hhrlhf.reward import FeatureConfig, train_pm
+
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(80)]
+    pairs = []
+    for i in range(200):
+        prompt = f"\n\nHuman: {' '.join(rng.choices(words, k=5))}?\n\nAssistant:"
+        good = " " + " ".join(rng.choices(words, k=6) + ["gladly"])
+        bad = " " + " ".join(rng.choices(words, k=6) + ["never"])
+        pairs.append(PreferencePair(prompt + good, prompt + bad, "helpful-base", "train", i))
+    pm = train_pm(
+        pairs, config=FeatureConfig(word_bits=12, char_bits=12, edge_bits=10, pair_bits=12)
+    )
+    return pm.save(tmp_path_factory.mktemp("pm") / "pm")
+
+
+def rerank_settings(settings, server, pm_dir, k=8):
+    return replace(
+        settings,
+        backends=(
+            openai_backend("sampler", "openai-chat", server.base_url),
+            BackendConfig("best-of-k", "rerank", base="sampler", k=k, pm=str(pm_dir)),
+        ),
+    )
+
+
+def headers_of(who):
+    return who[1]
+
+
+@pytest.mark.parametrize("mode", ["helpful", "red-team"])
+def test_rerank_shows_the_best_two_of_k_and_stores_them(
+    mode, make_client, settings, model_server, alice, storage, pm_dir
+):
+    from hhrlhf.reward import load_model
+
+    model_server.script.replies = BAD[:2] + GOOD[:1] + BAD[2:] + GOOD[1:]
+    client = make_client(rerank_settings(settings, model_server, pm_dir))
+    h = headers_of(alice)
+    r = client.post(
+        "/api/v1/conversations", json={"mode": mode, "task_description": "Tomatoes"}, headers=h
+    )
+    cid = r.json()["id"]
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns",
+        json={"text": "How often should I water tomatoes?", "wait": True},
+        headers=h,
+    )
+    assert r.status_code == 201, r.text
+    shown = {c["slot"]: c["text"] for c in r.json()["candidates"]}
+    # the two that say "gladly" are the PM's best two, whatever the order of A and B
+    assert sorted(shown.values()) == sorted(GOOD)
+    chat = model_server.script.requests
+    assert len(chat) == 8  # k samples, drawn once for both slots
+    with storage.engine.connect() as c:
+        rows = c.execute(text("SELECT slot, backend, params FROM candidates ORDER BY slot")).all()
+    assert [(s, b) for s, b, _ in rows] == [("a", "best-of-k"), ("b", "best-of-k")]
+    stored = [json.loads(p) if isinstance(p, str) else p for _, _, p in rows]
+    rr = stored[0]["rerank"]
+    assert (rr["base"], rr["k"], rr["mode"]) == ("sampler", 8, mode)
+    assert len(rr["samples"]) == 8
+    # the stored scores are the PM's, each response scored in its context
+    model = load_model(pm_dir)
+    prefix = "\n\nHuman: How often should I water tomatoes?\n\nAssistant:"
+    texts = [s["text"] for s in rr["samples"]]
+    expected = model.score([prefix] * 8, [" " + t for t in texts])
+    assert [s["score"] for s in rr["samples"]] == pytest.approx([float(x) for x in expected])
+    # the best two different texts (a reply repeated among the samples is shown once)
+    order = sorted(range(8), key=lambda i: (-expected[i], i))
+    second = next(i for i in order if texts[i] != texts[order[0]])
+    assert {stored[0]["rerank"]["shown"], stored[1]["rerank"]["shown"]} == {order[0], second}
+    for slot, params in zip("ab", stored, strict=True):
+        assert texts[params["rerank"]["shown"]] == shown[slot]
+    assert rr["pm_ms"] >= 0
+
+
+def test_too_few_usable_samples_is_a_clear_error(
+    make_client, settings, model_server, alice, pm_dir
+):
+    # every sample writes a speaker marker: cut, so none is usable
+    model_server.script.replies = ["Sure.\n\nHuman: and more"]
+    client = make_client(rerank_settings(settings, model_server, pm_dir, k=3))
+    h = headers_of(alice)
+    cid = client.post(
+        "/api/v1/conversations", json={"mode": "helpful", "task_description": "x"}, headers=h
+    ).json()["id"]
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns", json={"text": "Hi", "wait": False}, headers=h
+    )
+    body = client.get(f"/api/v1/turns/{r.json()['id']}/stream", headers=h).text
+    assert "too few usable samples to choose from" in body
+    assert "event: end" in body and '"failed"' in body
+
+
+def test_a_bad_pm_folder_fails_the_turn_clearly(
+    make_client, settings, model_server, alice, tmp_path
+):
+    client = make_client(rerank_settings(settings, model_server, tmp_path / "missing", k=2))
+    h = headers_of(alice)
+    cid = client.post(
+        "/api/v1/conversations", json={"mode": "helpful", "task_description": "x"}, headers=h
+    ).json()["id"]
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns", json={"text": "Hi", "wait": False}, headers=h
+    )
+    body = client.get(f"/api/v1/turns/{r.json()['id']}/stream", headers=h).text
+    assert "the reranking model could not be loaded" in body
+
+
+def test_the_base_is_not_drawn_on_its_own(settings, model_server, pm_dir):
+    s = rerank_settings(settings, model_server, pm_dir)
+    assert s.drawn_backend_names == ["best-of-k"]
+
+
+@pytest.mark.parametrize(
+    "table,problem",
+    [
+        ('name = "r"\nkind = "rerank"\npm = "pm"\n', "missing 'base'"),
+        ('name = "r"\nkind = "rerank"\nbase = "d"\n', "missing 'pm'"),
+        ('name = "r"\nkind = "rerank"\nbase = "d"\npm = "pm"\nk = 1\n', "k must be 2 to 256"),
+        ('name = "r"\nkind = "rerank"\nbase = "nope"\npm = "pm"\n', "base 'nope' must name"),
+        ('name = "r"\nkind = "rerank"\nbase = "r"\npm = "pm"\n', "base 'r' must name"),
+    ],
+)
+def test_config_checks_rerank_tables(tmp_path, table, problem):
+    p = tmp_path / "c.toml"
+    p.write_text(f'[[backend]]\nname = "d"\nkind = "demo"\n\n[[backend]]\n{table}')
+    with pytest.raises(HHError, match=problem):
+        load_config(p)
+
+
+def test_config_reads_a_rerank_backend(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text(
+        '[[backend]]\nname = "d"\nkind = "demo"\n\n'
+        '[[backend]]\nname = "r"\nkind = "rerank"\nbase = "d"\npm = "pm"\nk = 16\n'
+    )
+    r = load_config(p).backend("r")
+    assert (r.base, r.k, r.pm, r.concurrency) == ("d", 16, "pm", 4)
+
+
+def test_the_iterated_loop_on_the_demo_backend(make_client, settings, alice, storage, tmp_path):
+    """collect -> hh collect export -> hh pm train -> a rerank backend with that PM -> collect."""
+    from click.testing import CliRunner
+
+    from hhrlhf.cli import cli
+
+    client = make_client(settings)  # round 1: the demo backends
+    h = headers_of(alice)
+    for i, question in enumerate(["How do I water tomatoes?", "How long do I knead dough?"] * 3):
+        cid = client.post(
+            "/api/v1/conversations", json={"mode": "helpful", "task_description": "x"}, headers=h
+        ).json()["id"]
+        turn = client.post(
+            f"/api/v1/conversations/{cid}/turns", json={"text": question, "wait": True}, headers=h
+        ).json()
+        r = client.post(
+            f"/api/v1/turns/{turn['id']}/choice",
+            json={"pick": "ab"[i % 2], "strength": 4},
+            headers=h,
+        )
+        assert r.status_code == 200, r.text
+        client.post(f"/api/v1/conversations/{cid}/finish", json={}, headers=h)
+    runner = CliRunner()
+    r = runner.invoke(
+        cli,
+        ["collect", "export", "--db", str(storage.engine.url), "--out", str(tmp_path / "round1")]
+        + ["--test-fraction", "0"],
+    )
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        cli,
+        ["pm", "train", "helpful-base", "--data", str(tmp_path / "round1")]
+        + ["--split", "train", "--out", str(tmp_path / "pm-round1")],
+    )
+    assert r.exit_code == 0, r.output
+    round2 = replace(
+        settings,
+        backends=(
+            BackendConfig("demo-a", "demo", model="sample"),
+            BackendConfig(
+                "best-of-4", "rerank", base="demo-a", k=4, pm=str(tmp_path / "pm-round1")
+            ),
+        ),
+    )
+    client = make_client(round2)
+    cid = client.post(
+        "/api/v1/conversations", json={"mode": "helpful", "task_description": "x"}, headers=h
+    ).json()["id"]
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns",
+        json={"text": "How do I water tomatoes?", "wait": True},
+        headers=h,
+    )
+    assert r.status_code == 201, r.text
+    texts = [c["text"] for c in r.json()["candidates"]]
+    assert len(texts) == 2 and all(texts)
+    with storage.engine.connect() as c:
+        params = c.execute(
+            text("SELECT params FROM candidates WHERE backend = 'best-of-4' ORDER BY slot")
+        ).all()
+    rr = [json.loads(p) if isinstance(p, str) else p for (p,) in params]
+    assert [len(x["rerank"]["samples"]) for x in rr] == [4, 4]
+    assert rr[0]["rerank"]["pm"] == str(tmp_path / "pm-round1")
