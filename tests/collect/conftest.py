@@ -18,9 +18,19 @@ from hhrlhf.collect.config import demo_settings  # noqa: E402
 from hhrlhf.collect.storage import Storage  # noqa: E402
 
 
-@pytest.fixture
-def db_url(tmp_path):
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request, tmp_path):
+    """Every test that uses the database runs on SQLite and on PostgreSQL (a throwaway server)."""
+    if request.param == "postgres":
+        return request.getfixturevalue("postgres_url")
     return f"sqlite:///{tmp_path / 'collect.db'}"
+
+
+@pytest.fixture
+def sqlite_only(db_url):
+    """For tests of SQLite's own settings (PRAGMAs, file permissions)."""
+    if not db_url.startswith("sqlite"):
+        pytest.skip("SQLite-specific")
 
 
 @pytest.fixture

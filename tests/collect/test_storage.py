@@ -46,7 +46,7 @@ def test_an_unmigrated_database_is_refused_with_a_hint(db_url):
         Storage(db_url).check_current()
 
 
-def test_sqlite_settings(storage):
+def test_sqlite_settings(sqlite_only, storage):
     with storage.engine.connect() as c:
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert c.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
@@ -54,7 +54,7 @@ def test_sqlite_settings(storage):
         assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 1000
 
 
-def test_durable_writes_sync_fully_and_bookkeeping_normally(storage):
+def test_durable_writes_sync_fully_and_bookkeeping_normally(sqlite_only, storage):
     with storage._write() as s:
         assert s.execute(text("PRAGMA synchronous")).scalar() == 2  # FULL
     with storage._write(durable=False) as s:

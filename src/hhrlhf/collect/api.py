@@ -261,6 +261,7 @@ def _login_page(request: Request, message: str, status: int):
 @login_router.get("/login", include_in_schema=False)
 def login(request: Request, token: str | None = None):
     st = _state(request)
+    st.limits.check_login(request.client.host if request.client else "unknown")
     if not token:
         return _login_page(request, "Open the login link you were given (/login?token=...).", 401)
     who = st.storage.annotator_by_token(token)

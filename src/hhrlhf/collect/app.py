@@ -19,6 +19,7 @@ from .api import login_router, new_rng
 from .api import router as api_router
 from .config import Settings, demo_settings, load_config
 from .generation import Generator
+from .ratelimit import Limits
 from .storage import Storage
 
 __all__ = ["create_app", "create_app_from_env", "SECURITY_HEADERS"]
@@ -117,6 +118,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     app.state.storage = storage
     app.state.generator = generator
     app.state.rng = new_rng(settings.seed)
+    app.state.limits = Limits(settings.rate_login_per_minute, settings.rate_writes_per_minute)
     try:
         from ..templates import jinja2_templates
 
@@ -126,7 +128,11 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
 
     @app.exception_handler(HHError)
     async def hh_error(request: Request, exc: HHError):
-        return JSONResponse({"error": str(exc)}, status_code=getattr(exc, "status", 400))
+        retry = getattr(exc, "retry_after", None)
+        headers = {"Retry-After": str(retry)} if retry is not None else None
+        return JSONResponse(
+            {"error": str(exc)}, status_code=getattr(exc, "status", 400), headers=headers
+        )
 
     @app.exception_handler(DBAPIError)
     async def database_error(request: Request, exc: DBAPIError):

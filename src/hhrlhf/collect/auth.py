@@ -95,6 +95,9 @@ def require_annotator(request: Request) -> AnnotatorInfo:
         sent = request.headers.get(CSRF_HEADER, "")
         if not csrf or not hmac.compare_digest(sent.encode(), csrf.encode()):
             raise CollectError(f"missing or wrong {CSRF_HEADER} header", 403)
+    limits = getattr(request.app.state, "limits", None)
+    if limits is not None and request.method not in SAFE_METHODS:
+        limits.check_write(who.id)
     return who
 
 

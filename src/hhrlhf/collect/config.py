@@ -83,6 +83,8 @@ class Settings:
     max_edit_chars: int = 20_000
     max_comment_chars: int = 5_000
     max_body_bytes: int = 256 * 1024
+    rate_login_per_minute: int = 20
+    rate_writes_per_minute: int = 600
     seed: int | None = None
     demo: bool = False
 
@@ -134,6 +136,8 @@ _COLLECT_KEYS = {
     "max_edit_chars": int,
     "max_comment_chars": int,
     "max_body_bytes": int,
+    "rate_login_per_minute": int,
+    "rate_writes_per_minute": int,
     "seed": int,
     "db": str,
 }

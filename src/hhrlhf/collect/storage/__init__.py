@@ -471,6 +471,8 @@ class Storage:
     ) -> dict:
         with self._write() as s:
             c = self._conversation(s, who, conversation_id, lock=True)
+            if c.annotator_id != who.id:
+                raise CollectError("only the conversation's annotator can finish it", 403)
             if c.mode == "red-team":
                 if rating is None:
                     raise CollectError("a red-team conversation needs a rating, 0 to 4", 422)

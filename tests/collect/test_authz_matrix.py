@@ -1,0 +1,99 @@
+"""The authorisation matrix: every route x {no token, wrong token, disabled annotator, another
+annotator, admin, the owner's cookie without a CSRF token}. A refused request changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+WHO = ("none", "wrong", "disabled", "other", "admin", "forged")
+
+# route -> expected status per identity (the owner is alice; "forged" is alice's cookie session
+# sending a state-changing request with no X-CSRF-Token, as a cross-site form would)
+MATRIX = {
+    ("GET", "/api/v1/health"): (200, 200, 200, 200, 200, 200),
+    ("GET", "/api/v1/me"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/api/v1/conversations"): (401, 401, 403, 200, 200, 200),
+    ("POST", "/api/v1/conversations"): (401, 401, 403, 201, 201, 403),
+    ("GET", "/api/v1/conversations/{cid}"): (401, 401, 403, 404, 200, 200),
+    ("POST", "/api/v1/conversations/{cid}/turns"): (401, 401, 403, 404, 403, 403),
+    ("GET", "/api/v1/turns/{tid}/stream"): (401, 401, 403, 404, 200, 200),
+    ("POST", "/api/v1/turns/{tid}/retry"): (401, 401, 403, 404, 200, 403),
+    ("POST", "/api/v1/turns/{tid}/choice"): (401, 401, 403, 404, 403, 403),
+    ("POST", "/api/v1/conversations/{cid}/finish"): (401, 401, 403, 404, 403, 403),
+    ("GET", "/"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/conversations/{cid}"): (401, 401, 403, 404, 200, 200),
+    ("GET", "/help"): (200, 200, 200, 200, 200, 200),
+    ("GET", "/static/collect.js"): (200, 200, 200, 200, 200, 200),
+    ("POST", "/logout"): (200, 200, 200, 200, 200, 403),
+    ("GET", "/login"): (401, 401, 401, 401, 401, 401),  # no token in the URL
+}
+
+BODIES = {
+    "/api/v1/conversations": {"mode": "helpful", "task_description": "Plant garlic"},
+    "/api/v1/conversations/{cid}/turns": {"text": "When do I plant garlic?"},
+    "/api/v1/turns/{tid}/choice": {"pick": "a", "strength": 2},
+    "/api/v1/conversations/{cid}/finish": {"comment": "done"},
+}
+
+
+@pytest.fixture
+def world(client, storage):
+    _, ta = storage.add_annotator("alice")
+    _, tb = storage.add_annotator("bob")
+    _, tc = storage.add_annotator("carol")
+    _, tr = storage.add_annotator("root", role="admin")
+    ha = {"Authorization": f"Bearer {ta}"}
+    cid = client.post("/api/v1/conversations", json=BODIES["/api/v1/conversations"], headers=ha)
+    cid = cid.json()["id"]
+    tid = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": "hi"}, headers=ha)
+    tid = tid.json()["id"]
+    storage.set_disabled("carol")
+    headers = {
+        "none": {},
+        "wrong": {"Authorization": "Bearer " + "x" * 43},
+        "disabled": {"Authorization": f"Bearer {tc}"},
+        "other": {"Authorization": f"Bearer {tb}"},
+        "admin": {"Authorization": f"Bearer {tr}"},
+    }
+    return {"cid": cid, "tid": tid, "alice": ta, "headers": headers, "owner": ha}
+
+
+def _snapshot(storage, client, world):
+    conv = client.get(f"/api/v1/conversations/{world['cid']}", headers=world["owner"]).json()
+    return storage.counts(), conv
+
+
+@pytest.mark.parametrize("route", list(MATRIX), ids=lambda r: f"{r[0]} {r[1]}")
+def test_every_route_for_every_identity(route, make_client, settings, storage, world):
+    method, path = route
+    url = path.format(cid=world["cid"], tid=world["tid"])
+    body = BODIES.get(path)
+    got = {}
+    for who in WHO:
+        client = make_client(settings)  # a fresh cookie jar per identity
+        headers = dict(world["headers"].get(who, {}))
+        if who == "forged":
+            r = client.get(f"/login?token={world['alice']}", follow_redirects=False)
+            assert r.status_code == 303
+            headers["Origin"] = "http://testserver"  # same host, but no CSRF token
+        before = _snapshot(storage, client, world)
+        r = client.request(method, url, json=body, headers=headers, follow_redirects=False)
+        got[who] = r.status_code
+        if r.status_code >= 400:
+            assert "text/html" in r.headers["content-type"] or "error" in r.json()
+            assert _snapshot(storage, client, world) == before, (who, url)
+    assert tuple(got[w] for w in WHO) == MATRIX[route], got
+
+
+def test_the_matrix_covers_every_route(client):
+    from fastapi.routing import APIRoute
+
+    app = client.app
+    routes = {
+        (m, r.path) for r in app.routes if isinstance(r, APIRoute) for m in r.methods if m != "HEAD"
+    }
+    paths = {
+        (m, p.replace("{cid}", "{conversation_id}").replace("{tid}", "{turn_id}"))
+        for m, p in MATRIX
+    }
+    assert routes <= paths, routes - paths

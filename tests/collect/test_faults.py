@@ -1,0 +1,100 @@
+"""A database that refuses writes (read-only, or a full disk): the choice is a clear 503, nothing is
+stored, nothing is acknowledged, and the same choice sent again once the database is back is stored."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+
+
+def _ready_turn(client, h):
+    r = client.post(
+        "/api/v1/conversations", json={"mode": "helpful", "task_description": "Cats"}, headers=h
+    )
+    cid = r.json()["id"]
+    r = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": "Why purr?"}, headers=h)
+    assert r.status_code == 201 and len(r.json()["candidates"]) == 2
+    return cid, r.json()["id"]
+
+
+@contextmanager
+def _sqlite_pragma(storage, pragma: str):
+    """Every pooled connection runs ``pragma`` (a real SQLite refusal, not a mock)."""
+
+    def on_checkout(dbapi_connection, _record, _proxy):
+        dbapi_connection.execute(pragma)
+
+    storage.engine.dispose()
+    event.listen(storage.engine, "checkout", on_checkout)
+    try:
+        yield
+    finally:
+        event.remove(storage.engine, "checkout", on_checkout)
+        storage.engine.dispose()
+
+
+@contextmanager
+def read_only(storage):
+    if storage.url.startswith("sqlite"):
+        with _sqlite_pragma(storage, "PRAGMA query_only = 1"):
+            yield
+        return
+    name = make_url(storage.url).database
+    with storage.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+        c.exec_driver_sql(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+    storage.engine.dispose()
+    try:
+        yield
+    finally:
+        with storage.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+            c.exec_driver_sql("SET default_transaction_read_only = off")
+            c.exec_driver_sql(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
+        storage.engine.dispose()
+
+
+@contextmanager
+def disk_full(storage):
+    """SQLite's own 'database or disk is full': the file may not grow by one page."""
+    with storage.engine.connect() as c:
+        pages = c.exec_driver_sql("PRAGMA page_count").scalar()
+    with _sqlite_pragma(storage, f"PRAGMA max_page_count = {pages}"):
+        yield
+
+
+def _choice_is_refused_then_stored(client, storage, h, tid, fault, message):
+    before = storage.counts()
+    body = {"pick": "b", "strength": 3, "edit": "Cats purr when content. " * 200}
+    with fault:
+        r = client.post(f"/api/v1/turns/{tid}/choice", json=body, headers=h)
+        assert r.status_code == 503, r.text
+        assert message in r.json()["error"] and "nothing was saved" in r.json()["error"]
+        # a read still works; the annotator's page can resend
+        assert client.get("/api/v1/conversations", headers=h).status_code == 200
+    assert storage.counts() == before
+    r = client.post(f"/api/v1/turns/{tid}/choice", json=body, headers=h)
+    assert r.status_code == 200 and r.json()["turn"]["pick"] == "b"
+    assert storage.counts()["comparisons"] == before["comparisons"] + 2  # pick + edit
+
+
+def test_a_read_only_database_refuses_the_choice_loudly(client, storage, alice):
+    _, h, _ = alice
+    _, tid = _ready_turn(client, h)
+    msg = "read-only" if not storage.url.startswith("sqlite") else "readonly"
+    _choice_is_refused_then_stored(client, storage, h, tid, read_only(storage), msg)
+
+
+def test_a_full_disk_refuses_the_choice_loudly(sqlite_only, client, storage, alice):
+    _, h, _ = alice
+    _, tid = _ready_turn(client, h)
+    _choice_is_refused_then_stored(client, storage, h, tid, disk_full(storage), "full")
+
+
+def test_a_read_only_database_refuses_a_new_conversation(client, storage, alice):
+    _, h, _ = alice
+    with read_only(storage):
+        r = client.post(
+            "/api/v1/conversations", json={"mode": "helpful", "task_description": "x"}, headers=h
+        )
+    assert r.status_code == 503 and storage.counts()["conversations"] == 0
