@@ -144,11 +144,13 @@ class PostgresServer:
         """A libpq connection string (for psycopg directly)."""
         return f"host={self.root} user={self.role} dbname={database}"
 
-    def new_database(self, prefix: str = "t") -> str:
-        """Create an empty database and return its SQLAlchemy URL."""
+    def new_database(self, prefix: str = "t", *, template: str | None = None) -> str:
+        """Create a database (empty, or a copy of the database ``template``, which nothing may
+        be connected to) and return its SQLAlchemy URL."""
         import psycopg
 
         name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        copy = f' TEMPLATE "{template}"' if template else ""
         with psycopg.connect(self.conninfo(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return self.url(name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -19,11 +20,43 @@ from hhrlhf.collect.storage import Storage  # noqa: E402
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request, tmp_path):
-    """Every test that uses the database runs on SQLite and on PostgreSQL (a throwaway server)."""
+def empty_db_url(request, tmp_path):
+    """An empty database, on SQLite and on PostgreSQL (a throwaway server): migration tests."""
     if request.param == "postgres":
         return request.getfixturevalue("postgres_url")
     return f"sqlite:///{tmp_path / 'collect.db'}"
+
+
+@pytest.fixture(scope="session")
+def _migrated_sqlite(tmp_path_factory):
+    path = tmp_path_factory.mktemp("template") / "migrated.db"
+    st = Storage(f"sqlite:///{path}")
+    st.upgrade()
+    st.dispose()  # the last connection's close checkpoints the WAL into the file
+    return path
+
+
+@pytest.fixture(scope="session")
+def _migrated_postgres(postgres_server):
+    url = postgres_server.new_database("template")
+    st = Storage(url)
+    st.upgrade()
+    st.dispose()
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).database
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request, tmp_path):
+    """A migrated database of its own for every test, on SQLite and on PostgreSQL: a copy of one
+    migrated at the start of the session (migrating each one costs more than the test)."""
+    if request.param == "postgres":
+        server = request.getfixturevalue("postgres_server")
+        return server.new_database(template=request.getfixturevalue("_migrated_postgres"))
+    path = tmp_path / "collect.db"
+    shutil.copy(request.getfixturevalue("_migrated_sqlite"), path)
+    return f"sqlite:///{path}"
 
 
 @pytest.fixture

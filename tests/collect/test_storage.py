@@ -17,7 +17,8 @@ from hhrlhf.errors import CollectError, HHError
 TABLES = {"annotators", "sessions", "conversations", "turns", "candidates", "comparisons"}
 
 
-def test_upgrade_from_empty_creates_every_table(db_url):
+def test_upgrade_from_empty_creates_every_table(empty_db_url):
+    db_url = empty_db_url
     st = Storage(db_url)
     assert st.revision() is None
     st.upgrade()
@@ -27,7 +28,8 @@ def test_upgrade_from_empty_creates_every_table(db_url):
     assert st.revision() == st.head()
 
 
-def test_downgrade_upgrade_round_trip(db_url):
+def test_downgrade_upgrade_round_trip(empty_db_url):
+    db_url = empty_db_url
     st = Storage(db_url)
     st.upgrade()
     st.add_annotator("alice")
@@ -41,7 +43,8 @@ def test_downgrade_upgrade_round_trip(db_url):
     assert [a.name for a in st.list_annotators()] == ["alice"]
 
 
-def test_an_unmigrated_database_is_refused_with_a_hint(db_url):
+def test_an_unmigrated_database_is_refused_with_a_hint(empty_db_url):
+    db_url = empty_db_url
     with pytest.raises(HHError, match="hh serve"):
         Storage(db_url).check_current()
 
