@@ -131,20 +131,24 @@ class NotCachedError(HHError):
 
 
 class UnknownNameError(HHError, KeyError):
-    """A name (a subset, a split, a class, ...) that is not among the ``known`` ones.
+    """A name (a subset, a split, a format, a check class, a source, a backend, ...) that is
+    not among the ``known`` ones.
 
     ``kind`` says what the name is ("subset", "split", ...); ``where`` (optional) says where it
-    was looked for (a directory, a file), and the message then lists what is there.
+    was looked for (a directory, a file), and the message then lists what is there. The
+    former two-argument form ``UnknownSubsetError(name, known)`` still works (kind "name").
     """
 
     def __init__(
         self,
         kind: str,
-        name: str,
-        known: list[str] | tuple[str, ...],
+        name: str | list[str] | tuple[str, ...],
+        known: list[str] | tuple[str, ...] | None = None,
         *,
         where: str | None = None,
     ):
+        if known is None:  # the former UnknownSubsetError(name, known)
+            kind, name, known = "name", kind, name
         self.kind = kind
         self.name = name
         self.known = list(known)
@@ -160,18 +164,8 @@ class UnknownNameError(HHError, KeyError):
         return str(self.args[0])
 
 
-class UnknownSubsetError(UnknownNameError):
-    """A subset or split name that the registry (or the data at hand) does not know."""
-
-    def __init__(
-        self,
-        name: str,
-        known: list[str] | tuple[str, ...],
-        *,
-        kind: str = "name",
-        where: str | None = None,
-    ):
-        super().__init__(kind, name, known, where=where)
+#: The former name of :class:`UnknownNameError`, kept for callers.
+UnknownSubsetError = UnknownNameError
 
 
 class MissingExtraError(HHError, ImportError):

@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import HHError, NotCachedError, UnknownSubsetError
+from .errors import HHError, NotCachedError, UnknownNameError
 from .subsets import DEFAULT, PREFERENCE_SUBSETS, RED_TEAM, SUBSETS, FileSpec
 
 __all__ = [
@@ -240,7 +240,7 @@ def _single_file(src: DataSource, subsets, split: str | None) -> list[DataFile]:
     elif subset is None and len(asked) > 1:
         raise HHError(f"{path}: one file is one subset; name one, not {', '.join(asked)}")
     if file_split is not None and split is not None and split != file_split:
-        raise UnknownSubsetError(split, [file_split], kind="split", where=str(path))
+        raise UnknownNameError("split", split, [file_split], where=str(path))
     file_split = file_split or split
     red = subset == RED_TEAM or _is_red_team_file(path)
     if red:
@@ -295,20 +295,20 @@ def select_files(
             named.append(name)
         else:
             known = list(available) + ([DEFAULT, "all"] if where is None else [])
-            raise UnknownSubsetError(name, known, kind="subset", where=where)
+            raise UnknownNameError("subset", name, known, where=where)
         picked += [n for n in group if n not in picked]
     if not picked:
-        raise UnknownSubsetError(DEFAULT, list(available), kind="preference subset", where=where)
+        raise UnknownNameError("preference subset", DEFAULT, list(available), where=where)
     if split is not None:
         there = _split_order({s for n in picked for s in available[n]})
         if split not in there:
-            raise UnknownSubsetError(split, there, kind="split", where=where or src.label)
+            raise UnknownNameError("split", split, there, where=where or src.label)
         for name in named:
             if split not in available[name]:
-                raise UnknownSubsetError(
+                raise UnknownNameError(
+                    "split",
                     split,
                     list(available[name]),
-                    kind="split",
                     where=f"{src.label}/{name}" if where else name,
                 )
     out = []

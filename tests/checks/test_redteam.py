@@ -21,14 +21,14 @@ GOOD = {
 def names(**changes):
     obj = {**GOOD, **changes}
     obj = {k: v for k, v in obj.items() if v is not ...}
-    return [n for n, _ in RedTeamFields().check_row(obj)]
+    return [n for n, _ in RedTeamFields().check(obj)]
 
 
 def test_good_record_and_card_spelling_pass():
     assert names() == []
     card = dict(GOOD)
     card["task_description_harmlessness_score"] = card.pop("task_descripton_harmlessness_score")
-    assert RedTeamFields().check_row(card) == []
+    assert RedTeamFields().check(card) == []
 
 
 @pytest.mark.parametrize(
@@ -52,6 +52,4 @@ def test_each_red_team_class(changes, expected):
 
 
 def test_details_name_the_value():
-    assert RedTeamFields().check_row({**GOOD, "rating": 7}) == [
-        ("rating_out_of_range", "rating is 7")
-    ]
+    assert RedTeamFields().check({**GOOD, "rating": 7}) == [("rating_out_of_range", "rating is 7")]

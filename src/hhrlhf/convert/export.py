@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from ..errors import DataFormatError, HHError, UnknownSubsetError, require
+from ..errors import DataFormatError, HHError, UnknownNameError, require
 from .base import Format
 from .files import read_rows, write_rows
 
@@ -30,7 +30,7 @@ def get_format(name: str | Format) -> Format:
     try:
         return FORMATS[name]
     except KeyError:
-        raise UnknownSubsetError(name, list(FORMATS)) from None
+        raise UnknownNameError("format", name, list(FORMATS)) from None
 
 
 def _check_kind(fmt: Format, record) -> None:
