@@ -6,10 +6,10 @@ non-blank byte decides JSONL (``{``) or JSON array (``[``). Lines are decoded wi
 arrays are decoded one element at a time, so memory stays flat on any file size.
 
 Every problem raises :class:`~hhrlhf.errors.DataFormatError` naming the file, the line
-(JSONL) or record (array) and what is wrong. A :class:`Lenient` policy passed as ``policy``
+(JSONL) or record (array) and what is wrong. A :class:`Lenient` policy passed as ``lenient``
 skips a bad row instead and records it, with its reason, in ``policy.skipped``; nothing is
-dropped without a record of it. The public functions still take ``lenient=True,
-skipped=[...]`` and build the policy from them (:meth:`Lenient.from_args`).
+dropped without a record of it. ``lenient=True, skipped=[...]`` still works: the policy is
+built from them (:meth:`Lenient.of`), and the readers pass the one object on.
 """
 
 from __future__ import annotations
@@ -106,10 +106,24 @@ class Lenient:
     lost: list[TruncatedStreamError] = field(default_factory=list)
 
     @classmethod
-    def from_args(cls, lenient: bool, skipped: list[SkippedRow] | None = None) -> Lenient | None:
+    def of(
+        cls, lenient: bool | Lenient | None = False, skipped: list[SkippedRow] | None = None
+    ) -> Lenient | None:
         """The policy for the public ``lenient=``/``skipped=`` arguments (None: strict).
 
-        Skipped rows are appended to the caller's ``skipped`` list when one is given."""
+        ``lenient`` is a flag or a :class:`Lenient` already (returned as it is). With the
+        flag, skipped rows are appended to the caller's ``skipped`` list when one is given.
+
+        >>> Lenient.of(False) is None
+        True
+        >>> rows = []
+        >>> Lenient.of(True, rows).skipped is rows
+        True
+        """
+        if isinstance(lenient, Lenient):
+            if skipped is not None and skipped is not lenient.skipped:
+                raise ValueError("pass either a Lenient policy or a skipped list, not both")
+            return lenient
         if not lenient:
             return None
         return cls(skipped if skipped is not None else [])
@@ -272,18 +286,17 @@ def detect_container(path: str | os.PathLike) -> str:
 def read_objects(
     path: str | os.PathLike,
     *,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list[SkippedRow] | None = None,
     threaded: bool = False,
     lost: list[TruncatedStreamError] | None = None,
-    policy: Lenient | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """Yield ``(position, object)``: 1-based line for JSONL, 1-based record for an array.
 
     Only JSON syntax and container problems are handled here; record validation is the
-    caller's (see :func:`read_pairs`). A :class:`Lenient` ``policy`` (or ``lenient=True``)
-    skips undecodable JSONL lines; with ``policy.keep_readable`` a cut stream lands in
-    ``policy.lost`` (as it does in a ``lost`` list passed here).
+    caller's (see :func:`read_pairs`). ``lenient`` (a :class:`Lenient` policy, or ``True``)
+    skips undecodable JSONL lines; with ``keep_readable`` on the policy a cut stream lands
+    in its ``lost`` list (as it does in a ``lost`` list passed here).
 
     A damaged stream raises :class:`~hhrlhf.errors.TruncatedStreamError`, lenient or not.
     Only when the caller passes a ``lost`` list is a *cut* stream (kind ``"truncated"``:
@@ -291,8 +304,7 @@ def read_objects(
     other corruption still raises, since the lines read cannot be trusted.
     """
     path = str(path)
-    if policy is None:
-        policy = Lenient.from_args(lenient, skipped)
+    policy = Lenient.of(lenient, skipped)
     if lost is None and policy is not None and policy.keep_readable:
         lost = policy.lost
     container = detect_container(path) if lost is None else _container_or_lost(path, lost)
@@ -492,19 +504,18 @@ def read_pairs(
     *,
     subset: str | None = None,
     split: str | None = None,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list[SkippedRow] | None = None,
     threaded: bool = False,
-    policy: Lenient | None = None,
 ) -> Iterator[PreferencePair]:
     """Stream :class:`PreferencePair` records from one file (``index`` = line - 1, or record - 1).
 
-    ``policy`` (or ``lenient=True, skipped=[...]``): skip bad rows, recording each."""
+    ``lenient`` (a :class:`Lenient`, or ``True`` with a ``skipped`` list): skip bad rows,
+    recording each."""
     path = str(path)
-    if policy is None:
-        policy = Lenient.from_args(lenient, skipped)
+    policy = Lenient.of(lenient, skipped)
     unit = None
-    for pos, obj in read_objects(path, threaded=threaded, policy=policy):
+    for pos, obj in read_objects(path, lenient=policy, threaded=threaded):
         if type(obj) is dict:
             c = obj.get("chosen")
             r = obj.get("rejected")
@@ -579,18 +590,17 @@ def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt
 def read_attempts(
     path: str | os.PathLike,
     *,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list[SkippedRow] | None = None,
-    policy: Lenient | None = None,
 ) -> Iterator[RedTeamAttempt]:
     """Stream :class:`RedTeamAttempt` records (the file may be a JSON array or JSONL).
 
-    ``policy`` (or ``lenient=True, skipped=[...]``): skip bad rows, recording each."""
+    ``lenient`` (a :class:`Lenient`, or ``True`` with a ``skipped`` list): skip bad rows,
+    recording each."""
     path = str(path)
-    if policy is None:
-        policy = Lenient.from_args(lenient, skipped)
+    policy = Lenient.of(lenient, skipped)
     unit = "line" if detect_container(path) == "jsonl" else "record"
-    for pos, obj in read_objects(path, policy=policy):
+    for pos, obj in read_objects(path, lenient=policy):
         try:
             yield attempt_from_object(obj, index=pos - 1)
         except ValueError as exc:

@@ -89,7 +89,9 @@ def audit(
         runner.start_file(
             f.subset or RED_TEAM if f.red_team else f.subset, f.split, reference=f.reference
         )
-        rows = progress_bar(read_objects(f.path, policy=policy), desc=f"check {f.key}", unit="rows")
+        rows = progress_bar(
+            read_objects(f.path, lenient=policy), desc=f"check {f.key}", unit="rows"
+        )
         for pos, obj in rows:
             if f.red_team:
                 runner.red_team_row(pos - 1, obj)

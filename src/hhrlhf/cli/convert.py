@@ -176,11 +176,12 @@ def import_(file, fmt_name, out, with_source, lenient, force):
       hh import rt.jsonl --format redteam | head -1
     """
     from ..convert import get_format, import_records, write_rows
+    from ..reader import Lenient
 
     check_outputs(force, out=(out, "file"))
     fmt = get_format(fmt_name)
-    skipped: list = []
-    records = import_records(file, fmt, lenient=lenient, skipped=skipped)
+    policy = Lenient.of(lenient)
+    records = import_records(file, fmt, lenient=policy)
     if fmt.kind == "redteam":
         rows = (
             dict(r.to_dict(real_keys=True), **({"index": r.index} if with_source else {}))
@@ -198,6 +199,7 @@ def import_(file, fmt_name, out, with_source, lenient, force):
                 sys.stdout.buffer.write(raw.encode(row))
             sys.stdout.flush()
     finally:
+        skipped = policy.skipped if policy is not None else []
         for s in skipped:
             _chatter(f"skipped: {s}")
         if skipped:

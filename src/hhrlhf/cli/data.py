@@ -22,7 +22,7 @@ from .options import (
     force_option,
     json_option,
     lenient_option,
-    pass_skipped,
+    pass_lenient,
     print_table,
     subset_option,
 )
@@ -217,8 +217,8 @@ def show(subset, split, index, sample, seed, data, file_subset, as_json):
 @json_option
 @lenient_option
 @force_option
-@pass_skipped
-def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force, skipped):
+@pass_lenient
+def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force):
     """Rows, human turns per prompt, response lengths, chosen-longer share and class counts.
 
     \b
@@ -233,7 +233,7 @@ def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force,
     if any(f.red_team for f in files):
         raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam report`")
     for f in files:
-        pairs = read_pairs(f.path, subset=f.subset, split=f.split, lenient=lenient, skipped=skipped)
+        pairs = read_pairs(f.path, subset=f.subset, split=f.split, lenient=lenient)
         result[f"{f.subset or f.path.name}/{f.split}"] = pair_stats(
             pairs, keep_lengths=bool(plots_dir)
         )

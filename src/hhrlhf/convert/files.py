@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 
 from ..errors import DataFormatError, HHError, require
-from ..reader import read_objects
+from ..reader import Lenient, read_objects
 
 __all__ = ["CONTAINERS", "container_of", "write_rows", "read_rows"]
 
@@ -119,9 +119,12 @@ def _write_parquet(rows, path: Path) -> int:
 
 
 def read_rows(
-    path: str | os.PathLike, *, lenient: bool = False, skipped: list | None = None
+    path: str | os.PathLike, *, lenient: Lenient | None = None
 ) -> Iterator[tuple[int, dict]]:
-    """Yield ``(position, row)``: the 1-based line (JSONL) or row number (parquet)."""
+    """Yield ``(position, row)``: the 1-based line (JSONL) or row number (parquet).
+
+    ``lenient``: a :class:`~hhrlhf.reader.Lenient` policy that skips (and records) the JSONL
+    lines that do not decode; None: strict."""
     path = Path(path)
     if not path.exists():
         raise HHError(f"{path}: no such file")
@@ -137,4 +140,4 @@ def read_rows(
                 n += 1
                 yield n, row
         return
-    yield from read_objects(path, lenient=lenient, skipped=skipped)
+    yield from read_objects(path, lenient=lenient)
