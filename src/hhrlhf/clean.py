@@ -31,7 +31,7 @@ from pathlib import Path
 
 import orjson
 
-from .checks import DEFAULT_DROP, AuditResult, audit, check_class_names
+from .checks import AuditResult, audit, check_class_names, default_drop
 from .checks.audit import audit_files, file_key
 from .download import sha256_file
 from .errors import HHError, TruncatedStreamError
@@ -69,11 +69,11 @@ def clean(
 ) -> dict:
     """Write the cleaned copy, ``dropped.jsonl`` and ``manifest.json``; return the manifest.
 
-    ``drop`` names the classes to drop (default :data:`hhrlhf.checks.DEFAULT_DROP`, every
+    ``drop`` names the classes to drop (default :func:`hhrlhf.checks.default_drop`, every
     ``error`` class). Near-duplicate detection runs only when ``near_duplicate_leak`` is
     dropped. ``result`` reuses an audit already run on the same selection.
     """
-    drop_set = set(check_class_names(drop)) if drop is not None else set(DEFAULT_DROP)
+    drop_set = set(check_class_names(drop)) if drop is not None else set(default_drop())
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise HHError(f"{out}: directory is not empty; choose a new --out directory")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from .audit import AuditFile, audit, audit_files
 from .base import Check, CheckClass, CheckOptions, Finding
 from .near_duplicates import MinHasher
-from .registry import CHECKS, CLASSES, DEFAULT_DROP, check_class_names
+from .registry import CHECKS, CLASSES, DEFAULT_DROP, check_class_names, default_drop
 from .runner import AuditResult, CheckRunner, build_checks, run_checks
 
 __all__ = [
@@ -35,4 +35,5 @@ __all__ = [
     "run_checks",
     "MinHasher",
     "check_class_names",
+    "default_drop",
 ]

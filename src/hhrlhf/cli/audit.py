@@ -190,11 +190,11 @@ def clean(subsets, split, out, drop, threshold, keep_readable, data, file_subset
       hh clean --out hh-clean --data sample
       hh clean all --out hh-clean --drop duplicate_pair --drop train_test_leak --data sample
     """
-    from ..checks import DEFAULT_DROP
+    from ..checks import default_drop
     from ..clean import clean as run_clean
 
     subsets = file_subsets(subsets, file_subset, data)
-    names = _class_names(drop, "--drop") if drop else list(DEFAULT_DROP)
+    names = _class_names(drop, "--drop") if drop else list(default_drop())
     check_outputs(force, out=(out, "dir"))
     with replace_dir(out) as tmp:  # all or nothing; --force replaces the old copy whole
         manifest = run_clean(
