@@ -34,7 +34,7 @@ import orjson
 from .checks import AuditResult, audit, check_class_names, default_drop
 from .checks.audit import audit_files, file_key
 from .download import sha256_file
-from .errors import HHError, TruncatedStreamError
+from .errors import HHError, OutputError, TruncatedStreamError
 from .reader import iter_lines, read_objects
 from .subsets import RED_TEAM, SUBSETS
 
@@ -76,7 +76,7 @@ def clean(
     drop_set = set(check_class_names(drop)) if drop is not None else set(default_drop())
     out = Path(out)
     if out.exists() and any(out.iterdir()):
-        raise HHError(f"{out}: directory is not empty; choose a new --out directory")
+        raise OutputError(out, "directory is not empty; choose a new --out directory")
     if result is None:
         result = audit(
             subsets,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from .errors import HHError
+from .errors import RecordKindError, UnknownNameError
 from .layout import SAMPLE_DIR, DataFile, DataSource, resolve_source, select_files
 from .reader import Lenient, SkippedRow, read_attempts, read_pairs
 from .records import PreferencePair, RedTeamAttempt
@@ -102,11 +102,19 @@ def _pair_files(src: DataSource, data_dir, split: str | None) -> list[DataFile]:
     files = []
     for name in _names(data_dir):
         if name == RED_TEAM:
-            raise HHError("red-team-attempts holds attempts, not pairs: use iter_attempts()")
+            raise RecordKindError(
+                "red-team-attempts holds attempts, not pairs: use iter_attempts()",
+                holds="attempts",
+                wanted="pairs",
+            )
         for f in select_files(name, split=split, data=src):
             if f.red_team:
                 if src.kind == "file":
-                    raise HHError(f"{f.path}: holds red-team attempts, not pairs")
+                    raise RecordKindError(
+                        f"{f.path}: holds red-team attempts, not pairs",
+                        holds="attempts",
+                        wanted="pairs",
+                    )
                 continue
             if f not in files:
                 files.append(f)
@@ -140,7 +148,11 @@ def iter_pairs(
 def _attempts_file(src: DataSource, split: str | None = None) -> DataFile:
     files = select_files(RED_TEAM if src.kind != "file" else None, split=split, data=src)
     if src.kind == "file" and not files[0].red_team:
-        raise HHError(f"{src.root}: holds preference pairs, not red-team attempts")
+        raise RecordKindError(
+            f"{src.root}: holds preference pairs, not red-team attempts",
+            holds="pairs",
+            wanted="attempts",
+        )
     return files[0]
 
 
@@ -275,7 +287,7 @@ def load_arrow(
 
     pa = require("pyarrow", "hf", "load_arrow()")
     if columns not in ARROW_COLUMNS:
-        raise HHError(f"columns must be one of {', '.join(ARROW_COLUMNS)}, not {columns!r}")
+        raise UnknownNameError("columns", columns, list(ARROW_COLUMNS))
     src = resolve_source(data)
     jobs = _pair_jobs(src, data_dir, split)  # refuses the red-team attempts
     tables = load_files_arrow(jobs, columns=columns, lenient=lenient)

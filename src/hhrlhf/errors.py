@@ -22,6 +22,10 @@ __all__ = [
     "MissingExtraError",
     "ModelFormatError",
     "OutputError",
+    "NoDataError",
+    "RecordKindError",
+    "ConfigError",
+    "BackendError",
     "CollectError",
 ]
 
@@ -197,6 +201,46 @@ class OutputError(HHError):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+
+class NoDataError(HHError):
+    """The data asked for is not there: no such file or directory, or a directory holding no
+    data file. ``path`` is what was looked for."""
+
+    def __init__(self, path: str | os.PathLike, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class RecordKindError(HHError, ValueError):
+    """Records of one kind where the other is needed: red-team attempts given to a reader, a
+    format or a command of preference pairs, or the reverse. ``holds`` and ``wanted`` are
+    ``"pairs"`` or ``"attempts"``."""
+
+    def __init__(self, message: str, *, holds: str, wanted: str):
+        self.holds = holds
+        self.wanted = wanted
+        super().__init__(message)
+
+
+class ConfigError(HHError, ValueError):
+    """A configuration file cannot be read or does not say what is needed (``path``: the file)."""
+
+    def __init__(self, path: str | os.PathLike, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class BackendError(HHError):
+    """A generation backend failed: ``message`` is safe to show an annotator, ``detail`` is
+    for the operator."""
+
+    def __init__(self, message: str, detail: str = ""):
+        self.message = message
+        self.detail = detail
+        super().__init__(f"{message}: {detail}" if detail else message)
 
 
 def require(module: str, extra: str, feature: str | None = None):

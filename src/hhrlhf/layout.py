@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import HHError, NotCachedError, UnknownNameError
+from .errors import HHError, NoDataError, NotCachedError, UnknownNameError
 from .subsets import DEFAULT, PREFERENCE_SUBSETS, RED_TEAM, SUBSETS, FileSpec
 
 __all__ = [
@@ -132,7 +132,7 @@ def resolve_source(
         return DataSource("dir", path)
     if path.is_file():
         return DataSource("file", path)
-    raise HHError(f"{path}: no such file or directory (--data takes a path, 'sample' or 'cache')")
+    raise NoDataError(path, "no such file or directory (--data takes a path, 'sample' or 'cache')")
 
 
 def _split_name(filename: str) -> tuple[str, int] | None:
@@ -163,7 +163,7 @@ def scan(root: str | os.PathLike) -> dict[str, dict[str, Path]]:
     try:
         folders = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")]
     except OSError as exc:
-        raise HHError(f"{root}: cannot list the directory ({exc.strerror or exc})") from None
+        raise NoDataError(root, f"cannot list the directory ({exc.strerror or exc})") from None
     for folder in folders:
         splits: dict[str, tuple[int, Path]] = {}
         for f in folder.iterdir():
@@ -275,9 +275,10 @@ def select_files(
     available = _available(src)
     where = None if src.kind == "cache" else src.label
     if not available:
-        raise HHError(
-            f"{src.label}: no data files found (expected <subset>/<split>.jsonl.gz, "
-            "e.g. harmless-base/test.jsonl.gz)"
+        raise NoDataError(
+            src.label,
+            "no data files found (expected <subset>/<split>.jsonl.gz, "
+            "e.g. harmless-base/test.jsonl.gz)",
         )
     picked: list[str] = []
     named: list[str] = []

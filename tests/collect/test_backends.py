@@ -125,5 +125,5 @@ def test_demo_backend_is_deterministic_and_answers_from_the_sample():
 def test_unknown_kind_is_refused():
     from hhrlhf.errors import HHError
 
-    with pytest.raises(HHError, match="unknown kind"):
+    with pytest.raises(HHError, match="unknown backend kind"):
         make_backend(BackendConfig("x", "nope"))

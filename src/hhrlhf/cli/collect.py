@@ -9,7 +9,7 @@ import os
 
 import click
 
-from ..errors import HHError, require
+from ..errors import OutputError, require
 from .options import emit_json, print_table
 
 __all__ = ["commands", "serve", "collect"]
@@ -268,7 +268,7 @@ def export(
     out = Path(out_dir)
     probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
     if not os.access(probe, os.W_OK):
-        raise HHError(f"{out}: cannot write there (permission denied)")
+        raise OutputError(out, "cannot write there (permission denied)")
     storage = _storage(db_url)
     from ..collect.export import export_collection
 

@@ -6,7 +6,7 @@ import random
 
 import click
 
-from ..errors import HHError
+from ..errors import HHError, RecordKindError
 from ..layout import preferred_split, resolve_source, scan, select_files
 from ..outputs import replace_dir
 from ..reader import detect_container, read_objects, read_pairs
@@ -178,7 +178,11 @@ def show(subset, split, index, sample, seed, data, file_subset, as_json):
     if len(names) > 1:
         raise click.UsageError(f"name the subset to show: one of {', '.join(map(str, names))}")
     if not files:
-        raise HHError(f"{resolve_source(data).label}: holds red-team attempts, not pairs")
+        raise RecordKindError(
+            f"{resolve_source(data).label}: holds red-team attempts, not pairs",
+            holds="attempts",
+            wanted="pairs",
+        )
     split = split or preferred_split(files, "train") or files[0].split
     f = next(f for f in files if f.split == split)
     subset = f.subset or f.path.name

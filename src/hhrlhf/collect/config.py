@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import HHError
+from ..errors import ConfigError, UnknownNameError
 
 __all__ = [
     "BackendConfig",
@@ -82,7 +82,7 @@ class Settings:
         for b in self.backends:
             if b.name == name:
                 return b
-        raise HHError(f"unknown backend {name!r}; configured: {', '.join(self.backend_names)}")
+        raise UnknownNameError("backend", name, self.backend_names)
 
     @property
     def backend_names(self) -> list[str]:
@@ -142,11 +142,11 @@ _BACKEND_KEYS = {
 def _check_table(path, where: str, table: dict, keys: dict) -> None:
     for key, value in table.items():
         if key not in keys:
-            raise HHError(
-                f"{path}: {where}: unknown key {key!r}; expected one of: {', '.join(keys)}"
+            raise ConfigError(
+                path, f"{where}: unknown key {key!r}; expected one of: {', '.join(keys)}"
             )
         if not isinstance(value, keys[key]) or isinstance(value, bool):
-            raise HHError(f"{path}: {where}: {key} has the wrong type ({type(value).__name__})")
+            raise ConfigError(path, f"{where}: {key} has the wrong type ({type(value).__name__})")
 
 
 def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settings:
@@ -158,14 +158,14 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise HHError(f"{path}: cannot read the config: {exc.strerror or exc}") from exc
+        raise ConfigError(path, f"cannot read the config: {exc.strerror or exc}") from exc
     try:
         doc = _toml().loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise HHError(f"{path}: not valid TOML: {exc}") from exc
+        raise ConfigError(path, f"not valid TOML: {exc}") from exc
     unknown = set(doc) - {"collect", "backend"}
     if unknown:
-        raise HHError(f"{path}: unknown table(s): {', '.join(sorted(unknown))}")
+        raise ConfigError(path, f"unknown table(s): {', '.join(sorted(unknown))}")
     collect = doc.get("collect", {})
     _check_table(path, "[collect]", collect, _COLLECT_KEYS)
     backends = []
@@ -174,29 +174,30 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         _check_table(path, where, table, _BACKEND_KEYS)
         for key in ("name", "kind"):
             if key not in table:
-                raise HHError(f"{path}: {where}: missing {key!r}")
+                raise ConfigError(path, f"{where}: missing {key!r}")
         if table["kind"] not in BACKEND_KINDS:
-            raise HHError(
-                f"{path}: {where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}"
+            raise ConfigError(
+                path,
+                f"{where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}",
             )
         if table["kind"] != "demo":
             for key in ("base_url", "model"):
                 if key not in table:
-                    raise HHError(f"{path}: {where} ({table['name']}): missing {key!r}")
+                    raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
         backends.append(BackendConfig(**table))
     if not backends:
-        raise HHError(f"{path}: no [[backend]] table; at least one is needed")
+        raise ConfigError(path, "no [[backend]] table; at least one is needed")
     names = [b.name for b in backends]
     if len(set(names)) != len(names):
-        raise HHError(f"{path}: backend names must be unique")
+        raise ConfigError(path, "backend names must be unique")
     settings = dict(collect)
     file_db = settings.pop("db", None)
     if settings.get("pairing", "random") not in PAIRINGS:
-        raise HHError(f"{path}: pairing must be one of: {', '.join(PAIRINGS)}")
+        raise ConfigError(path, f"pairing must be one of: {', '.join(PAIRINGS)}")
     if settings.get("red_team_continue", "picked") not in CONTINUE:
-        raise HHError(f"{path}: red_team_continue must be one of: {', '.join(CONTINUE)}")
+        raise ConfigError(path, f"red_team_continue must be one of: {', '.join(CONTINUE)}")
     if not 1 <= settings.get("strength_points", 4) <= 10:
-        raise HHError(f"{path}: strength_points must be between 1 and 10")
+        raise ConfigError(path, "strength_points must be between 1 and 10")
     return Settings(
         db_url=db_url or file_db or default_db_url(), backends=tuple(backends), **settings
     )

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from ..errors import DataFormatError, HHError, UnknownNameError, require
+from ..errors import DataFormatError, RecordKindError, UnknownNameError, require
 from ..reader import Lenient
 from .base import Format
 from .files import read_rows, write_rows
@@ -39,9 +39,11 @@ def _check_kind(fmt: Format, record) -> None:
     is_attempt = not hasattr(record, "chosen")
     if wants_attempts != is_attempt:
         what = "red-team attempts" if is_attempt else "preference pairs"
-        raise HHError(
+        raise RecordKindError(
             f"format {fmt.name!r} does not take {what}: "
-            + ("use --format redteam" if is_attempt else "redteam is for red-team-attempts")
+            + ("use --format redteam" if is_attempt else "redteam is for red-team-attempts"),
+            holds="attempts" if is_attempt else "pairs",
+            wanted="pairs" if is_attempt else "attempts",
         )
 
 

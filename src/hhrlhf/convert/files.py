@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from ..errors import DataFormatError, HHError, require
+from ..errors import DataFormatError, NoDataError, UnknownNameError, require
 from ..reader import Lenient, read_objects
 
 __all__ = ["CONTAINERS", "container_of", "write_rows", "read_rows"]
@@ -29,9 +29,7 @@ def container_of(path: str | os.PathLike) -> str:
     for ending, kind in CONTAINERS.items():
         if name.endswith(ending):
             return kind
-    raise HHError(
-        f"{path}: cannot tell the container from the name; use one of {', '.join(CONTAINERS)}"
-    )
+    raise UnknownNameError("file ending", name, list(CONTAINERS))
 
 
 def _encode(row: dict) -> bytes:
@@ -127,7 +125,7 @@ def read_rows(
     lines that do not decode; None: strict."""
     path = Path(path)
     if not path.exists():
-        raise HHError(f"{path}: no such file")
+        raise NoDataError(path, "no such file")
     if container_of(path) == "parquet":
         pq = require("pyarrow.parquet", "hf", "reading .parquet")
         try:
