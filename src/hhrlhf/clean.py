@@ -108,7 +108,14 @@ def clean(
                 clean_file = _clean_jsonl
             lost: list = []
             stats = clean_file(
-                f.path, target, subset, f.split, result, drop_set, dropped, lost, keep_readable
+                f.path,
+                target,
+                subset,
+                f.split,
+                result,
+                drop_set,
+                dropped,
+                lost if keep_readable else None,
             )
             if lost:
                 stats["lost"] = _lost_json(lost[0])
@@ -190,13 +197,13 @@ def _record(dropped, source, line, reasons, row=None, raw=None) -> None:
     )
 
 
-def _clean_jsonl(
-    path, target, subset, split, result, drop_set, dropped, lost, keep_readable
-) -> dict:
+def _clean_jsonl(path, target, subset, split, result, drop_set, dropped, lost) -> dict:
+    """Copy the kept lines of a JSONL file byte for byte; ``lost`` (when given) takes a cut
+    stream instead of raising."""
     rows = kept = dropped_n = 0
     reasons_count: Counter[str] = Counter()
     with _gzip_writer(target) as w:
-        for lineno, line in _lines(path, lost if keep_readable else None):
+        for lineno, line in _lines(path, lost):
             if not line.strip():
                 continue  # a blank line holds no row (the reader skips it too)
             rows += 1
@@ -220,14 +227,12 @@ def _clean_jsonl(
     }
 
 
-def _clean_array(
-    path, target, subset, split, result, drop_set, dropped, lost, keep_readable
-) -> dict:
+def _clean_array(path, target, subset, split, result, drop_set, dropped, lost) -> dict:
     rows = kept = dropped_n = 0
     reasons_count: Counter[str] = Counter()
     with _gzip_writer(target) as w:
         w.write(b"[")
-        for pos, obj in read_objects(path, lost=lost if keep_readable else None):
+        for pos, obj in read_objects(path, lost=lost):
             rows += 1
             source = (subset, split, pos - 1)
             reasons = _reasons(result, source, drop_set)

@@ -1,0 +1,45 @@
+"""The "Adding a check" example in docs/convert.md runs as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hhrlhf.checks import CHECKS, CLASSES, run_checks
+from hhrlhf.checks.base import Check
+from hhrlhf.records import PreferencePair
+
+DOC = (Path(__file__).resolve().parents[1] / "docs" / "convert.md").read_text(encoding="utf-8")
+
+
+def _example(heading: str) -> dict:
+    section = DOC.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, f"docs/convert.md ({heading})", "exec"), namespace)
+    return namespace
+
+
+def test_adding_a_check_example_flags_what_it_says(monkeypatch):
+    cls = _example("Adding a check")["Shouting"]
+    assert issubclass(cls, Check) and [c.name for c in cls.classes] == ["shouting"]
+    monkeypatch.setitem(CHECKS, cls.name, cls)  # the one registration line
+    assert CLASSES["shouting"].severity == "info"
+    loud = PreferencePair(
+        chosen="\n\nHuman: hi\n\nAssistant: HELLO THERE",
+        rejected="\n\nHuman: hi\n\nAssistant: hi",
+        subset="helpful-base",
+        split="train",
+        index=0,
+    )
+    quiet = PreferencePair(
+        chosen="\n\nHuman: hi\n\nAssistant: Hello there",
+        rejected="\n\nHuman: hi\n\nAssistant: hi",
+        subset="helpful-base",
+        split="train",
+        index=1,
+    )
+    assert list(CHECKS["shouting"]().check(loud)) == [("shouting", "11 capitals")]
+    r = run_checks([loud, quiet])
+    assert r.flags[("helpful-base", "train", 0)]["shouting"] == "11 capitals"
+    assert r.counts["shouting"] == 1
