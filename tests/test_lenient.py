@@ -68,3 +68,18 @@ def test_keep_readable_records_a_cut_stream_in_lost(tmp_path):
     policy = Lenient(keep_readable=True)
     list(read_objects(cut, lenient=policy))
     assert len(policy.lost) == 1 and policy.lost[0].kind == "truncated"
+
+
+def test_a_cut_stream_stays_loud_in_lenient_mode():
+    from pathlib import Path
+
+    from hhrlhf.errors import TruncatedStreamError
+
+    cut = Path(__file__).parent / "data" / "bad" / "cut_stream.jsonl.gz"
+    rows: list = []
+    with pytest.raises(TruncatedStreamError):
+        list(iter_pairs(data=cut, split="test", lenient=True, skipped=rows))
+    policy = Lenient()
+    with pytest.raises(TruncatedStreamError):
+        list(read_pairs(cut, lenient=policy))
+    assert rows == [] and policy.skipped == [] and policy.lost == []

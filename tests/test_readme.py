@@ -38,6 +38,8 @@ SKIP = {
     "hh info": "without --data it reads the download cache",
     "hh show helpful-base --sample 3 --seed 1": "without --data it reads the download cache",
     "hh pm rerank --model pm-model --in candidates.jsonl": "candidates.jsonl is not in the README",
+    "hh serve": "starts a server that runs until it is stopped (tests/collect runs it)",
+    "hh collect export": "reads the database a person filled through hh serve",
 }
 
 
