@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import hhrlhf
-from hhrlhf.checks import CHECKS
+from hhrlhf.checks import CHECKS, CLASSES, run_checks
 from hhrlhf.checks.base import Check
 from hhrlhf.convert import FORMATS, export_records, import_records
 from hhrlhf.records import PreferencePair
@@ -39,12 +39,22 @@ def test_adding_a_check_example_flags_what_it_says(monkeypatch):
     cls = _example("Adding a check")["Shouting"]
     assert issubclass(cls, Check) and [c.name for c in cls.classes] == ["shouting"]
     monkeypatch.setitem(CHECKS, cls.name, cls)  # the one registration line
-    check = CHECKS["shouting"]()
+    assert CLASSES["shouting"].severity == "info"
     loud = PreferencePair(
-        chosen="\n\nHuman: hi\n\nAssistant: HELLO THERE", rejected="\n\nHuman: hi\n\nAssistant: hi"
+        chosen="\n\nHuman: hi\n\nAssistant: HELLO THERE",
+        rejected="\n\nHuman: hi\n\nAssistant: hi",
+        subset="helpful-base",
+        split="train",
+        index=0,
     )
     quiet = PreferencePair(
-        chosen="\n\nHuman: hi\n\nAssistant: Hello there", rejected="\n\nHuman: hi\n\nAssistant: hi"
+        chosen="\n\nHuman: hi\n\nAssistant: Hello there",
+        rejected="\n\nHuman: hi\n\nAssistant: hi",
+        subset="helpful-base",
+        split="train",
+        index=1,
     )
-    assert list(check.check_pair(loud)) == [("shouting", "11 capitals")]
-    assert list(check.check_pair(quiet)) == []
+    assert list(CHECKS["shouting"]().check(loud)) == [("shouting", "11 capitals")]
+    r = run_checks([loud, quiet])
+    assert r.flags[("helpful-base", "train", 0)]["shouting"] == "11 capitals"
+    assert r.counts["shouting"] == 1

@@ -22,7 +22,7 @@ import hhrlhf
 from hhrlhf import fastload
 from hhrlhf.errors import DataFormatError, TruncatedStreamError
 from hhrlhf.fastload import Fallback, load_files, parse_jsonl
-from hhrlhf.reader import read_pairs
+from hhrlhf.reader import Lenient, read_pairs
 from hhrlhf.records import PreferencePair
 from hhrlhf.testing import synth
 from hhrlhf.transcript import align_pair, prompt_length
@@ -247,10 +247,10 @@ def test_bad_files_lenient_reports_are_the_reference_ones(path):
         ref = _reference(jobs, lenient=True, skipped=ref_skipped)
     except DataFormatError as exc:  # whole-file problems stay errors when lenient
         with pytest.raises(DataFormatError) as fast_err:
-            load_files(jobs, lenient=True, skipped=fast_skipped)
+            load_files(jobs, lenient=Lenient(fast_skipped))
         assert str(fast_err.value) == str(exc) and fast_skipped == ref_skipped
         return
-    fast = load_files(jobs, lenient=True, skipped=fast_skipped)
+    fast = load_files(jobs, lenient=Lenient(fast_skipped))
     _assert_same(fast, ref)
     assert fast_skipped == ref_skipped
 
@@ -269,7 +269,7 @@ def test_several_files_keep_file_order_for_errors_and_reports(tmp_path):
     assert err.value.path == str(big_bad) and err.value.line == 51
     ref_skipped, fast_skipped = [], []
     ref = _reference(jobs, lenient=True, skipped=ref_skipped)
-    fast = load_files(jobs, lenient=True, skipped=fast_skipped)
+    fast = load_files(jobs, lenient=Lenient(fast_skipped))
     _assert_same(fast, ref)
     assert fast_skipped == ref_skipped and [s.path for s in fast_skipped] == [
         str(big_bad),
@@ -291,7 +291,7 @@ def test_truncated_gzip_falls_back_to_the_reference_error(tmp_path):
     assert isinstance(fast_err.value, TruncatedStreamError)
     # lenient too: a broken stream is lost data, never a skipped row
     with pytest.raises(TruncatedStreamError) as fast_err:
-        load_files([(cut, None, None)], lenient=True, skipped=[])
+        load_files([(cut, None, None)], lenient=Lenient())
     assert str(fast_err.value) == str(ref_err.value)
 
 
@@ -301,7 +301,7 @@ def test_crc_error_is_named_not_parsed_as_rows(name):
     path = DATA / "bad" / name
     for lenient in (False, True):
         with pytest.raises(TruncatedStreamError, match="CRC check failed") as err:
-            load_files([(path, "harmless-base", "test")], lenient=lenient, skipped=[])
+            load_files([(path, "harmless-base", "test")], lenient=Lenient.of(lenient))
         assert err.value.kind == "crc" and "missing key" not in str(err.value)
 
 
@@ -429,7 +429,7 @@ def test_loaded_pairs_are_untracked_by_the_garbage_collector(tmp_path):
     assert not any(map(gc.is_tracked, streamed))
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(LINE + b"\n{not json\n" + LINE + b"\n")
-    lenient = load_files([(bad, None, None)], lenient=True, skipped=[])[0]
+    lenient = load_files([(bad, None, None)], lenient=Lenient())[0]
     assert len(lenient) == 2 and not any(map(gc.is_tracked, lenient))
 
 
@@ -532,7 +532,7 @@ def _same_stream(path, monkeypatch, **kw):
     for lenient in (False, True):
         ref_skipped, fast_skipped = [], []
         ref = _run(read_pairs(path, lenient=lenient, skipped=ref_skipped, **kw))
-        fast = _run(fastload.iter_file(path, lenient=lenient, skipped=fast_skipped, **kw))
+        fast = _run(fastload.iter_file(path, lenient=Lenient.of(lenient, fast_skipped), **kw))
         assert fast == ref
         assert fast_skipped == ref_skipped
         strict = strict or ref

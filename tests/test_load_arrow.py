@@ -20,7 +20,7 @@ import hhrlhf
 from hhrlhf import fastload
 from hhrlhf.errors import DataFormatError, HHError
 from hhrlhf.fastload import load_files_arrow
-from hhrlhf.reader import read_pairs
+from hhrlhf.reader import Lenient, read_pairs
 from hhrlhf.testing import synth
 
 pa = pytest.importorskip("pyarrow")
@@ -205,8 +205,8 @@ def test_several_files_keep_file_order_for_errors_and_reports(tmp_path):
         load_files_arrow(jobs)
     assert str(err.value) == str(ref_err.value) and err.value.line == 51
     ref_skipped, skipped = [], []
-    ref = fastload.load_files(jobs, lenient=True, skipped=ref_skipped)
-    tables = load_files_arrow(jobs, lenient=True, skipped=skipped)
+    ref = fastload.load_files(jobs, lenient=Lenient(ref_skipped))
+    tables = load_files_arrow(jobs, lenient=Lenient(skipped))
     assert skipped == ref_skipped and [s.line for s in skipped] == [51, 2]
     assert [t.to_pylist() for t in tables] == [_rows(r) for r in ref]
 

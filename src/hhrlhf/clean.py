@@ -31,10 +31,10 @@ from pathlib import Path
 
 import orjson
 
-from .checks import DEFAULT_DROP, AuditResult, audit, check_class_names
+from .checks import AuditResult, audit, check_class_names, default_drop
 from .checks.audit import audit_files, file_key
 from .download import sha256_file
-from .errors import HHError, TruncatedStreamError
+from .errors import HHError, OutputError, TruncatedStreamError
 from .reader import iter_lines, read_objects
 from .subsets import RED_TEAM, SUBSETS
 
@@ -69,14 +69,14 @@ def clean(
 ) -> dict:
     """Write the cleaned copy, ``dropped.jsonl`` and ``manifest.json``; return the manifest.
 
-    ``drop`` names the classes to drop (default :data:`hhrlhf.checks.DEFAULT_DROP`, every
+    ``drop`` names the classes to drop (default :func:`hhrlhf.checks.default_drop`, every
     ``error`` class). Near-duplicate detection runs only when ``near_duplicate_leak`` is
     dropped. ``result`` reuses an audit already run on the same selection.
     """
-    drop_set = set(check_class_names(drop)) if drop is not None else set(DEFAULT_DROP)
+    drop_set = set(check_class_names(drop)) if drop is not None else set(default_drop())
     out = Path(out)
     if out.exists() and any(out.iterdir()):
-        raise HHError(f"{out}: directory is not empty; choose a new --out directory")
+        raise OutputError(out, "directory is not empty; choose a new --out directory")
     if result is None:
         result = audit(
             subsets,
@@ -108,7 +108,14 @@ def clean(
                 clean_file = _clean_jsonl
             lost: list = []
             stats = clean_file(
-                f.path, target, subset, f.split, result, drop_set, dropped, lost, keep_readable
+                f.path,
+                target,
+                subset,
+                f.split,
+                result,
+                drop_set,
+                dropped,
+                lost if keep_readable else None,
             )
             if lost:
                 stats["lost"] = _lost_json(lost[0])
@@ -190,13 +197,13 @@ def _record(dropped, source, line, reasons, row=None, raw=None) -> None:
     )
 
 
-def _clean_jsonl(
-    path, target, subset, split, result, drop_set, dropped, lost, keep_readable
-) -> dict:
+def _clean_jsonl(path, target, subset, split, result, drop_set, dropped, lost) -> dict:
+    """Copy the kept lines of a JSONL file byte for byte; ``lost`` (when given) takes a cut
+    stream instead of raising."""
     rows = kept = dropped_n = 0
     reasons_count: Counter[str] = Counter()
     with _gzip_writer(target) as w:
-        for lineno, line in _lines(path, lost if keep_readable else None):
+        for lineno, line in _lines(path, lost):
             if not line.strip():
                 continue  # a blank line holds no row (the reader skips it too)
             rows += 1
@@ -220,14 +227,12 @@ def _clean_jsonl(
     }
 
 
-def _clean_array(
-    path, target, subset, split, result, drop_set, dropped, lost, keep_readable
-) -> dict:
+def _clean_array(path, target, subset, split, result, drop_set, dropped, lost) -> dict:
     rows = kept = dropped_n = 0
     reasons_count: Counter[str] = Counter()
     with _gzip_writer(target) as w:
         w.write(b"[")
-        for pos, obj in read_objects(path, lost=lost if keep_readable else None):
+        for pos, obj in read_objects(path, lost=lost):
             rows += 1
             source = (subset, split, pos - 1)
             reasons = _reasons(result, source, drop_set)

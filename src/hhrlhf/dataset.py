@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from .errors import HHError
+from .errors import RecordKindError, UnknownNameError
 from .layout import SAMPLE_DIR, DataFile, DataSource, resolve_source, select_files
-from .reader import SkippedRow, read_attempts, read_pairs
+from .reader import Lenient, SkippedRow, read_attempts, read_pairs
 from .records import PreferencePair, RedTeamAttempt
 from .subsets import RED_TEAM
 
@@ -102,11 +102,19 @@ def _pair_files(src: DataSource, data_dir, split: str | None) -> list[DataFile]:
     files = []
     for name in _names(data_dir):
         if name == RED_TEAM:
-            raise HHError("red-team-attempts holds attempts, not pairs: use iter_attempts()")
+            raise RecordKindError(
+                "red-team-attempts holds attempts, not pairs: use iter_attempts()",
+                holds="attempts",
+                wanted="pairs",
+            )
         for f in select_files(name, split=split, data=src):
             if f.red_team:
                 if src.kind == "file":
-                    raise HHError(f"{f.path}: holds red-team attempts, not pairs")
+                    raise RecordKindError(
+                        f"{f.path}: holds red-team attempts, not pairs",
+                        holds="attempts",
+                        wanted="pairs",
+                    )
                 continue
             if f not in files:
                 files.append(f)
@@ -118,7 +126,7 @@ def iter_pairs(
     *,
     split: str | None = None,
     data: str | os.PathLike | DataSource | None = None,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list[SkippedRow] | None = None,
     fast: bool = True,
 ) -> Iterator[PreferencePair]:
@@ -128,30 +136,36 @@ def iter_pairs(
     :func:`hhrlhf.fastload.iter_file`; ``fast=False`` with :func:`~hhrlhf.reader.read_pairs`,
     a line at a time. The pairs, errors and lenient reports are the same either way.
     """
+    lenient = Lenient.of(lenient, skipped)
     if fast:
         from .fastload import iter_file as read
     else:
         read = read_pairs
     for f in _pair_files(resolve_source(data), data_dir, split):
-        yield from read(f.path, subset=f.subset, split=f.split, lenient=lenient, skipped=skipped)
+        yield from read(f.path, subset=f.subset, split=f.split, lenient=lenient)
 
 
 def _attempts_file(src: DataSource, split: str | None = None) -> DataFile:
     files = select_files(RED_TEAM if src.kind != "file" else None, split=split, data=src)
     if src.kind == "file" and not files[0].red_team:
-        raise HHError(f"{src.root}: holds preference pairs, not red-team attempts")
+        raise RecordKindError(
+            f"{src.root}: holds preference pairs, not red-team attempts",
+            holds="pairs",
+            wanted="attempts",
+        )
     return files[0]
 
 
 def iter_attempts(
     *,
     data: str | os.PathLike | DataSource | None = None,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list[SkippedRow] | None = None,
 ) -> Iterator[RedTeamAttempt]:
     """Stream the red-team attempts."""
+    lenient = Lenient.of(lenient, skipped)
     f = _attempts_file(resolve_source(data))
-    yield from read_attempts(f.path, lenient=lenient, skipped=skipped)
+    yield from read_attempts(f.path, lenient=lenient)
 
 
 def _pair_jobs(src: DataSource, data_dir, split: str | None) -> list:
@@ -160,7 +174,13 @@ def _pair_jobs(src: DataSource, data_dir, split: str | None) -> list:
 
 
 def load_pairs(
-    data_dir=None, *, split=None, data=None, lenient=False, skipped=None, fast: bool = True
+    data_dir=None,
+    *,
+    split=None,
+    data=None,
+    lenient: bool | Lenient = False,
+    skipped=None,
+    fast: bool = True,
 ) -> RecordList:
     """All pairs of :func:`iter_pairs`, in the same order, as one list.
 
@@ -170,6 +190,7 @@ def load_pairs(
     the reference reader.
     Files are located (and, for the cache, downloaded) before reading.
     """
+    lenient = Lenient.of(lenient, skipped)
     src = resolve_source(data)
     jobs = _pair_jobs(src, data_dir, split)
     subsets = {s for _, s, _ in jobs}
@@ -178,21 +199,18 @@ def load_pairs(
         split=split if split is not None else (jobs[0][2] if src.kind == "file" else None),
     )
     if not fast:
-        out += iter_pairs(
-            data_dir, split=split, data=src, lenient=lenient, skipped=skipped, fast=False
-        )
+        out += iter_pairs(data_dir, split=split, data=src, lenient=lenient, fast=False)
         return out
     from .fastload import load_files
 
-    for pairs in load_files(jobs, lenient=lenient, skipped=skipped):
+    for pairs in load_files(jobs, lenient=lenient):
         out += pairs
     return out
 
 
-def load_attempts(*, data=None, lenient=False, skipped=None) -> RecordList:
-    return RecordList(
-        iter_attempts(data=data, lenient=lenient, skipped=skipped), subset=RED_TEAM, split="train"
-    )
+def load_attempts(*, data=None, lenient: bool | Lenient = False, skipped=None) -> RecordList:
+    lenient = Lenient.of(lenient, skipped)
+    return RecordList(iter_attempts(data=data, lenient=lenient), subset=RED_TEAM, split="train")
 
 
 def load_dataset(
@@ -200,7 +218,7 @@ def load_dataset(
     *,
     split: str | None = None,
     data: str | os.PathLike | DataSource | None = None,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list[SkippedRow] | None = None,
     fast: bool = True,
 ) -> DatasetDict | RecordList:
@@ -210,30 +228,28 @@ def load_dataset(
     list when ``split`` is given. ``data_dir=None`` is the four preference subsets together.
     ``fast`` as in :func:`load_pairs` (same records either way).
     """
+    lenient = Lenient.of(lenient, skipped)
     src = resolve_source(data)
     if data_dir == RED_TEAM or src.kind == "file":
         first = select_files(data_dir, split=split, data=src)[0]
         if first.red_team:
             records = RecordList(
-                read_attempts(first.path, lenient=lenient, skipped=skipped),
+                read_attempts(first.path, lenient=lenient),
                 subset=first.subset,
                 split=first.split,
             )
             return records if split else DatasetDict({first.split: records})
     if split is not None:
-        return load_pairs(
-            data_dir, split=split, data=src, lenient=lenient, skipped=skipped, fast=fast
-        )
+        return load_pairs(data_dir, split=split, data=src, lenient=lenient, fast=fast)
     jobs = _pair_jobs(src, data_dir, None)
     out = DatasetDict()
     if fast:
         from .fastload import load_files
 
-        loaded = load_files(jobs, lenient=lenient, skipped=skipped)
+        loaded = load_files(jobs, lenient=lenient)
     else:
         loaded = (
-            read_pairs(path, subset=subset, split=s, lenient=lenient, skipped=skipped)
-            for path, subset, s in jobs
+            read_pairs(path, subset=subset, split=s, lenient=lenient) for path, subset, s in jobs
         )
     subsets = {subset for _, subset, _ in jobs}
     one = subsets.pop() if len(subsets) == 1 else None
@@ -248,7 +264,7 @@ def load_arrow(
     split: str | None = None,
     data: str | os.PathLike | DataSource | None = None,
     columns: str = "dpo",
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list[SkippedRow] | None = None,
 ):
     """Load preference pairs straight into ``pyarrow`` tables (needs ``hhrlhf[hf]``).
@@ -265,15 +281,16 @@ def load_arrow(
     block parser is built, the strings go from the decompressed bytes into Arrow buffers
     without a Python ``str`` per row.
     """
+    lenient = Lenient.of(lenient, skipped)
     from .errors import require
     from .fastload import ARROW_COLUMNS, load_files_arrow, pairs_table
 
     pa = require("pyarrow", "hf", "load_arrow()")
     if columns not in ARROW_COLUMNS:
-        raise HHError(f"columns must be one of {', '.join(ARROW_COLUMNS)}, not {columns!r}")
+        raise UnknownNameError("columns", columns, list(ARROW_COLUMNS))
     src = resolve_source(data)
     jobs = _pair_jobs(src, data_dir, split)  # refuses the red-team attempts
-    tables = load_files_arrow(jobs, columns=columns, lenient=lenient, skipped=skipped)
+    tables = load_files_arrow(jobs, columns=columns, lenient=lenient)
     out: dict[str, list] = {}
     for (_, _, split_name), table in zip(jobs, tables, strict=True):
         out.setdefault(split_name, []).append(table)

@@ -82,7 +82,7 @@ from .errors import (
     DownloadError,
     HHError,
     OfflineError,
-    UnknownSubsetError,
+    UnknownNameError,
 )
 from .outputs import check_writable
 from .subsets import FileSpec, resolve_subsets
@@ -205,7 +205,7 @@ def file_url(spec: FileSpec, *, source: str = "hub", revision: str | None = None
             base = os.environ.get("HH_RLHF_GITHUB_RAW") or DEFAULT_GITHUB_RAW
         rev = quote(revision or GITHUB_DEFAULT_REVISION, safe="/")
         return f"{base.rstrip('/')}/{GITHUB_REPO}/{rev}/{quote(spec.path)}"
-    raise UnknownSubsetError(source, SOURCES)
+    raise UnknownNameError("source", source, SOURCES)
 
 
 def hub_token() -> str | None:
@@ -478,7 +478,7 @@ def select_files(
     known = sorted({f.split for f in files})
     for name in wanted:
         if name not in known:
-            raise UnknownSubsetError(name, known)
+            raise UnknownNameError("split", name, known)
     return [f for f in files if f.split in wanted]
 
 

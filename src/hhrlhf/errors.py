@@ -22,7 +22,12 @@ __all__ = [
     "MissingExtraError",
     "ModelFormatError",
     "OutputError",
+    "NoDataError",
+    "RecordKindError",
+    "ConfigError",
+    "BackendError",
     "CollectError",
+    "RateLimited",
 ]
 
 
@@ -131,20 +136,24 @@ class NotCachedError(HHError):
 
 
 class UnknownNameError(HHError, KeyError):
-    """A name (a subset, a split, a class, ...) that is not among the ``known`` ones.
+    """A name (a subset, a split, a format, a check class, a source, a backend, ...) that is
+    not among the ``known`` ones.
 
     ``kind`` says what the name is ("subset", "split", ...); ``where`` (optional) says where it
-    was looked for (a directory, a file), and the message then lists what is there.
+    was looked for (a directory, a file), and the message then lists what is there. The
+    former two-argument form ``UnknownSubsetError(name, known)`` still works (kind "name").
     """
 
     def __init__(
         self,
         kind: str,
-        name: str,
-        known: list[str] | tuple[str, ...],
+        name: str | list[str] | tuple[str, ...],
+        known: list[str] | tuple[str, ...] | None = None,
         *,
         where: str | None = None,
     ):
+        if known is None:  # the former UnknownSubsetError(name, known)
+            kind, name, known = "name", kind, name
         self.kind = kind
         self.name = name
         self.known = list(known)
@@ -160,18 +169,8 @@ class UnknownNameError(HHError, KeyError):
         return str(self.args[0])
 
 
-class UnknownSubsetError(UnknownNameError):
-    """A subset or split name that the registry (or the data at hand) does not know."""
-
-    def __init__(
-        self,
-        name: str,
-        known: list[str] | tuple[str, ...],
-        *,
-        kind: str = "name",
-        where: str | None = None,
-    ):
-        super().__init__(kind, name, known, where=where)
+#: The former name of :class:`UnknownNameError`, kept for callers.
+UnknownSubsetError = UnknownNameError
 
 
 class MissingExtraError(HHError, ImportError):
@@ -205,6 +204,46 @@ class OutputError(HHError):
         super().__init__(f"{self.path}: {problem}")
 
 
+class NoDataError(HHError):
+    """The data asked for is not there: no such file or directory, or a directory holding no
+    data file. ``path`` is what was looked for."""
+
+    def __init__(self, path: str | os.PathLike, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class RecordKindError(HHError, ValueError):
+    """Records of one kind where the other is needed: red-team attempts given to a reader, a
+    format or a command of preference pairs, or the reverse. ``holds`` and ``wanted`` are
+    ``"pairs"`` or ``"attempts"``."""
+
+    def __init__(self, message: str, *, holds: str, wanted: str):
+        self.holds = holds
+        self.wanted = wanted
+        super().__init__(message)
+
+
+class ConfigError(HHError, ValueError):
+    """A configuration file cannot be read or does not say what is needed (``path``: the file)."""
+
+    def __init__(self, path: str | os.PathLike, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class BackendError(HHError):
+    """A generation backend failed: ``message`` is safe to show an annotator, ``detail`` is
+    for the operator."""
+
+    def __init__(self, message: str, detail: str = ""):
+        self.message = message
+        self.detail = detail
+        super().__init__(f"{message}: {detail}" if detail else message)
+
+
 def require(module: str, extra: str, feature: str | None = None):
     """Import ``module`` or raise :class:`MissingExtraError` naming the extra to install."""
     import importlib
@@ -221,3 +260,11 @@ class CollectError(HHError):
     def __init__(self, message: str, status: int = 400):
         self.status = status
         super().__init__(message)
+
+
+class RateLimited(CollectError):
+    """429: too many requests; ``retry_after`` is the whole seconds to wait."""
+
+    def __init__(self, message: str, retry_after: int):
+        self.retry_after = retry_after
+        super().__init__(message, 429)

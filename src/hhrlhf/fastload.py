@@ -55,7 +55,7 @@ from operator import itemgetter
 
 import orjson
 
-from .reader import _GZIP_ERRORS, SkippedRow, open_data, read_pairs
+from .reader import _GZIP_ERRORS, Lenient, open_data, read_pairs
 from .records import PreferencePair, untrack
 from .transcript import prompt_length
 
@@ -284,8 +284,7 @@ def iter_file(
     *,
     subset: str | None = None,
     split: str | None = None,
-    lenient: bool = False,
-    skipped: list[SkippedRow] | None = None,
+    lenient: Lenient | None = None,
 ) -> Iterator[PreferencePair]:
     """Stream one file's pairs a block at a time: exactly what :func:`~hhrlhf.reader.read_pairs`
     yields, raises and reports, at the block parser's speed and in constant memory.
@@ -319,7 +318,7 @@ def iter_file(
         raise Fallback  # empty, or blank lines only: the reference names the problem
     except (Fallback, *_READ_ERRORS):
         pass
-    for pair in read_pairs(path, subset=subset, split=split, lenient=lenient, skipped=skipped):
+    for pair in read_pairs(path, subset=subset, split=split, lenient=lenient):
         if pair.index >= resume:
             yield pair
 
@@ -327,14 +326,13 @@ def iter_file(
 def load_files(
     jobs: Sequence[FileJob],
     *,
-    lenient: bool = False,
-    skipped: list[SkippedRow] | None = None,
+    lenient: Lenient | None = None,
 ) -> list[list[PreferencePair]]:
     """Load preference files completely; one list of pairs per job, in order.
 
-    Gives exactly what ``[list(read_pairs(path, subset=, split=, lenient=, skipped=)) ...]``
-    gives over the jobs: the same records, the same first error, the same ``skipped``
-    entries in the same order. The cyclic garbage collector is paused while it runs and
+    Gives exactly what ``[list(read_pairs(path, subset=, split=, lenient=)) ...]`` gives
+    over the jobs: the same records, the same first error, the same skipped rows in
+    ``lenient`` (a :class:`~hhrlhf.reader.Lenient` policy; None: strict) in the same order. The cyclic garbage collector is paused while it runs and
     restored before it returns.
     """
     jobs = [(str(p), subset, split) for p, subset, split in jobs]
@@ -353,9 +351,7 @@ def load_files(
     # The reference reader, in file order, for every file the fast path did not accept.
     for k, (path, subset, split) in enumerate(jobs):
         if results[k] is None:
-            results[k] = list(
-                read_pairs(path, subset=subset, split=split, lenient=lenient, skipped=skipped)
-            )
+            results[k] = list(read_pairs(path, subset=subset, split=split, lenient=lenient))
     return results  # type: ignore[return-value]
 
 
@@ -449,14 +445,13 @@ def load_files_arrow(
     jobs: Sequence[FileJob],
     *,
     columns: str = "dpo",
-    lenient: bool = False,
-    skipped: list[SkippedRow] | None = None,
+    lenient: Lenient | None = None,
 ) -> list:
     """Load preference files as Arrow tables, one per job, in order (needs ``hhrlhf[hf]``).
 
     ``columns="dpo"``: ``prompt``, ``chosen``, ``rejected`` (the dpo format's strings);
     ``"raw"``: upstream ``chosen``, ``rejected``; then ``subset``, ``split``, ``index``.
-    The rows, the first error and the ``skipped`` entries are exactly those of
+    The rows, the first error and the skipped rows in ``lenient`` are exactly those of
     :func:`load_files` (so of the reference reader): a file the fast path does not accept
     is read by :func:`~hhrlhf.reader.read_pairs` right away, and a file it accepts holds
     no error and no skipped row, so reading files one after the other in order meets the
@@ -473,9 +468,7 @@ def load_files_arrow(
         try:
             table = _arrow_stream(pa, _read_blocks(path), columns, subset, split, NATIVE)
         except (Fallback, *_READ_ERRORS):
-            pairs = list(
-                read_pairs(path, subset=subset, split=split, lenient=lenient, skipped=skipped)
-            )
+            pairs = list(read_pairs(path, subset=subset, split=split, lenient=lenient))
             table = pairs_table(pairs, columns)
         out.append(table)
     return out

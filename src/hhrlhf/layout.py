@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import HHError, NotCachedError, UnknownSubsetError
+from .errors import HHError, NoDataError, NotCachedError, UnknownNameError
 from .subsets import DEFAULT, PREFERENCE_SUBSETS, RED_TEAM, SUBSETS, FileSpec
 
 __all__ = [
@@ -132,7 +132,7 @@ def resolve_source(
         return DataSource("dir", path)
     if path.is_file():
         return DataSource("file", path)
-    raise HHError(f"{path}: no such file or directory (--data takes a path, 'sample' or 'cache')")
+    raise NoDataError(path, "no such file or directory (--data takes a path, 'sample' or 'cache')")
 
 
 def _split_name(filename: str) -> tuple[str, int] | None:
@@ -163,7 +163,7 @@ def scan(root: str | os.PathLike) -> dict[str, dict[str, Path]]:
     try:
         folders = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")]
     except OSError as exc:
-        raise HHError(f"{root}: cannot list the directory ({exc.strerror or exc})") from None
+        raise NoDataError(root, f"cannot list the directory ({exc.strerror or exc})") from None
     for folder in folders:
         splits: dict[str, tuple[int, Path]] = {}
         for f in folder.iterdir():
@@ -240,7 +240,7 @@ def _single_file(src: DataSource, subsets, split: str | None) -> list[DataFile]:
     elif subset is None and len(asked) > 1:
         raise HHError(f"{path}: one file is one subset; name one, not {', '.join(asked)}")
     if file_split is not None and split is not None and split != file_split:
-        raise UnknownSubsetError(split, [file_split], kind="split", where=str(path))
+        raise UnknownNameError("split", split, [file_split], where=str(path))
     file_split = file_split or split
     red = subset == RED_TEAM or _is_red_team_file(path)
     if red:
@@ -275,9 +275,10 @@ def select_files(
     available = _available(src)
     where = None if src.kind == "cache" else src.label
     if not available:
-        raise HHError(
-            f"{src.label}: no data files found (expected <subset>/<split>.jsonl.gz, "
-            "e.g. harmless-base/test.jsonl.gz)"
+        raise NoDataError(
+            src.label,
+            "no data files found (expected <subset>/<split>.jsonl.gz, "
+            "e.g. harmless-base/test.jsonl.gz)",
         )
     picked: list[str] = []
     named: list[str] = []
@@ -295,20 +296,20 @@ def select_files(
             named.append(name)
         else:
             known = list(available) + ([DEFAULT, "all"] if where is None else [])
-            raise UnknownSubsetError(name, known, kind="subset", where=where)
+            raise UnknownNameError("subset", name, known, where=where)
         picked += [n for n in group if n not in picked]
     if not picked:
-        raise UnknownSubsetError(DEFAULT, list(available), kind="preference subset", where=where)
+        raise UnknownNameError("preference subset", DEFAULT, list(available), where=where)
     if split is not None:
         there = _split_order({s for n in picked for s in available[n]})
         if split not in there:
-            raise UnknownSubsetError(split, there, kind="split", where=where or src.label)
+            raise UnknownNameError("split", split, there, where=where or src.label)
         for name in named:
             if split not in available[name]:
-                raise UnknownSubsetError(
+                raise UnknownNameError(
+                    "split",
                     split,
                     list(available[name]),
-                    kind="split",
                     where=f"{src.label}/{name}" if where else name,
                 )
     out = []

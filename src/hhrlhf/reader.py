@@ -6,9 +6,10 @@ non-blank byte decides JSONL (``{``) or JSON array (``[``). Lines are decoded wi
 arrays are decoded one element at a time, so memory stays flat on any file size.
 
 Every problem raises :class:`~hhrlhf.errors.DataFormatError` naming the file, the line
-(JSONL) or record (array) and what is wrong. With ``lenient=True`` a bad row is skipped and
-appended, with its reason, to the ``skipped`` list the caller passes; nothing is dropped
-without a record of it.
+(JSONL) or record (array) and what is wrong. A :class:`Lenient` policy passed as ``lenient``
+skips a bad row instead and records it, with its reason, in ``policy.skipped``; nothing is
+dropped without a record of it. ``lenient=True, skipped=[...]`` still works: the policy is
+built from them (:meth:`Lenient.of`), and the readers pass the one object on.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 import os
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -46,6 +47,7 @@ except ImportError:  # pragma: no cover - isal is a core dependency, kept option
 
 
 __all__ = [
+    "Lenient",
     "SkippedRow",
     "StreamError",
     "iter_lines",
@@ -82,6 +84,57 @@ class SkippedRow:
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}, {self.unit} {self.line}"
         return f"{where}: {self.problem}"
+
+
+@dataclass
+class Lenient:
+    """The lenient reading policy: skip bad rows, and record each with why, in ``skipped``.
+
+    One object goes from the caller through every reader instead of a ``lenient`` flag and a
+    ``skipped`` list. ``keep_readable``: a *cut* gzip stream (every line read is intact) is
+    read up to its damage and recorded in ``lost`` instead of raising; a CRC error or other
+    corruption still raises, since the lines read cannot be trusted.
+
+    >>> policy = Lenient()
+    >>> policy.skip("a.jsonl", 3, "invalid JSON")
+    >>> [str(s) for s in policy.skipped]
+    ['a.jsonl, line 3: invalid JSON']
+    """
+
+    skipped: list[SkippedRow] = field(default_factory=list)
+    keep_readable: bool = False
+    lost: list[TruncatedStreamError] = field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls, lenient: bool | Lenient | None = False, skipped: list[SkippedRow] | None = None
+    ) -> Lenient | None:
+        """The policy for the public ``lenient=``/``skipped=`` arguments (None: strict).
+
+        ``lenient`` is a flag or a :class:`Lenient` already (returned as it is). With the
+        flag, skipped rows are appended to the caller's ``skipped`` list when one is given.
+
+        >>> Lenient.of(False) is None
+        True
+        >>> rows = []
+        >>> Lenient.of(True, rows).skipped is rows
+        True
+        """
+        if isinstance(lenient, Lenient):
+            if skipped is not None and skipped is not lenient.skipped:
+                raise ValueError("pass either a Lenient policy or a skipped list, not both")
+            return lenient
+        if not lenient:
+            return None
+        return cls(skipped if skipped is not None else [])
+
+    def skip(self, path: str, line: int | None, problem: str, unit: str = "line") -> None:
+        """Record a skipped row, unless the row is garbage from a damaged gzip stream: then
+        the stream's damage is raised (lost data is never reported as bad rows)."""
+        damage = _damage_of(path)
+        if damage is not None:
+            raise damage
+        self.skipped.append(SkippedRow(path, line, problem, unit))
 
 
 def is_gzip(path: str | os.PathLike) -> bool:
@@ -233,7 +286,7 @@ def detect_container(path: str | os.PathLike) -> str:
 def read_objects(
     path: str | os.PathLike,
     *,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list[SkippedRow] | None = None,
     threaded: bool = False,
     lost: list[TruncatedStreamError] | None = None,
@@ -241,7 +294,9 @@ def read_objects(
     """Yield ``(position, object)``: 1-based line for JSONL, 1-based record for an array.
 
     Only JSON syntax and container problems are handled here; record validation is the
-    caller's (see :func:`read_pairs`). ``lenient`` skips undecodable JSONL lines.
+    caller's (see :func:`read_pairs`). ``lenient`` (a :class:`Lenient` policy, or ``True``)
+    skips undecodable JSONL lines; with ``keep_readable`` on the policy a cut stream lands
+    in its ``lost`` list (as it does in a ``lost`` list passed here).
 
     A damaged stream raises :class:`~hhrlhf.errors.TruncatedStreamError`, lenient or not.
     Only when the caller passes a ``lost`` list is a *cut* stream (kind ``"truncated"``:
@@ -249,14 +304,13 @@ def read_objects(
     other corruption still raises, since the lines read cannot be trusted.
     """
     path = str(path)
+    policy = Lenient.of(lenient, skipped)
+    if lost is None and policy is not None and policy.keep_readable:
+        lost = policy.lost
     container = detect_container(path) if lost is None else _container_or_lost(path, lost)
     if container is None:
         return
-    rows = (
-        _read_jsonl(path, lenient, skipped, threaded)
-        if container == "jsonl"
-        else _read_array(path, lenient, skipped)
-    )
+    rows = _read_jsonl(path, policy, threaded) if container == "jsonl" else _read_array(path)
     if lost is None:
         yield from rows
         return
@@ -276,16 +330,6 @@ def _container_or_lost(path: str, lost: list) -> str | None:
             raise
         lost.append(exc)
         return None
-
-
-def _skip(skipped, path, line, problem, unit="line"):
-    """Record a skipped row, unless the row is garbage from a damaged gzip stream: then the
-    stream's damage is raised (lost data is never reported as bad rows)."""
-    damage = _damage_of(path)
-    if damage is not None:
-        raise damage
-    if skipped is not None:
-        skipped.append(SkippedRow(path, line, problem, unit))
 
 
 #: The former name of :class:`~hhrlhf.errors.TruncatedStreamError`, kept for callers.
@@ -317,7 +361,7 @@ def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[t
         f.close()
 
 
-def _read_jsonl(path, lenient, skipped, threaded) -> Iterator[tuple[int, Any]]:
+def _read_jsonl(path, policy: Lenient | None, threaded) -> Iterator[tuple[int, Any]]:
     """A damaged stream raises :class:`TruncatedStreamError` in lenient mode too: the rows
     it held are lost, not skipped, and no count of them can be given."""
     loads = orjson.loads
@@ -331,14 +375,14 @@ def _read_jsonl(path, lenient, skipped, threaded) -> Iterator[tuple[int, Any]]:
             problem = _bom_problem(line) or f"invalid JSON ({exc})"
             if not line.endswith(b"\n"):
                 problem += "; the last line is incomplete (file cut short?)"
-            if lenient:
-                _skip(skipped, path, lineno, problem)
+            if policy is not None:
+                policy.skip(path, lineno, problem)
                 continue
             raise _row_error(path, lineno, problem) from None
         yield lineno, obj
 
 
-def _read_array(path, lenient, skipped) -> Iterator[tuple[int, Any]]:
+def _read_array(path) -> Iterator[tuple[int, Any]]:
     """Decode a top-level JSON array element by element (constant memory)."""
     decoder = json.JSONDecoder()
     raw = open_data(path)
@@ -461,14 +505,18 @@ def read_pairs(
     *,
     subset: str | None = None,
     split: str | None = None,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list[SkippedRow] | None = None,
     threaded: bool = False,
 ) -> Iterator[PreferencePair]:
-    """Stream :class:`PreferencePair` records from one file (``index`` = line - 1, or record - 1)."""
+    """Stream :class:`PreferencePair` records from one file (``index`` = line - 1, or record - 1).
+
+    ``lenient`` (a :class:`Lenient`, or ``True`` with a ``skipped`` list): skip bad rows,
+    recording each."""
     path = str(path)
+    policy = Lenient.of(lenient, skipped)
     unit = None
-    for pos, obj in read_objects(path, lenient=lenient, skipped=skipped, threaded=threaded):
+    for pos, obj in read_objects(path, lenient=policy, threaded=threaded):
         if type(obj) is dict:
             c = obj.get("chosen")
             r = obj.get("rejected")
@@ -480,8 +528,8 @@ def read_pairs(
         try:
             pair_from_object(obj)
         except ValueError as exc:
-            if lenient:
-                _skip(skipped, path, pos, str(exc), unit)
+            if policy is not None:
+                policy.skip(path, pos, str(exc), unit)
                 continue
             raise _row_error(path, pos, str(exc), unit) from None
 
@@ -548,17 +596,21 @@ def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt
 def read_attempts(
     path: str | os.PathLike,
     *,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list[SkippedRow] | None = None,
 ) -> Iterator[RedTeamAttempt]:
-    """Stream :class:`RedTeamAttempt` records (the file may be a JSON array or JSONL)."""
+    """Stream :class:`RedTeamAttempt` records (the file may be a JSON array or JSONL).
+
+    ``lenient`` (a :class:`Lenient`, or ``True`` with a ``skipped`` list): skip bad rows,
+    recording each."""
     path = str(path)
+    policy = Lenient.of(lenient, skipped)
     unit = "line" if detect_container(path) == "jsonl" else "record"
-    for pos, obj in read_objects(path, lenient=lenient, skipped=skipped):
+    for pos, obj in read_objects(path, lenient=policy):
         try:
             yield attempt_from_object(obj, index=pos - 1)
         except ValueError as exc:
-            if lenient:
-                _skip(skipped, path, pos, str(exc), unit)
+            if policy is not None:
+                policy.skip(path, pos, str(exc), unit)
                 continue
             raise _row_error(path, pos, str(exc), unit) from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import UnknownSubsetError
+from .errors import UnknownNameError
 
 __all__ = [
     "FileSpec",
@@ -57,7 +57,7 @@ class Subset:
         for f in self.files:
             if f.split == split:
                 return f
-        raise UnknownSubsetError(split, self.splits)
+        raise UnknownNameError("split", split, self.splits)
 
     @property
     def rows(self) -> int:
@@ -149,7 +149,7 @@ def get_subset(name: str) -> Subset:
     try:
         return SUBSETS[name]
     except KeyError:
-        raise UnknownSubsetError(name, [*SUBSETS, DEFAULT]) from None
+        raise UnknownNameError("subset", name, [*SUBSETS, DEFAULT]) from None
 
 
 def resolve_subsets(names=None) -> list[Subset]:

@@ -6,7 +6,7 @@ from hhrlhf.records import PreferencePair
 
 def run(check, pairs):
     check.start()
-    return [list(check.check_pair(PreferencePair(c, r, index=i))) for i, (c, r) in enumerate(pairs)]
+    return [list(check.check(PreferencePair(c, r, index=i))) for i, (c, r) in enumerate(pairs)]
 
 
 def test_duplicate_pair_flags_later_copies_only():

@@ -14,9 +14,9 @@ def test_normalise_prompt():
 
 def test_leak_after_case_and_whitespace_normalisation_across_subsets():
     check = TrainTestLeak()
-    check.observe(p(("How do I bake bread?",), "train", 4, "harmless-base"))
-    check.observe(p(("how do  I bake BREAD?",), "test", 0))
-    check.observe(p(("Something else",), "test", 1))
+    check.check(p(("How do I bake bread?",), "train", 4, "harmless-base"))
+    check.check(p(("how do  I bake BREAD?",), "test", 0))
+    check.check(p(("Something else",), "test", 1))
     got = check.finish()
     assert [(f.source, f.name) for f in got] == [(("helpful-base", "test", 0), "train_test_leak")]
     assert got[0].detail == "prompt of harmless-base/train index 4"
@@ -24,6 +24,6 @@ def test_leak_after_case_and_whitespace_normalisation_across_subsets():
 
 def test_reference_rows_are_compared_but_never_flagged():
     check = TrainTestLeak()
-    check.observe(p(("same",), "test", 0), reference=True)
-    check.observe(p(("same",), "train", 0), reference=True)
+    check.reference(p(("same",), "test", 0))
+    check.reference(p(("same",), "train", 0))
     assert check.finish() == []

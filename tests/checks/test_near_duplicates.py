@@ -47,12 +47,12 @@ def pp(text, split, index):
 
 def test_near_duplicate_leak_flags_close_but_not_exact():
     check = NearDuplicateLeak(threshold=0.7, chunk=2)
-    check.observe(pp(BASE, "train", 0))
-    check.observe(pp("an entirely different question about gardening and tomatoes", "train", 1))
-    check.observe(pp("yet another train prompt that is unrelated to anything", "train", 2))
-    check.observe(pp(" ".join(WORDS[:-1] + ["dusk"]), "test", 0))  # near
-    check.observe(pp(BASE.upper(), "test", 1))  # exact after normalisation: a leak, not near
-    check.observe(pp("what is the capital of france", "test", 2))  # far
+    check.check(pp(BASE, "train", 0))
+    check.check(pp("an entirely different question about gardening and tomatoes", "train", 1))
+    check.check(pp("yet another train prompt that is unrelated to anything", "train", 2))
+    check.check(pp(" ".join(WORDS[:-1] + ["dusk"]), "test", 0))  # near
+    check.check(pp(BASE.upper(), "test", 1))  # exact after normalisation: a leak, not near
+    check.check(pp("what is the capital of france", "test", 2))  # far
     got = check.finish()
     assert [f.source for f in got] == [("helpful-base", "test", 0)]
     assert "helpful-base/train index 0" in got[0].detail

@@ -5,7 +5,7 @@ from hhrlhf.records import PreferencePair
 
 
 def names(chosen, rejected):
-    return [n for n, _ in PairClasses().check_pair(PreferencePair(chosen, rejected))]
+    return [n for n, _ in PairClasses().check(PreferencePair(chosen, rejected))]
 
 
 def test_clean_pair_has_no_class():

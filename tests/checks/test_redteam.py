@@ -21,14 +21,14 @@ GOOD = {
 def names(**changes):
     obj = {**GOOD, **changes}
     obj = {k: v for k, v in obj.items() if v is not ...}
-    return [n for n, _ in RedTeamFields().check_row(obj)]
+    return [n for n, _ in RedTeamFields().check(obj)]
 
 
 def test_good_record_and_card_spelling_pass():
     assert names() == []
     card = dict(GOOD)
     card["task_description_harmlessness_score"] = card.pop("task_descripton_harmlessness_score")
-    assert RedTeamFields().check_row(card) == []
+    assert RedTeamFields().check(card) == []
 
 
 @pytest.mark.parametrize(
@@ -59,9 +59,7 @@ def test_each_red_team_class(changes, expected):
 
 
 def test_details_name_the_value():
-    assert RedTeamFields().check_row({**GOOD, "rating": 7}) == [
-        ("rating_out_of_range", "rating is 7")
-    ]
+    assert RedTeamFields().check({**GOOD, "rating": 7}) == [("rating_out_of_range", "rating is 7")]
 
 
 def test_what_collected_data_holds_is_never_an_error():
@@ -73,7 +71,7 @@ def test_what_collected_data_holds_is_never_an_error():
         "min_harmlessness_score_transcript": None,
         "task_descripton_harmlessness_score": None,
     }
-    found = RedTeamFields().check_row(row)
+    found = RedTeamFields().check(row)
     assert [c for c, _ in found] == ["unknown_model_type", "other_num_params", "score_null"]
     severity = {c.name: c.severity for c in RedTeamFields.classes}
     assert [severity[c] for c, _ in found] == ["warning", "info", "info"]

@@ -140,5 +140,5 @@ def test_demo_replies_hold_no_speaker_markers():
 def test_unknown_kind_is_refused():
     from hhrlhf.errors import HHError
 
-    with pytest.raises(HHError, match="unknown kind"):
+    with pytest.raises(HHError, match="unknown backend kind"):
         make_backend(BackendConfig("x", "nope"))

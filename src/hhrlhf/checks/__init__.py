@@ -1,8 +1,9 @@
 """Quality checks: one module per check, the shared contract in :mod:`.base`.
 
-``CHECKS`` maps each check's name to its class; ``CLASSES`` maps every class a check can
-flag to its :class:`~hhrlhf.checks.base.CheckClass` (severity and meaning). ``audit()``
-runs them all:
+``CHECKS`` (in :mod:`.registry`) maps each check's name to its class; ``CLASSES`` maps
+every class a check can flag to its :class:`~hhrlhf.checks.base.CheckClass` (severity and
+meaning). :func:`run_checks` runs them all over records the caller has (no I/O);
+:func:`audit` reads the selected files and runs them:
 
 >>> from hhrlhf.checks import CLASSES
 >>> CLASSES["duplicate_prompt"].severity
@@ -11,16 +12,11 @@ runs them all:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from .audit import AuditResult, audit, audit_files
-from .base import Check, CheckClass, Finding
-from .duplicates import DuplicatePairs, DuplicatePrompts
-from .leak import TrainTestLeak
-from .near_duplicates import MinHasher, NearDuplicateLeak
-from .pair import PairClasses
-from .redteam import RedTeamFields
-from .rows import PairShape
+from .audit import AuditFile, audit, audit_files
+from .base import Check, CheckClass, CheckOptions, Finding
+from .near_duplicates import MinHasher
+from .registry import CHECKS, CLASSES, DEFAULT_DROP, check_class_names, default_drop
+from .runner import AuditResult, CheckRunner, build_checks, run_checks
 
 __all__ = [
     "CHECKS",
@@ -28,41 +24,16 @@ __all__ = [
     "DEFAULT_DROP",
     "Check",
     "CheckClass",
+    "CheckOptions",
+    "CheckRunner",
     "Finding",
+    "AuditFile",
     "AuditResult",
     "audit",
     "audit_files",
+    "build_checks",
+    "run_checks",
     "MinHasher",
     "check_class_names",
+    "default_drop",
 ]
-
-CHECKS: dict[str, type[Check]] = {
-    c.name: c
-    for c in (
-        PairShape,
-        PairClasses,
-        DuplicatePairs,
-        DuplicatePrompts,
-        TrainTestLeak,
-        NearDuplicateLeak,
-        RedTeamFields,
-    )
-}
-
-CLASSES: dict[str, CheckClass] = {k.name: k for c in CHECKS.values() for k in c.classes}
-
-#: What ``hh clean`` drops when no ``--drop`` is given: every ``error`` class.
-DEFAULT_DROP: tuple[str, ...] = tuple(n for n, k in CLASSES.items() if k.severity == "error")
-
-
-def check_class_names(names: Iterable[str]) -> list[str]:
-    """Validate class names (comma-separated items allowed); raises listing the valid ones."""
-    from ..errors import UnknownSubsetError
-
-    out = []
-    for item in names:
-        for name in filter(None, (s.strip() for s in item.split(","))):
-            if name not in CLASSES:
-                raise UnknownSubsetError(name, list(CLASSES))
-            out.append(name)
-    return out

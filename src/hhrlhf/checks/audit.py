@@ -1,30 +1,24 @@
-"""The audit: every check over the selected files, with counts, reasons and excerpts.
+"""The audit's file front end: reads the selected files and feeds :class:`~.runner.CheckRunner`.
 
 Files are read line by line in lenient mode (:func:`hhrlhf.reader.read_objects`), so a line
 that is not JSON becomes a ``bad_json`` finding instead of stopping the audit, and every row
-of the input is accounted for: ``rows`` counts each decoded row and each bad line.
+of the input is accounted for: ``rows`` counts each decoded row and each bad line. The
+checks themselves run in :mod:`.runner`, which needs no files (:func:`~.runner.run_checks`).
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..layout import DataSource, resolve_source, select_files
 from ..progress import progress as progress_bar
-from ..reader import read_objects
-from ..records import PreferencePair
+from ..reader import Lenient, read_objects
 from ..subsets import RED_TEAM
-from .base import CorpusCheck, PairCheck, RowCheck, Source, SplitCheck
-from .duplicates import DuplicatePairs, DuplicatePrompts
-from .leak import TrainTestLeak
-from .near_duplicates import NearDuplicateLeak
-from .pair import PairClasses
-from .redteam import RedTeamFields
-from .rows import PairShape
+from .base import CheckOptions
+from .runner import AuditResult, CheckRunner, build_checks, file_key, missing_for_leaks
 
 __all__ = ["AuditFile", "AuditResult", "audit", "audit_files", "file_key"]
 
@@ -42,10 +36,6 @@ class AuditFile:
     @property
     def key(self) -> str:
         return file_key(self.subset, self.split)
-
-
-def file_key(subset, split) -> str:
-    return f"{subset or 'file'}/{split}"
 
 
 def audit_files(subsets=None, *, split: str | None = None, data=None, reference: bool = True):
@@ -70,95 +60,6 @@ def audit_files(subsets=None, *, split: str | None = None, data=None, reference:
     return out
 
 
-def _missing_for_leaks(files: list[AuditFile], label: str) -> str | None:
-    """Why the leak checks cannot run on ``files`` (None when they can)."""
-    pairs = [f for f in files if not f.red_team]
-    if not pairs:
-        return None
-    if not any(f.split == "train" for f in pairs):
-        return f"no train split in {label} to compare the test prompts with"
-    if not any(f.split != "train" and not f.reference for f in pairs):
-        return f"no test split in {label} to compare with the train prompts"
-    return None
-
-
-@dataclass
-class AuditResult:
-    """What an audit found: ``flags[source] = {class: detail}``, rows per file, excerpts."""
-
-    rows: int = 0
-    files: dict[str, dict] = field(default_factory=dict)
-    flags: dict[Source, dict[str, str]] = field(default_factory=dict)
-    excerpts: dict[Source, str] = field(default_factory=dict)
-    near_duplicates: dict | None = None
-    #: checks that could not run on the data at hand: ``{check: why}``
-    skipped: dict[str, str] = field(default_factory=dict)
-    #: Cut files read up to their damage (``audit(keep_readable=True)`` only).
-    lost: list = field(default_factory=list)
-
-    def add(self, source: Source, name: str, detail: str = "", excerpt: str | None = None):
-        self.flags.setdefault(source, {})[name] = detail
-        if excerpt is not None and source not in self.excerpts:
-            self.excerpts[source] = excerpt
-
-    @property
-    def counts(self) -> dict[str, int]:
-        """Rows flagged per class (every known class, 0 when absent)."""
-        from . import CLASSES
-
-        c = Counter(name for names in self.flags.values() for name in names)
-        return {name: c.get(name, 0) for name in CLASSES}
-
-    def file_counts(self) -> dict[str, dict[str, int]]:
-        out: dict[str, Counter] = {k: Counter() for k in self.files}
-        for source, names in self.flags.items():
-            out.setdefault(file_key(source[0], source[1]), Counter()).update(list(names))
-        return {k: dict(sorted(v.items())) for k, v in out.items()}
-
-    def to_json(self) -> dict:
-        fc = self.file_counts()
-        return {
-            "counts": self.counts,
-            "rows": self.rows,
-            "flagged_rows": len(self.flags),
-            "files": {
-                k: {"rows": f["rows"], "path": f["path"], "counts": fc.get(k, {})}
-                for k, f in self.files.items()
-            },
-            "near_duplicates": self.near_duplicates,
-            "skipped": dict(self.skipped),
-            **({"lost": [_lost_json(e) for e in self.lost]} if self.lost else {}),
-        }
-
-    def report_rows(self) -> Iterable[dict]:
-        """One dict per flagged row: source, classes, details, a short excerpt."""
-        for source, names in self.flags.items():
-            yield {
-                "source": {"subset": source[0], "split": source[1], "index": source[2]},
-                "classes": sorted(names),
-                "details": {k: v for k, v in sorted(names.items()) if v},
-                "excerpt": self.excerpts.get(source, ""),
-            }
-
-    def classes_of(self, source: Source) -> dict[str, str]:
-        return self.flags.get(source, {})
-
-
-def _lost_json(exc) -> dict:
-    """What a cut file lost, for JSON: the file, lines read, the last good line, why."""
-    return {
-        "path": exc.path,
-        "rows_read": exc.rows_read,
-        "last_good_line": exc.last_good_line,
-        "problem": exc.problem,
-    }
-
-
-def _excerpt(text: str, n: int = 100) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= n else flat[: n - 1] + "\u2026"
-
-
 def audit(
     subsets: Iterable[str] | None = None,
     *,
@@ -176,105 +77,29 @@ def audit(
     ``keep_readable`` a cut file is audited up to its damage and recorded in ``lost``."""
     src = resolve_source(data)
     files = audit_files(subsets, split=split, data=src)
-    missing = _missing_for_leaks(files, src.label)
-    row_check: RowCheck = PairShape()
-    red_check: RowCheck = RedTeamFields()
-    pair_checks: list[PairCheck] = [PairClasses()]
-    split_checks: list[SplitCheck] = [DuplicatePairs(), DuplicatePrompts()]
-    corpus: list[CorpusCheck] = []
-    result = AuditResult()
-    if missing is None:
-        corpus.append(TrainTestLeak())
-    else:
-        result.skipped["train_test_leak"] = missing
-    if near_duplicates and missing is None:
-        near = NearDuplicateLeak(threshold, num_perm)
-        corpus.append(near)
-    elif near_duplicates:
-        result.skipped["near_duplicate_leak"] = missing
+    missing = missing_for_leaks(
+        ((f.subset, f.split, f.red_team, f.reference) for f in files), src.label
+    )
+    options = CheckOptions(near_duplicates, threshold, num_perm)
+    runner = CheckRunner(build_checks(options), missing=missing)
     for f in files:
         if progress:
             progress(f"checking {f.key}" + (" (reference)" if f.reference else ""))
-        lost = result.lost if keep_readable else None
-        if f.red_team:
-            _audit_red_team(f, red_check, result, lost)
-        else:
-            _audit_pairs(f, row_check, pair_checks, split_checks, corpus, result, lost)
-    for check in corpus:
-        if progress:
-            progress(f"finishing {check.name}")
-        for finding in check.finish():
-            result.add(finding.source, finding.name, finding.detail)
-    if near_duplicates and missing is None:
-        result.near_duplicates = {
-            "threshold": threshold,
-            "num_perm": num_perm,
-            "bands": near.bands,
-            "rows_per_band": near.rows,
-        }
-    return result
-
-
-def _audit_pairs(
-    f: AuditFile, row_check, pair_checks, split_checks, corpus, result, lost=None
-) -> None:
-    skipped: list = []
-    n = 0
-    for check in split_checks:
-        check.start()
-    ref = f.reference
-    rows = read_objects(f.path, lenient=True, skipped=skipped, lost=lost)
-    for pos, obj in progress_bar(rows, desc=f"check {f.key}", unit="rows"):
-        index = pos - 1
-        source = (f.subset, f.split, index)
-        if (
-            type(obj) is dict
-            and type(obj.get("chosen")) is str
-            and type(obj.get("rejected")) is str
-        ):
-            pair = PreferencePair(obj["chosen"], obj["rejected"], f.subset, f.split, index)
-        else:
-            pair = None
-        n += 1
-        if pair is None:
-            if not ref:
-                for name, detail in row_check.check_row(obj):
-                    result.add(source, name, detail, _excerpt(detail))
-            continue
-        if not ref:
-            for check in (*pair_checks, *split_checks):
-                for name, detail in check.check_pair(pair):
-                    result.add(source, name, detail, _excerpt(pair.chosen))
-        for check in corpus:
-            check.observe(pair, reference=ref)
-        if not ref and (f.subset, f.split, index) in result.flags:
-            result.excerpts.setdefault(source, _excerpt(pair.chosen))
-        elif not ref and f.split == "test" and pair.prompt_end:
-            # leak findings arrive later; keep a short excerpt for the report
-            result.excerpts.setdefault(source, _excerpt(pair.chosen))
-    if ref:
-        return
-    for s in skipped:
-        n += 1
-        result.add(
-            (f.subset, f.split, (s.line or 1) - 1), "bad_json", s.problem, _excerpt(s.problem)
+        policy = Lenient(keep_readable=keep_readable)
+        runner.start_file(
+            f.subset or RED_TEAM if f.red_team else f.subset, f.split, reference=f.reference
         )
-    result.rows += n
-    result.files[f.key] = {"rows": n, "path": str(f.path)}
-
-
-def _audit_red_team(f: AuditFile, red_check, result, lost=None) -> None:
-    n = 0
-    for pos, obj in progress_bar(
-        read_objects(f.path, lenient=True, lost=lost), desc=f"check {f.key}", unit="rows"
-    ):
-        n += 1
-        source = (f.subset or RED_TEAM, f.split, pos - 1)
-        problems = red_check.check_row(obj)
-        if problems:
-            text = obj.get("transcript") if type(obj) is dict else None
-            excerpt = _excerpt(text) if type(text) is str else _excerpt(str(obj))
-            for name, detail in problems:
-                result.add(source, name, detail, excerpt)
-    result.rows += n
-    result.files[file_key(f.subset or RED_TEAM, f.split)] = {"rows": n, "path": str(f.path)}
+        rows = progress_bar(
+            read_objects(f.path, lenient=policy), desc=f"check {f.key}", unit="rows"
+        )
+        for pos, obj in rows:
+            if f.red_team:
+                runner.red_team_row(pos - 1, obj)
+            else:
+                runner.row(pos - 1, obj)
+        if not f.red_team:
+            for s in policy.skipped:
+                runner.bad_line(s.line, s.problem)
+        runner.end_file(str(f.path))
+        runner.result.lost.extend(policy.lost)
+    return runner.finish(progress)

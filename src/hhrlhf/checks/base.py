@@ -1,21 +1,32 @@
 """The shared contract of every quality check.
 
 A check names the classes it can flag (:class:`CheckClass`: name, severity, what it
-means) and says, for each flagged row, which class and why (a short ``detail``), so that
-reasons can be counted, reported and used to drop rows. Checks come in four shapes, by what
-they need to see:
+means) and answers one question, :meth:`Check.check`: is this item flagged, and why? It
+returns ``[(class, detail), ...]`` (empty when the item is fine). ``looks_at`` says what the
+item is:
 
-* :class:`RowCheck` looks at one decoded JSON row before it is a record;
-* :class:`PairCheck` looks at one :class:`~hhrlhf.records.PreferencePair`;
-* :class:`SplitCheck` remembers what it saw in one file (duplicates);
-* :class:`CorpusCheck` sees every selected file and answers at the end (leaks).
+* ``"row"``: a decoded preference row that is not a pair (not an object, or ``chosen`` /
+  ``rejected`` missing or not strings);
+* ``"pair"``: a :class:`~hhrlhf.records.PreferencePair`;
+* ``"red_team"``: a decoded red-team row.
+
+Checks that remember what they saw override the optional hooks: :meth:`Check.start` (a new
+file begins: duplicates are per file), :meth:`Check.reference` (a pair read only to compare
+against, never flagged: the train files read for leak detection when the audit is limited to
+``--split test``) and :meth:`Check.finish` (flag rows once everything was seen: leaks).
+``needs_train_and_test`` marks checks that compare test prompts with train prompts: the
+runner skips them, saying why, when the data lacks either split.
 
 ``severity`` is ``"error"`` (the row is wrong; ``hh clean`` drops it by default),
 ``"warning"`` (worth knowing; kept unless asked) or ``"info"`` (counted, not a problem).
+
+Adding a check is one new module with a :class:`Check` subclass and one line in
+:data:`hhrlhf.checks.CHECKS`.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -23,13 +34,10 @@ from typing import Any, ClassVar
 __all__ = [
     "SEVERITIES",
     "CheckClass",
+    "CheckOptions",
     "Source",
     "Finding",
     "Check",
-    "RowCheck",
-    "PairCheck",
-    "SplitCheck",
-    "CorpusCheck",
 ]
 
 SEVERITIES = ("error", "warning", "info")
@@ -48,6 +56,15 @@ class CheckClass:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckOptions:
+    """The options an audit passes to :meth:`Check.create` (near-duplicate settings)."""
+
+    near_duplicates: bool = True
+    threshold: float = 0.8
+    num_perm: int = 128
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One class flagged on one row, with why (``detail``: a short, human-readable reason)."""
 
@@ -56,47 +73,38 @@ class Finding:
     detail: str = ""
 
 
-class Check:
+class Check(ABC):
     """Base of every check: ``classes`` lists the :class:`CheckClass` values it can flag."""
 
     name: ClassVar[str]
     classes: ClassVar[tuple[CheckClass, ...]]
+    #: What :meth:`check` is given: ``"row"``, ``"pair"`` or ``"red_team"``.
+    looks_at: ClassVar[str] = "pair"
+    #: Compares test prompts with train prompts (skipped when the data lacks either).
+    needs_train_and_test: ClassVar[bool] = False
+
+    @classmethod
+    def create(cls, options: CheckOptions) -> Check | None:
+        """The check to run with ``options``, or None when the options turn it off."""
+        return cls()
+
+    @abstractmethod
+    def check(self, item: Any) -> Iterable[tuple[str, str]]:
+        """``[(class, detail), ...]`` for ``item`` (empty when it is fine)."""
+
+    def start(self) -> None:  # noqa: B027 - an optional hook
+        """A new file begins (checks that remember rows per file reset here)."""
+
+    def reference(self, pair: Any) -> None:  # noqa: B027 - an optional hook
+        """A pair read only to compare against: remembered, never flagged."""
+
+    def finish(self) -> Iterable[Finding]:
+        """Rows flagged once every file was seen (checks that compare across files)."""
+        return ()
+
+    def settings(self) -> dict | None:
+        """The settings a report shows with the findings (the near-duplicate parameters)."""
+        return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
-
-
-class RowCheck(Check):
-    """Checks a decoded row; returns ``[(class, detail), ...]`` (empty when the row is fine)."""
-
-    def check_row(self, obj: Any) -> list[tuple[str, str]]:
-        raise NotImplementedError
-
-
-class PairCheck(Check):
-    def check_pair(self, pair) -> Iterable[tuple[str, str]]:
-        raise NotImplementedError
-
-
-class SplitCheck(Check):
-    """Stateful over one file: ``start()`` before its first pair, ``check_pair`` for each."""
-
-    def start(self) -> None:
-        raise NotImplementedError
-
-    def check_pair(self, pair) -> Iterable[tuple[str, str]]:
-        raise NotImplementedError
-
-
-class CorpusCheck(Check):
-    """Sees every pair of every selected file (``observe``), then flags rows in ``finish``.
-
-    ``reference`` is True for pairs read only as a reference (train files read for leak
-    detection when the audit is limited to ``--split test``): never flagged, still compared.
-    """
-
-    def observe(self, pair, *, reference: bool = False) -> None:
-        raise NotImplementedError
-
-    def finish(self) -> list[Finding]:
-        raise NotImplementedError

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-from .base import CheckClass, SplitCheck
+from .base import Check, CheckClass
 
 __all__ = ["DuplicatePairs", "DuplicatePrompts", "digest"]
 
@@ -23,7 +23,7 @@ def digest(*parts: str) -> bytes:
     return h.digest()
 
 
-class DuplicatePairs(SplitCheck):
+class DuplicatePairs(Check):
     name = "duplicate_pairs"
     classes = (
         CheckClass(
@@ -31,17 +31,20 @@ class DuplicatePairs(SplitCheck):
         ),
     )
 
+    def __init__(self) -> None:
+        self.start()
+
     def start(self) -> None:
         self._seen: dict[bytes, int] = {}
 
-    def check_pair(self, pair):
+    def check(self, pair):
         first = self._seen.setdefault(digest(pair.chosen, pair.rejected), pair.index)
         if first != pair.index:
             return [("duplicate_pair", f"same pair as index {first}")]
         return ()
 
 
-class DuplicatePrompts(SplitCheck):
+class DuplicatePrompts(Check):
     name = "duplicate_prompts"
     classes = (
         CheckClass(
@@ -51,10 +54,13 @@ class DuplicatePrompts(SplitCheck):
         ),
     )
 
+    def __init__(self) -> None:
+        self.start()
+
     def start(self) -> None:
         self._seen: dict[bytes, int] = {}
 
-    def check_pair(self, pair):
+    def check(self, pair):
         if pair.prompt_end == 0:
             return ()
         first = self._seen.setdefault(digest(pair.prompt), pair.index)

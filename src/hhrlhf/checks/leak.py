@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import CheckClass, CorpusCheck, Finding
+from .base import Check, CheckClass, Finding
 from .duplicates import digest
 
 __all__ = ["TrainTestLeak", "normalise_prompt"]
@@ -13,10 +13,11 @@ def normalise_prompt(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-class TrainTestLeak(CorpusCheck):
+class TrainTestLeak(Check):
     """Compares every test prompt with the train prompts of all selected subsets."""
 
     name = "train_test_leak"
+    needs_train_and_test = True
     classes = (
         CheckClass(
             "train_test_leak",
@@ -29,7 +30,15 @@ class TrainTestLeak(CorpusCheck):
         self._train: dict[bytes, tuple] = {}
         self._test: list[tuple[bytes, tuple]] = []
 
-    def observe(self, pair, *, reference: bool = False) -> None:
+    def check(self, pair):
+        """Remembers the pair's prompt; leaks are flagged in :meth:`finish`."""
+        self._observe(pair, reference=False)
+        return ()
+
+    def reference(self, pair) -> None:
+        self._observe(pair, reference=True)
+
+    def _observe(self, pair, *, reference: bool) -> None:
         if pair.prompt_end == 0:
             return
         key = digest(normalise_prompt(pair.prompt))

@@ -18,7 +18,7 @@ compares it with datasketch on the same prompts.
 
 from __future__ import annotations
 
-from .base import CheckClass, CorpusCheck, Finding
+from .base import Check, CheckClass, CheckOptions, Finding
 from .duplicates import digest
 from .leak import normalise_prompt
 
@@ -150,10 +150,11 @@ class MinHasher:
         return sig, has
 
 
-class NearDuplicateLeak(CorpusCheck):
+class NearDuplicateLeak(Check):
     """Test prompts that near-duplicate a train prompt of any selected subset."""
 
     name = "near_duplicate_leak"
+    needs_train_and_test = True
     classes = (
         CheckClass(
             "near_duplicate_leak",
@@ -177,7 +178,21 @@ class NearDuplicateLeak(CorpusCheck):
         self._train_sigs: list = []
         self._test: list[tuple[str, bytes, tuple]] = []
 
-    def observe(self, pair, *, reference: bool = False) -> None:
+    @classmethod
+    def create(cls, options: CheckOptions) -> NearDuplicateLeak | None:
+        if not options.near_duplicates:
+            return None
+        return cls(options.threshold, options.num_perm)
+
+    def check(self, pair):
+        """Remembers the pair's prompt; near duplicates are flagged in :meth:`finish`."""
+        self._observe(pair, reference=False)
+        return ()
+
+    def reference(self, pair) -> None:
+        self._observe(pair, reference=True)
+
+    def _observe(self, pair, *, reference: bool) -> None:
         if pair.prompt_end == 0:
             return
         text = pair.prompt
@@ -193,6 +208,14 @@ class NearDuplicateLeak(CorpusCheck):
                 self._flush()
         elif not reference:
             self._test.append((text, key, source))
+
+    def settings(self) -> dict:
+        return {
+            "threshold": self.threshold,
+            "num_perm": self.num_perm,
+            "bands": self.bands,
+            "rows_per_band": self.rows,
+        }
 
     def _flush(self) -> None:
         if self._train_pending:

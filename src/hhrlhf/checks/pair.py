@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..records import PAIR_CLASSES
-from .base import CheckClass, PairCheck
+from .base import Check, CheckClass
 
 __all__ = ["PairClasses"]
 
@@ -18,11 +18,11 @@ _SEVERITY = {
 }
 
 
-class PairClasses(PairCheck):
+class PairClasses(Check):
     """The structural classes every loaded pair carries (``PreferencePair.classes``)."""
 
     name = "pair_classes"
     classes = tuple(CheckClass(n, _SEVERITY.get(n, "warning"), d) for n, d in PAIR_CLASSES.items())
 
-    def check_pair(self, pair):
+    def check(self, pair):
         return [(c, "") for c in sorted(pair.classes)]

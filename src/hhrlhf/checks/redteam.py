@@ -13,7 +13,7 @@ from ..records import (
     TASK_SCORE_KEY_REAL,
     parse_num_params,
 )
-from .base import CheckClass, RowCheck
+from .base import Check, CheckClass
 
 __all__ = ["RedTeamFields", "RED_TEAM_KEYS_ACCEPTED"]
 
@@ -27,8 +27,9 @@ def _is_number(v: Any) -> bool:
     return type(v) in (int, float)
 
 
-class RedTeamFields(RowCheck):
+class RedTeamFields(Check):
     name = "red_team_fields"
+    looks_at = "red_team"
     classes = (
         CheckClass("missing_key", "error", "a red-team record lacks one of its ten keys"),
         CheckClass("extra_key", "warning", "a red-team record has a key beyond the ten"),
@@ -55,7 +56,7 @@ class RedTeamFields(RowCheck):
         ),
     )
 
-    def check_row(self, obj):
+    def check(self, obj):
         if type(obj) is not dict:
             return [("wrong_type", f"expected a JSON object, got {type(obj).__name__}")]
         out = []

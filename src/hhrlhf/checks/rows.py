@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ..reader import type_name
-from .base import CheckClass, RowCheck
+from .base import Check, CheckClass
 
 __all__ = ["PairShape"]
 
 
-class PairShape(RowCheck):
+class PairShape(Check):
     """A preference row must be a JSON object with string ``chosen`` and ``rejected``.
 
     ``bad_json`` comes from the lenient reader (the line does not decode); this check adds
@@ -17,13 +17,14 @@ class PairShape(RowCheck):
     """
 
     name = "pair_shape"
+    looks_at = "row"
     classes = (
         CheckClass("bad_json", "error", "the line is not valid JSON, or not a JSON object"),
         CheckClass("missing_field", "error", "'chosen' or 'rejected' is missing"),
         CheckClass("not_a_string", "error", "'chosen' or 'rejected' is not a string"),
     )
 
-    def check_row(self, obj):
+    def check(self, obj):
         if type(obj) is not dict:
             return [("bad_json", f"expected a JSON object, got {type_name(obj)}")]
         out = []

@@ -9,7 +9,7 @@ import os
 
 import click
 
-from ..errors import HHError, require
+from ..errors import OutputError, require
 from ..text import printable
 from .options import emit_json, print_table
 
@@ -460,7 +460,7 @@ def export(
     out = Path(out_dir)
     probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
     if not os.access(probe, os.W_OK):
-        raise HHError(f"{out}: cannot write there (permission denied)")
+        raise OutputError(out, "cannot write there (permission denied)")
     backends = None
     if config_path:
         from ..collect.config import load_config

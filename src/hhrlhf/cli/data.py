@@ -6,7 +6,7 @@ import random
 
 import click
 
-from ..errors import HHError
+from ..errors import HHError, RecordKindError
 from ..layout import preferred_split, resolve_source, scan, select_files
 from ..outputs import replace_dir
 from ..reader import detect_container, read_objects, read_pairs
@@ -22,7 +22,7 @@ from .options import (
     force_option,
     json_option,
     lenient_option,
-    pass_skipped,
+    pass_lenient,
     print_table,
     subset_option,
 )
@@ -178,7 +178,11 @@ def show(subset, split, index, sample, seed, data, file_subset, as_json):
     if len(names) > 1:
         raise click.UsageError(f"name the subset to show: one of {', '.join(map(str, names))}")
     if not files:
-        raise HHError(f"{resolve_source(data).label}: holds red-team attempts, not pairs")
+        raise RecordKindError(
+            f"{resolve_source(data).label}: holds red-team attempts, not pairs",
+            holds="attempts",
+            wanted="pairs",
+        )
     split = split or preferred_split(files, "train") or files[0].split
     f = next(f for f in files if f.split == split)
     subset = f.subset or f.path.name
@@ -217,8 +221,8 @@ def show(subset, split, index, sample, seed, data, file_subset, as_json):
 @json_option
 @lenient_option
 @force_option
-@pass_skipped
-def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force, skipped):
+@pass_lenient
+def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force):
     """Rows, human turns per prompt, response lengths, chosen-longer share and class counts.
 
     \b
@@ -233,7 +237,7 @@ def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force,
     if any(f.red_team for f in files):
         raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam report`")
     for f in files:
-        pairs = read_pairs(f.path, subset=f.subset, split=f.split, lenient=lenient, skipped=skipped)
+        pairs = read_pairs(f.path, subset=f.subset, split=f.split, lenient=lenient)
         result[f"{f.subset or f.path.name}/{f.split}"] = pair_stats(
             pairs, keep_lengths=bool(plots_dir)
         )

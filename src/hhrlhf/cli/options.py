@@ -21,6 +21,7 @@ __all__ = [
     "file_subsets",
     "emit_json",
     "print_table",
+    "pass_lenient",
     "report_skipped",
 ]
 
@@ -138,6 +139,25 @@ def report_skipped(skipped) -> None:
         click.echo(f"skipped: {row}", err=True)
     if skipped:
         click.echo(f"{len(skipped)} row(s) skipped", err=True)
+
+
+def pass_lenient(f):
+    """Turn the ``--lenient`` flag into the command's ``lenient`` policy (a
+    :class:`~hhrlhf.reader.Lenient`, None when strict) and report its skipped rows on stderr
+    when the command returns."""
+
+    @functools.wraps(f)
+    def wrapper(*args, lenient: bool = False, **kwargs):
+        from ..reader import Lenient
+
+        policy = Lenient.of(lenient)
+        try:
+            return f(*args, lenient=policy, **kwargs)
+        finally:
+            if policy is not None:
+                report_skipped(policy.skipped)
+
+    return wrapper
 
 
 def pass_skipped(f):

@@ -64,11 +64,11 @@ def _select(subsets, split, data, preferred: str) -> list:
 
 def _load(files, lenient, skipped):
     from ..fastload import load_files
+    from ..reader import Lenient
 
     pairs = []
-    for got in load_files(
-        [(f.path, f.subset, f.split) for f in files], lenient=lenient, skipped=skipped
-    ):
+    jobs = [(f.path, f.subset, f.split) for f in files]
+    for got in load_files(jobs, lenient=Lenient.of(lenient, skipped)):
         pairs += got
     if not pairs:
         raise HHError("no pairs selected (check the subsets, --split and --data)")

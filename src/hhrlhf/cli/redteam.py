@@ -19,7 +19,7 @@ from .options import (
     data_option,
     force_option,
     lenient_option,
-    pass_skipped,
+    pass_lenient,
     print_table,
 )
 
@@ -102,8 +102,8 @@ def _summary(report: dict) -> list[str]:
 )
 @lenient_option
 @force_option
-@pass_skipped
-def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, force, skipped):
+@pass_lenient
+def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, force):
     """Write report.html (self-contained), report.json (every number) and one PNG per plot.
 
     Sections: Table 1 counts, Fig. 1 means with bootstrap intervals, attack success and rating
@@ -121,7 +121,7 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, fo
 
     check_outputs(force, out=(out_dir, "dir"))
     src = resolve_source(data)
-    attempts = list(iter_attempts(data=src, lenient=lenient, skipped=skipped))
+    attempts = list(iter_attempts(data=src, lenient=lenient))
     with replace_dir(out_dir) as tmp:  # --force replaces the old report whole
         written = write_report(
             attempts,
@@ -130,7 +130,7 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, fo
             seed=seed,
             resamples=resamples,
             source=src.label,
-            skipped_rows=skipped,
+            skipped_rows=lenient.skipped if lenient else [],
             k_range=range(2, max_k + 1),
         )
     paths = {k: Path(out_dir) / p.relative_to(tmp) for k, p in written.items()}
@@ -253,7 +253,7 @@ def _json_line(a: RedTeamAttempt) -> str:
 @click.option("--jsonl", "as_jsonl", is_flag=True, help="One JSON object per match on stdout.")
 @click.option("--show", "as_show", is_flag=True, help="Render each match as a dialogue.")
 @lenient_option
-@pass_skipped
+@pass_lenient
 def query(
     data,
     model_type,
@@ -271,7 +271,6 @@ def query(
     as_jsonl,
     as_show,
     lenient,
-    skipped,
 ):
     """Filter attempts: print a table, JSON lines (--jsonl) or the dialogues (--show).
 
@@ -317,7 +316,7 @@ def query(
             dropped[problem[0]] += 1
             click.echo(f"dropped: attempt {a.index}: {printable(problem[1])}", err=True)
 
-    attempts = iter_attempts(data=data, lenient=lenient, skipped=skipped)
+    attempts = iter_attempts(data=data, lenient=lenient)
     for a in filter_attempts(in_range(attempts), q):
         matches += 1
         if limit and matches > limit:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
-from ..errors import HHError, require
+from ..errors import BackendError, HHError, UnknownNameError, require
 from .config import BackendConfig
 
 __all__ = [
@@ -33,15 +33,6 @@ __all__ = [
 ]
 
 SPEAKER_MARKERS = ("\n\nHuman:", "\n\nAssistant:")
-
-
-class BackendError(HHError):
-    """A backend failed: ``message`` is safe to show an annotator, ``detail`` is for the operator."""
-
-    def __init__(self, message: str, detail: str = ""):
-        self.message = message
-        self.detail = detail
-        super().__init__(f"{message}: {detail}" if detail else message)
 
 
 @dataclass(frozen=True)
@@ -231,8 +222,5 @@ def make_backend(config: BackendConfig):
     try:
         cls = BACKENDS[config.kind]
     except KeyError:
-        raise HHError(
-            f"backend {config.name!r}: unknown kind {config.kind!r}; expected one of: "
-            f"{', '.join(BACKENDS)}"
-        ) from None
+        raise UnknownNameError("backend kind", config.kind, list(BACKENDS)) from None
     return cls(config)

@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import HHError
+from ..errors import ConfigError, UnknownNameError
 
 __all__ = [
     "BackendConfig",
@@ -92,7 +92,7 @@ class Settings:
         for b in self.backends:
             if b.name == name:
                 return b
-        raise HHError(f"unknown backend {name!r}; configured: {', '.join(self.backend_names)}")
+        raise UnknownNameError("backend", name, self.backend_names)
 
     @property
     def backend_names(self) -> list[str]:
@@ -165,11 +165,11 @@ _BACKEND_KEYS = {
 def _check_table(path, where: str, table: dict, keys: dict) -> None:
     for key, value in table.items():
         if key not in keys:
-            raise HHError(
-                f"{path}: {where}: unknown key {key!r}; expected one of: {', '.join(keys)}"
+            raise ConfigError(
+                path, f"{where}: unknown key {key!r}; expected one of: {', '.join(keys)}"
             )
         if not isinstance(value, keys[key]) or isinstance(value, bool):
-            raise HHError(f"{path}: {where}: {key} has the wrong type ({type(value).__name__})")
+            raise ConfigError(path, f"{where}: {key} has the wrong type ({type(value).__name__})")
 
 
 def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settings:
@@ -181,14 +181,14 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise HHError(f"{path}: cannot read the config: {exc.strerror or exc}") from exc
+        raise ConfigError(path, f"cannot read the config: {exc.strerror or exc}") from exc
     try:
         doc = _toml().loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise HHError(f"{path}: not valid TOML: {exc}") from exc
+        raise ConfigError(path, f"not valid TOML: {exc}") from exc
     unknown = set(doc) - {"collect", "backend"}
     if unknown:
-        raise HHError(f"{path}: unknown table(s): {', '.join(sorted(unknown))}")
+        raise ConfigError(path, f"unknown table(s): {', '.join(sorted(unknown))}")
     collect = doc.get("collect", {})
     _check_table(path, "[collect]", collect, _COLLECT_KEYS)
     backends = []
@@ -197,47 +197,48 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         _check_table(path, where, table, _BACKEND_KEYS)
         for key in ("name", "kind"):
             if key not in table:
-                raise HHError(f"{path}: {where}: missing {key!r}")
+                raise ConfigError(path, f"{where}: missing {key!r}")
         if table["kind"] not in BACKEND_KINDS:
-            raise HHError(
-                f"{path}: {where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}"
+            raise ConfigError(
+                path,
+                f"{where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}",
             )
         if table["kind"] == "rerank":
             for key in ("base", "pm"):
                 if key not in table:
-                    raise HHError(f"{path}: {where} ({table['name']}): missing {key!r}")
+                    raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
             if not 2 <= table.get("k", 16) <= 256 or table.get("concurrency", 4) < 1:
-                raise HHError(
-                    f"{path}: {where} ({table['name']}): k must be 2 to 256, concurrency at least 1"
+                raise ConfigError(
+                    path, f"{where} ({table['name']}): k must be 2 to 256, concurrency at least 1"
                 )
         elif table["kind"] != "demo":
             for key in ("base_url", "model"):
                 if key not in table:
-                    raise HHError(f"{path}: {where} ({table['name']}): missing {key!r}")
+                    raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
         backends.append(BackendConfig(**table))
     if not backends:
-        raise HHError(f"{path}: no [[backend]] table; at least one is needed")
+        raise ConfigError(path, "no [[backend]] table; at least one is needed")
     names = [b.name for b in backends]
     if len(set(names)) != len(names):
-        raise HHError(f"{path}: backend names must be unique")
+        raise ConfigError(path, "backend names must be unique")
     for b in backends:
         if b.kind == "rerank":
             base = next((x for x in backends if x.name == b.base), None)
             if base is None or base.kind == "rerank":
-                raise HHError(
-                    f"{path}: backend {b.name!r}: base {b.base!r} must name another, "
-                    "non-rerank backend"
+                raise ConfigError(
+                    path,
+                    f"backend {b.name!r}: base {b.base!r} must name another, non-rerank backend",
                 )
     settings = dict(collect)
     file_db = settings.pop("db", None)
     if settings.get("pairing", "random") not in PAIRINGS:
-        raise HHError(f"{path}: pairing must be one of: {', '.join(PAIRINGS)}")
+        raise ConfigError(path, f"pairing must be one of: {', '.join(PAIRINGS)}")
     if settings.get("red_team_continue", "picked") not in CONTINUE:
-        raise HHError(f"{path}: red_team_continue must be one of: {', '.join(CONTINUE)}")
+        raise ConfigError(path, f"red_team_continue must be one of: {', '.join(CONTINUE)}")
     if not 0 <= settings.get("review_fraction", 0.1) <= 1:
-        raise HHError(f"{path}: review_fraction must be between 0 and 1")
+        raise ConfigError(path, "review_fraction must be between 0 and 1")
     if not 1 <= settings.get("strength_points", 4) <= 10:
-        raise HHError(f"{path}: strength_points must be between 1 and 10")
+        raise ConfigError(path, "strength_points must be between 1 and 10")
     return Settings(
         db_url=db_url or file_db or default_db_url(), backends=tuple(backends), **settings
     )

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import orjson
 
-from ..errors import HHError
+from ..errors import HHError, OutputError
 from ..records import TASK_SCORE_KEY_REAL
 from ..subsets import SUBSETS
 from .config import BackendConfig
@@ -83,19 +83,19 @@ def _gzip_bytes(lines: list[bytes]) -> bytes:
 def _prepare_out(out_dir: Path, targets: list[str], force: bool) -> None:
     """Refuse to overwrite without ``force``; fail on an unwritable folder before any work."""
     if out_dir.exists() and not out_dir.is_dir():
-        raise HHError(f"{out_dir}: exists and is not a folder")
+        raise OutputError(out_dir, "exists and is not a folder")
     if out_dir.is_dir() and not force:
         clash = [t for t in targets if (out_dir / t).exists()]
         if clash:
-            raise HHError(
-                f"{out_dir}: already holds an export ({clash[0]}); pass --force to overwrite"
+            raise OutputError(
+                out_dir, f"already holds an export ({clash[0]}); pass --force to overwrite"
             )
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".hh-write-test-"):
             pass
     except OSError as exc:
-        raise HHError(f"{out_dir}: cannot write there: {exc.strerror or exc}") from exc
+        raise OutputError(out_dir, f"cannot write there: {exc.strerror or exc}") from exc
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -15,17 +15,9 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from ..errors import CollectError
+from ..errors import RateLimited
 
 __all__ = ["RateLimited", "RateLimiter", "Limits"]
-
-
-class RateLimited(CollectError):
-    """429: too many requests; ``retry_after`` is the whole seconds to wait."""
-
-    def __init__(self, message: str, retry_after: int):
-        self.retry_after = retry_after
-        super().__init__(message, 429)
 
 
 class RateLimiter:

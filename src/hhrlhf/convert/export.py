@@ -6,7 +6,8 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from ..errors import DataFormatError, HHError, UnknownSubsetError, require
+from ..errors import DataFormatError, RecordKindError, UnknownNameError, require
+from ..reader import Lenient
 from .base import Format
 from .files import read_rows, write_rows
 
@@ -30,7 +31,7 @@ def get_format(name: str | Format) -> Format:
     try:
         return FORMATS[name]
     except KeyError:
-        raise UnknownSubsetError(name, list(FORMATS)) from None
+        raise UnknownNameError("format", name, list(FORMATS)) from None
 
 
 def _check_kind(fmt: Format, record) -> None:
@@ -38,9 +39,11 @@ def _check_kind(fmt: Format, record) -> None:
     is_attempt = not hasattr(record, "chosen")
     if wants_attempts != is_attempt:
         what = "red-team attempts" if is_attempt else "preference pairs"
-        raise HHError(
+        raise RecordKindError(
             f"format {fmt.name!r} does not take {what}: "
-            + ("use --format redteam" if is_attempt else "redteam is for red-team-attempts")
+            + ("use --format redteam" if is_attempt else "redteam is for red-team-attempts"),
+            holds="attempts" if is_attempt else "pairs",
+            wanted="pairs" if is_attempt else "attempts",
         )
 
 
@@ -122,27 +125,26 @@ def import_records(
     path: str | os.PathLike,
     fmt: str | Format,
     *,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list | None = None,
 ) -> Iterator:
     """Read a file written in ``fmt`` back into records (pairs, dialogues or attempts).
 
     A row that does not fit the format raises :class:`~hhrlhf.errors.DataFormatError` with
-    its file and line, or is skipped and recorded in ``skipped`` when ``lenient``.
+    its file and line, or is skipped and recorded in ``skipped`` when ``lenient`` (a flag, or a
+    :class:`~hhrlhf.reader.Lenient` policy that collects the skipped rows itself).
     """
-    from ..reader import SkippedRow
-
+    lenient = Lenient.of(lenient, skipped)
     fmt = get_format(fmt)
     path = str(path)
     unit = "row" if str(path).endswith(".parquet") else "line"
-    for pos, row in read_rows(path, lenient=lenient, skipped=skipped):
+    for pos, row in read_rows(path, lenient=lenient):
         try:
             yield fmt.read(row)
         except ValueError as exc:
             problem = f"not a {fmt.name!r} row: {exc}"
-            if lenient:
-                if skipped is not None:
-                    skipped.append(SkippedRow(path, pos, problem, unit))
+            if lenient is not None:
+                lenient.skip(path, pos, problem, unit)
                 continue
             raise DataFormatError(path, pos, problem, unit=unit) from None
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import orjson
 
-from ..errors import DataFormatError, HHError, require
-from ..reader import read_objects
+from ..errors import DataFormatError, NoDataError, UnknownNameError, require
+from ..reader import Lenient, read_objects
 
 __all__ = ["CONTAINERS", "container_of", "write_rows", "read_rows"]
 
@@ -29,9 +29,7 @@ def container_of(path: str | os.PathLike) -> str:
     for ending, kind in CONTAINERS.items():
         if name.endswith(ending):
             return kind
-    raise HHError(
-        f"{path}: cannot tell the container from the name; use one of {', '.join(CONTAINERS)}"
-    )
+    raise UnknownNameError("file ending", name, list(CONTAINERS))
 
 
 def _encode(row: dict) -> bytes:
@@ -119,12 +117,15 @@ def _write_parquet(rows, path: Path) -> int:
 
 
 def read_rows(
-    path: str | os.PathLike, *, lenient: bool = False, skipped: list | None = None
+    path: str | os.PathLike, *, lenient: Lenient | None = None
 ) -> Iterator[tuple[int, dict]]:
-    """Yield ``(position, row)``: the 1-based line (JSONL) or row number (parquet)."""
+    """Yield ``(position, row)``: the 1-based line (JSONL) or row number (parquet).
+
+    ``lenient``: a :class:`~hhrlhf.reader.Lenient` policy that skips (and records) the JSONL
+    lines that do not decode; None: strict."""
     path = Path(path)
     if not path.exists():
-        raise HHError(f"{path}: no such file")
+        raise NoDataError(path, "no such file")
     if container_of(path) == "parquet":
         pq = require("pyarrow.parquet", "hf", "reading .parquet")
         try:
@@ -137,4 +138,4 @@ def read_rows(
                 n += 1
                 yield n, row
         return
-    yield from read_objects(path, lenient=lenient, skipped=skipped)
+    yield from read_objects(path, lenient=lenient)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..dataset import RecordList, iter_attempts
 from ..errors import require
+from ..reader import Lenient
 from ..records import RedTeamAttempt
 
 __all__ = [
@@ -139,15 +140,14 @@ def query_attempts(
     data: str | os.PathLike | None = None,
     query: AttemptQuery | None = None,
     limit: int | None = None,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list | None = None,
     **criteria,
 ) -> RecordList:
     """Read the red-team attempts from ``data`` and keep those matching (at most ``limit``)."""
+    lenient = Lenient.of(lenient, skipped)
     out = RecordList()
-    for a in filter_attempts(
-        iter_attempts(data=data, lenient=lenient, skipped=skipped), query, **criteria
-    ):
+    for a in filter_attempts(iter_attempts(data=data, lenient=lenient), query, **criteria):
         if limit is not None and len(out) >= limit:
             break
         out.append(a)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..dataset import iter_attempts, resolve_source
+from ..reader import Lenient
 from ..records import RedTeamAttempt
 from . import stats as st
 from .render import render_html
@@ -361,12 +362,13 @@ def generate_report(
     data: str | os.PathLike | None,
     out_dir: str | os.PathLike,
     *,
-    lenient: bool = False,
+    lenient: bool | Lenient = False,
     skipped: list | None = None,
     **options,
 ) -> dict[str, Path]:
     """Read the attempts from ``data`` (a path, "sample" or the cache) and write the report."""
-    skipped = [] if skipped is None else skipped
+    policy = Lenient.of(lenient, skipped)
     src = resolve_source(data)
-    attempts = list(iter_attempts(data=src, lenient=lenient, skipped=skipped))
-    return write_report(attempts, out_dir, source=src.label, skipped_rows=skipped, **options)
+    attempts = list(iter_attempts(data=src, lenient=policy))
+    rows = policy.skipped if policy is not None else []
+    return write_report(attempts, out_dir, source=src.label, skipped_rows=rows, **options)

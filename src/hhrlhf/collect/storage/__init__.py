@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import joinedload, selectinload, sessionmaker
 
-from ...errors import CollectError, HHError
+from ...errors import CollectError, HHError, UnknownNameError
 from .engine import bookkeeping, is_sqlite, make_engine
 from .models import Annotator, Base, Candidate, Comparison, Conversation, Session, Turn
 
@@ -226,7 +226,7 @@ class Storage:
         if not name or len(name) > 200:
             raise HHError("annotator name must be 1-200 characters")
         if role not in ROLES:
-            raise HHError(f"role {role!r}; expected one of: {', '.join(ROLES)}")
+            raise UnknownNameError("role", role, list(ROLES))
         token = new_token()
         with self._write() as s:
             if s.scalar(select(Annotator.id).where(Annotator.name == name)) is not None:

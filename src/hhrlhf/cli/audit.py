@@ -1,0 +1,227 @@
+"""Audit commands: ``hh check`` (every check over the data) and ``hh clean`` (a cleaned copy).
+
+Option parsing and printing only: the checks run in :mod:`hhrlhf.checks`, the copy is
+written by :mod:`hhrlhf.clean`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import UnknownNameError
+from ..outputs import replace_dir
+from .options import (
+    check_outputs,
+    data_option,
+    emit_json,
+    file_subsets,
+    force_option,
+    json_option,
+    print_table,
+    subset_option,
+)
+
+__all__ = ["commands", "check", "clean"]
+
+
+def _chatter(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _class_names(values, option: str) -> list[str]:
+    from ..checks import check_class_names
+
+    try:
+        return check_class_names(values)
+    except UnknownNameError as exc:
+        raise click.BadParameter(
+            f"unknown class {exc.name!r}; valid classes: {', '.join(exc.known)}",
+            param_hint=option,
+        ) from None
+
+
+def _report_skipped_checks(skipped: dict[str, str]) -> None:
+    """One stderr line naming the checks that could not run on the data at hand, and why."""
+    if skipped:
+        why = "; ".join(dict.fromkeys(skipped.values()))
+        _chatter(f"skipped {', '.join(skipped)}: {why}")
+
+
+def _short(text: str, n: int = 64) -> str:
+    return text if len(text) <= n else text[: n - 1] + "\u2026"
+
+
+def _print_counts(result) -> None:
+    from ..checks import CLASSES
+
+    counts = result.counts
+    rows = [
+        {
+            "class": name,
+            "rows": counts[name],
+            "severity": CLASSES[name].severity,
+            "meaning": _short(CLASSES[name].description),
+        }
+        for name in CLASSES
+        if counts[name]
+    ]
+    click.echo(f"{result.rows} rows in {len(result.files)} file(s); {len(result.flags)} flagged")
+    if rows:
+        print_table(rows, ["class", "rows", "severity", "meaning"])
+    else:
+        click.echo("no class flagged")
+
+
+@click.command()
+@click.argument("subsets", nargs=-1)
+@click.option("--split", default=None, metavar="SPLIT", help="train or test (default: both).")
+@click.option(
+    "--report",
+    "report",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write one JSON line per flagged row (source, classes, excerpt).",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="CLASS",
+    help="Exit 1 when any row has CLASS (repeat, or comma-separate).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.8,
+    show_default=True,
+    help="Jaccard threshold for near_duplicate_leak.",
+)
+@click.option(
+    "--near-dups/--no-near-dups",
+    default=True,
+    show_default=True,
+    help="Run MinHash LSH near-duplicate detection (needs hhrlhf[audit]).",
+)
+@data_option
+@subset_option
+@json_option
+@force_option
+def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subset, as_json, force):
+    """Audit the data: per-pair classes, duplicates, train/test leaks, near duplicates, red team.
+
+    SUBSETS default to the four preference subsets; 'all' adds red-team-attempts.
+
+    \b
+    Examples:
+      hh check --data sample
+      hh check all --json --report flagged.jsonl --data sample
+      hh check --fail-on duplicate_pair,train_test_leak --data sample || echo "fix the data"
+    """
+    from ..checks import audit
+
+    subsets = file_subsets(subsets, file_subset, data)
+    fail_classes = _class_names(fail_on, "--fail-on")
+    check_outputs(force, report=(report, "file"))
+    result = audit(
+        subsets or None,
+        split=split,
+        data=data,
+        near_duplicates=near_dups,
+        threshold=threshold,
+        progress=_chatter,
+    )
+    _report_skipped_checks(result.skipped)
+    if report:
+        from ..convert import write_rows
+
+        n = write_rows(result.report_rows(), report)
+        _chatter(f"wrote {n} flagged row(s) to {report}")
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        _print_counts(result)
+    failed = [c for c in fail_classes if result.counts[c]]
+    if failed:
+        _chatter("failing: " + ", ".join(f"{c} ({result.counts[c]})" for c in failed))
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("subsets", nargs=-1)
+@click.option("--split", default=None, metavar="SPLIT", help="train or test (default: both).")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="New directory for the cleaned copy (upstream layout).",
+)
+@click.option(
+    "--drop",
+    "drop",
+    multiple=True,
+    metavar="CLASS",
+    help="Drop rows with CLASS (repeat, or comma-separate); default: every error class.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.8,
+    show_default=True,
+    help="Jaccard threshold, when near_duplicate_leak is dropped.",
+)
+@click.option(
+    "--keep-readable",
+    is_flag=True,
+    help="Clean a cut .gz up to where it breaks instead of failing; manifest.json records "
+    "the lost part under 'lost' and each is reported on stderr (a CRC error still fails).",
+)
+@data_option
+@subset_option
+@json_option
+@force_option
+def clean(subsets, split, out, drop, threshold, keep_readable, data, file_subset, as_json, force):
+    """Write a cleaned copy plus manifest.json and dropped.jsonl (rows in = kept + dropped).
+
+    \b
+    Examples:
+      hh clean --out hh-clean --data sample
+      hh clean all --out hh-clean --drop duplicate_pair --drop train_test_leak --data sample
+    """
+    from ..checks import default_drop
+    from ..clean import clean as run_clean
+
+    subsets = file_subsets(subsets, file_subset, data)
+    names = _class_names(drop, "--drop") if drop else list(default_drop())
+    check_outputs(force, out=(out, "dir"))
+    with replace_dir(out) as tmp:  # all or nothing; --force replaces the old copy whole
+        manifest = run_clean(
+            subsets or None,
+            out=tmp,
+            split=split,
+            data=data,
+            drop=names,
+            threshold=threshold,
+            progress=_chatter,
+            keep_readable=keep_readable,
+        )
+    _report_skipped_checks(manifest.get("skipped", {}))
+    for rel, lost in manifest.get("lost", {}).items():
+        _chatter(
+            f"LOST DATA: {rel}: {lost['problem']}; the copy holds only the "
+            f"{lost['rows_read']:,} line(s) before it"
+        )
+    if as_json:
+        emit_json(manifest)
+        return
+    click.echo(
+        f"{manifest['rows']} rows in, {manifest['kept']} kept, "
+        f"{manifest['dropped']} dropped -> {out}"
+    )
+    for reason, n in manifest["dropped_by_reason"].items():
+        click.echo(f"  {reason}: {n}")
+
+
+commands = [check, clean]
