@@ -204,9 +204,9 @@ def test_the_iterated_loop_on_the_demo_backend(make_client, settings, alice, sto
     round2 = replace(
         settings,
         backends=(
-            BackendConfig("demo-a", "demo", model="sample"),
+            BackendConfig("demo-a", "demo", model="sample", temperature=1.0),
             BackendConfig(
-                "best-of-4", "rerank", base="demo-a", k=4, pm=str(tmp_path / "pm-round1")
+                "best-of-8", "rerank", base="demo-a", k=8, pm=str(tmp_path / "pm-round1")
             ),
         ),
     )
@@ -220,12 +220,40 @@ def test_the_iterated_loop_on_the_demo_backend(make_client, settings, alice, sto
         headers=h,
     )
     assert r.status_code == 201, r.text
-    texts = [c["text"] for c in r.json()["candidates"]]
-    assert len(texts) == 2 and all(texts)
+    shown = {c["slot"]: c["text"] for c in r.json()["candidates"]}
     with storage.engine.connect() as c:
         params = c.execute(
-            text("SELECT params FROM candidates WHERE backend = 'best-of-4' ORDER BY slot")
+            text("SELECT slot, params FROM candidates WHERE backend = 'best-of-8' ORDER BY slot")
         ).all()
-    rr = [json.loads(p) if isinstance(p, str) else p for (p,) in params]
-    assert [len(x["rerank"]["samples"]) for x in rr] == [4, 4]
-    assert rr[0]["rerank"]["pm"] == str(tmp_path / "pm-round1")
+    rr = {slot: (json.loads(p) if isinstance(p, str) else p)["rerank"] for slot, p in params}
+    samples = rr["a"]["samples"]
+    assert len(samples) == 8 and rr["a"]["pm"] == str(tmp_path / "pm-round1")
+    # the demo base samples with a temperature: different texts, scored by the round-1 PM
+    assert len({s["text"] for s in samples}) >= 2
+    assert shown["a"] != shown["b"]
+    best = max(samples, key=lambda s: s["score"])
+    assert best["text"] in shown.values()
+    second = max((s for s in samples if s["text"] != best["text"]), key=lambda s: s["score"])
+    assert {best["text"], second["text"]} == set(shown.values())
+
+
+def test_the_demo_backend_samples_with_a_temperature():
+    import asyncio
+
+    from hhrlhf.collect.backends import DemoBackend, demo_choices, demo_reply
+    from hhrlhf.collect.storage import Prompt
+
+    prompt = Prompt((), "How do I water tomatoes?", "\n\nHuman: How do I water tomatoes?")
+
+    async def draw(backend, n):
+        out = []
+        for _ in range(n):
+            out.append("".join([d async for d, _ in backend.stream(prompt)]))
+        return out
+
+    choices = demo_choices(prompt.human)
+    assert len(choices) == 6 and choices[0] == demo_reply(prompt.human, 0)
+    hot = asyncio.run(draw(DemoBackend(BackendConfig("d", "demo", temperature=1.0)), 60))
+    assert set(hot) <= set(choices) and len(set(hot)) >= 3
+    cold = asyncio.run(draw(DemoBackend(BackendConfig("d", "demo")), 5))
+    assert set(cold) == {demo_reply(prompt.human, 0)}
