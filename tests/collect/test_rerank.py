@@ -257,3 +257,50 @@ def test_the_demo_backend_samples_with_a_temperature():
     assert set(hot) <= set(choices) and len(set(hot)) >= 3
     cold = asyncio.run(draw(DemoBackend(BackendConfig("d", "demo")), 5))
     assert set(cold) == {demo_reply(prompt.human, 0)}
+
+
+def test_a_pm_from_hh_pm_train_on_the_sample_reranks_the_model_servers_samples(
+    make_client, settings, model_server, alice, storage, tmp_path
+):
+    """`hh pm train` on the bundled sample, saved; a rerank backend over the loopback server."""
+    from click.testing import CliRunner
+
+    from hhrlhf import load_dataset
+    from hhrlhf.cli import cli
+    from hhrlhf.reward import load_model
+
+    pm = tmp_path / "pm-sample"
+    r = CliRunner().invoke(
+        cli,
+        ["pm", "train", "helpful-base", "--data", "sample", "--split", "test"]
+        + ["--out", str(pm), "--max-iter", "20"],
+    )
+    assert r.exit_code == 0, r.output
+    # sample responses as the server's replies (ones without a speaker marker, which is cut)
+    replies = []
+    for pair in load_dataset("helpful-base", split="test", data="sample"):
+        texts = [pair.chosen_response.strip(), pair.rejected_response.strip()]
+        if all("\n\n" not in t for t in texts) and len(replies) < 6:
+            replies += texts
+    assert len(set(replies)) == 6
+    model_server.script.replies = replies
+    client = make_client(rerank_settings(settings, model_server, pm, k=6))
+    h = headers_of(alice)
+    cid = client.post(
+        "/api/v1/conversations", json={"mode": "red-team", "task_description": "x"}, headers=h
+    ).json()["id"]
+    question = "Can you help me plan a garden?"
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns", json={"text": question, "wait": True}, headers=h
+    )
+    assert r.status_code == 201, r.text
+    shown = {c["slot"]: c["text"] for c in r.json()["candidates"]}
+    with storage.engine.connect() as c:
+        (p,) = c.execute(text("SELECT params FROM candidates WHERE slot = 'a'")).one()
+    samples = (json.loads(p) if isinstance(p, str) else p)["rerank"]["samples"]
+    assert sorted(s["text"] for s in samples) == sorted(replies)
+    prefix = f"\n\nHuman: {question}\n\nAssistant:"
+    scores = load_model(pm).score([prefix] * 6, [" " + s["text"] for s in samples])
+    assert [s["score"] for s in samples] == pytest.approx([float(x) for x in scores])
+    top2 = sorted(range(6), key=lambda i: -scores[i])[:2]
+    assert set(shown.values()) == {samples[i]["text"] for i in top2}
