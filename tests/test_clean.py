@@ -126,7 +126,7 @@ def test_red_team_array_is_cleaned(tmp_path):
     }
     path = tmp_path / "in" / "red-team-attempts" / "red_team_attempts.jsonl.gz"
     path.parent.mkdir(parents=True)
-    path.write_bytes(gzip.compress(json.dumps([good, {**good, "model_type": "?"}, good]).encode()))
+    path.write_bytes(gzip.compress(json.dumps([good, {**good, "rating": 7}, good]).encode()))
     m = clean(["red-team-attempts"], out=tmp_path / "o", data=tmp_path / "in")
     assert (m["rows"], m["kept"], m["dropped"]) == (3, 2, 1)
     back = hhrlhf.load_dataset("red-team-attempts", data=tmp_path / "o", split="train")
