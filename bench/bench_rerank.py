@@ -1,8 +1,9 @@
 """A ``rerank`` turn with k=16 on the demo backend: how long the preference model adds per turn.
 
 The PM is a linear one trained here on the bundled sample (what ``hh pm train --data sample``
-fits); the base is the demo backend (no model, no network), so the sampling time is the
-backend's own bookkeeping and the PM's share is what is measured. Writes a Markdown table to
+fits); the base is the demo backend sampling with a temperature (no model, no network: each
+sample is one of the six responses of the three most similar sample prompts), so the sampling
+time is the backend's own bookkeeping and the PM's share is what is measured. Writes a Markdown table to
 stdout (paste into bench/RESULTS-collect.md). Target: the PM adds under 100 ms per turn.
 
     PYTHONPATH=src python bench/bench_rerank.py --turns 50 --k 16
@@ -31,7 +32,8 @@ def pct(values, q):
 
 
 async def run(turns: int, k: int, pm_dir: str) -> dict:
-    base = make_backend(BackendConfig("demo-a", "demo", model="sample"))
+    # a temperature: the demo base draws among six sample responses, so the k texts differ
+    base = make_backend(BackendConfig("demo-a", "demo", model="sample", temperature=1.0))
     rerank = RerankBackend(BackendConfig("best", "rerank", base="demo-a", k=k, pm=pm_dir))
     rerank.bind({"demo-a": base, "best": rerank})
     rerank.model()  # loading the PM happens once per process, not per turn

@@ -243,3 +243,26 @@ def test_cli_export_with_config_and_scorer(storage, db_url, tmp_path):
     assert r.exit_code != 0
     assert "no-such-pm" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "o2" / RED_TEAM_ATTEMPTS).exists()
+
+
+def test_a_forced_export_without_attempts_leaves_no_stale_attempts_file(storage, db_url, tmp_path):
+    from hhrlhf.collect.storage import Storage
+
+    build(storage)
+    out = tmp_path / "out"
+    export_collection(storage, out, backends=BACKENDS)
+    assert len(read_attempts(out)) == 2
+    other = Storage(f"sqlite:///{tmp_path / 'helpful-only.db'}")
+    other.upgrade()
+    try:
+        who, _ = other.add_annotator("carol")
+        c = other.create_conversation(who, "helpful", "Bread")["id"]
+        t = _turn(other, who, c, "How long do I knead?", "Ten minutes.", "An hour.")
+        other.record_choice(who, t, pick="a", strength=4, strength_points=4)
+        other.finish_conversation(who, c)
+        manifest = export_collection(other, out, force=True)
+    finally:
+        other.dispose()
+    assert manifest["red_team_attempts"]["rows"] == 0
+    assert RED_TEAM_ATTEMPTS not in manifest["files"]
+    assert not (out / RED_TEAM_ATTEMPTS).exists()

@@ -224,3 +224,20 @@ def test_helpful_page_has_no_red_team_parts(client, storage):
     html = _page(client, csrf, "helpful")
     for part in ('id="redteam-bar"', 'id="stop"', "redteam.js", 'id="rating"', "MORE harmful"):
         assert part not in html
+
+
+def test_the_instructions_describe_red_team_mode(client, storage):
+    _login(client, storage)
+    html = client.get("/help").text
+    red = html[html.index("<h2>Red-team task</h2>") :]
+    for part in (
+        "the attack you plan",
+        "<strong>more harmful</strong>",
+        "same assistant for the whole conversation",
+        "About four turns",
+        "not required",
+        "or with the other",
+        "Stop and rate",
+        "from 0 (not successful) to 4",
+    ):
+        assert part in red, part

@@ -204,9 +204,9 @@ def test_the_iterated_loop_on_the_demo_backend(make_client, settings, alice, sto
     round2 = replace(
         settings,
         backends=(
-            BackendConfig("demo-a", "demo", model="sample"),
+            BackendConfig("demo-a", "demo", model="sample", temperature=1.0),
             BackendConfig(
-                "best-of-4", "rerank", base="demo-a", k=4, pm=str(tmp_path / "pm-round1")
+                "best-of-8", "rerank", base="demo-a", k=8, pm=str(tmp_path / "pm-round1")
             ),
         ),
     )
@@ -220,12 +220,88 @@ def test_the_iterated_loop_on_the_demo_backend(make_client, settings, alice, sto
         headers=h,
     )
     assert r.status_code == 201, r.text
-    texts = [c["text"] for c in r.json()["candidates"]]
-    assert len(texts) == 2 and all(texts)
+    shown = {c["slot"]: c["text"] for c in r.json()["candidates"]}
     with storage.engine.connect() as c:
         params = c.execute(
-            text("SELECT params FROM candidates WHERE backend = 'best-of-4' ORDER BY slot")
+            text("SELECT slot, params FROM candidates WHERE backend = 'best-of-8' ORDER BY slot")
         ).all()
-    rr = [json.loads(p) if isinstance(p, str) else p for (p,) in params]
-    assert [len(x["rerank"]["samples"]) for x in rr] == [4, 4]
-    assert rr[0]["rerank"]["pm"] == str(tmp_path / "pm-round1")
+    rr = {slot: (json.loads(p) if isinstance(p, str) else p)["rerank"] for slot, p in params}
+    samples = rr["a"]["samples"]
+    assert len(samples) == 8 and rr["a"]["pm"] == str(tmp_path / "pm-round1")
+    # the demo base samples with a temperature: different texts, scored by the round-1 PM
+    assert len({s["text"] for s in samples}) >= 2
+    assert shown["a"] != shown["b"]
+    best = max(samples, key=lambda s: s["score"])
+    assert best["text"] in shown.values()
+    second = max((s for s in samples if s["text"] != best["text"]), key=lambda s: s["score"])
+    assert {best["text"], second["text"]} == set(shown.values())
+
+
+def test_the_demo_backend_samples_with_a_temperature():
+    import asyncio
+
+    from hhrlhf.collect.backends import DemoBackend, demo_choices, demo_reply
+    from hhrlhf.collect.storage import Prompt
+
+    prompt = Prompt((), "How do I water tomatoes?", "\n\nHuman: How do I water tomatoes?")
+
+    async def draw(backend, n):
+        out = []
+        for _ in range(n):
+            out.append("".join([d async for d, _ in backend.stream(prompt)]))
+        return out
+
+    choices = demo_choices(prompt.human)
+    assert len(choices) == 6 and choices[0] == demo_reply(prompt.human, 0)
+    hot = asyncio.run(draw(DemoBackend(BackendConfig("d", "demo", temperature=1.0)), 60))
+    assert set(hot) <= set(choices) and len(set(hot)) >= 3
+    cold = asyncio.run(draw(DemoBackend(BackendConfig("d", "demo")), 4))
+    # without a temperature: the matched pair's two responses in turn
+    assert cold == [demo_reply(prompt.human, v) for v in (0, 1, 0, 1)]
+
+
+def test_a_pm_from_hh_pm_train_on_the_sample_reranks_the_model_servers_samples(
+    make_client, settings, model_server, alice, storage, tmp_path
+):
+    """`hh pm train` on the bundled sample, saved; a rerank backend over the loopback server."""
+    from click.testing import CliRunner
+
+    from hhrlhf import load_dataset
+    from hhrlhf.cli import cli
+    from hhrlhf.reward import load_model
+
+    pm = tmp_path / "pm-sample"
+    r = CliRunner().invoke(
+        cli,
+        ["pm", "train", "helpful-base", "--data", "sample", "--split", "test"]
+        + ["--out", str(pm), "--max-iter", "20"],
+    )
+    assert r.exit_code == 0, r.output
+    # sample responses as the server's replies (ones without a speaker marker, which is cut)
+    replies = []
+    for pair in load_dataset("helpful-base", split="test", data="sample"):
+        texts = [pair.chosen_response.strip(), pair.rejected_response.strip()]
+        if all("\n\n" not in t for t in texts) and len(replies) < 6:
+            replies += texts
+    assert len(set(replies)) == 6
+    model_server.script.replies = replies
+    client = make_client(rerank_settings(settings, model_server, pm, k=6))
+    h = headers_of(alice)
+    cid = client.post(
+        "/api/v1/conversations", json={"mode": "red-team", "task_description": "x"}, headers=h
+    ).json()["id"]
+    question = "Can you help me plan a garden?"
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns", json={"text": question, "wait": True}, headers=h
+    )
+    assert r.status_code == 201, r.text
+    shown = {c["slot"]: c["text"] for c in r.json()["candidates"]}
+    with storage.engine.connect() as c:
+        (p,) = c.execute(text("SELECT params FROM candidates WHERE slot = 'a'")).one()
+    samples = (json.loads(p) if isinstance(p, str) else p)["rerank"]["samples"]
+    assert sorted(s["text"] for s in samples) == sorted(replies)
+    prefix = f"\n\nHuman: {question}\n\nAssistant:"
+    scores = load_model(pm).score([prefix] * 6, [" " + s["text"] for s in samples])
+    assert [s["score"] for s in samples] == pytest.approx([float(x) for x in scores])
+    top2 = sorted(range(6), key=lambda i: -scores[i])[:2]
+    assert set(shown.values()) == {samples[i]["text"] for i in top2}

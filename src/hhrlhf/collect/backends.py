@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import random
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -185,12 +186,25 @@ def demo_reply(human: str, variant: int) -> str:
     return chosen if variant % 2 == 0 else rejected
 
 
+def demo_choices(human: str, n: int = 3) -> list[str]:
+    """Both responses of the ``n`` sample prompts most similar to ``human`` (most similar first)."""
+    words = _words(human)
+    index = _sample_index()
+    scored = sorted(
+        range(len(index)),
+        key=lambda i: (-len(words & index[i][0]) / (len(words | index[i][0]) or 1), i),
+    )
+    return [text for i in scored[:n] for text in index[i][1:]]
+
+
 class DemoBackend:
     """``demo``: no model; replies drawn from the bundled sample.
 
     Successive calls alternate between the matched pair's two responses (starting with the
-    ``variant``), so two samples from one demo backend differ, as a sampling model's would:
-    a red-team conversation (one backend for both slots) and a rerank base get two texts.
+    ``variant``), so two samples from one demo backend differ, as a sampling model's would: a
+    red-team conversation (one backend for both slots) gets two texts. With ``temperature`` > 0
+    each response is drawn at random among both responses of the three most similar sample
+    prompts, so a ``rerank`` backend over it has several texts to choose from.
     """
 
     kind = "demo"
@@ -198,9 +212,13 @@ class DemoBackend:
     def __init__(self, config: BackendConfig):
         self.config = config
         self._calls = itertools.count()
+        self._rng = random.Random()
 
     async def stream(self, prompt):
-        text = demo_reply(prompt.human, self.config.variant + next(self._calls))
+        if self.config.temperature:
+            text = self._rng.choice(demo_choices(prompt.human))
+        else:
+            text = demo_reply(prompt.human, self.config.variant + next(self._calls))
         for piece in re.findall(r"\S+\s*|\s+", text):
             if self.config.token_delay:
                 await asyncio.sleep(self.config.token_delay)

@@ -301,6 +301,8 @@ def export_collection(
             "bytes": len(data),
             "sha256": hashlib.sha256(data).hexdigest(),
         }
+    elif (out_dir / RED_TEAM_ATTEMPTS).exists():  # --force over an export that had attempts
+        (out_dir / RED_TEAM_ATTEMPTS).unlink()
     manifest = {
         "format": FORMAT,
         "min_strength": min_strength,
