@@ -161,7 +161,8 @@ class Generator:
                     finish_reason = reason
                 if not delta:
                     continue
-                raw.append(delta)
+                # U+0000 cannot be stored in PostgreSQL text: shown and kept as U+FFFD
+                raw.append(delta.replace("\x00", "\ufffd"))
                 visible = _visible("".join(raw)).lstrip()
                 if len(visible) > shown:
                     run.emit("delta", {"slot": slot, "text": visible[shown:]})

@@ -223,6 +223,8 @@ class Storage:
         name = name.strip()
         if not name or len(name) > 200:
             raise HHError("annotator name must be 1-200 characters")
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+            raise HHError(f"annotator name {name!r} holds a control character")
         if role not in ROLES:
             raise HHError(f"role {role!r}; expected one of: {', '.join(ROLES)}")
         token = new_token()
