@@ -213,3 +213,39 @@ def test_a_megabyte_is_refused_as_input_and_kept_whole_from_a_model(
     prefix = "\n\nHuman: a long one\n\nAssistant:"
     rows = _export(db_url, tmp_path / "out")
     assert rows == [{"chosen": f"{prefix} {BIG.strip()}", "rejected": f"{prefix} A short answer."}]
+
+
+STREAM_CASES = [
+    *PAYLOADS.values(),
+    "  \n\nHu",
+    "\n\n\n\nHuman: x",
+    "text\n\nAssistant",
+    "a\n\nHumanX\n\nAssistan then \n\nAssistant: cut",
+    "\n\n \n\nHuman",
+    "",
+]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 8, 13, 1000])
+def test_streamed_text_is_cut_and_held_back_as_the_whole_text_would_be(size):
+    from hhrlhf.collect.generation import VisibleText, _visible
+
+    for text in STREAM_CASES:
+        shown, raw, out = VisibleText(), "", ""
+        for i in range(0, len(text), size):
+            raw += text[i : i + size]
+            out += shown.feed(text[i : i + size])
+            assert out == _visible(raw).lstrip(), (text, size, raw)
+
+
+def test_a_megabyte_in_small_chunks_streams_in_linear_time():
+    import time
+
+    from hhrlhf.collect.generation import VisibleText
+
+    shown, out, t0 = VisibleText(), [], time.perf_counter()
+    for i in range(0, len(BIG), 5):
+        out.append(shown.feed(BIG[i : i + 5]))
+    # a whole-text scan per chunk would take minutes here
+    assert time.perf_counter() - t0 < 10
+    assert "".join(out) == BIG[:-1]  # the last newline is held back: it may start a marker
