@@ -30,6 +30,7 @@ class Script:
     fail: int | None = None
     fail_times: int | None = None  # fail only this many requests, then answer
     finish_reason: str = "stop"
+    chunk_size: int = 5  # characters per streamed chunk
     requests: list[dict] = field(default_factory=list)
     _next: int = 0
 
@@ -39,11 +40,11 @@ class Script:
         return text
 
 
-def _chunks(text: str) -> list[str]:
+def _chunks(text: str, size: int = 5) -> list[str]:
     out, i = [], 0
     while i < len(text):
-        out.append(text[i : i + 5])
-        i += 5
+        out.append(text[i : i + size])
+        i += size
     return out or [""]
 
 
@@ -83,7 +84,7 @@ def make_app(script: Script) -> Starlette:
             )
 
         async def events():
-            pieces = _chunks(text)
+            pieces = _chunks(text, script.chunk_size)
             for i, piece in enumerate(pieces):
                 if script.chunk_delay:
                     await asyncio.sleep(script.chunk_delay)

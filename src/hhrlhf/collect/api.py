@@ -59,6 +59,9 @@ def _limit(what: str, value: str | None, limit: int) -> None:
         raise CollectError(
             f"{what} is too long ({len(value)} characters; the limit is {limit})", 413
         )
+    if value is not None and "\x00" in value:
+        # PostgreSQL cannot store U+0000 in text; refused the same way on every database
+        raise CollectError(f"{what} holds a NUL character (U+0000), which cannot be stored", 422)
 
 
 def _state(request: Request):

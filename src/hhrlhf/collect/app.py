@@ -20,6 +20,7 @@ from .api import router as api_router
 from .config import Settings, demo_settings, load_config
 from .generation import Generator
 from .ratelimit import Limits
+from .security import harden
 from .storage import Storage
 
 __all__ = ["create_app", "create_app_from_env", "SECURITY_HEADERS"]
@@ -61,7 +62,16 @@ class GuardMiddleware:
                     raise _BodyTooLarge()
             return message
 
+        replaced = False
+
         async def send_with_headers(message):
+            nonlocal replaced
+            if replaced:
+                return
+            if message["type"] == "http.response.start" and received > self.max_body_bytes:
+                # the framework turned the cut-off body into its own error: say what it was
+                replaced = True
+                return await _too_large(self.max_body_bytes, send)
             if message["type"] == "http.response.start":
                 raw = list(message.get("headers", []))
                 present = {k.lower() for k, _ in raw}
@@ -155,6 +165,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
             {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
         )
 
+    harden(app, SECURITY_HEADERS)  # headers even on a crash; out-of-range ids are 404
     app.include_router(api_router)
     app.include_router(importlib.import_module("hhrlhf.collect.api_review").router)
     app.include_router(login_router)

@@ -85,6 +85,41 @@ def _visible(raw: str) -> str:
     return raw
 
 
+class VisibleText:
+    """:func:`_visible` of a growing response, fed one delta at a time in linear time.
+
+    Only the held-back tail (a possible partial marker) and the new delta are searched, so a
+    long response in small chunks costs what its length does (a whole-text scan per delta
+    would be quadratic: minutes of CPU for a megabyte in token-sized chunks).
+    """
+
+    def __init__(self):
+        self.pending = ""  # raw text not shown yet: a prefix of a speaker marker
+        self.cut = False
+        self.started = False  # leading whitespace is dropped, as by ``.lstrip()``
+
+    def feed(self, delta: str) -> str:
+        """The text that became visible with ``delta`` ('' when none)."""
+        if self.cut:
+            return ""
+        buf = self.pending + delta
+        cut = min((i for m in SPEAKER_MARKERS if (i := buf.find(m)) >= 0), default=-1)
+        if cut >= 0:
+            out, self.pending, self.cut = buf[:cut], "", True
+        else:
+            hold = 0
+            for m in SPEAKER_MARKERS:
+                for k in range(len(m) - 1, hold, -1):
+                    if buf.endswith(m[:k]):
+                        hold = k
+                        break
+            out, self.pending = buf[: len(buf) - hold], buf[len(buf) - hold :]
+        if not self.started:
+            out = out.lstrip()
+            self.started = bool(out)
+        return out
+
+
 class Generator:
     """Runs turns: the backends of the settings, one lease owner id per process."""
 
@@ -155,10 +190,10 @@ class Generator:
         backend = self.backends.get(backend_name)
         config = backend.config if backend else None
         t0 = time.perf_counter()
-        raw, shown, finish_reason = [], 0, None
+        raw, shown, finish_reason = [], VisibleText(), None
 
         async def consume():
-            nonlocal shown, finish_reason
+            nonlocal finish_reason
             per_slot = getattr(backend, "per_slot", False)  # rerank: one ranking, two slots
             stream = backend.stream(prompt, slot) if per_slot else backend.stream(prompt)
             async for delta, reason in stream:
@@ -166,11 +201,12 @@ class Generator:
                     finish_reason = reason
                 if not delta:
                     continue
+                # U+0000 cannot be stored in PostgreSQL text: shown and kept as U+FFFD
+                delta = delta.replace("\x00", "\ufffd")
                 raw.append(delta)
-                visible = _visible("".join(raw)).lstrip()
-                if len(visible) > shown:
-                    run.emit("delta", {"slot": slot, "text": visible[shown:]})
-                    shown = len(visible)
+                visible = shown.feed(delta)
+                if visible:
+                    run.emit("delta", {"slot": slot, "text": visible})
 
         error = detail = None
         try:

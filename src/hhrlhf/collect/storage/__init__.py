@@ -225,6 +225,8 @@ class Storage:
         name = name.strip()
         if not name or len(name) > 200:
             raise HHError("annotator name must be 1-200 characters")
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+            raise HHError(f"annotator name {name!r} holds a control character")
         if role not in ROLES:
             raise UnknownNameError("role", role, list(ROLES))
         token = new_token()

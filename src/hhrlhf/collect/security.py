@@ -1,0 +1,65 @@
+"""Hardening that wraps the whole app: headers even on a crash, ids a database cannot hold.
+
+:func:`harden` is called once by :func:`~hhrlhf.collect.app.create_app`, before the routers
+are included:
+
+- the security headers go on every response, an unexpected 500 included (Starlette's error
+  middleware answers outside any ``add_middleware`` middleware, so the headers are added
+  outermost too);
+- a path id beyond a 64-bit integer (``/api/v1/conversations/99999999999999999999``) is a 404
+  like any other unknown id, not a crash in the database driver.
+"""
+
+from __future__ import annotations
+
+from fastapi import Depends, Request
+
+from ..errors import CollectError
+
+__all__ = ["harden", "MAX_ID"]
+
+#: the largest id a database integer column holds
+MAX_ID = 2**63 - 1
+
+
+def _check_ids(request: Request) -> None:
+    for name, value in request.path_params.items():
+        if not name.endswith("_id") or not isinstance(value, str):
+            continue
+        text = value.strip()
+        if text.lstrip("+-").isdigit() and abs(int(text)) > MAX_ID:
+            what = name.removesuffix("_id").replace("_", " ")
+            raise CollectError(f"{what} {text[:30]} not found", 404)
+
+
+class _HeadersOutermost:
+    """Pure ASGI: adds missing ``headers`` to every response start, whoever sends it."""
+
+    def __init__(self, app, headers: dict[str, str]):
+        self.app = app
+        self.headers = [(k.encode(), v.encode()) for k, v in headers.items()]
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                raw = list(message.get("headers", []))
+                present = {k.lower() for k, _ in raw}
+                raw += [(k, v) for k, v in self.headers if k not in present]
+                message = {**message, "headers": raw}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def harden(app, headers: dict[str, str]) -> None:
+    """Install both guards on ``app`` (a FastAPI app whose routers are not included yet)."""
+    app.router.dependencies.append(Depends(_check_ids))
+    build = app.build_middleware_stack
+
+    def build_outermost():
+        return _HeadersOutermost(build(), headers)
+
+    app.build_middleware_stack = build_outermost
