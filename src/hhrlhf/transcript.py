@@ -200,7 +200,7 @@ def prompt_length(chosen: str, rejected: str) -> int:
     final assistant marker plus one final assistant turn. The turn walk below then matches
     every earlier turn, records ``e`` at the final assistant marker and stops there (the
     final texts differ, or the sides are identical and the first branch gives ``e`` too).
-    Every other pair takes the walk itself.
+    Every other pair takes the walk itself (:func:`align_pair`).
 
     The first test is the same condition found more cheaply, for the usual pair whose
     final responses hold no newline at all: ``j``, the last ``"\\n"`` of ``chosen`` (a
@@ -226,24 +226,4 @@ def prompt_length(chosen: str, rejected: str) -> int:
     if chosen == rejected:
         i = chosen.rfind(ASSISTANT_MARKER)
         return 0 if i < 0 else i + len(ASSISTANT_MARKER)
-    pc = MARKER_RE.split(chosen)
-    pr = MARKER_RE.split(rejected)
-    if pc[0] != pr[0]:
-        return 0
-    pos = len(pc[0])
-    last = 0
-    n = min(len(pc), len(pr))
-    i = 1
-    while i + 1 < n:
-        role = pc[i]
-        if role != pr[i]:
-            return last
-        end = pos + 3 + len(role)
-        if role == ASSISTANT:
-            last = end
-        text = pc[i + 1]
-        if text != pr[i + 1]:
-            return last
-        pos = end + len(text)
-        i += 2
-    return last
+    return align_pair(chosen, rejected).prompt_end
