@@ -69,7 +69,7 @@ class Settings:
     pairing: str = "random"
     red_team_continue: str = "picked"
     session_hours: float = 24 * 14
-    lease_seconds: float = 120.0
+    lease_seconds: float = 30.0
     max_message_chars: int = 20_000
     max_task_chars: int = 5_000
     max_edit_chars: int = 20_000
@@ -199,6 +199,8 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         raise HHError(f"{path}: pairing must be one of: {', '.join(PAIRINGS)}")
     if settings.get("red_team_continue", "picked") not in CONTINUE:
         raise HHError(f"{path}: red_team_continue must be one of: {', '.join(CONTINUE)}")
+    if not settings.get("lease_seconds", 30.0) > 0:
+        raise HHError(f"{path}: lease_seconds must be above 0")
     if not 1 <= settings.get("strength_points", 4) <= 10:
         raise HHError(f"{path}: strength_points must be between 1 and 10")
     return Settings(
