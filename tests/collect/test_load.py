@@ -113,19 +113,47 @@ def test_fifty_annotators_on_two_workers(storage, db_url, tmp_path, report):
     tokens = _tokens(storage, ANNOTATORS, "load")
     with serve(db_url, tmp_path, _config(tmp_path, 0.002)) as server:
         res = asyncio.run(bench.run_clients(server.base, tokens, TURNS))
+        racing = asyncio.run(_twenty_choices_at_once(server.base, tokens[0]))
     assert res["errors"] == []
     assert len(res["acked"]) == ANNOTATORS * TURNS
     stored = _stored_picks(storage)
     for tid, pick, strength in res["acked"]:
         assert stored[tid] == [(pick, strength)]  # exactly once, as acknowledged
-    assert sum(len(v) for v in stored.values()) == ANNOTATORS * TURNS
-    assert storage.counts()["comparisons"] == ANNOTATORS * TURNS
+    assert sum(len(v) for t, v in stored.items() if t != racing[0]) == ANNOTATORS * TURNS
+    # 20 choices for one turn at once, spread over both workers: one comparison stored
+    tid, answers = racing
+    assert len(stored_after := _stored_picks(storage)[tid]) == 1
+    assert {code for code, _ in answers} <= {200, 409}
+    assert {got for code, got in answers if code == 200} == {stored_after[0]}
     ms = lambda q: 1000 * bench.pct(res["choice"], q)  # noqa: E731
     report(
         f"load ({db_url.split(':')[0]}): {ANNOTATORS} annotators x {TURNS} turns on 2 workers "
         f"in {res['elapsed']:.1f} s (server start {server.started_in:.1f} s), 0 errors, {len(res['acked'])} choices stored once; "
         f"choice p50 {ms(50):.0f} ms, p99 {ms(99):.0f} ms (load average {os.getloadavg()[0]:.1f})"
     )
+
+
+async def _twenty_choices_at_once(base: str, token: str):
+    """A new turn, then 20 different choices for it sent at once (separate connections)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as c:
+        cid = (
+            await c.post(
+                "/api/v1/conversations", json={"mode": "helpful", "task_description": "race"}
+            )
+        ).json()["id"]
+        turn = (await c.post(f"/api/v1/conversations/{cid}/turns", json={"text": "hi"})).json()
+    assert turn["status"] == "ready"
+
+    async def choose(i):
+        body = {"pick": "ab"[i % 2], "strength": 1 + i % 4}
+        async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as c:
+            r = await c.post(f"/api/v1/turns/{turn['id']}/choice", json=body)
+        turn_now = r.json()["turn"] if r.status_code == 200 else None
+        got = (turn_now["pick"], turn_now["strength"]) if turn_now else None
+        return r.status_code, got
+
+    return turn["id"], await asyncio.gather(*(choose(i) for i in range(20)))
 
 
 async def _until_killed(base: str, tokens: list[str], out: dict) -> None:
