@@ -195,12 +195,12 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         raise HHError(f"{path}: backend names must be unique")
     settings = dict(collect)
     file_db = settings.pop("db", None)
+    if not settings.get("lease_seconds", 30.0) > 0:
+        raise HHError(f"{path}: lease_seconds must be above 0")
     if settings.get("pairing", "random") not in PAIRINGS:
         raise HHError(f"{path}: pairing must be one of: {', '.join(PAIRINGS)}")
     if settings.get("red_team_continue", "picked") not in CONTINUE:
         raise HHError(f"{path}: red_team_continue must be one of: {', '.join(CONTINUE)}")
-    if not settings.get("lease_seconds", 30.0) > 0:
-        raise HHError(f"{path}: lease_seconds must be above 0")
     if not 1 <= settings.get("strength_points", 4) <= 10:
         raise HHError(f"{path}: strength_points must be between 1 and 10")
     return Settings(
