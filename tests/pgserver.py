@@ -66,8 +66,12 @@ def _run_as() -> str | None:
 class PostgresServer:
     """One PostgreSQL server in a temporary folder, reachable through a Unix socket."""
 
-    def __init__(self, bindir: Path | None = None, *, max_connections: int = 200):
+    def __init__(
+        self, bindir: Path | None = None, *, max_connections: int = 200, durable: bool = False
+    ):
+        """``durable``: keep ``fsync`` on (benchmarks); the tests run with it off."""
         self.bindir = bindir or find_bindir()
+        self.durable = durable
         if self.bindir is None:
             raise RuntimeError(SKIP_REASON)
         self.max_connections = max_connections
@@ -108,7 +112,7 @@ class PostgresServer:
                 "--no-sync",
             )
             opts = (
-                f"-k {self.root} -c listen_addresses='' -F "
+                f"-k {self.root} -c listen_addresses='' {'' if self.durable else '-F '}"
                 f"-c max_connections={self.max_connections} -c shared_buffers=32MB"
             )
             self._cmd(

@@ -18,6 +18,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hhrlhf.collect.config import demo_settings  # noqa: E402
 from hhrlhf.collect.storage import Storage  # noqa: E402
 
+_REPORT = pytest.StashKey[list]()
+
+
+@pytest.fixture
+def report(request):
+    """``report(line)``: a measurement printed at the end of the run (the load tests' latencies)."""
+    return request.config.stash.setdefault(_REPORT, []).append
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    lines = config.stash.get(_REPORT, [])
+    if lines:
+        terminalreporter.section("collection load figures")
+        for line in lines:
+            terminalreporter.write_line(line)
+
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def empty_db_url(request, tmp_path):

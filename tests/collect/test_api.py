@@ -509,11 +509,3 @@ def test_a_quiet_stream_gets_keep_alive_comments(
     r = client.get(f"/api/v1/turns/{t['id']}/stream", headers=h)
     assert ": keep-alive\n\n" in r.text
     assert sse(r.text)[-1] == ("end", {"status": "ready"})
-
-
-def test_a_lease_outlasts_the_slowest_backend(storage, settings):
-    from hhrlhf.collect.generation import Generator
-
-    slow = replace(settings, backends=(replace(settings.backends[0], timeout=200.0),))
-    assert Generator(storage, slow).lease_seconds == 230.0
-    assert Generator(storage, settings).lease_seconds == settings.lease_seconds

@@ -44,6 +44,7 @@ def test_db_precedence(tmp_path, monkeypatch):
         ('[[backend]]\nname = "x"\nkind = "demo"\ncolour = 1\n', "unknown key 'colour'"),
         ('[[backend]]\nname = "x"\nkind = "demo"\ntemperature = "hot"\n', "wrong type"),
         ('[collect]\npairing = "zigzag"\n[[backend]]\nname = "x"\nkind = "demo"\n', "pairing"),
+        ('[collect]\nlease_seconds = 0\n[[backend]]\nname = "x"\nkind = "demo"\n', "lease_seconds"),
         (
             '[[backend]]\nname = "x"\nkind = "demo"\n[[backend]]\nname = "x"\nkind = "demo"\n',
             "unique",

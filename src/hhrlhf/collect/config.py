@@ -77,7 +77,7 @@ class Settings:
     #: share of finished comparisons re-shown, blind, to other annotators (0 = no reviews)
     review_fraction: float = 0.1
     session_hours: float = 24 * 14
-    lease_seconds: float = 120.0
+    lease_seconds: float = 30.0
     max_message_chars: int = 20_000
     max_task_chars: int = 5_000
     max_edit_chars: int = 20_000
@@ -231,6 +231,8 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
                 )
     settings = dict(collect)
     file_db = settings.pop("db", None)
+    if not settings.get("lease_seconds", 30.0) > 0:
+        raise HHError(f"{path}: lease_seconds must be above 0")
     if settings.get("pairing", "random") not in PAIRINGS:
         raise ConfigError(path, f"pairing must be one of: {', '.join(PAIRINGS)}")
     if settings.get("red_team_continue", "picked") not in CONTINUE:

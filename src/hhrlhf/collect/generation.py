@@ -1,7 +1,8 @@
 """Generating a turn's two candidates: one leased run per turn, its events replayable to any listener.
 
 The lease lives in the database (``turns.lease_owner``/``lease_until``), so across workers
-only one process generates a turn; a listener on another worker polls the turn until it is done
+only one process generates a turn; a live run renews it, so a dead worker's turn is taken over
+``lease_seconds`` after its last renewal; a listener on another worker polls the turn until it is done
 and replays the stored candidates. A run outlives the request that started it: an annotator
 who closes the page finds the responses stored when they come back.
 """
@@ -132,9 +133,9 @@ class Generator:
                 backend.bind(self.backends)
         self.owner = f"{socket.gethostname()[:20]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.runs: dict[int, TurnRun] = {}
-        # a lease outlasts the slowest backend's timeout, so no live run is taken over
-        slowest = max((b.timeout for b in settings.backends), default=0.0)
-        self.lease_seconds = max(settings.lease_seconds, slowest + 30.0)
+        # a live run renews its lease every third of it (however slow its backend), so a turn
+        # is taken over only when its worker died: ``lease_seconds`` after the last renewal
+        self.lease_seconds = settings.lease_seconds
         self._tasks: set[asyncio.Task] = set()
 
     async def start(self, turn_id: int) -> TurnRun | None:
@@ -155,8 +156,18 @@ class Generator:
         task.add_done_callback(self._tasks.discard)
         return run
 
+    async def _renew(self, turn_id: int) -> None:
+        """Heartbeat of a live run: keep the lease until the run ends (or the lease is lost)."""
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            if not await run_in_threadpool(
+                self.storage.renew_lease, turn_id, self.owner, self.lease_seconds
+            ):
+                return
+
     async def _run(self, run: TurnRun, prompt, pending) -> None:
         status = "failed"
+        heartbeat = asyncio.create_task(self._renew(run.turn_id))
         try:
             outcomes = await asyncio.gather(
                 *(self._one(run, prompt, p.slot, p.backend) for p in pending)
@@ -182,6 +193,7 @@ class Generator:
                     )
             status = stored or "failed"
         finally:  # never leave a listener waiting
+            heartbeat.cancel()
             run.finish(status)
             self.runs.pop(run.turn_id, None)
 

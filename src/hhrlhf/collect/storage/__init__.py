@@ -590,6 +590,16 @@ class Storage:
             ]
             return prompt, pending
 
+    def renew_lease(self, turn_id: int, owner: str, seconds: float) -> bool:
+        """Extend a lease this owner still holds (a live run's heartbeat); False if it was lost."""
+        with self._write(durable=False) as s:
+            res = s.execute(
+                update(Turn)
+                .where(Turn.id == turn_id, Turn.lease_owner == owner, Turn.status == "generating")
+                .values(lease_until=now() + timedelta(seconds=seconds))
+            )
+            return res.rowcount == 1
+
     def save_candidate(self, turn_id: int, slot: str, *, owner: str, **fields) -> bool:
         """Store one generated (or failed) candidate; False if the lease was lost meanwhile.
 

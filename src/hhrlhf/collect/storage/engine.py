@@ -16,6 +16,9 @@ from ...errors import HHError
 __all__ = ["make_engine", "is_sqlite", "bookkeeping"]
 
 BUSY_TIMEOUT_MS = 10_000
+#: PostgreSQL connections per process (each ``hh serve`` worker): kept open, and extra under load
+PG_POOL_SIZE = 5
+PG_MAX_OVERFLOW = 10
 
 
 def is_sqlite(url: str) -> bool:
@@ -94,5 +97,7 @@ def make_engine(url: str, *, writer: bool = True) -> Engine:
         from ...errors import require
 
         require("psycopg", "postgres", "a PostgreSQL database")
-        return create_engine(parsed, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        return create_engine(
+            parsed, pool_pre_ping=True, pool_size=PG_POOL_SIZE, max_overflow=PG_MAX_OVERFLOW
+        )
     raise HHError(f"--db {url}: only sqlite:/// and postgresql+psycopg:// URLs are supported")

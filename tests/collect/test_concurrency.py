@@ -1,0 +1,182 @@
+"""Concurrency across workers, on SQLite and PostgreSQL: one comparison per turn, one generator per turn.
+
+Each "worker" here has its own :class:`Storage` (its own engine and connection pool, as a
+separate ``hh serve`` process has), so it is the database, not a lock inside one process, that
+has to keep the guarantees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import replace
+
+from hhrlhf.collect.generation import Generator
+from hhrlhf.collect.storage import Storage
+from hhrlhf.errors import CollectError
+
+WORKERS = 20
+
+
+def _ready_turn(storage, who):
+    cid = storage.create_conversation(who, "helpful", "task")["id"]
+    tid = storage.create_turn(who, cid, "hello", ("m1", "m2"))["id"]
+    assert storage.acquire_lease(tid, "w", 60) is not None
+    status = storage.finish_generation(
+        tid, "w", {s: {"text": f"answer {s}", "raw_text": f"answer {s}"} for s in "ab"}
+    )
+    assert status == "ready"
+    return cid, tid
+
+
+def _race(n, fn):
+    """Run ``fn(i)`` in ``n`` threads released at once; their results (or exceptions)."""
+    barrier, results = threading.Barrier(n), [None] * n
+
+    def one(i):
+        barrier.wait()
+        try:
+            results[i] = fn(i)
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            results[i] = exc
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def test_twenty_workers_choosing_one_turn_store_one_comparison(storage, db_url):
+    who, _ = storage.add_annotator("alice")
+    cid, tid = _ready_turn(storage, who)
+    workers = [Storage(db_url) for _ in range(WORKERS)]
+    try:
+        results = _race(
+            WORKERS,
+            lambda i: workers[i].record_choice(
+                who, tid, pick="ab"[i % 2], strength=1 + i % 4, strength_points=4
+            ),
+        )
+    finally:
+        for w in workers:
+            w.dispose()
+    assert storage.counts()["comparisons"] == 1
+    stored = storage.get_conversation(who, cid)["turns"][0]
+    answered = [r for r in results if isinstance(r, dict)]
+    refused = [r for r in results if not isinstance(r, dict)]
+    assert answered, results
+    # every 2xx answer is the stored choice; every other answer is a 409, nothing else
+    assert {(r["pick"], r["strength"]) for r in answered} == {(stored["pick"], stored["strength"])}
+    assert all(isinstance(r, CollectError) and r.status == 409 for r in refused), refused
+    # sending the stored choice again gets the idempotent answer
+    again = storage.record_choice(
+        who, tid, pick=stored["pick"], strength=stored["strength"], strength_points=4
+    )
+    assert (again["pick"], again["strength"]) == (stored["pick"], stored["strength"])
+
+
+def test_twenty_workers_racing_for_a_lease_one_wins(storage, db_url):
+    who, _ = storage.add_annotator("alice")
+    cid = storage.create_conversation(who, "helpful", "task")["id"]
+    tid = storage.create_turn(who, cid, "hello", ("m1", "m2"))["id"]
+    workers = [Storage(db_url) for _ in range(WORKERS)]
+    try:
+        results = _race(WORKERS, lambda i: workers[i].acquire_lease(tid, f"w{i}", 60))
+    finally:
+        for w in workers:
+            w.dispose()
+    assert not [r for r in results if isinstance(r, Exception)], results
+    winners = [i for i, r in enumerate(results) if r is not None]
+    assert len(winners) == 1
+    assert storage.turn_state(tid)["status"] == "generating"
+
+
+def test_workers_listening_to_the_same_turns_generate_each_once(storage, db_url, settings):
+    """Several generators (one per worker) follow the same turns at once: each turn runs once."""
+    who, _ = storage.add_annotator("alice")
+    turns = []
+    for i in range(4):
+        cid = storage.create_conversation(who, "helpful", f"task {i}")["id"]
+        turns.append(storage.create_turn(who, cid, f"hello {i}", ("demo-a", "demo-b"))["id"])
+    slow = replace(
+        settings,
+        backends=tuple(replace(b, token_delay=0.005) for b in settings.backends),
+    )
+    calls: list[tuple[int, str]] = []
+    lock = threading.Lock()
+
+    def worker(i):
+        st = Storage(db_url)
+        gen = Generator(st, slow)
+        for name, backend in gen.backends.items():
+            real = backend.stream
+
+            def counted(prompt, _real=real, _name=name):
+                with lock:
+                    calls.append((prompt.human, _name))
+                return _real(prompt)
+
+            backend.stream = counted
+
+        async def follow_all():
+            seen = {}
+            for tid in turns:
+                seen[tid] = [e async for e in gen.events(tid)]
+            return seen
+
+        try:
+            return asyncio.run(follow_all())
+        finally:
+            st.dispose()
+
+    results = _race(6, worker)
+    assert not [r for r in results if isinstance(r, Exception)], results
+    # one run per turn: each turn's two candidates were asked for once, across all workers
+    assert sorted(calls) == sorted(
+        (f"hello {i}", n) for i in range(4) for n in ("demo-a", "demo-b")
+    )
+    for tid in turns:
+        assert storage.turn_state(tid)["status"] == "ready"
+        # every worker saw the same two responses and the same end
+        finals = {
+            tuple(
+                (e.name, e.data.get("slot"), e.data.get("text"))
+                for e in r[tid]
+                if e.name != "delta"
+            )
+            for r in results
+        }
+        assert len(finals) == 1, finals
+        (final,) = finals
+        assert final[-1] == ("end", None, None) and len(final) == 3
+
+
+def test_a_live_run_renews_its_lease_and_keeps_the_turn(storage, settings):
+    """A run slower than ``lease_seconds`` is not taken over: its heartbeat renews the lease."""
+    who, _ = storage.add_annotator("alice")
+    cid = storage.create_conversation(who, "helpful", "task")["id"]
+    tid = storage.create_turn(who, cid, "hello", ("demo-a", "demo-b"))["id"]
+    slow = replace(
+        settings,
+        lease_seconds=0.3,
+        backends=tuple(replace(b, token_delay=0.015) for b in settings.backends),
+    )
+    gen = Generator(storage, slow)
+    assert gen.lease_seconds == 0.3
+
+    async def go():
+        run = await gen.start(tid)
+        assert run is not None
+        await asyncio.sleep(0.8)  # well over two lease lengths
+        assert not run.done
+        taken = await asyncio.to_thread(storage.acquire_lease, tid, "other-worker", 60)
+        return taken, await run.wait()
+
+    taken, status = asyncio.run(go())
+    assert taken is None  # still held by the live run
+    assert status == "ready"
+    # once the run is over, nothing holds the turn
+    state = storage.turn_state(tid)
+    assert state["status"] == "ready" and state["lease_until"] is None
