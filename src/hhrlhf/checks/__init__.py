@@ -15,12 +15,8 @@ from collections.abc import Iterable
 
 from .audit import AuditResult, audit, audit_files
 from .base import Check, CheckClass, Finding
-from .duplicates import DuplicatePairs, DuplicatePrompts
-from .leak import TrainTestLeak
-from .near_duplicates import MinHasher, NearDuplicateLeak
-from .pair import PairClasses
-from .redteam import RedTeamFields
-from .rows import PairShape
+from .near_duplicates import MinHasher
+from .registry import CHECKS, CLASSES
 
 __all__ = [
     "CHECKS",
@@ -35,21 +31,6 @@ __all__ = [
     "MinHasher",
     "check_class_names",
 ]
-
-CHECKS: dict[str, type[Check]] = {
-    c.name: c
-    for c in (
-        PairShape,
-        PairClasses,
-        DuplicatePairs,
-        DuplicatePrompts,
-        TrainTestLeak,
-        NearDuplicateLeak,
-        RedTeamFields,
-    )
-}
-
-CLASSES: dict[str, CheckClass] = {k.name: k for c in CHECKS.values() for k in c.classes}
 
 #: What ``hh clean`` drops when no ``--drop`` is given: every ``error`` class.
 DEFAULT_DROP: tuple[str, ...] = tuple(n for n, k in CLASSES.items() if k.severity == "error")

@@ -104,7 +104,7 @@ class AuditResult:
     @property
     def counts(self) -> dict[str, int]:
         """Rows flagged per class (every known class, 0 when absent)."""
-        from . import CLASSES
+        from .registry import CLASSES
 
         c = Counter(name for names in self.flags.values() for name in names)
         return {name: c.get(name, 0) for name in CLASSES}
