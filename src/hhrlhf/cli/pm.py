@@ -439,43 +439,26 @@ def rerank(model_path, in_path, k, as_jsonl):
 
 
 def demo_step(data: str, out: Path) -> None:
-    """Train on the sample's train split, evaluate on its test split with baselines."""
-    from ..reward.data import load_pairs
-    from ..reward.evaluate import evaluate_model
-    from ..reward.model import train_pm
+    """``hh demo``'s PM step (:func:`hhrlhf.demo.pm_demo`): print what it did."""
+    from ..demo import pm_demo
 
-    out = Path(out) / "pm"
-    out.mkdir(parents=True, exist_ok=True)
-    from ..layout import select_files
-
-    files = [f for f in select_files(data=data) if not f.red_team]
-    train_files = [f for f in files if f.split == "train"]
-    test_files = [f for f in files if f.split == "test"]
-    if not train_files or not test_files:
-        missing = "train" if not train_files else "test"
-        click.echo(
-            f"skipped: no {missing} split in {resolve_source(data).label} "
-            "(a model is trained on train and evaluated on test)"
-        )
+    done = pm_demo(data, out)
+    if done.skipped:
+        click.echo(f"skipped: {done.skipped}")
         return
-    train_pairs = load_pairs(train_files)
-    test_pairs = load_pairs(test_files)
-    model = train_pm(train_pairs, training_data=_training_data(train_files, data, train_pairs))
-    model.save(out / "model")
-    report = evaluate_model(model, test_pairs)
-    (out / "eval.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    report, model = done.report, done.model
     o = report["overall"]
     base = ", ".join(
         f"{k} {100 * v['overall']['accuracy']:.1f}%" for k, v in report["baselines"].items()
     )
     click.echo(
-        f"pm: trained on {len(train_pairs):,} pairs in "
+        f"pm: trained on {done.train_pairs:,} pairs in "
         f"{model.meta['metrics']['train_seconds']:.1f}s; test accuracy "
         f"{100 * o['accuracy']:.1f}% (95% CI {100 * o['ci95'][0]:.1f}-"
         f"{100 * o['ci95'][1]:.1f}, {o['ties']} ties) on {o['n']:,} pairs"
     )
     click.echo(f"pm: baselines: {base}; ECE {report['calibration']['ece']:.3f}")
-    click.echo(f"pm: model and report in {out}")
+    click.echo(f"pm: model and report in {done.out}")
 
 
 commands = [pm]
