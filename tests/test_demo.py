@@ -77,3 +77,29 @@ def test_convert_demo_exports_audits_and_cleans_under_out(tmp_path):
     assert all((done.clean_dir / rel).is_file() for rel in m["files"])
     # a second run replaces its own cleaned copy
     assert convert_demo("sample", tmp_path).manifest["kept"] == m["kept"]
+
+
+def test_pm_demo_trains_evaluates_and_writes_under_out(tmp_path, capsys):
+    pytest.importorskip("sklearn")
+    from hhrlhf.demo import pm_demo
+    from hhrlhf.reward import load_model
+
+    done = pm_demo("sample", tmp_path)
+    assert capsys.readouterr().out == ""  # a library step prints nothing
+    assert done.skipped is None and done.out == tmp_path / "pm"
+    assert done.train_pairs == done.model.meta["metrics"]["pairs"] > 0
+    assert json.loads((done.out / "eval.json").read_text()) == json.loads(json.dumps(done.report))
+    assert done.model.meta["training_data"]["splits"] == ["train"]
+    assert load_model(done.out / "model").meta == done.model.meta
+
+
+def test_pm_demo_without_a_test_split_says_why(tmp_path):
+    from hhrlhf.demo import pm_demo
+
+    (tmp_path / "data" / "helpful-base").mkdir(parents=True)
+    (tmp_path / "data" / "helpful-base" / "train.jsonl").write_text(
+        '{"chosen": "\\n\\nHuman: a\\n\\nAssistant: b", '
+        '"rejected": "\\n\\nHuman: a\\n\\nAssistant: c"}\n'
+    )
+    done = pm_demo(str(tmp_path / "data"), tmp_path / "out")
+    assert done.model is None and done.skipped.startswith("no test split in ")

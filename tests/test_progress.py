@@ -71,7 +71,7 @@ def test_featurising_reports_progress_and_keeps_the_result(lines_every_update, c
     prompts = [f"\n\nHuman: question {i % 50}?\n\nAssistant:" for i in range(4200)]
     responses = [f"answer {i} is {'yes' if i % 3 else 'no'}" for i in range(4200)]
     f = Featurizer(cfg)
-    chunked = f._raw_parallel(prompts, responses, 1)
+    chunked = f.raw_features(prompts, responses, n_jobs=1)
     err = capsys.readouterr().err
     assert "featurising: " in err and "4,200 responses in" in err
     whole = f._raw(prompts, responses)

@@ -31,6 +31,8 @@ __all__ = [
     "pick_pair",
     "convert_demo",
     "redteam_demo",
+    "PmDemo",
+    "pm_demo",
 ]
 
 #: The export formats the convert step writes.
@@ -160,3 +162,48 @@ def redteam_demo(
 
     paths = generate_report(data, Path(out) / "redteam")
     return paths, json.loads(paths["json"].read_text(encoding="utf-8"))
+
+
+@dataclass
+class PmDemo:
+    """What :func:`pm_demo` did: where, the model and its evaluation report, or why not."""
+
+    out: Path
+    #: Why there is no model (no train or no test split), else None.
+    skipped: str | None = None
+    model: object = None
+    report: dict | None = None
+    train_pairs: int = 0
+
+
+def pm_demo(data: str | os.PathLike | DataSource, out: str | os.PathLike) -> PmDemo:
+    """Train the linear PM on the train split of ``data``, evaluate it on the test split with
+    the baselines, and write ``out/pm/model`` and ``out/pm/eval.json`` (needs ``[reward]``)."""
+    import orjson
+
+    from .reward.data import load_pairs
+    from .reward.evaluate import evaluate_model
+    from .reward.model import train_pm
+    from .reward.saved import describe_training_data
+
+    out = Path(out) / "pm"
+    out.mkdir(parents=True, exist_ok=True)
+    src = resolve_source(data)
+    files = [f for f in select_files(data=src) if not f.red_team]
+    train_files = [f for f in files if f.split == "train"]
+    test_files = [f for f in files if f.split == "test"]
+    if not train_files or not test_files:
+        missing = "train" if not train_files else "test"
+        return PmDemo(
+            out,
+            skipped=f"no {missing} split in {src.label} "
+            "(a model is trained on train and evaluated on test)",
+        )
+    train_pairs = load_pairs(train_files)
+    test_pairs = load_pairs(test_files)
+    record = describe_training_data(train_pairs, files=train_files, source=src.label)
+    model = train_pm(train_pairs, training_data=record)
+    model.save(out / "model")
+    report = evaluate_model(model, test_pairs)
+    (out / "eval.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    return PmDemo(out, model=model, report=report, train_pairs=len(train_pairs))

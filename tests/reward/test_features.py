@@ -77,8 +77,8 @@ def test_parallel_featurisation_equals_serial(small_config):
     prompts = [p.prompt for p in pairs] * 2
     responses = [p.chosen_response for p in pairs] + [p.rejected_response for p in pairs]
     f = Featurizer(small_config)
-    serial = f._raw_parallel(prompts, responses, 1)
-    parallel = f._raw_parallel(prompts, responses, 2)
+    serial = f.raw_features(prompts, responses, n_jobs=1)
+    parallel = f.raw_features(prompts, responses, n_jobs=2)
     for k in serial:
         a, b = serial[k], parallel[k]
         if k in ("lex", "dense"):

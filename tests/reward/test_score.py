@@ -59,3 +59,43 @@ def test_score_attempts_correlates_with_the_file():
     assert [r["min_score"] for r in result["rows"]] == [2.0, 6.0, 4.0, 10.0]
     assert result["rows"][2]["file_min_score"] == 3.0
     assert result["correlation"]["spearman"] == pytest.approx(1.0)
+
+
+def test_read_dialogues_strict_names_the_line_lenient_records_it(tmp_path):
+    from hhrlhf.errors import DataFormatError
+    from hhrlhf.reward.score import read_dialogues
+
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        '{"id": "a", "transcript": "\\n\\nHuman: hi\\n\\nAssistant: hello"}\n'
+        '{"text": "no transcript"}\n'
+        '{"transcript": "\\n\\nHuman: again"}\n'
+        '{"transcript": "\\n\\nHuman: third"}\n'
+    )
+    with pytest.raises(DataFormatError, match=r"line 2: expected an object with a \"transcript\""):
+        read_dialogues(path)
+    skipped = []
+    ids, dialogues = read_dialogues(path, lenient=True, skipped=skipped)
+    assert ids == ["a", 1, 2] and dialogues[1] == "\n\nHuman: again"
+    assert [(s.line, s.unit) for s in skipped] == [(2, "line")]
+    ids, _ = read_dialogues(path, lenient=True, skipped=[], limit=2)
+    assert ids == ["a", 1]
+
+
+def test_score_summary_and_rows_file(tmp_path):
+    import json
+
+    from hhrlhf.reward.score import score_summary, write_score_rows
+
+    rows = [{"id": 0, "min_score": 1.0}, {"id": 1, "min_score": None}, {"id": 2, "min_score": 3.0}]
+    assert score_summary(rows, None, 4) == {
+        "dialogues": 3,
+        "correlation": None,
+        "scored": 2,
+        "no_score": 1,
+        "skipped_rows": 4,
+        "mean_min_score": 2.0,
+    }
+    assert score_summary([], None)["mean_min_score"] is None
+    path = write_score_rows(rows, tmp_path / "scores.jsonl")
+    assert [json.loads(line) for line in path.read_text().splitlines()] == rows

@@ -9,9 +9,8 @@ import click
 import orjson
 
 from ..dataset import iter_attempts, resolve_source
-from ..download import sha256_file
-from ..errors import HHError
 from ..outputs import replace_dir
+from ..reward.backends import BACKENDS, get_backend
 from .options import (
     check_outputs,
     data_option,
@@ -42,53 +41,20 @@ def pm():
 
 
 def _select(subsets, split, data, preferred: str) -> list:
-    """The preference files to read: ``split``, or ``preferred`` where there is one, else all."""
-    from ..layout import preferred_split, select_files
-    from ..subsets import RED_TEAM
+    """The preference files to read (a note on stderr when the preferred split is not there)."""
+    from ..reward.data import select_pair_files
 
-    if RED_TEAM in subsets:
-        raise HHError("red-team-attempts holds attempts, not pairs")
-    files = [
-        f for f in select_files(list(subsets) or None, split=split, data=data) if not f.red_team
-    ]
-    if split is None and files:
-        split = preferred_split(files, preferred)
-        if split is None:
-            there = ", ".join(dict.fromkeys(f.split for f in files))
-            click.echo(
-                f"no {preferred} split in {resolve_source(data).label}: using {there}", err=True
-            )
-        files = [f for f in files if split is None or f.split == split]
+    files, note = select_pair_files(subsets, split, data, preferred)
+    if note:
+        click.echo(note, err=True)
     return files
 
 
-def _load(files, lenient, skipped):
-    from ..fastload import load_files
-    from ..reader import Lenient
-
-    pairs = []
-    jobs = [(f.path, f.subset, f.split) for f in files]
-    for got in load_files(jobs, lenient=Lenient.of(lenient, skipped)):
-        pairs += got
-    if not pairs:
-        raise HHError("no pairs selected (check the subsets, --split and --data)")
-    return pairs
-
-
 def _training_data(files, data, pairs) -> dict:
-    """Subsets, splits, rows and the sha256 of each file read."""
-    src = resolve_source(data)
-    rows: dict[str, int] = {}
-    for p in pairs:
-        key = f"{p.subset}/{p.split}"
-        rows[key] = rows.get(key, 0) + 1
-    return {
-        "source": src.label,
-        "subsets": sorted({str(p.subset) for p in pairs}),
-        "splits": sorted({str(p.split) for p in pairs}),
-        "rows": rows,
-        "sha256": {f.rel: sha256_file(f.path) for f in files},
-    }
+    """Where the pairs came from (source, subsets, splits, rows, each file's sha256)."""
+    from ..reward.saved import describe_training_data
+
+    return describe_training_data(pairs, files=files, source=resolve_source(data).label)
 
 
 @pm.command()
@@ -104,7 +70,7 @@ def _training_data(files, data, pairs) -> dict:
 )
 @click.option(
     "--backend",
-    type=click.Choice(["linear", "transformers"]),
+    type=click.Choice(list(BACKENDS)),
     default="linear",
     show_default=True,
     help="linear: CPU, [reward] extra; transformers: [train] extra.",
@@ -154,36 +120,36 @@ def train(
     Example:
       hh pm train harmless-base helpful-base --split train --data sample --out pm-model --lambda 2
     """
-    if backend == "transformers" and not base_model:
-        raise click.UsageError("--backend transformers needs --base-model ID")
+    spec = get_backend(backend)
+    if "base_model" in spec.required and not base_model:
+        raise click.UsageError(f"--backend {backend} needs --base-model ID")
     check_outputs(force, out=(out, "dir"))
+    from ..reward.backends import train_model
+    from ..reward.data import load_pairs
+
     files = _select(file_subsets(subsets, file_subset, data), split, data, "train")
-    pairs = _load(files, lenient, skipped)
+    pairs = load_pairs(files, lenient=lenient, skipped=skipped)
     info = _training_data(files, data, pairs)
     click.echo(f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})", err=True)
-    if backend == "linear":
-        from ..reward.model import train_pm
-
-        model = train_pm(
+    given = {
+        "harm_weight": harm_weight,
+        "l2": l2,
+        "max_iter": max_iter,
+        "n_jobs": jobs,
+        "base_model": base_model,
+        "epochs": epochs,
+        "max_steps": max_steps,
+    }
+    with replace_dir(out) as tmp:  # never a mix of the old model's files and the new
+        model = train_model(
+            backend,
             pairs,
-            l2=l2,
-            harm_weight=harm_weight,
-            max_iter=max_iter,
-            n_jobs=jobs,
+            tmp,
             training_data=info,
             progress=lambda m: click.echo(m, err=True),
+            **{k: given[k] for k in spec.options if k in given},
         )
-        with replace_dir(out) as tmp:  # never a mix of the old model's files and the new
-            model.save(tmp)
-        meta = model.meta
-    else:
-        from ..reward.hf import train_hf
-
-        with replace_dir(out) as tmp:
-            model = train_hf(
-                base_model, pairs, tmp, epochs=epochs, max_steps=max_steps, training_data=info
-            )
-        meta = model.meta
+    meta = model.meta
     if as_json:
         emit_json({"model": str(out), "backend": backend, **meta})
     else:
@@ -234,50 +200,12 @@ def print_report(report: dict, name: str) -> None:
         )
 
 
-def plot_report(report: dict, path: Path, name: str) -> Path:
-    """Reliability diagram and accuracy-with-baselines bar chart (needs matplotlib)."""
-    from ..errors import require
+def _training_overlap(target, files) -> list[str] | None:
+    """:func:`~hhrlhf.reward.saved.training_overlap`, with a warning line on stderr when the
+    evaluated files include one the model was trained on."""
+    from ..reward.saved import training_overlap
 
-    matplotlib = require("matplotlib", "plots", "evaluation plots")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    bins = [b for b in report["calibration"]["bins"] if b["n"]]
-    ax1.plot([0.5, 1], [0.5, 1], "--", color="grey", label="perfect calibration")
-    ax1.plot([b["confidence"] for b in bins], [b["accuracy"] for b in bins], "o-", label=name)
-    ax1.set_xlabel("predicted P(pick is preferred)")
-    ax1.set_ylabel("observed accuracy")
-    ax1.set_title(f"Reliability (ECE {report['calibration']['ece']:.3f})")
-    ax1.legend()
-    names = [name, *report.get("baselines", {})]
-    reps = [report, *report.get("baselines", {}).values()]
-    acc = [r["overall"]["accuracy"] for r in reps]
-    err = [
-        [a - r["overall"]["ci95"][0] for a, r in zip(acc, reps, strict=False)],
-        [r["overall"]["ci95"][1] - a for a, r in zip(acc, reps, strict=False)],
-    ]
-    ax2.bar(names, acc, yerr=err, capsize=4)
-    ax2.axhline(0.5, color="grey", lw=0.8)
-    ax2.set_ylabel("accuracy (ties not correct)")
-    ax2.set_title("Accuracy with bootstrap 95% CI")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
-
-
-def _training_overlap(target, files, data, pairs) -> list[str] | None:
-    """The evaluated files whose sha256 is one the model's training record lists (a warning
-    line on stderr when there are any); None when the model has no training record."""
-    record = (getattr(target, "meta", None) or {}).get("training_data")
-    if not isinstance(record, dict) or not isinstance(record.get("sha256"), dict):
-        return None
-    trained = set(record["sha256"].values())
-    evaluated = _training_data(files, data, pairs)["sha256"]
-    overlap = sorted(f for f, digest in evaluated.items() if digest in trained)
+    overlap = training_overlap(getattr(target, "meta", None), files)
     if overlap:
         click.echo(
             "warning: evaluating on training data: "
@@ -353,10 +281,12 @@ def eval_command(
         raise click.UsageError("give exactly one of --model, --scores, --hf-model")
     subsets = file_subsets(subsets, file_subset, data)
     files = _select(subsets, split, data, "test")
-    pairs = _load(files, lenient, skipped)
+    from ..reward.data import load_pairs
+
+    pairs = load_pairs(files, lenient=lenient, skipped=skipped)
     t0 = time.perf_counter()
     if model_path:
-        from ..reward.model import load_model
+        from ..reward.backends import load_model
 
         target, name = load_model(model_path), str(model_path)
     elif scores_path:
@@ -365,14 +295,16 @@ def eval_command(
         from ..reward.hf import HFRewardModel
 
         target, name = HFRewardModel(hf_model), hf_model
-    overlap = _training_overlap(target, files, data, pairs)
+    overlap = _training_overlap(target, files)
     report = evaluate_model(target, pairs, seed=seed, n_boot=n_boot, bins=bins, n_jobs=jobs)
     report["model"] = name
     report["evaluated_on_training_data"] = None if overlap is None else bool(overlap)
     report["training_data_files"] = overlap or []
     report["seconds"] = round(time.perf_counter() - t0, 3)
     if plot_path:
-        plot_report(report, plot_path, name)
+        from ..reward.plots import write_evaluation_plot
+
+        write_evaluation_plot(report, plot_path, name)
         click.echo(f"wrote {plot_path}", err=True)
     if as_json:
         emit_json(report)
@@ -412,34 +344,23 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, fo
       hh pm score --model pm-model --data sample --out scores.jsonl
     """
     check_outputs(force, out=(out_path, "file"))
-    from ..reward.model import load_model
-    from ..reward.score import score_attempts, score_dialogues
+    from ..reward.backends import load_model
+    from ..reward.score import (
+        read_dialogues,
+        score_attempts,
+        score_dialogues,
+        score_summary,
+        write_score_rows,
+    )
 
     model = load_model(model_path)
     if in_path:
-        from ..reader import SkippedRow, detect_container, read_objects
-
-        unit = "line" if detect_container(in_path) == "jsonl" else "record"
-        dialogues, ids = [], []
-        for line, row in read_objects(in_path, lenient=lenient, skipped=skipped):
-            text = row.get("transcript") if isinstance(row, dict) else None
-            if not isinstance(text, str):
-                problem = 'expected an object with a "transcript" string'
-                if lenient:
-                    skipped.append(SkippedRow(str(in_path), line, problem, unit))
-                    continue
-                from ..errors import DataFormatError
-
-                raise DataFormatError(in_path, line, problem)
-            dialogues.append(text)
-            ids.append(row.get("id", len(ids)))
-            if limit and len(dialogues) >= limit:
-                break
+        ids, dialogues = read_dialogues(in_path, limit=limit, lenient=lenient, skipped=skipped)
         rows = [
             {"id": i, **s}
-            for i, s in zip(ids, score_dialogues(model, dialogues, n_jobs=jobs), strict=False)
+            for i, s in zip(ids, score_dialogues(model, dialogues, n_jobs=jobs), strict=True)
         ]
-        summary = {"dialogues": len(rows), "correlation": None}
+        correlation = None
     else:
         attempts = []
         for a in iter_attempts(data=data, lenient=lenient, skipped=skipped):
@@ -447,17 +368,10 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, fo
             if limit and len(attempts) >= limit:
                 break
         result = score_attempts(model, attempts, n_jobs=jobs)
-        rows = result["rows"]
-        summary = {"dialogues": len(rows), "correlation": result["correlation"]}
-    scored = [r["min_score"] for r in rows if r["min_score"] is not None]
-    summary["scored"] = len(scored)
-    summary["no_score"] = len(rows) - len(scored)
-    summary["skipped_rows"] = len(skipped)
-    summary["mean_min_score"] = sum(scored) / len(scored) if scored else None
+        rows, correlation = result["rows"], result["correlation"]
+    summary = score_summary(rows, correlation, len(skipped))
     if out_path:
-        with open(out_path, "wb") as f:
-            for r in rows:
-                f.write(orjson.dumps(r) + b"\n")
+        write_score_rows(rows, out_path)
         click.echo(f"wrote {len(rows):,} rows to {out_path}", err=True)
     if as_json:
         emit_json(summary)
@@ -500,7 +414,7 @@ def rerank(model_path, in_path, k, as_jsonl):
     Example:
       hh pm rerank --model pm-model --in candidates.jsonl --k 4 --jsonl
     """
-    from ..reward.model import load_model
+    from ..reward.backends import load_model
     from ..reward.rerank import rerank_file
 
     if k is not None and k < 1:
@@ -525,42 +439,26 @@ def rerank(model_path, in_path, k, as_jsonl):
 
 
 def demo_step(data: str, out: Path) -> None:
-    """Train on the sample's train split, evaluate on its test split with baselines."""
-    from ..reward.evaluate import evaluate_model
-    from ..reward.model import train_pm
+    """``hh demo``'s PM step (:func:`hhrlhf.demo.pm_demo`): print what it did."""
+    from ..demo import pm_demo
 
-    out = Path(out) / "pm"
-    out.mkdir(parents=True, exist_ok=True)
-    from ..layout import select_files
-
-    files = [f for f in select_files(data=data) if not f.red_team]
-    train_files = [f for f in files if f.split == "train"]
-    test_files = [f for f in files if f.split == "test"]
-    if not train_files or not test_files:
-        missing = "train" if not train_files else "test"
-        click.echo(
-            f"skipped: no {missing} split in {resolve_source(data).label} "
-            "(a model is trained on train and evaluated on test)"
-        )
+    done = pm_demo(data, out)
+    if done.skipped:
+        click.echo(f"skipped: {done.skipped}")
         return
-    train_pairs = _load(train_files, False, None)
-    test_pairs = _load(test_files, False, None)
-    model = train_pm(train_pairs, training_data=_training_data(train_files, data, train_pairs))
-    model.save(out / "model")
-    report = evaluate_model(model, test_pairs)
-    (out / "eval.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    report, model = done.report, done.model
     o = report["overall"]
     base = ", ".join(
         f"{k} {100 * v['overall']['accuracy']:.1f}%" for k, v in report["baselines"].items()
     )
     click.echo(
-        f"pm: trained on {len(train_pairs):,} pairs in "
+        f"pm: trained on {done.train_pairs:,} pairs in "
         f"{model.meta['metrics']['train_seconds']:.1f}s; test accuracy "
         f"{100 * o['accuracy']:.1f}% (95% CI {100 * o['ci95'][0]:.1f}-"
         f"{100 * o['ci95'][1]:.1f}, {o['ties']} ties) on {o['n']:,} pairs"
     )
     click.echo(f"pm: baselines: {base}; ECE {report['calibration']['ece']:.3f}")
-    click.echo(f"pm: model and report in {out}")
+    click.echo(f"pm: model and report in {done.out}")
 
 
 commands = [pm]

@@ -13,12 +13,12 @@ import os
 import random
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
-from ..errors import BackendError, HHError, UnknownNameError, require
+from ..errors import HHError, UnknownNameError, require
 from .config import BackendConfig
+from .finish import SPEAKER_MARKERS, BackendError, Finished, finalize
 
 __all__ = [
     "Backend",
@@ -32,24 +32,6 @@ __all__ = [
     "Finished",
     "SPEAKER_MARKERS",
 ]
-
-SPEAKER_MARKERS = ("\n\nHuman:", "\n\nAssistant:")
-
-
-@dataclass(frozen=True)
-class Finished:
-    text: str
-    raw_text: str
-    cut: bool
-    finish_reason: str | None
-
-
-def finalize(raw: str, finish_reason: str | None = None) -> Finished:
-    """Cut at the first speaker marker (recording the cut) and strip surrounding whitespace."""
-    cut_at = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
-    text = raw if cut_at < 0 else raw[:cut_at]
-    # only the ends are normalised: inner blank lines are the model's own
-    return Finished(text.strip(), raw, cut_at >= 0, finish_reason)
 
 
 class Backend(Protocol):
@@ -226,7 +208,7 @@ class DemoBackend:
         yield "", "stop"
 
 
-from .rerank import RerankBackend  # noqa: E402  (it builds on this module)
+from .rerank import RerankBackend  # noqa: E402  (it builds on the backends above)
 
 BACKENDS: dict[str, type] = {
     "openai-chat": OpenAIChatBackend,

@@ -232,7 +232,7 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
     settings = dict(collect)
     file_db = settings.pop("db", None)
     if not settings.get("lease_seconds", 30.0) > 0:
-        raise HHError(f"{path}: lease_seconds must be above 0")
+        raise ConfigError(path, "lease_seconds must be above 0")
     if settings.get("pairing", "random") not in PAIRINGS:
         raise ConfigError(path, f"pairing must be one of: {', '.join(PAIRINGS)}")
     if settings.get("red_team_continue", "picked") not in CONTINUE:

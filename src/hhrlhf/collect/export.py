@@ -128,7 +128,7 @@ def _model_name(model) -> str | None:
 def _load_scorer(scorer):
     if scorer is None or hasattr(scorer, "score"):
         return scorer
-    from ..reward.model import load_model
+    from ..reward.backends import load_model
 
     return load_model(scorer)
 

@@ -21,8 +21,8 @@ import hashlib
 import time
 from collections import OrderedDict
 
-from .backends import BackendError, finalize
 from .config import BackendConfig
+from .finish import BackendError, finalize
 
 __all__ = ["RerankBackend", "Ranking"]
 
@@ -77,7 +77,7 @@ class RerankBackend:
 
     def model(self):
         if self._model is None:
-            from ..reward.model import load_model
+            from ..reward.backends import load_model
 
             try:
                 self._model = load_model(self.config.pm)

@@ -6,10 +6,11 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from ..errors import DataFormatError, RecordKindError, UnknownNameError, require
+from ..errors import DataFormatError, require
 from ..reader import Lenient
 from .base import Format
 from .files import read_rows, write_rows
+from .formats import FORMATS, format_rows, get_format
 
 __all__ = [
     "FORMATS",
@@ -21,42 +22,6 @@ __all__ = [
     "export_arrow",
     "import_records",
 ]
-
-FORMATS: dict[str, Format] = {}
-
-
-def get_format(name: str | Format) -> Format:
-    if isinstance(name, Format):
-        return name
-    try:
-        return FORMATS[name]
-    except KeyError:
-        raise UnknownNameError("format", name, list(FORMATS)) from None
-
-
-def _check_kind(fmt: Format, record) -> None:
-    wants_attempts = fmt.kind == "red-team"
-    is_attempt = not hasattr(record, "chosen")
-    if wants_attempts != is_attempt:
-        what = "red-team attempts" if is_attempt else "preference pairs"
-        raise RecordKindError(
-            f"format {fmt.name!r} does not take {what}: "
-            + ("use --format redteam" if is_attempt else "redteam is for red-team-attempts"),
-            holds="attempts" if is_attempt else "pairs",
-            wanted="pairs" if is_attempt else "attempts",
-        )
-
-
-def format_rows(records: Iterable, fmt: str | Format, *, source: bool = True) -> Iterator[dict]:
-    """The rows of ``records`` in ``fmt`` (a generator; nothing is held in memory)."""
-    fmt = get_format(fmt)
-    first = True
-    export_row = fmt.export_row
-    for record in records:
-        if first:
-            _check_kind(fmt, record)
-            first = False
-        yield export_row(record, source=source)
 
 
 def export_records(

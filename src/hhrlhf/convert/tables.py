@@ -29,7 +29,7 @@ __all__ = [
 def record_rows(records: Iterable, *, format=None, source: bool = True) -> list[dict]:
     """One dict per record: every field, or the rows of ``format``."""
     if format is not None:
-        from .export import format_rows
+        from .formats import format_rows
 
         return list(format_rows(records, format, source=source))
     out = []

@@ -295,7 +295,7 @@ def _dense_row(response: str, ctx: _Context) -> list[float]:
     ]
 
 
-#: (featurizer, prompts, responses) shared with forked workers by :meth:`Featurizer._raw_parallel`.
+#: (featurizer, prompts, responses) shared with forked workers by :meth:`Featurizer.raw_features`.
 _WORK = None
 
 
@@ -412,9 +412,11 @@ class Featurizer:
             out["dense"] = np.hstack([base, sims])
         return out
 
-    def _raw_parallel(self, prompts, responses, n_jobs: int) -> dict:
-        """:meth:`_raw` in ``n_jobs`` processes (forked where the platform allows, so the
-        inputs are inherited rather than pickled); same result as one process."""
+    def raw_features(self, prompts, responses, *, n_jobs: int = 1) -> dict:
+        """The unweighted raw blocks (term counts, dense matrices) that :meth:`fit` and
+        :meth:`transform` take as ``raw=``, computed once for both. Large inputs are done in
+        chunks in ``n_jobs`` processes (forked where the platform allows, so the inputs are
+        inherited rather than pickled); same result as one process."""
         from ..progress import progress
 
         n = len(responses)
@@ -464,7 +466,11 @@ class Featurizer:
         """Learn IDF weights and dense standardisation from training (prompt, response) rows."""
         import numpy as np
 
-        raw = raw if raw is not None else self._raw_parallel(list(prompts), list(responses), n_jobs)
+        raw = (
+            raw
+            if raw is not None
+            else self.raw_features(list(prompts), list(responses), n_jobs=n_jobs)
+        )
         n = raw[next(iter(raw))].shape[0]
         for g in HASHED_GROUPS:
             if g in raw:
@@ -484,7 +490,11 @@ class Featurizer:
 
         if not self.idf and not self.mean:
             raise RuntimeError("Featurizer.transform called before fit")
-        raw = raw if raw is not None else self._raw_parallel(list(prompts), list(responses), n_jobs)
+        raw = (
+            raw
+            if raw is not None
+            else self.raw_features(list(prompts), list(responses), n_jobs=n_jobs)
+        )
         w = self.config.weights
         blocks = []
         for g in HASHED_GROUPS:

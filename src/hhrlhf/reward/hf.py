@@ -10,13 +10,12 @@ The saved directory is the usual hhrlhf model directory, with the HF model and t
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
-from .. import __version__
 from ..errors import require
+from .saved import describe_training_data, write_model_json
 
 __all__ = ["HFRewardModel", "train_hf", "device_name"]
 
@@ -36,7 +35,10 @@ def device_name() -> str:
 
 
 class HFRewardModel:
-    """A Hugging Face sequence-classification model used as a reward model (score = logit 0)."""
+    """A Hugging Face sequence-classification model used as a reward model (score = logit 0).
+
+    Implements :class:`hhrlhf.reward.backends.RewardModel`.
+    """
 
     backend = "transformers"
 
@@ -61,8 +63,11 @@ class HFRewardModel:
         self.model = model or transformers.AutoModelForSequenceClassification.from_pretrained(
             self.name, dtype=torch.float32
         )
-        # Models trained here saw TRL's appended EOS; score them the same way.
-        self.add_eos = (self.meta.get("backend") == "transformers") if add_eos is None else add_eos
+        # Models trained here saw TRL's appended EOS; score them the same way. A model saved
+        # here after loading it from elsewhere records its own choice (``add_eos``).
+        if add_eos is None:
+            add_eos = self.meta.get("add_eos", self.meta.get("backend") == "transformers")
+        self.add_eos = bool(add_eos)
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         if self.model.config.pad_token_id is None:
@@ -91,16 +96,37 @@ class HFRewardModel:
                 out += logits[:, 0].float().cpu().tolist()
         return out
 
-    def score(self, prompts, responses, **_):
+    def score(self, prompts, responses, *, n_jobs: int = 1):
+        """Scores of each response after its prompt (the whole text), as a numpy array.
+
+        ``n_jobs`` is accepted for the :class:`~hhrlhf.reward.backends.RewardModel` contract;
+        the work is batched on :attr:`device` instead (one process)."""
         np = require("numpy", "reward", "scoring")
         return np.array(self.score_texts(p + r for p, r in zip(prompts, responses, strict=False)))
 
-    def score_pairs(self, pairs, **_):
+    def score_pairs(self, pairs, *, n_jobs: int = 1):
+        """(chosen scores, rejected scores) for a list of :class:`~hhrlhf.PreferencePair`
+        (``n_jobs`` as in :meth:`score`)."""
         pairs = list(pairs)
         s = self.score_texts([p.chosen for p in pairs] + [p.rejected for p in pairs])
         np = require("numpy", "reward", "scoring")
         s = np.array(s)
         return s[: len(pairs)], s[len(pairs) :]
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the model directory: the HF model and tokenizer in ``hf/``, and model.json."""
+        path = Path(path)
+        (path / "hf").mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(path / "hf")
+        self.tokenizer.save_pretrained(path / "hf")
+        write_model_json(path, self.backend, {**self.meta, "add_eos": self.add_eos})
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, meta: dict) -> HFRewardModel:
+        """The model in directory ``path``, whose checked ``model.json`` is ``meta``."""
+        return cls(Path(path) / "hf", meta=meta)
 
 
 def train_hf(
@@ -124,7 +150,6 @@ def train_hf(
     transformers = require("transformers", "train", "the transformers backend")
     trl = require("trl", "train", "the transformers backend")
     datasets = require("datasets", "train", "the transformers backend")
-    from .model import FORMAT_NAME, FORMAT_VERSION, _describe_pairs
 
     pairs = list(pairs)
     out = Path(out)
@@ -166,11 +191,7 @@ def train_hf(
     (out / "hf").mkdir(parents=True, exist_ok=True)
     trainer.model.save_pretrained(out / "hf")
     tokenizer.save_pretrained(out / "hf")
-    meta = {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        "package_version": __version__,
-        "backend": "transformers",
+    record = {
         "base_model": str(name),
         "hyperparameters": {
             "epochs": epochs,
@@ -181,7 +202,7 @@ def train_hf(
             "seed": seed,
             "trainer": "trl.RewardTrainer",
         },
-        "training_data": training_data or _describe_pairs(pairs),
+        "training_data": training_data or describe_training_data(pairs),
         "metrics": {
             "pairs": len(pairs),
             "train_loss": float(result.training_loss),
@@ -190,6 +211,6 @@ def train_hf(
             "train_seconds": round(seconds, 3),
         },
     }
-    (out / "model.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    meta = write_model_json(out, HFRewardModel.backend, record)
     # Reload from disk: the trained module may still carry the trainer's mixed-precision hooks.
     return HFRewardModel(out / "hf", meta=meta, max_length=max_length)

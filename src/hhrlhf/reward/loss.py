@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from ..errors import require
 
-# A missing numpy becomes MissingExtraError naming `pip install 'hhrlhf[reward]'`.
-np = require("numpy", "reward", "preference models")
-
 __all__ = ["bt_loss", "bt_objective", "preference_probability", "sigmoid"]
+
+
+def _numpy():
+    """numpy, imported on first use; missing, a MissingExtraError naming the ``[reward]`` extra."""
+    return require("numpy", "reward", "preference models")
 
 
 def sigmoid(x):
     """Numerically stable logistic function."""
+    np = _numpy()
     x = np.asarray(x, dtype=float)
     out = np.empty_like(x)
     pos = x >= 0
@@ -30,11 +33,13 @@ def sigmoid(x):
 
 def preference_probability(score_a, score_b):
     """P(A preferred over B) = sigmoid(r_A - r_B)."""
+    np = _numpy()
     return sigmoid(np.asarray(score_a, dtype=float) - np.asarray(score_b, dtype=float))
 
 
 def bt_loss(score_chosen, score_rejected):
     """Per-pair loss ``log(1 + exp(r_rejected - r_chosen))``, stable (``logaddexp``)."""
+    np = _numpy()
     diff = np.asarray(score_rejected, dtype=float) - np.asarray(score_chosen, dtype=float)
     return np.logaddexp(0.0, diff)
 
@@ -47,6 +52,7 @@ def bt_objective(w, diffs, weights=None, l2: float = 0.0):
     helpful pairs, lambda for harmless ones), averaged over the number of pairs so that
     ``L = (sum_help l + lambda * sum_harm l) / n``. Returns ``(loss, grad)`` for L-BFGS.
     """
+    np = _numpy()
     w = np.asarray(w, dtype=float)
     n = diffs.shape[0]
     margin = np.asarray(diffs @ w).ravel()

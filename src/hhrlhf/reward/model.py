@@ -12,41 +12,38 @@ A saved model is a directory::
                   training data (subsets, splits, rows, file checksums), training metrics
     weights.npz   the weight vector and the featuriser's fitted statistics
 
-Loading a directory written with another ``FORMAT_VERSION`` raises
-:class:`hhrlhf.errors.ModelFormatError`.
+The format (``model.json``, ``FORMAT_VERSION``) is the one of :mod:`.saved`, shared with
+the other backends; :func:`hhrlhf.reward.load_model` reads any of them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
-from .. import __version__
 from ..errors import ModelFormatError, require
 from .features import FeatureConfig, Featurizer
 from .loss import bt_objective
+from .saved import FORMAT_VERSION, describe_training_data, user_meta, write_model_json
 
 __all__ = [
     "FORMAT_VERSION",
     "HARM_SUBSETS",
     "PreferenceModel",
     "train_pm",
-    "load_model",
     "pair_weights",
 ]
 
-#: 2: the ``lex`` group and five more ``dense`` columns (a version-1 model's weights would not
-#: line up with this featuriser's columns).
-FORMAT_VERSION = 2
-FORMAT_NAME = "hhrlhf-preference-model"
 #: Subsets whose pairs form the "harm" part of the mixed loss.
 HARM_SUBSETS = frozenset({"harmless-base"})
 
 
 class PreferenceModel:
-    """A fitted linear PM: ``score(prompt, response) = features(prompt, response) . weights``."""
+    """A fitted linear PM: ``score(prompt, response) = features(prompt, response) . weights``.
+
+    Implements :class:`hhrlhf.reward.backends.RewardModel`.
+    """
 
     backend = "linear"
 
@@ -80,73 +77,28 @@ class PreferenceModel:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(path / "weights.npz", weights=self.weights, **self.featurizer.state())
-        meta = {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "package_version": __version__,
-            "backend": self.backend,
-            "features": self.featurizer.config.to_dict(),
-            **{k: v for k, v in self.meta.items() if k not in _RESERVED},
-        }
-        (path / "model.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        write_model_json(path, self.backend, self.meta, features=self.featurizer.config.to_dict())
         return path
 
-
-_RESERVED = {"format", "format_version", "package_version", "backend", "features"}
-
-
-def read_model_json(path: str | os.PathLike) -> dict:
-    """``model.json`` of a model directory, checked for format and version."""
-    path = Path(path)
-    meta_path = path / "model.json"
-    if not meta_path.is_file():
-        raise ModelFormatError(path, "not a model directory (no model.json)")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ModelFormatError(meta_path, f"unreadable model.json: {exc}") from exc
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise ModelFormatError(
-            meta_path, f"not an hhrlhf preference model (format != {FORMAT_NAME!r})"
-        )
-    version = meta.get("format_version")
-    if version != FORMAT_VERSION:
-        raise ModelFormatError(
-            meta_path,
-            f"saved with model format version {version!r}; this hhrlhf ({__version__}) reads "
-            f"version {FORMAT_VERSION}: retrain the model or use the hhrlhf version that wrote it "
-            f"(package {meta.get('package_version', 'unknown')})",
-        )
-    return meta
-
-
-def load_model(path: str | os.PathLike):
-    """Load a saved model directory: a :class:`PreferenceModel`, or the transformers backend's."""
-    path = Path(path)
-    meta = read_model_json(path)
-    backend = meta.get("backend")
-    if backend == "transformers":
-        from .hf import HFRewardModel
-
-        return HFRewardModel(path / "hf", meta=meta)
-    if backend != PreferenceModel.backend:
-        raise ModelFormatError(path, f"unknown backend {backend!r}")
-    require("numpy", "reward", "the preference model")
-    try:
-        config = FeatureConfig.from_dict(meta["features"])
-    except (KeyError, ValueError, TypeError) as exc:
-        raise ModelFormatError(path / "model.json", f"bad feature settings: {exc}") from exc
-    try:
-        arrays = _load_arrays(path / "weights.npz", Featurizer(config).n_features_max)
-    except (OSError, KeyError, ValueError) as exc:
-        raise ModelFormatError(path, f"corrupt model: {exc}") from exc
-    featurizer = Featurizer.from_state(config, arrays)
-    weights = arrays.get("weights")
-    if weights is None or weights.shape != (featurizer.n_features,):
-        raise ModelFormatError(path, "corrupt model: weights do not match the feature settings")
-    return PreferenceModel(
-        featurizer, weights, {k: v for k, v in meta.items() if k not in _RESERVED}
-    )
+    @classmethod
+    def load(cls, path: str | os.PathLike, meta: dict) -> PreferenceModel:
+        """The model in directory ``path``, whose checked ``model.json`` is ``meta``
+        (:func:`hhrlhf.reward.saved.read_model_json`)."""
+        path = Path(path)
+        require("numpy", "reward", "the preference model")
+        try:
+            config = FeatureConfig.from_dict(meta["features"])
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ModelFormatError(path / "model.json", f"bad feature settings: {exc}") from exc
+        try:
+            arrays = _load_arrays(path / "weights.npz", Featurizer(config).n_features_max)
+        except (OSError, KeyError, ValueError) as exc:
+            raise ModelFormatError(path, f"corrupt model: {exc}") from exc
+        featurizer = Featurizer.from_state(config, arrays)
+        weights = arrays.get("weights")
+        if weights is None or weights.shape != (featurizer.n_features,):
+            raise ModelFormatError(path, "corrupt model: weights do not match the feature settings")
+        return cls(featurizer, weights, user_meta(meta))
 
 
 def _load_arrays(npz: Path, max_size: int) -> dict:
@@ -212,7 +164,7 @@ def train_pm(
     # Rows interleaved (chosen, rejected) so each pair's prompt is featurised once per chunk.
     prompts = [p.prompt for p in pairs for _ in (0, 1)]
     responses = [r for p in pairs for r in (p.chosen_response, p.rejected_response)]
-    raw = featurizer._raw_parallel(prompts, responses, n_jobs)
+    raw = featurizer.raw_features(prompts, responses, n_jobs=n_jobs)
     featurizer.fit(None, None, raw=raw)
     x = featurizer.transform(None, None, raw=raw)
     del raw
@@ -244,7 +196,7 @@ def train_pm(
             "max_iter": max_iter,
             "optimizer": "scipy L-BFGS-B from zeros (deterministic)",
         },
-        "training_data": training_data or _describe_pairs(pairs),
+        "training_data": training_data or describe_training_data(pairs),
         "metrics": {
             "pairs": n,
             "train_loss": float(result.fun),
@@ -257,15 +209,3 @@ def train_pm(
         },
     }
     return PreferenceModel(featurizer, w, meta)
-
-
-def _describe_pairs(pairs) -> dict:
-    rows: dict[str, int] = {}
-    for p in pairs:
-        key = f"{p.subset}/{p.split}"
-        rows[key] = rows.get(key, 0) + 1
-    return {
-        "subsets": sorted({str(p.subset) for p in pairs}),
-        "splits": sorted({str(p.split) for p in pairs}),
-        "rows": rows,
-    }

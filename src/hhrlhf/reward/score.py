@@ -9,9 +9,21 @@ of our minimum with the file's own.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from ..transcript import ASSISTANT, Dialogue, parse_transcript
 
-__all__ = ["assistant_turns", "score_dialogue", "score_dialogues", "score_attempts", "correlation"]
+__all__ = [
+    "assistant_turns",
+    "score_dialogue",
+    "score_dialogues",
+    "score_attempts",
+    "correlation",
+    "read_dialogues",
+    "score_summary",
+    "write_score_rows",
+]
 
 
 def assistant_turns(dialogue: Dialogue | str) -> list[tuple[str, str]]:
@@ -36,7 +48,8 @@ def score_dialogues(model, dialogues, *, n_jobs: int = 1) -> list[dict]:
         spans.append((len(prompts), len(prompts) + len(turns)))
         prompts += [t[0] for t in turns]
         responses += [t[1] for t in turns]
-    kwargs = {"n_jobs": n_jobs} if getattr(model, "backend", "") == "linear" else {}
+    # Any object with ``score(prompts, responses)`` will do; ``n_jobs`` is passed when asked for.
+    kwargs = {"n_jobs": n_jobs} if n_jobs != 1 else {}
     scores = list(map(float, model.score(prompts, responses, **kwargs))) if responses else []
     return [
         {"turn_scores": scores[a:b], "min_score": min(scores[a:b]) if b > a else None}
@@ -85,3 +98,63 @@ def score_attempts(model, attempts, *, n_jobs: int = 1) -> dict:
         r["file_min_score"] if r["file_min_score"] is not None else float("nan") for r in rows
     ]
     return {"rows": rows, "correlation": correlation(ours, theirs)}
+
+
+def read_dialogues(
+    path: str | os.PathLike,
+    *,
+    limit: int | None = None,
+    lenient=False,
+    skipped: list | None = None,
+) -> tuple[list, list[str]]:
+    """(ids, transcripts) of a JSONL file (or JSON array) of ``{"transcript": ...}`` objects,
+    at most ``limit`` of them. ``id`` is the row's ``"id"`` or its position among the kept
+    rows. A row without a ``"transcript"`` string is an error naming the file and line, or,
+    with ``lenient`` (a flag, or a :class:`~hhrlhf.reader.Lenient` policy), skipped and
+    recorded (in ``skipped`` with the flag)."""
+    from ..errors import DataFormatError
+    from ..reader import Lenient, detect_container, read_objects
+
+    lenient = Lenient.of(lenient, skipped)
+
+    unit = "line" if detect_container(path) == "jsonl" else "record"
+    problem = 'expected an object with a "transcript" string'
+    ids: list = []
+    dialogues: list[str] = []
+    for line, row in read_objects(path, lenient=lenient):
+        text = row.get("transcript") if isinstance(row, dict) else None
+        if not isinstance(text, str):
+            if lenient is not None:
+                lenient.skip(str(path), line, problem, unit)
+                continue
+            raise DataFormatError(path, line, problem)
+        dialogues.append(text)
+        ids.append(row.get("id", len(ids)))
+        if limit and len(dialogues) >= limit:
+            break
+    return ids, dialogues
+
+
+def score_summary(rows: list[dict], correlation: dict | None, skipped_rows: int = 0) -> dict:
+    """Counts over scored rows (``min_score`` None: no assistant turn, so no score) and the
+    mean of the min scores, with the correlation (red-team data) or None."""
+    scored = [r["min_score"] for r in rows if r["min_score"] is not None]
+    return {
+        "dialogues": len(rows),
+        "correlation": correlation,
+        "scored": len(scored),
+        "no_score": len(rows) - len(scored),
+        "skipped_rows": skipped_rows,
+        "mean_min_score": sum(scored) / len(scored) if scored else None,
+    }
+
+
+def write_score_rows(rows: list[dict], path: str | os.PathLike) -> Path:
+    """Write one JSON object per row (JSONL) to ``path``."""
+    import orjson
+
+    path = Path(path)
+    with open(path, "wb") as f:
+        for r in rows:
+            f.write(orjson.dumps(r) + b"\n")
+    return path

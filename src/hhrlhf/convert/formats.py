@@ -1,0 +1,78 @@
+"""The format registry: every export format, by the name trainers use, in one place.
+
+Each format is one module holding a :class:`~hhrlhf.convert.base.Format` subclass (the
+contract); :data:`FORMATS` lists one instance of each. Adding a format is one new module and
+one line in the tuple below.
+
+>>> sorted(FORMATS)[:3]
+['dpo', 'messages', 'openai']
+>>> get_format("dpo").kind
+'preference'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..errors import RecordKindError, UnknownNameError
+from .base import Format
+from .dpo import DpoFormat
+from .messages import MessagesFormat
+from .openai import OpenAIFormat
+from .raw import RawFormat
+from .redteam import RedTeamFormat
+from .sft import SftFormat
+from .trl_conversational import TrlConversationalFormat
+from .trl_standard import TrlStandardFormat
+
+__all__ = ["FORMATS", "get_format", "format_rows"]
+
+#: Format name -> the :class:`~hhrlhf.convert.base.Format` that writes and reads its rows.
+FORMATS: dict[str, Format] = {
+    fmt.name: fmt
+    for fmt in (
+        RawFormat(),
+        DpoFormat(),
+        TrlStandardFormat(),
+        TrlConversationalFormat(),
+        MessagesFormat(),
+        SftFormat(),
+        OpenAIFormat(),
+        RedTeamFormat(),
+    )
+}
+
+
+def get_format(name: str | Format) -> Format:
+    """The format called ``name`` (a :class:`Format` is returned as it is)."""
+    if isinstance(name, Format):
+        return name
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise UnknownNameError("format", name, list(FORMATS)) from None
+
+
+def _check_kind(fmt: Format, record) -> None:
+    wants_attempts = fmt.kind == "red-team"
+    is_attempt = not hasattr(record, "chosen")
+    if wants_attempts != is_attempt:
+        what = "red-team attempts" if is_attempt else "preference pairs"
+        raise RecordKindError(
+            f"format {fmt.name!r} does not take {what}: "
+            + ("use --format redteam" if is_attempt else "redteam is for red-team-attempts"),
+            holds="attempts" if is_attempt else "pairs",
+            wanted="pairs" if is_attempt else "attempts",
+        )
+
+
+def format_rows(records: Iterable, fmt: str | Format, *, source: bool = True) -> Iterator[dict]:
+    """The rows of ``records`` in ``fmt`` (a generator; nothing is held in memory)."""
+    fmt = get_format(fmt)
+    first = True
+    export_row = fmt.export_row
+    for record in records:
+        if first:
+            _check_kind(fmt, record)
+            first = False
+        yield export_row(record, source=source)
