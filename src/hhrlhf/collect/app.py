@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from dataclasses import replace
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import HHError
 from .api import login_router, new_rng
+from .browse import DataIndex
+from .browse import router as browse_router
 from .api import router as api_router
 from .config import Settings, demo_settings, load_config
 from .generation import Generator
@@ -117,6 +120,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     app.state.storage = storage
     app.state.generator = generator
     app.state.rng = new_rng(settings.seed)
+    app.state.data_index = DataIndex.load(settings.data) if settings.data else None
     try:
         from ..templates import jinja2_templates
 
@@ -151,6 +155,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
 
     app.include_router(api_router)
     app.include_router(login_router)
+    app.include_router(browse_router)
     try:
         pages = importlib.import_module("hhrlhf.collect.pages")
     except ModuleNotFoundError:
@@ -172,4 +177,7 @@ def create_app_from_env() -> FastAPI:
     else:
         delay = float(os.environ.get("HH_COLLECT_DEMO_DELAY", "0") or 0)
         settings = demo_settings(db, token_delay=delay)
+    data = os.environ.get("HH_COLLECT_DATA")
+    if data:
+        settings = replace(settings, data=data)
     return create_app(settings)

@@ -77,6 +77,8 @@ class Settings:
     max_body_bytes: int = 256 * 1024
     seed: int | None = None
     demo: bool = False
+    #: HH data to browse at /data (a folder, a file, "sample"); None: no data section
+    data: str | None = None
 
     def backend(self, name: str) -> BackendConfig:
         for b in self.backends:

@@ -1,0 +1,425 @@
+"""The data browser: any HH-format data (the cache, the sample, a folder) in the same app.
+
+``DataIndex.load(data)`` reads every preference file and the red-team attempts once, at
+start, and keeps each pair's classes (the ones ``hh check`` counts), its human-turn count and
+its response lengths, so a filtered page is a scan over small tuples. ``router`` serves the
+JSON API (``/api/v1/data/...``) and the pages (``/data...``); both need a login like the
+rest of the app. Filters live in the query string, so every page state is a shareable URL.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import CollectError, HHError
+from ..records import PAIR_CLASSES, PreferencePair, RedTeamAttempt
+from .auth import optional_annotator, require_annotator
+
+__all__ = ["DataIndex", "PairQuery", "diff_segments", "router"]
+
+MAX_LIMIT = 200
+
+
+@dataclass
+class DataIndex:
+    """Pairs and attempts of one data source, with what the filters need precomputed."""
+
+    label: str
+    pairs: list[PreferencePair] = field(default_factory=list)
+    #: per pair: (subset, split, classes, human_turns, len(chosen_response) - len(rejected_response))
+    meta: list[tuple] = field(default_factory=list)
+    attempts: list[RedTeamAttempt] = field(default_factory=list)
+    files: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+    _by_key: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load(cls, data) -> DataIndex:
+        from ..fastload import load_files
+        from ..layout import resolve_source, select_files
+        from ..reader import read_attempts
+
+        start = time.perf_counter()
+        src = resolve_source(data)
+        files = select_files("all", data=src, download=False)
+        index = cls(label=src.label)
+        pair_files = [f for f in files if not f.red_team]
+        loaded = load_files([(f.path, f.subset, f.split) for f in pair_files])
+        for f, pairs in zip(pair_files, loaded, strict=True):
+            counts: Counter = Counter()
+            for p in pairs:
+                classes = tuple(sorted(p.classes))
+                counts.update(classes)
+                index._by_key[(p.subset, p.split, p.index)] = len(index.pairs)
+                index.pairs.append(p)
+                index.meta.append(
+                    (
+                        p.subset,
+                        p.split,
+                        classes,
+                        p.human_turns,
+                        len(p.chosen) - len(p.rejected),
+                    )
+                )
+            index.files.append(
+                {"subset": f.subset, "split": f.split, "rows": len(pairs), "classes": dict(counts)}
+            )
+        for f in files:
+            if f.red_team:
+                index.attempts = list(read_attempts(f.path))
+                index.files.append(
+                    {
+                        "subset": f.subset,
+                        "split": f.split,
+                        "rows": len(index.attempts),
+                        "classes": {},
+                    }
+                )
+        index.seconds = time.perf_counter() - start
+        return index
+
+    def pair(self, subset: str, split: str, row: int) -> PreferencePair:
+        at = self._by_key.get((subset, split, row))
+        if at is None:
+            raise CollectError(f"no pair {subset}/{split}/{row} in {self.label}", 404)
+        return self.pairs[at]
+
+    def query(self, q: PairQuery, offset: int = 0, limit: int = 50) -> tuple[int, list]:
+        """(total matches, the pairs in ``[offset, offset + limit)``), in file order."""
+        total, out = 0, []
+        needle = q.q.casefold() if q.q else None
+        for p, (subset, split, classes, turns, longer) in zip(self.pairs, self.meta, strict=True):
+            if q.subset and subset != q.subset:
+                continue
+            if q.split and split != q.split:
+                continue
+            if q.cls and q.cls not in classes:
+                continue
+            if q.turns is not None and turns != q.turns:
+                continue
+            if q.chosen == "longer" and longer <= 0:
+                continue
+            if q.chosen == "shorter" and longer >= 0:
+                continue
+            if needle is not None:
+                e = p.prompt_end
+                where = (p.chosen, p.rejected[e:]) if q.where == "any" else None
+                if q.where == "prompt":
+                    where = (p.chosen[:e],)
+                elif q.where == "responses":
+                    where = (p.chosen[e:], p.rejected[e:])
+                if not any(needle in w.casefold() for w in where):
+                    continue
+            if offset <= total < offset + limit:
+                out.append(p)
+            total += 1
+        return total, out
+
+
+@dataclass(frozen=True)
+class PairQuery:
+    """The pair-list filters; every one optional. ``where``: any, prompt or responses."""
+
+    subset: str | None = None
+    split: str | None = None
+    cls: str | None = None
+    turns: int | None = None
+    chosen: str | None = None
+    q: str | None = None
+    where: str = "any"
+
+    def __post_init__(self):
+        if self.cls and self.cls not in PAIR_CLASSES:
+            raise CollectError(f"unknown class {self.cls!r}; known: {', '.join(PAIR_CLASSES)}", 422)
+        if self.chosen not in (None, "longer", "shorter"):
+            raise CollectError(f"chosen must be longer or shorter, got {self.chosen!r}", 422)
+        if self.where not in ("any", "prompt", "responses"):
+            raise CollectError(f"where must be any, prompt or responses, got {self.where!r}", 422)
+
+
+def pair_json(p: PreferencePair) -> dict:
+    return {
+        "subset": p.subset,
+        "split": p.split,
+        "index": p.index,
+        "prompt": p.prompt,
+        "chosen_response": p.chosen_response,
+        "rejected_response": p.rejected_response,
+        "classes": sorted(p.classes),
+    }
+
+
+_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+MAX_DIFF_TOKENS = 20_000
+
+
+def diff_segments(chosen: str, rejected: str) -> tuple[list, list]:
+    """Word-level differences: ``(chosen_segments, rejected_segments)``, each a list of
+    ``(changed: bool, text)``; the texts of each list join back to the input exactly."""
+    a, b = _TOKEN.findall(chosen), _TOKEN.findall(rejected)
+    if "".join(a) != chosen or "".join(b) != rejected:  # pragma: no cover - the regex covers all
+        return [(True, chosen)], [(True, rejected)]
+    if len(a) + len(b) > MAX_DIFF_TOKENS:
+        return [(chosen != rejected, chosen)], [(chosen != rejected, rejected)]
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    left, right = [], []
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        changed = op != "equal"
+        if i2 > i1:
+            left.append((changed, "".join(a[i1:i2])))
+        if j2 > j1:
+            right.append((changed, "".join(b[j1:j2])))
+    return left, right
+
+
+def _index(request: Request) -> DataIndex:
+    index = getattr(request.app.state, "data_index", None)
+    if index is None:
+        raise CollectError("no data to browse: start the app with hh serve --data PATH|sample", 404)
+    return index
+
+
+def _int(value: str | None, name: str, default: int | None = None, lo: int = 0, hi=None):
+    if value is None or value == "":
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        raise CollectError(f"{name} must be a whole number, got {value!r}", 422) from None
+    if n < lo or (hi is not None and n > hi):
+        raise CollectError(f"{name} must be between {lo} and {hi or 'any'}, got {n}", 422)
+    return n
+
+
+def _float(value: str | None, name: str):
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise CollectError(f"{name} must be a number, got {value!r}", 422) from None
+
+
+def _pair_query(params) -> tuple[PairQuery, int, int]:
+    q = PairQuery(
+        subset=params.get("subset") or None,
+        split=params.get("split") or None,
+        cls=params.get("class") or None,
+        turns=_int(params.get("turns"), "turns"),
+        chosen=params.get("chosen") or None,
+        q=params.get("q") or None,
+        where=params.get("where") or "any",
+    )
+    return (
+        q,
+        _int(params.get("offset"), "offset", 0),
+        _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT),
+    )
+
+
+def _attempt_query(params):
+    from ..redteam.query import AttemptQuery
+
+    try:
+        return AttemptQuery(
+            model_type=params.get("model_type") or None,
+            num_params=params.get("num_params") or None,
+            min_rating=_float(params.get("min_rating"), "min_rating"),
+            max_rating=_float(params.get("max_rating"), "max_rating"),
+            min_score=_float(params.get("min_score"), "min_score"),
+            max_score=_float(params.get("max_score"), "max_score"),
+            tag=params.get("tag") or None,
+            member=params.get("member") or None,
+            text=params.get("q") or None,
+        )
+    except ValueError as exc:
+        raise CollectError(str(exc), 422) from None
+
+
+def _attempts(index: DataIndex, query, offset: int, limit: int) -> tuple[int, list]:
+    total, out = 0, []
+    for i, a in enumerate(index.attempts):
+        if query.matches(a):
+            if offset <= total < offset + limit:
+                out.append((i, a))
+            total += 1
+    return total, out
+
+
+router = APIRouter()
+
+
+@router.get("/api/v1/data/subsets")
+def api_subsets(request: Request, who=Depends(require_annotator)):
+    return _index(request).files
+
+
+@router.get("/api/v1/data/pairs")
+def api_pairs(request: Request, who=Depends(require_annotator)):
+    index = _index(request)
+    q, offset, limit = _pair_query(request.query_params)
+    total, pairs = index.query(q, offset, limit)
+    return {"total": total, "pairs": [pair_json(p) for p in pairs]}
+
+
+@router.get("/api/v1/data/pairs/{subset}/{split}/{row}")
+def api_pair(subset: str, split: str, row: int, request: Request, who=Depends(require_annotator)):
+    return pair_json(_index(request).pair(subset, split, row))
+
+
+@router.get("/api/v1/data/attempts")
+def api_attempts(request: Request, who=Depends(require_annotator)):
+    index = _index(request)
+    params = request.query_params
+    query = _attempt_query(params)
+    offset = _int(params.get("offset"), "offset", 0)
+    limit = _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT)
+    total, found = _attempts(index, query, offset, limit)
+    return {
+        "total": total,
+        "attempts": [{"index": i, **a.to_dict(real_keys=True)} for i, a in found],
+    }
+
+
+# ---- pages ---------------------------------------------------------------------------------
+
+
+def _page(request: Request, name: str, status: int = 200, **context):
+    from .pages import _login_required, _render
+
+    if optional_annotator(request) is None:
+        return _login_required(request)
+    try:
+        index = _index(request)
+    except HHError as exc:
+        return _render(request, "collect/error.html", 404, message=str(exc), page="data")
+    return _render(request, name, status, index=index, page="data", **context)
+
+
+def _link(base: str, params: dict) -> str:
+    kept = {k: v for k, v in params.items() if v not in (None, "")}
+    return base + ("?" + urlencode(kept) if kept else "")
+
+
+@router.get("/data", response_class=HTMLResponse, include_in_schema=False)
+async def data_page(request: Request):
+    from .pages import _render
+
+    if (
+        optional_annotator(request) is None
+        or getattr(request.app.state, "data_index", None) is None
+    ):
+        return _page(request, "browse/pairs.html")
+    index = request.app.state.data_index
+    params = dict(request.query_params)
+    try:
+        q, offset, limit = _pair_query(params)
+    except HHError as exc:
+        return _render(request, "collect/error.html", 422, message=str(exc), page="data")
+    started = time.perf_counter()
+    total, pairs = await run_in_threadpool(index.query, q, offset, limit)
+    took = time.perf_counter() - started
+    nav = {}
+    if offset > 0:
+        nav["prev"] = _link("/data", {**params, "offset": max(0, offset - limit)})
+    if offset + limit < total:
+        nav["next"] = _link("/data", {**params, "offset": offset + limit})
+    return _page(
+        request,
+        "browse/pairs.html",
+        params=params,
+        total=total,
+        pairs=pairs,
+        offset=offset,
+        limit=limit,
+        nav=nav,
+        took_ms=took * 1000,
+        classes=PAIR_CLASSES,
+        subsets=sorted({f["subset"] for f in index.files if f["classes"] or f["rows"]}),
+    )
+
+
+@router.get(
+    "/data/pairs/{subset}/{split}/{row}", response_class=HTMLResponse, include_in_schema=False
+)
+def pair_page(subset: str, split: str, row: int, request: Request):
+    from .pages import _render
+
+    if (
+        optional_annotator(request) is None
+        or getattr(request.app.state, "data_index", None) is None
+    ):
+        return _page(request, "browse/pair.html")
+    try:
+        p = request.app.state.data_index.pair(subset, split, row)
+    except HHError as exc:
+        return _render(request, "collect/error.html", 404, message=str(exc), page="data")
+    left, right = diff_segments(p.chosen_response, p.rejected_response)
+    return _page(
+        request,
+        "browse/pair.html",
+        pair=p,
+        turns=p.prompt_dialogue.turns,
+        chosen_segments=left,
+        rejected_segments=right,
+        classes=[(c, PAIR_CLASSES[c]) for c in sorted(p.classes)],
+        json_url=f"/api/v1/data/pairs/{subset}/{split}/{row}",
+    )
+
+
+@router.get("/data/attempts", response_class=HTMLResponse, include_in_schema=False)
+def attempts_page(request: Request):
+    from .pages import _render
+
+    if (
+        optional_annotator(request) is None
+        or getattr(request.app.state, "data_index", None) is None
+    ):
+        return _page(request, "browse/attempts.html")
+    params = dict(request.query_params)
+    try:
+        query = _attempt_query(params)
+        offset = _int(params.get("offset"), "offset", 0)
+        limit = _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT)
+    except HHError as exc:
+        return _render(request, "collect/error.html", 422, message=str(exc), page="data")
+    total, found = _attempts(request.app.state.data_index, query, offset, limit)
+    nav = {}
+    if offset > 0:
+        nav["prev"] = _link("/data/attempts", {**params, "offset": max(0, offset - limit)})
+    if offset + limit < total:
+        nav["next"] = _link("/data/attempts", {**params, "offset": offset + limit})
+    return _page(
+        request,
+        "browse/attempts.html",
+        params=params,
+        total=total,
+        found=found,
+        offset=offset,
+        nav=nav,
+    )
+
+
+@router.get("/data/attempts/{row}", response_class=HTMLResponse, include_in_schema=False)
+def attempt_page(row: int, request: Request):
+    from .pages import _render
+
+    if (
+        optional_annotator(request) is None
+        or getattr(request.app.state, "data_index", None) is None
+    ):
+        return _page(request, "browse/attempt.html")
+    attempts = request.app.state.data_index.attempts
+    if not 0 <= row < len(attempts):
+        return _render(request, "collect/error.html", 404, message=f"no attempt {row}", page="data")
+    a = attempts[row]
+    return _page(request, "browse/attempt.html", attempt=a, row=row, turns=a.dialogue.turns)
