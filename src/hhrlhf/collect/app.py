@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import replace
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -17,9 +17,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import HHError
 from .api import login_router, new_rng
+from .api import router as api_router
 from .browse import DataIndex
 from .browse import router as browse_router
-from .api import router as api_router
 from .config import Settings, demo_settings, load_config
 from .generation import Generator
 from .storage import Storage

@@ -16,13 +16,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import CollectError, HHError
 from ..records import PAIR_CLASSES, PreferencePair, RedTeamAttempt
-from .auth import optional_annotator, require_annotator
+from .api import Who
+from .auth import optional_annotator
 
 __all__ = ["DataIndex", "PairQuery", "diff_segments", "router"]
 
@@ -259,12 +260,12 @@ router = APIRouter()
 
 
 @router.get("/api/v1/data/subsets")
-def api_subsets(request: Request, who=Depends(require_annotator)):
+def api_subsets(request: Request, who: Who):
     return _index(request).files
 
 
 @router.get("/api/v1/data/pairs")
-def api_pairs(request: Request, who=Depends(require_annotator)):
+def api_pairs(request: Request, who: Who):
     index = _index(request)
     q, offset, limit = _pair_query(request.query_params)
     total, pairs = index.query(q, offset, limit)
@@ -272,12 +273,12 @@ def api_pairs(request: Request, who=Depends(require_annotator)):
 
 
 @router.get("/api/v1/data/pairs/{subset}/{split}/{row}")
-def api_pair(subset: str, split: str, row: int, request: Request, who=Depends(require_annotator)):
+def api_pair(subset: str, split: str, row: int, request: Request, who: Who):
     return pair_json(_index(request).pair(subset, split, row))
 
 
 @router.get("/api/v1/data/attempts")
-def api_attempts(request: Request, who=Depends(require_annotator)):
+def api_attempts(request: Request, who: Who):
     index = _index(request)
     params = request.query_params
     query = _attempt_query(params)
