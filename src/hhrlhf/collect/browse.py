@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import CollectError, HHError
-from ..records import PAIR_CLASSES, PreferencePair, RedTeamAttempt
+from ..records import MARKER_RE, PAIR_CLASSES, PreferencePair, RedTeamAttempt
 from .api import Who
 from .auth import optional_annotator
 
@@ -374,6 +374,10 @@ def pair_page(subset: str, split: str, row: int, request: Request):
         rejected_segments=right,
         classes=[(c, PAIR_CLASSES[c]) for c in sorted(p.classes)],
         json_url=f"/api/v1/data/pairs/{subset}/{split}/{row}",
+        markers={
+            "chosen": bool(MARKER_RE.search(p.chosen_response)),
+            "rejected": bool(MARKER_RE.search(p.rejected_response)),
+        },
     )
 
 

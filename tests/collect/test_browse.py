@@ -1,0 +1,246 @@
+"""The data browser (``hh serve --data``): the JSON API against the library, the pages, the CLI."""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import replace
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from markupsafe import escape
+
+from hhrlhf.checks import audit
+from hhrlhf.cli import cli
+from hhrlhf.collect.browse import DataIndex, diff_segments
+from hhrlhf.dataset import load_attempts, load_pairs
+from hhrlhf.records import PAIR_CLASSES
+from hhrlhf.redteam.query import filter_attempts
+
+HOSTILE = '<script>alert("x")</script> & <b>bold</b> {{ 7*7 }}'
+
+
+@pytest.fixture(scope="module")
+def sample_pairs():
+    return list(load_pairs(data="sample"))
+
+
+@pytest.fixture
+def data_client(make_client, settings, alice):
+    client = make_client(replace(settings, data="sample"))
+    client.headers.update(alice[1])
+    return client
+
+
+@pytest.fixture
+def hostile_dir(tmp_path):
+    root = tmp_path / "data" / "helpful-base"
+    root.mkdir(parents=True)
+    prompt = f"\n\nHuman: {HOSTILE} how do I bake bread?\n\nAssistant:"
+    rows = [
+        {"chosen": prompt + " Mix flour, water and yeast.", "rejected": prompt + f" {HOSTILE}"},
+        {"chosen": prompt + " ", "rejected": prompt + " Knead it.\n\nHuman: thanks"},
+    ]
+    with gzip.open(root / "train.jsonl.gz", "wb") as f:
+        f.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return str(tmp_path / "data")
+
+
+def test_subsets_match_the_library_and_hh_check(data_client, sample_pairs):
+    files = data_client.get("/api/v1/data/subsets").json()
+    pair_files = [f for f in files if f["subset"] != "red-team-attempts"]
+    for f in pair_files:
+        rows = [p for p in sample_pairs if (p.subset, p.split) == (f["subset"], f["split"])]
+        assert f["rows"] == len(rows)
+    attempts = [f for f in files if f["subset"] == "red-team-attempts"]
+    assert attempts and attempts[0]["rows"] == len(load_attempts(data="sample"))
+    # the per-class totals are the ones `hh check` reports
+    checked = audit(data="sample", near_duplicates=False).counts
+    for name in PAIR_CLASSES:
+        served = sum(f["classes"].get(name, 0) for f in pair_files)
+        assert served == checked[name], name
+    assert sum(checked[n] for n in PAIR_CLASSES) > 0
+
+
+@pytest.mark.parametrize(
+    "query, keep",
+    [
+        ("class=empty_response", lambda p: "empty_response" in p.classes),
+        (
+            "class=non_alternating&split=test",
+            lambda p: "non_alternating" in p.classes and p.split == "test",
+        ),
+        (
+            "subset=helpful-online&split=train",
+            lambda p: (p.subset, p.split) == ("helpful-online", "train"),
+        ),
+        ("turns=2", lambda p: p.human_turns == 2),
+        ("chosen=longer", lambda p: len(p.chosen) > len(p.rejected)),
+        (
+            "chosen=shorter&subset=harmless-base",
+            lambda p: len(p.chosen) < len(p.rejected) and p.subset == "harmless-base",
+        ),
+        (
+            "q=RECIPE",
+            lambda p: "recipe" in p.chosen.lower() or "recipe" in p.rejected_response.lower(),
+        ),
+        ("q=recipe&where=prompt", lambda p: "recipe" in p.prompt.lower()),
+        (
+            "q=recipe&where=responses",
+            lambda p: "recipe" in (p.chosen_response + "\0" + p.rejected_response).lower(),
+        ),
+    ],
+)
+def test_pair_filters_match_the_library(data_client, sample_pairs, query, keep):
+    body = data_client.get(f"/api/v1/data/pairs?{query}&limit=200").json()
+    want = [(p.subset, p.split, p.index) for p in sample_pairs if keep(p)]
+    assert body["total"] == len(want)
+    assert [(p["subset"], p["split"], p["index"]) for p in body["pairs"]] == want
+    if query.startswith("class="):
+        assert want  # the sample holds these quirks
+
+
+def test_paging_covers_every_pair_once(data_client, sample_pairs):
+    seen = []
+    offset = 0
+    while True:
+        body = data_client.get(f"/api/v1/data/pairs?offset={offset}&limit=37").json()
+        assert body["total"] == len(sample_pairs)
+        if not body["pairs"]:
+            break
+        seen += [(p["subset"], p["split"], p["index"]) for p in body["pairs"]]
+        offset += 37
+    assert seen == [(p.subset, p.split, p.index) for p in sample_pairs]
+
+
+def test_one_pair_as_json(data_client, sample_pairs):
+    p = sample_pairs[5]
+    body = data_client.get(f"/api/v1/data/pairs/{p.subset}/{p.split}/{p.index}").json()
+    assert body["prompt"] + body["chosen_response"] == p.chosen
+    assert body["prompt"] + body["rejected_response"] == p.rejected
+    assert body["classes"] == sorted(p.classes)
+    r = data_client.get("/api/v1/data/pairs/helpful-base/train/99999")
+    assert r.status_code == 404 and "no pair helpful-base/train/99999" in r.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("class=nonsense", "unknown class 'nonsense'"),
+        ("limit=0", "limit must be between 1"),
+        ("offset=-3", "offset must be between 0"),
+        ("turns=two", "turns must be a whole number"),
+        ("chosen=wider", "chosen must be longer or shorter"),
+    ],
+)
+def test_bad_filters_are_422(data_client, query, expected):
+    r = data_client.get(f"/api/v1/data/pairs?{query}")
+    assert r.status_code == 422 and expected in r.json()["error"]
+
+
+def test_attempt_filters_match_the_library(data_client):
+    attempts = list(load_attempts(data="sample"))
+    cases = [
+        ("model_type=rlhf&min_rating=2", dict(model_type="rlhf", min_rating=2)),
+        ("num_params=52B&max_rating=1", dict(num_params="52B", max_rating=1)),
+        ("min_score=0&max_score=5", dict(min_score=0, max_score=5)),
+        ("q=bread", dict(text="bread")),
+    ]
+    for query, criteria in cases:
+        body = data_client.get(f"/api/v1/data/attempts?{query}&limit=200").json()
+        want = list(filter_attempts(attempts, **criteria))
+        assert body["total"] == len(want), query
+        assert [a["transcript"] for a in body["attempts"]] == [a.transcript for a in want]
+    one = data_client.get("/api/v1/data/attempts?limit=1").json()["attempts"][0]
+    assert set(one) - {"index"} == set(attempts[0].to_dict(real_keys=True))
+    assert len(set(one) - {"index"}) == 10
+    r = data_client.get("/api/v1/data/attempts?min_rating=3&max_rating=1")
+    assert r.status_code == 422 and "empty rating range" in r.json()["error"]
+
+
+def test_same_auth_as_the_app(make_client, settings, data_client):
+    anonymous = make_client(replace(settings, data="sample"))
+    for url in ("/api/v1/data/subsets", "/api/v1/data/pairs", "/api/v1/data/attempts"):
+        assert anonymous.get(url).status_code == 401
+    page = anonymous.get("/data")
+    assert page.status_code == 401 and "login" in page.text.lower()
+
+
+def test_without_data_the_section_says_how(client, alice):
+    r = client.get("/api/v1/data/pairs", headers=alice[1])
+    assert r.status_code == 404 and "hh serve --data" in r.json()["error"]
+
+
+def test_pages_list_filter_and_pair(data_client, sample_pairs, alice):
+    data_client.get(f"/login?token={alice[2]}")
+    page = data_client.get("/data?class=empty_response")
+    assert page.status_code == 200
+    want = [p for p in sample_pairs if "empty_response" in p.classes]
+    assert f"{len(want)} pairs" in page.text
+    for p in want:
+        assert f'href="/data/pairs/{p.subset}/{p.split}/{p.index}"' in page.text
+    assert '<option value="empty_response" selected>' in page.text
+    # a pair with a quirk: the quirk explained, the empty response marked, a JSON link
+    p = want[0]
+    page = data_client.get(f"/data/pairs/{p.subset}/{p.split}/{p.index}").text
+    assert str(escape(PAIR_CLASSES["empty_response"])) in page
+    assert "empty response" in page
+    assert f'href="/api/v1/data/pairs/{p.subset}/{p.split}/{p.index}"' in page
+    # paging links keep the filters (a deep link)
+    page = data_client.get("/data?split=train&limit=10").text
+    assert 'href="/data?split=train&amp;limit=10&amp;offset=10"' in page
+    assert data_client.get("/data?turns=x").status_code == 422
+    assert data_client.get("/data/pairs/nope/train/0").status_code == 404
+
+
+def test_attempt_pages(data_client, alice):
+    data_client.get(f"/login?token={alice[2]}")
+    attempts = list(load_attempts(data="sample"))
+    page = data_client.get("/data/attempts?min_rating=4").text
+    n = sum(1 for a in attempts if a.rating >= 4)
+    assert f"{n} attempt" in page
+    page = data_client.get("/data/attempts/0").text
+    assert "Transcript" in page and str(attempts[0].rating) in page
+    assert data_client.get("/data/attempts/100000").status_code == 404
+
+
+def test_hostile_text_is_shown_literally(make_client, settings, alice, hostile_dir):
+    client = make_client(replace(settings, data=hostile_dir))
+    client.get(f"/login?token={alice[2]}")
+    escaped = (
+        "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt; {{ 7*7 }}"
+    )
+    for url in ("/data", "/data/pairs/helpful-base/train/0", "/data?q=script"):
+        page = client.get(url).text
+        assert "<script>alert" not in page and "<b>bold" not in page
+        assert escaped in page or escaped[:40] in page, url
+    page = client.get("/data/pairs/helpful-base/train/1").text
+    assert "empty response" in page and "holds speaker markers" in page
+    assert str(escape(PAIR_CLASSES["response_contains_turns"])) in page
+    # the speaker marker the model wrote itself is shown as text
+    assert "Knead it.\n\nHuman: thanks" in page
+
+
+def test_diff_segments_rebuild_the_texts_and_mark_the_change():
+    left, right = diff_segments("Mix the flour well.", "Mix the sugar well.")
+    assert "".join(t for _, t in left) == "Mix the flour well."
+    assert "".join(t for _, t in right) == "Mix the sugar well."
+    assert [t for c, t in left if c] == ["flour"]
+    assert [t for c, t in right if c] == ["sugar"]
+    same = diff_segments("a b", "a b")
+    assert not any(c for c, _ in same[0] + same[1])
+
+
+def test_index_loads_a_folder(hostile_dir):
+    index = DataIndex.load(hostile_dir)
+    assert [f["rows"] for f in index.files] == [2]
+    assert index.files[0]["classes"]["empty_response"] == 1
+    assert index.seconds >= 0
+
+
+def test_serve_refuses_missing_data(tmp_path, db_url):
+    r = CliRunner().invoke(
+        cli, ["serve", "--demo", "--db", db_url, "--data", str(tmp_path / "nope")]
+    )
+    assert r.exit_code != 0
+    assert "error:" in r.output and "nope" in r.output and "Traceback" not in r.output
