@@ -1,0 +1,96 @@
+"""The data browser in a real headless browser: the list, a class filter, a pair's differences.
+
+Uses the collection browser test's server and chromium fixtures. With
+``HH_UPDATE_SCREENSHOTS=1`` the pair page replaces docs/img/browse.png (1280x800).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("fastapi")
+uvicorn = pytest.importorskip("uvicorn")
+
+from test_browser import (  # noqa: E402
+    DOCS_IMG,
+    PNG_MAGIC,
+    TIMEOUT_MS,
+    _Server,
+    _watch,
+    browser,  # noqa: F401  (the fixture)
+)
+
+from hhrlhf.dataset import load_pairs  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def data_app(tmp_path):
+    from hhrlhf.collect.app import create_app
+    from hhrlhf.collect.config import demo_settings
+    from hhrlhf.collect.storage import Storage
+
+    url = f"sqlite:///{tmp_path / 'collect.db'}"
+    storage = Storage(url)
+    storage.upgrade()
+    _, token = storage.add_annotator("reader")
+    app = create_app(replace(demo_settings(url), data="sample"), storage=storage)
+    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("the app did not start")
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", token
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        storage.dispose()
+
+
+def test_filter_by_class_and_see_the_difference(data_app, browser, tmp_path):  # noqa: F811
+    base, token = data_app
+    cls = "response_contains_turns"
+    want = [p for p in load_pairs(data="sample") if cls in p.classes]
+    assert want
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.set_default_timeout(TIMEOUT_MS)
+    seen = _watch(page)
+    page.goto(f"{base}/login?token={token}")
+    page.goto(f"{base}/data")
+    page.select_option("#filter-class", cls)
+    page.click("#apply")
+    page.wait_for_url(f"**/data?*class={cls}*")
+    assert page.inner_text("#total").startswith(f"{len(want)} pair")
+    links = page.locator("ul.pairs a")
+    assert links.count() == len(want)
+    first = want[0]
+    links.first.click()
+    page.wait_for_url(f"**/data/pairs/{first.subset}/{first.split}/{first.index}")
+    marks = page.locator("#chosen-text mark, #rejected-text mark")
+    assert marks.count() > 0
+    assert marks.first.is_visible()
+    # the highlighted words are exactly where the two responses differ
+    chosen = page.inner_text("#chosen-text")
+    rejected = page.inner_text("#rejected-text")
+    assert chosen.strip() == first.chosen_response.strip()
+    assert rejected.strip() == first.rejected_response.strip()
+    assert "holds speaker markers" in page.inner_text("main")
+    shot = tmp_path / "browse.png"
+    page.screenshot(path=str(shot), full_page=False)
+    assert shot.read_bytes()[:8] == PNG_MAGIC
+    if os.environ.get("HH_UPDATE_SCREENSHOTS") == "1":
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        (DOCS_IMG / "browse.png").write_bytes(shot.read_bytes())
+    assert not seen["dialogs"] and not seen["errors"]
+    page.close()
