@@ -244,3 +244,31 @@ def test_serve_refuses_missing_data(tmp_path, db_url):
     )
     assert r.exit_code != 0
     assert "error:" in r.output and "nope" in r.output and "Traceback" not in r.output
+
+
+def test_collected_data_for_admins(client, storage, admin, bob, tmp_path):
+    from test_export import build
+
+    from hhrlhf.collect.export import export_collection
+
+    build(storage)
+    export_collection(storage, tmp_path / "out", min_strength=1, include_unfinished=True)
+    exported = list(load_pairs(data=str(tmp_path / "out")))
+    assert exported
+    body = client.get("/api/v1/data/pairs?source=collected&limit=200", headers=admin[1]).json()
+    assert body["total"] == len(exported)
+    assert [p["prompt"] + p["chosen_response"] for p in body["pairs"]] == [
+        p.chosen for p in exported
+    ]
+    r = client.get("/api/v1/data/pairs?source=collected", headers=bob[1])
+    assert r.status_code == 403 and "admins only" in r.json()["error"]
+    # the pages: the list and a pair, links keeping the source
+    client.get(f"/login?token={admin[2]}")
+    page = client.get("/data?source=collected").text
+    p = exported[0]
+    link = f"/data/pairs/{p.subset}/{p.split}/{p.index}?source=collected"
+    assert f'href="{link}"' in page
+    pair = client.get(link)
+    assert pair.status_code == 200 and "Chosen" in pair.text
+    client.get(f"/login?token={bob[2]}")
+    assert client.get("/data?source=collected").status_code == 403

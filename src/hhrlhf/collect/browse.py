@@ -182,7 +182,26 @@ def diff_segments(chosen: str, rejected: str) -> tuple[list, list]:
     return left, right
 
 
-def _index(request: Request) -> DataIndex:
+def collected_index(storage) -> DataIndex:
+    """The app's own database as HH data: exactly what ``hh collect export`` would write, with
+    the unfinished conversations and the weakest comparisons kept, so nothing is hidden."""
+    import tempfile
+
+    from .export import export_collection
+
+    with tempfile.TemporaryDirectory(prefix="hh-collected-") as tmp:
+        export_collection(storage, tmp, min_strength=1, include_unfinished=True)
+        index = DataIndex.load(tmp)
+    index.label = "collected"
+    return index
+
+
+def _index(request: Request, who) -> DataIndex:
+    """The data the request asks for: ``?source=collected`` is the app's database (admins)."""
+    if request.query_params.get("source") == "collected":
+        if not who.is_admin:
+            raise CollectError("the collected data is for admins only", 403)
+        return collected_index(request.app.state.storage)
     index = getattr(request.app.state, "data_index", None)
     if index is None:
         raise CollectError("no data to browse: start the app with hh serve --data PATH|sample", 404)
@@ -261,12 +280,12 @@ router = APIRouter()
 
 @router.get("/api/v1/data/subsets")
 def api_subsets(request: Request, who: Who):
-    return _index(request).files
+    return _index(request, who).files
 
 
 @router.get("/api/v1/data/pairs")
 def api_pairs(request: Request, who: Who):
-    index = _index(request)
+    index = _index(request, who)
     q, offset, limit = _pair_query(request.query_params)
     total, pairs = index.query(q, offset, limit)
     return {"total": total, "pairs": [pair_json(p) for p in pairs]}
@@ -274,12 +293,12 @@ def api_pairs(request: Request, who: Who):
 
 @router.get("/api/v1/data/pairs/{subset}/{split}/{row}")
 def api_pair(subset: str, split: str, row: int, request: Request, who: Who):
-    return pair_json(_index(request).pair(subset, split, row))
+    return pair_json(_index(request, who).pair(subset, split, row))
 
 
 @router.get("/api/v1/data/attempts")
 def api_attempts(request: Request, who: Who):
-    index = _index(request)
+    index = _index(request, who)
     params = request.query_params
     query = _attempt_query(params)
     offset = _int(params.get("offset"), "offset", 0)
@@ -294,16 +313,49 @@ def api_attempts(request: Request, who: Who):
 # ---- pages ---------------------------------------------------------------------------------
 
 
-def _page(request: Request, name: str, status: int = 200, **context):
+class _Refused(Exception):
+    def __init__(self, response):
+        self.response = response
+
+
+def _open(request: Request) -> DataIndex:
+    """The index for a page, or ``_Refused`` carrying the login or error page to show."""
     from .pages import _login_required, _render
 
-    if optional_annotator(request) is None:
-        return _login_required(request)
+    who = optional_annotator(request)
+    if who is None:
+        raise _Refused(_login_required(request))
     try:
-        index = _index(request)
+        return _index(request, who)
     except HHError as exc:
-        return _render(request, "collect/error.html", 404, message=str(exc), page="data")
-    return _render(request, name, status, index=index, page="data", **context)
+        status = getattr(exc, "status", 400)
+        raise _Refused(
+            _render(request, "collect/error.html", status, message=str(exc), page="data")
+        ) from None
+
+
+def _page(request: Request, index: DataIndex, name: str, status: int = 200, **context):
+    from .pages import _render
+
+    collected = request.query_params.get("source") == "collected"
+    context.setdefault("params", dict(request.query_params))
+    return _render(
+        request,
+        name,
+        status,
+        index=index,
+        page="data",
+        source_q="?source=collected" if collected else "",
+        collected=collected,
+        **context,
+    )
+
+
+def _error(request: Request, exc: HHError):
+    from .pages import _render
+
+    status = getattr(exc, "status", 400)
+    return _render(request, "collect/error.html", status, message=str(exc), page="data")
 
 
 def _link(base: str, params: dict) -> str:
@@ -311,41 +363,40 @@ def _link(base: str, params: dict) -> str:
     return base + ("?" + urlencode(kept) if kept else "")
 
 
+def _nav(base: str, params: dict, offset: int, limit: int, total: int) -> dict:
+    nav = {}
+    if offset > 0:
+        nav["prev"] = _link(base, {**params, "offset": max(0, offset - limit)})
+    if offset + limit < total:
+        nav["next"] = _link(base, {**params, "offset": offset + limit})
+    return nav
+
+
 @router.get("/data", response_class=HTMLResponse, include_in_schema=False)
 async def data_page(request: Request):
-    from .pages import _render
-
-    if (
-        optional_annotator(request) is None
-        or getattr(request.app.state, "data_index", None) is None
-    ):
-        return _page(request, "browse/pairs.html")
-    index = request.app.state.data_index
-    params = dict(request.query_params)
     try:
-        q, offset, limit = _pair_query(params)
+        index = await run_in_threadpool(_open, request)
+        q, offset, limit = _pair_query(request.query_params)
+    except _Refused as refused:
+        return refused.response
     except HHError as exc:
-        return _render(request, "collect/error.html", 422, message=str(exc), page="data")
+        return _error(request, exc)
+    params = dict(request.query_params)
     started = time.perf_counter()
     total, pairs = await run_in_threadpool(index.query, q, offset, limit)
     took = time.perf_counter() - started
-    nav = {}
-    if offset > 0:
-        nav["prev"] = _link("/data", {**params, "offset": max(0, offset - limit)})
-    if offset + limit < total:
-        nav["next"] = _link("/data", {**params, "offset": offset + limit})
     return _page(
         request,
+        index,
         "browse/pairs.html",
-        params=params,
         total=total,
         pairs=pairs,
         offset=offset,
         limit=limit,
-        nav=nav,
+        nav=_nav("/data", params, offset, limit, total),
         took_ms=took * 1000,
         classes=PAIR_CLASSES,
-        subsets=sorted({f["subset"] for f in index.files if f["classes"] or f["rows"]}),
+        subsets=sorted({f["subset"] for f in index.files if f["subset"] != "red-team-attempts"}),
     )
 
 
@@ -353,27 +404,26 @@ async def data_page(request: Request):
     "/data/pairs/{subset}/{split}/{row}", response_class=HTMLResponse, include_in_schema=False
 )
 def pair_page(subset: str, split: str, row: int, request: Request):
-    from .pages import _render
-
-    if (
-        optional_annotator(request) is None
-        or getattr(request.app.state, "data_index", None) is None
-    ):
-        return _page(request, "browse/pair.html")
     try:
-        p = request.app.state.data_index.pair(subset, split, row)
+        index = _open(request)
+        p = index.pair(subset, split, row)
+    except _Refused as refused:
+        return refused.response
     except HHError as exc:
-        return _render(request, "collect/error.html", 404, message=str(exc), page="data")
+        return _error(request, exc)
     left, right = diff_segments(p.chosen_response, p.rejected_response)
+    collected = request.query_params.get("source") == "collected"
     return _page(
         request,
+        index,
         "browse/pair.html",
         pair=p,
         turns=p.prompt_dialogue.turns,
         chosen_segments=left,
         rejected_segments=right,
         classes=[(c, PAIR_CLASSES[c]) for c in sorted(p.classes)],
-        json_url=f"/api/v1/data/pairs/{subset}/{split}/{row}",
+        json_url=f"/api/v1/data/pairs/{subset}/{split}/{row}"
+        + ("?source=collected" if collected else ""),
         markers={
             "chosen": bool(MARKER_RE.search(p.chosen_response)),
             "rejected": bool(MARKER_RE.search(p.rejected_response)),
@@ -383,48 +433,37 @@ def pair_page(subset: str, split: str, row: int, request: Request):
 
 @router.get("/data/attempts", response_class=HTMLResponse, include_in_schema=False)
 def attempts_page(request: Request):
-    from .pages import _render
-
-    if (
-        optional_annotator(request) is None
-        or getattr(request.app.state, "data_index", None) is None
-    ):
-        return _page(request, "browse/attempts.html")
-    params = dict(request.query_params)
     try:
+        index = _open(request)
+        params = dict(request.query_params)
         query = _attempt_query(params)
         offset = _int(params.get("offset"), "offset", 0)
         limit = _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT)
+    except _Refused as refused:
+        return refused.response
     except HHError as exc:
-        return _render(request, "collect/error.html", 422, message=str(exc), page="data")
-    total, found = _attempts(request.app.state.data_index, query, offset, limit)
-    nav = {}
-    if offset > 0:
-        nav["prev"] = _link("/data/attempts", {**params, "offset": max(0, offset - limit)})
-    if offset + limit < total:
-        nav["next"] = _link("/data/attempts", {**params, "offset": offset + limit})
+        return _error(request, exc)
+    total, found = _attempts(index, query, offset, limit)
     return _page(
         request,
+        index,
         "browse/attempts.html",
-        params=params,
         total=total,
         found=found,
         offset=offset,
-        nav=nav,
+        nav=_nav("/data/attempts", params, offset, limit, total),
     )
 
 
 @router.get("/data/attempts/{row}", response_class=HTMLResponse, include_in_schema=False)
 def attempt_page(row: int, request: Request):
-    from .pages import _render
-
-    if (
-        optional_annotator(request) is None
-        or getattr(request.app.state, "data_index", None) is None
-    ):
-        return _page(request, "browse/attempt.html")
-    attempts = request.app.state.data_index.attempts
-    if not 0 <= row < len(attempts):
-        return _render(request, "collect/error.html", 404, message=f"no attempt {row}", page="data")
-    a = attempts[row]
-    return _page(request, "browse/attempt.html", attempt=a, row=row, turns=a.dialogue.turns)
+    try:
+        index = _open(request)
+        if not 0 <= row < len(index.attempts):
+            raise CollectError(f"no attempt {row} in {index.label}", 404)
+    except _Refused as refused:
+        return refused.response
+    except HHError as exc:
+        return _error(request, exc)
+    a = index.attempts[row]
+    return _page(request, index, "browse/attempt.html", attempt=a, row=row, turns=a.dialogue.turns)
