@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import os
+from collections import Counter
 from dataclasses import replace
 
 import orjson
@@ -272,3 +274,24 @@ def test_collected_data_for_admins(client, storage, admin, bob, tmp_path):
     assert pair.status_code == 200 and "Chosen" in pair.text
     client.get(f"/login?token={bob[2]}")
     assert client.get("/data?source=collected").status_code == 403
+
+
+REAL = os.environ.get("HH_RLHF_REAL")
+
+
+@pytest.mark.real
+@pytest.mark.skipif(
+    not (REAL and os.path.exists(os.path.join(REAL, "harmless-base", "test.jsonl.gz"))),
+    reason="set HH_RLHF_REAL to a folder holding the real harmless-base/test.jsonl.gz",
+)
+def test_real_file_class_counts_match_hh_check():
+    index = DataIndex.load(REAL)
+    checked = audit(data=REAL, near_duplicates=False).counts
+    test_file = next(
+        f for f in index.files if (f["subset"], f["split"]) == ("harmless-base", "test")
+    )
+    assert test_file["rows"] == 2312
+    totals = Counter()
+    for f in index.files:
+        totals.update(f["classes"])
+    assert {k: totals.get(k, 0) for k in PAIR_CLASSES} == {k: checked[k] for k in PAIR_CLASSES}
