@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 from collections import Counter
 from dataclasses import replace
 
@@ -295,3 +296,19 @@ def test_real_file_class_counts_match_hh_check():
     for f in index.files:
         totals.update(f["classes"])
     assert {k: totals.get(k, 0) for k in PAIR_CLASSES} == {k: checked[k] for k in PAIR_CLASSES}
+
+
+def test_one_file_that_names_no_subset(make_client, settings, alice, tmp_path):
+    path = tmp_path / "train.jsonl"  # names its split, not its subset
+    prompt = "\n\nHuman: How do I fold a paper crane?\n\nAssistant:"
+    path.write_bytes(
+        orjson.dumps({"chosen": prompt + " Start with a square.", "rejected": prompt + " No."})
+        + b"\n"
+    )
+    client = make_client(replace(settings, data=str(path)))
+    client.get(f"/login?token={alice[2]}")
+    page = client.get("/data").text
+    link = next(part.split('"')[0] for part in page.split('href="/data/pairs/')[1:])
+    r = client.get("/data/pairs/" + link)
+    assert r.status_code == 200
+    assert "Start with a square." in re.sub(r"<[^>]+>", "", r.text)

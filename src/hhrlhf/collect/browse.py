@@ -14,7 +14,7 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -90,6 +90,8 @@ class DataIndex:
 
     def pair(self, subset: str, split: str, row: int) -> PreferencePair:
         at = self._by_key.get((subset, split, row))
+        if at is None and subset == "file":  # one file that names no subset
+            at = self._by_key.get((None, split, row))
         if at is None:
             raise CollectError(f"no pair {subset}/{split}/{row} in {self.label}", 404)
         return self.pairs[at]
@@ -422,7 +424,7 @@ def pair_page(subset: str, split: str, row: int, request: Request):
         chosen_segments=left,
         rejected_segments=right,
         classes=[(c, PAIR_CLASSES[c]) for c in sorted(p.classes)],
-        json_url=f"/api/v1/data/pairs/{subset}/{split}/{row}"
+        json_url=f"/api/v1/data/pairs/{quote(subset)}/{quote(split)}/{row}"
         + ("?source=collected" if collected else ""),
         markers={
             "chosen": bool(MARKER_RE.search(p.chosen_response)),
