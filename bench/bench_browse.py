@@ -1,13 +1,16 @@
 """The data browser's speed: index a corpus at start, then time filtered list pages.
 
 Usage: ``python bench/bench_browse.py [--data bench/corpus]`` (the full-scale synthetic
-corpus from ``bench/make_corpus.py``). Prints the index time and, for each filter, the
-median time of the query plus the page render through the app (TestClient, logged in).
+corpus from ``bench/make_corpus.py``). Prints the index time (wall and CPU: the machine may
+be shared; the load average is printed too) and, for each filter, the median time of the
+page through the app (TestClient, logged in): cold (the query's results not kept yet) and
+warm (the next page of the same query).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -21,7 +24,8 @@ QUERIES = [
     "turns=3&chosen=longer",
     "q=recipe&where=prompt",
     "q=flour",
-    "offset=150000",
+    "q=the",
+    "q=water&where=responses&class=inline_speaker_label",
 ]
 
 
@@ -40,32 +44,43 @@ def main(argv=None) -> int:
     from hhrlhf.collect.config import demo_settings
     from hhrlhf.collect.storage import Storage
 
+    print(
+        "load average before: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()),
+        f"({os.cpu_count()} cores)",
+    )
     with tempfile.TemporaryDirectory() as tmp:
         db = f"sqlite:///{Path(tmp) / 'bench.db'}"
         storage = Storage(db)
         storage.upgrade()
         _, token = storage.add_annotator("bench")
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         app = create_app(replace(demo_settings(db), data=args.data), storage=storage)
         index: DataIndex = app.state.data_index
         print(
             f"indexed {len(index.pairs)} pairs and {len(index.attempts)} attempts "
-            f"in {index.seconds:.1f} s (app ready in {time.perf_counter() - start:.1f} s)"
+            f"in {index.seconds:.1f} s (app ready in {time.perf_counter() - start:.1f} s, "
+            f"{time.process_time() - cpu:.1f} s CPU)"
         )
         with TestClient(app) as client:
             client.get(f"/login?token={token}")
-            print(f"| filter | matches | page (median of {args.repeat}) |")
+            print(f"| filter | matches | page cold / warm (median of {args.repeat}) |")
             print("|---|---|---|")
             for q in QUERIES:
-                times = []
+                cold, warm = [], []
                 for _ in range(args.repeat):
-                    t = time.perf_counter()
-                    r = client.get(f"/data?{q}")
-                    times.append(time.perf_counter() - t)
-                    assert r.status_code == 200, r.text[:200]
+                    index._found.clear()  # the kept results: cold, then the next page warm
+                    for times, url in ((cold, f"/data?{q}"), (warm, f"/data?{q}&offset=50")):
+                        t = time.perf_counter()
+                        r = client.get(url)
+                        times.append(time.perf_counter() - t)
+                        assert r.status_code == 200, r.text[:200]
                 total = client.get(f"/api/v1/data/pairs?{q}&limit=1").json()["total"]
-                print(f"| `{q or '(none)'}` | {total} | {statistics.median(times) * 1000:.0f} ms |")
+                print(
+                    f"| `{q or '(none)'}` | {total} | {statistics.median(cold) * 1000:.0f} ms"
+                    f" / {statistics.median(warm) * 1000:.0f} ms |"
+                )
         storage.dispose()
+    print("load average after: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
     return 0
 
 

@@ -312,3 +312,34 @@ def test_one_file_that_names_no_subset(make_client, settings, alice, tmp_path):
     r = client.get("/data/pairs/" + link)
     assert r.status_code == 200
     assert "Start with a square." in re.sub(r"<[^>]+>", "", r.text)
+
+
+def test_text_index_finds_what_the_plain_scan_finds(tmp_path):
+    """The casefolded buffer gives the rows a scan of every pair's strings gives."""
+    from hhrlhf.collect.browse import PairQuery, _holds
+
+    root = tmp_path / "data" / "helpful-base"
+    root.mkdir(parents=True)
+    prompt = "\n\nHuman: Was ist die STRASSE?\n\nAssistant:"
+    rows = [
+        {"chosen": prompt + " Die Straße.", "rejected": prompt + " Keine."},
+        {"chosen": prompt + " a\0b", "rejected": prompt + " Weiß nicht."},
+        {"chosen": "\n\nHuman: tea\n\nAssistant: Green tea.", "rejected": "\n\nHuman: tea"},
+    ]
+    with gzip.open(root / "train.jsonl.gz", "wb") as f:
+        f.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    index = DataIndex.load(str(tmp_path / "data"))
+    sample = DataIndex.load("sample")
+    needles = ["strasse", "STRASSE", "ß", "weiss", "assistant: die", "a\0b", "tea", "?\n\nass"]
+    needles += ["recipe", "the", "human:", "\n\nhuman:", "e", "zzzz-none"]
+    for idx in (index, sample):
+        for needle in needles:
+            for where in ("any", "prompt", "responses"):
+                total, _ = idx.query(PairQuery(q=needle, where=where), 0, 1)
+                want = [p for p in idx.pairs if _holds(p, needle.casefold(), where)]
+                assert total == len(want), (needle, where)
+    assert index.query(PairQuery(q="STRASSE", where="responses"), 0, 5)[0] == 1  # Straße
+    assert index.query(PairQuery(q="WEISS", where="responses"), 0, 5)[0] == 1  # Weiß
+    assert index.query(PairQuery(q="assistant: die", where="prompt"), 0, 5)[0] == 0
+    assert index.query(PairQuery(q="assistant: die"), 0, 5)[0] == 1  # across the boundary
+    assert index.query(PairQuery(q="a\0b"), 0, 5)[0] == 1  # NUL: the plain scan

@@ -42,6 +42,8 @@ class DataIndex:
     files: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     _by_key: dict = field(default_factory=dict, repr=False)
+    _text: _TextIndex | None = field(default=None, repr=False)
+    _found: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, data) -> DataIndex:
@@ -85,6 +87,7 @@ class DataIndex:
                         "classes": {},
                     }
                 )
+        index._text = _TextIndex.build(index.pairs)
         index.seconds = time.perf_counter() - start
         return index
 
@@ -98,9 +101,22 @@ class DataIndex:
 
     def query(self, q: PairQuery, offset: int = 0, limit: int = 50) -> tuple[int, list]:
         """(total matches, the pairs in ``[offset, offset + limit)``), in file order."""
-        total, out = 0, []
+        rows = self._rows(q)
+        return len(rows), [self.pairs[i] for i in rows[offset : offset + limit]]
+
+    def _rows(self, q: PairQuery) -> list[int]:
+        """Every row that ``q`` matches; the last few queries are kept (paging is free)."""
+        found = self._found.get(q)
+        if found is not None:
+            return found
         needle = q.q.casefold() if q.q else None
-        for p, (subset, split, classes, turns, longer) in zip(self.pairs, self.meta, strict=True):
+        rows = range(len(self.pairs))
+        if needle is not None and self._text is not None and self._text.can_search(needle):
+            rows = self._text.search(needle, q.where)
+            needle = None  # decided
+        pairs, meta, found = self.pairs, self.meta, []
+        for i in rows:
+            subset, split, classes, turns, longer = meta[i]
             if q.subset and subset != q.subset:
                 continue
             if q.split and split != q.split:
@@ -113,19 +129,80 @@ class DataIndex:
                 continue
             if q.chosen == "shorter" and longer >= 0:
                 continue
-            if needle is not None:
-                e = p.prompt_end
-                where = (p.chosen, p.rejected[e:]) if q.where == "any" else None
-                if q.where == "prompt":
-                    where = (p.chosen[:e],)
-                elif q.where == "responses":
-                    where = (p.chosen[e:], p.rejected[e:])
-                if not any(needle in w.casefold() for w in where):
-                    continue
-            if offset <= total < offset + limit:
-                out.append(p)
-            total += 1
-        return total, out
+            if needle is not None and not _holds(pairs[i], needle, q.where):
+                continue
+            found.append(i)
+        if len(self._found) >= 32:
+            self._found.pop(next(iter(self._found)))
+        self._found[q] = found
+        return found
+
+
+def _holds(p: PreferencePair, needle: str, where: str) -> bool:
+    """Whether the pair's text holds ``needle`` (casefolded) ``where``: the plain scan."""
+    e = p.prompt_end
+    if where == "prompt":
+        texts = (p.chosen[:e],)
+    elif where == "responses":
+        texts = (p.chosen[e:], p.rejected[e:])
+    else:
+        texts = (p.chosen, p.rejected[e:])
+    return any(needle in t.casefold() for t in texts)
+
+
+class _TextIndex:
+    """Every pair's text, casefolded, in one UTF-8 buffer: a search is ``bytes.find``.
+
+    Pair ``i`` is ``prompt + chosen_response + NUL + rejected_response + NUL`` from
+    ``starts[i]``; ``prompt_ends[i]`` is where its prompt ends. A hit maps to its pair by bisection, and the search goes on
+    from the next pair, so a word in every pair costs one find per pair. The matches are
+    the ones a scan of each pair's strings gives: the prompt and the chosen response are
+    one string (as ``chosen`` is), the rejected response another.
+    """
+
+    SEP = "\0"
+
+    def __init__(self, blob: bytes, starts: list, prompt_ends: list):
+        self.blob, self.starts, self.prompt_ends = blob, starts, prompt_ends
+
+    @classmethod
+    def build(cls, pairs) -> _TextIndex:
+        parts, starts, prompt_ends = [], [], []
+        at = 0
+        for p in pairs:
+            e = p.prompt_end
+            prompt = p.chosen[:e].casefold().encode("utf-8", "surrogatepass")
+            chosen = p.chosen[e:].casefold().encode("utf-8", "surrogatepass")
+            rejected = p.rejected[e:].casefold().encode("utf-8", "surrogatepass")
+            starts.append(at)
+            prompt_ends.append(at + len(prompt))
+            at += len(prompt) + len(chosen) + len(rejected) + 2
+            parts += (prompt, chosen, b"\0", rejected, b"\0")
+        starts.append(at)
+        return cls(b"".join(parts), starts, prompt_ends)
+
+    def can_search(self, needle: str) -> bool:
+        return self.SEP not in needle
+
+    def search(self, needle: str, where: str = "any") -> list[int]:
+        """The rows whose text holds ``needle`` (casefolded) ``where``: any, prompt, responses."""
+        from bisect import bisect_right
+
+        pat = needle.encode("utf-8", "surrogatepass")
+        blob, starts, prompt_ends = self.blob, self.starts, self.prompt_ends
+        find, n, rows = blob.find, len(pat), []
+        pos = find(pat)
+        while pos >= 0:
+            i = bisect_right(starts, pos) - 1
+            if where == "prompt" and pos + n > prompt_ends[i]:
+                pos = find(pat, starts[i + 1])  # past the prompt: none later in this pair
+                continue
+            if where == "responses" and pos < prompt_ends[i]:
+                pos = find(pat, prompt_ends[i])
+                continue
+            rows.append(i)
+            pos = find(pat, starts[i + 1])
+        return rows
 
 
 @dataclass(frozen=True)
