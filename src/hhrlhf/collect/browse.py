@@ -44,6 +44,8 @@ class DataIndex:
     _by_key: dict = field(default_factory=dict, repr=False)
     _text: _TextIndex | None = field(default=None, repr=False)
     _found: dict = field(default_factory=dict, repr=False)
+    #: the red-team reports drawn, by (query, plots)
+    reports: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, data) -> DataIndex:
@@ -325,20 +327,29 @@ def _pair_query(params) -> tuple[PairQuery, int, int]:
     )
 
 
+def _many(params, name: str) -> tuple[str, ...]:
+    """A filter given once or repeated (``?tag=a&tag=b``: any of them), empty values dropped."""
+    getlist = getattr(params, "getlist", None)
+    values = getlist(name) if getlist else [params.get(name)]
+    return tuple(v for v in values if v)
+
+
 def _attempt_query(params):
+    """The ``hh redteam query`` filters from a query string (the same :class:`AttemptQuery`)."""
     from ..redteam.query import AttemptQuery
 
     try:
         return AttemptQuery(
-            model_type=params.get("model_type") or None,
-            num_params=params.get("num_params") or None,
+            model_type=_many(params, "model_type"),
+            num_params=_many(params, "num_params"),
             min_rating=_float(params.get("min_rating"), "min_rating"),
             max_rating=_float(params.get("max_rating"), "max_rating"),
             min_score=_float(params.get("min_score"), "min_score"),
             max_score=_float(params.get("max_score"), "max_score"),
-            tag=params.get("tag") or None,
-            member=params.get("member") or None,
+            tag=_many(params, "tag"),
+            member=_many(params, "member"),
             text=params.get("q") or None,
+            search_in=params.get("search_in") or "both",
         )
     except ValueError as exc:
         raise CollectError(str(exc), 422) from None
@@ -383,10 +394,7 @@ def api_attempts(request: Request, who: Who):
     offset = _int(params.get("offset"), "offset", 0)
     limit = _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT)
     total, found = _attempts(index, query, offset, limit)
-    return {
-        "total": total,
-        "attempts": [{"index": i, **a.to_dict(real_keys=True)} for i, a in found],
-    }
+    return {"total": total, "attempts": [a.to_dict(real_keys=True) for _, a in found]}
 
 
 # ---- pages ---------------------------------------------------------------------------------
@@ -532,6 +540,45 @@ def attempts_page(request: Request):
         offset=offset,
         nav=_nav("/data/attempts", params, offset, limit, total),
     )
+
+
+@router.get("/data/attempts/report", response_class=HTMLResponse, include_in_schema=False)
+def attempts_report(request: Request):
+    """``hh redteam report`` on the attempts the filters keep: every number and table
+    (``?plots=1`` draws the figures too, which takes seconds)."""
+    try:
+        index = _open(request)
+        params = request.query_params
+        query = _attempt_query(params)
+        plots = params.get("plots") == "1"
+        kept = [a for a in index.attempts if query.matches(a)]
+        if not kept:
+            raise CollectError("no attempt matches these filters: nothing to report", 404)
+        html = index.reports.get((query, plots))
+        if html is None:
+            html = _report_html(kept, f"{index.label} ({len(kept)} attempts)", plots)
+            if len(index.reports) >= 8:
+                index.reports.pop(next(iter(index.reports)))
+            index.reports[(query, plots)] = html
+    except _Refused as refused:
+        return refused.response
+    except HHError as exc:
+        return _error(request, exc)
+    return HTMLResponse(html)
+
+
+def _report_html(attempts, source: str, plots: bool) -> str:
+    from ..redteam.report import compute_report, draw_figures, render_html
+    from ..redteam.stats import drop_out_of_range
+
+    report = compute_report(attempts, source=source)
+    pngs = {}
+    if plots:
+        from ..redteam.plots import figure_png
+
+        figures = draw_figures(report, drop_out_of_range(attempts)[0])
+        pngs = {name: figure_png(fig) for name, fig in figures.items()}
+    return render_html(report, pngs)
 
 
 @router.get("/data/attempts/{row}", response_class=HTMLResponse, include_in_schema=False)
