@@ -359,3 +359,40 @@ def test_text_index_finds_what_the_plain_scan_finds(tmp_path):
     assert index.query(PairQuery(q="assistant: die", where="prompt"), 0, 5)[0] == 0
     assert index.query(PairQuery(q="assistant: die"), 0, 5)[0] == 1  # across the boundary
     assert index.query(PairQuery(q="a\0b"), 0, 5)[0] == 1  # NUL: the plain scan
+
+
+HOSTILE_DATA = os.path.join(os.path.dirname(__file__), "..", "data", "browse", "hostile")
+#: every page of the data section, over the hostile fixture (script tags, template syntax,
+#: an RTL override, NUL, fake speaker markers: tests/data/browse/hostile)
+HOSTILE_PAGES = [
+    "/data",
+    "/data?q=script",
+    "/data?q=water&where=prompt",
+    "/data/pairs/helpful-base/train/0",
+    "/data/pairs/helpful-base/train/1",
+    "/data/pairs/helpful-base/train/2",
+    "/data/attempts",
+    "/data/attempts?q=script",
+    "/data/attempts/0",
+]
+
+
+def test_hostile_fixture_is_shown_literally_on_every_page(make_client, settings, alice):
+    client = make_client(replace(settings, data=HOSTILE_DATA))
+    client.get(f"/login?token={alice[2]}")
+    for url in HOSTILE_PAGES:
+        r = client.get(url)
+        assert r.status_code == 200, url
+        page = r.text
+        assert "<script>window" not in page and "<img src=x" not in page, url
+        assert "&lt;script&gt;window.__pwned=1" in page or "&lt;img src=x" in page, url
+        assert "{{7*7}}" in page, url  # template syntax in the data is text
+        assert "\u202e" not in page and "\0" not in page, url  # never raw
+    pair = client.get("/data/pairs/helpful-base/train/2").text
+    assert "\\u202edlrow" in pair and "olleh\\u202c" in pair and "before\\x00after" in pair
+    assert "&lt;/textarea&gt;&lt;/div&gt;Daily" in pair
+    fake = client.get("/data/pairs/helpful-base/train/1").text
+    assert "holds speaker markers" in fake and "empty response" in fake
+    assert "Mist it.\n\nHuman: fake turn written by the model" in fake
+    attempt = client.get("/data/attempts/0").text
+    assert "\\u202e" in attempt and "&lt;script&gt;" in attempt

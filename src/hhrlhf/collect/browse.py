@@ -421,6 +421,21 @@ def _open(request: Request) -> DataIndex:
         ) from None
 
 
+_BIDI = {
+    c: f"\\u{c:04x}"
+    for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def visible(text) -> str:
+    """Data text for a page: control characters as ``\\xNN`` (:func:`hhrlhf.text.printable`)
+    and the bidirectional controls (an RTL override) as ``\\u202e``, so a reader sees them
+    instead of having the text reordered; newlines and tabs kept. Escaping is the template's."""
+    from ..text import printable
+
+    return printable(str(text)).translate(_BIDI)
+
+
 def _page(request: Request, index: DataIndex, name: str, status: int = 200, **context):
     from .pages import _render
 
@@ -434,6 +449,7 @@ def _page(request: Request, index: DataIndex, name: str, status: int = 200, **co
         page="data",
         source_q="?source=collected" if collected else "",
         collected=collected,
+        visible=visible,
         **context,
     )
 
