@@ -396,3 +396,34 @@ def test_hostile_fixture_is_shown_literally_on_every_page(make_client, settings,
     assert "Mist it.\n\nHuman: fake turn written by the model" in fake
     attempt = client.get("/data/attempts/0").text
     assert "\\u202e" in attempt and "&lt;script&gt;" in attempt
+
+
+def test_every_filter_state_is_a_deep_link(data_client, sample_pairs, alice):
+    """A URL with every filter set opens the same list with the form filled in, and its
+    page links keep every filter; the pair links open those pairs."""
+    from hhrlhf.collect.browse import PairQuery
+
+    data_client.get(f"/login?token={alice[2]}")
+    state = "subset=helpful-base&split=train&turns=1&chosen=longer&q=the&where=responses&limit=5"
+    page = data_client.get(f"/data?{state}").text
+    for selected in ("helpful-base", "train", "longer", "responses"):
+        assert f'<option value="{selected}" selected>' in page
+    assert 'name="turns" value="1"' in page and 'name="q" value="the"' in page
+    index = DataIndex.load("sample")
+    query = PairQuery("helpful-base", "train", None, 1, "longer", "the", "responses")
+    total, first = index.query(query, 0, 5)
+    assert total > 5 and f"{total} pairs" in page
+    assert f'href="/data?{state.replace("&", "&amp;")}&amp;offset=5"' in page
+    for p in first:
+        link = f"/data/pairs/{p.subset}/{p.split}/{p.index}"
+        assert f'href="{link}"' in page
+        assert p.chosen_response[:20] in re.sub(r"<[^>]+>", "", data_client.get(link).text)
+    second = data_client.get(f"/data?{state}&offset=5").text
+    assert f'href="/data?{state.replace("&", "&amp;")}&amp;offset=0"' in second
+    _, following = index.query(query, 5, 5)
+    assert f'href="/data/pairs/{following[0].subset}/train/{following[0].index}"' in second
+    # the attempts too, a repeated filter kept in the page links
+    attempts = "model_type=rlhf&model_type=plain+lm&min_rating=1&limit=3"
+    page = data_client.get(f"/data/attempts?{attempts}").text
+    assert f'href="/data/attempts?{attempts.replace("&", "&amp;")}&amp;offset=3"' in page
+    assert 'name="min_rating" value="1"' in page

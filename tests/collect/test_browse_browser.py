@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 
+from test_browse import HOSTILE_DATA, HOSTILE_PAGES  # noqa: E402
 from test_browser import (  # noqa: E402
     DOCS_IMG,
     PNG_MAGIC,
@@ -30,8 +32,9 @@ from hhrlhf.dataset import load_pairs  # noqa: E402
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def data_app(tmp_path):
+@contextmanager
+def _data_app(tmp_path, data):
+    """The app browsing ``data``, served on a loopback port: (base URL, a login token)."""
     from hhrlhf.collect.app import create_app
     from hhrlhf.collect.config import demo_settings
     from hhrlhf.collect.storage import Storage
@@ -40,7 +43,7 @@ def data_app(tmp_path):
     storage = Storage(url)
     storage.upgrade()
     _, token = storage.add_annotator("reader")
-    app = create_app(replace(demo_settings(url), data="sample"), storage=storage)
+    app = create_app(replace(demo_settings(url), data=data), storage=storage)
     server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -56,6 +59,12 @@ def data_app(tmp_path):
         server.should_exit = True
         thread.join(10)
         storage.dispose()
+
+
+@pytest.fixture(scope="module")
+def data_app(tmp_path_factory):
+    with _data_app(tmp_path_factory.mktemp("sample"), "sample") as served:
+        yield served
 
 
 def test_filter_by_class_and_see_the_difference(data_app, browser, tmp_path):  # noqa: F811
@@ -92,5 +101,78 @@ def test_filter_by_class_and_see_the_difference(data_app, browser, tmp_path):  #
     if os.environ.get("HH_UPDATE_SCREENSHOTS") == "1":
         DOCS_IMG.mkdir(parents=True, exist_ok=True)
         (DOCS_IMG / "browse.png").write_bytes(shot.read_bytes())
+    assert not seen["dialogs"] and not seen["errors"]
+    page.close()
+
+
+def test_hostile_data_runs_nothing_and_reads_literally(browser, tmp_path):  # noqa: F811
+    """tests/data/browse/hostile on every data page: no script runs, the text reads as written."""
+    with _data_app(tmp_path, HOSTILE_DATA) as (base, token):
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.set_default_timeout(TIMEOUT_MS)
+        seen = _watch(page)
+        page.goto(f"{base}/login?token={token}")
+        for path in HOSTILE_PAGES:
+            page.goto(base + path)
+            main = page.inner_text("main")
+            assert page.evaluate("window.__pwned") is None, path
+            assert page.locator("main script, main img").count() == 0, path
+            assert "<script>window.__pwned=1;alert('script')</script>" in main or (
+                '<img src=x onerror="window.__pwned=1;alert(2)">' in main
+            ), path
+            assert "{{7*7}}" in main and "49" not in main, path
+            assert "\u202e" not in main and "\0" not in main, path
+        page.goto(f"{base}/data/pairs/helpful-base/train/2")
+        text = page.inner_text("main")
+        assert "before\\x00after" in text and "\\u202edlrow" in text
+        assert "Human: water weekly." in text  # the inline label, as written
+        page.goto(f"{base}/data/pairs/helpful-base/train/1")
+        assert "Mist it.\n\nHuman: fake turn written by the model" in page.inner_text(
+            "#rejected-text"
+        )
+        assert not seen["dialogs"] and not seen["errors"]
+        page.close()
+
+
+def _tab_to(page, selector: str, presses: int = 80) -> None:
+    """Press Tab until the element ``selector`` has the focus (the keyboard user's way)."""
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        if page.evaluate(f"document.activeElement === document.querySelector({selector!r})"):
+            return
+    pytest.fail(f"Tab never reached {selector}")
+
+
+def test_filters_and_paging_by_keyboard(data_app, browser):  # noqa: F811
+    base, token = data_app
+    train = [p for p in load_pairs(data="sample") if p.split == "train"]
+    assert len(train) > 50
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.set_default_timeout(TIMEOUT_MS)
+    seen = _watch(page)
+    page.goto(f"{base}/login?token={token}")
+    page.goto(f"{base}/data")
+    _tab_to(page, "select[name=split]")
+    page.keyboard.type("train")  # a focused select picks the option typed
+    assert page.eval_on_selector("select[name=split]", "e => e.value") == "train"
+    _tab_to(page, "input[name=q]")
+    page.keyboard.press("Enter")  # Enter in a field submits the form
+    page.wait_for_url("**/data?*split=train*")
+    assert page.inner_text("#total").startswith(f"{len(train)} pairs")
+    _tab_to(page, "#next")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**offset=50*")
+    assert "split=train" in page.url
+    first = train[50]
+    assert page.locator("ul.pairs a").first.get_attribute("href") == (
+        f"/data/pairs/{first.subset}/{first.split}/{first.index}"
+    )
+    _tab_to(page, "#prev")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**offset=0*")
+    # a pair opens by keyboard too
+    _tab_to(page, "ul.pairs a")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/data/pairs/{train[0].subset}/train/{train[0].index}")
     assert not seen["dialogs"] and not seen["errors"]
     page.close()

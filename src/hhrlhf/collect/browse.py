@@ -461,17 +461,15 @@ def _error(request: Request, exc: HHError):
     return _render(request, "collect/error.html", status, message=str(exc), page="data")
 
 
-def _link(base: str, params: dict) -> str:
-    kept = {k: v for k, v in params.items() if v not in (None, "")}
-    return base + ("?" + urlencode(kept) if kept else "")
-
-
-def _nav(base: str, params: dict, offset: int, limit: int, total: int) -> dict:
+def _nav(base: str, params, offset: int, limit: int, total: int) -> dict:
+    """Previous/next links keeping every filter of the query string (repeated ones too, empty
+    ones dropped), so each page of each filter state is a URL to share."""
+    kept = [(k, v) for k, v in params.multi_items() if k != "offset" and v != ""]
     nav = {}
     if offset > 0:
-        nav["prev"] = _link(base, {**params, "offset": max(0, offset - limit)})
+        nav["prev"] = base + "?" + urlencode([*kept, ("offset", max(0, offset - limit))])
     if offset + limit < total:
-        nav["next"] = _link(base, {**params, "offset": offset + limit})
+        nav["next"] = base + "?" + urlencode([*kept, ("offset", offset + limit)])
     return nav
 
 
@@ -484,7 +482,6 @@ async def data_page(request: Request):
         return refused.response
     except HHError as exc:
         return _error(request, exc)
-    params = dict(request.query_params)
     started = time.perf_counter()
     total, pairs = await run_in_threadpool(index.query, q, offset, limit)
     took = time.perf_counter() - started
@@ -496,7 +493,7 @@ async def data_page(request: Request):
         pairs=pairs,
         offset=offset,
         limit=limit,
-        nav=_nav("/data", params, offset, limit, total),
+        nav=_nav("/data", request.query_params, offset, limit, total),
         took_ms=took * 1000,
         classes=PAIR_CLASSES,
         subsets=sorted({f["subset"] for f in index.files if f["subset"] != "red-team-attempts"}),
@@ -538,7 +535,7 @@ def pair_page(subset: str, split: str, row: int, request: Request):
 def attempts_page(request: Request):
     try:
         index = _open(request)
-        params = dict(request.query_params)
+        params = request.query_params
         query = _attempt_query(params)
         offset = _int(params.get("offset"), "offset", 0)
         limit = _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT)
@@ -554,7 +551,7 @@ def attempts_page(request: Request):
         total=total,
         found=found,
         offset=offset,
-        nav=_nav("/data/attempts", params, offset, limit, total),
+        nav=_nav("/data/attempts", request.query_params, offset, limit, total),
     )
 
 
