@@ -427,3 +427,16 @@ def test_every_filter_state_is_a_deep_link(data_client, sample_pairs, alice):
     page = data_client.get(f"/data/attempts?{attempts}").text
     assert f'href="/data/attempts?{attempts.replace("&", "&amp;")}&amp;offset=3"' in page
     assert 'name="min_rating" value="1"' in page
+
+
+def test_kept_queries_are_bounded_and_paging_reuses_them():
+    from hhrlhf.collect.browse import PairQuery
+
+    index = DataIndex.load("sample")
+    first = index.query(PairQuery(split="train"), 0, 10)
+    rows = index._found[PairQuery(split="train")]
+    assert index.query(PairQuery(split="train"), 10, 10)[1] == [index.pairs[i] for i in rows[10:20]]
+    assert index.query(PairQuery(split="train"), 0, 10) == first
+    for turns in range(40):
+        index.query(PairQuery(turns=turns), 0, 1)
+    assert len(index._found) == 32 and PairQuery(turns=39) in index._found

@@ -134,10 +134,19 @@ class DataIndex:
             if needle is not None and not _holds(pairs[i], needle, q.where):
                 continue
             found.append(i)
-        if len(self._found) >= 32:
-            self._found.pop(next(iter(self._found)))
-        self._found[q] = found
+        _keep(self._found, q, found, 32)
         return found
+
+
+def _keep(cache: dict, key, value, size: int) -> None:
+    """Keep ``value`` under ``key``, dropping the oldest entries past ``size`` (requests run in
+    threads: another may drop the same entry first, which is fine)."""
+    while len(cache) >= size:
+        try:
+            cache.pop(next(iter(cache)), None)
+        except (StopIteration, RuntimeError):  # emptied or changed meanwhile
+            break
+    cache[key] = value
 
 
 def _holds(p: PreferencePair, needle: str, where: str) -> bool:
@@ -570,9 +579,7 @@ def attempts_report(request: Request):
         html = index.reports.get((query, plots))
         if html is None:
             html = _report_html(kept, f"{index.label} ({len(kept)} attempts)", plots)
-            if len(index.reports) >= 8:
-                index.reports.pop(next(iter(index.reports)))
-            index.reports[(query, plots)] = html
+            _keep(index.reports, (query, plots), html, 8)
     except _Refused as refused:
         return refused.response
     except HHError as exc:
