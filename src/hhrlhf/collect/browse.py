@@ -2,7 +2,8 @@
 
 ``DataIndex.load(data)`` reads every preference file and the red-team attempts once, at
 start, and keeps each pair's classes (the ones ``hh check`` counts), its human-turn count and
-its response lengths, so a filtered page is a scan over small tuples. ``router`` serves the
+its response lengths, so a filtered page is a scan over small tuples, and every pair's text
+casefolded in one buffer, so a text search is ``bytes.find`` over it (``_TextIndex``). ``router`` serves the
 JSON API (``/api/v1/data/...``) and the pages (``/data...``); both need a login like the
 rest of the app. Filters live in the query string, so every page state is a shareable URL.
 """
