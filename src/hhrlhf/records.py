@@ -178,9 +178,9 @@ def _inline_label_in_turns(text: str) -> bool:
     When every "Human:" and "Assistant:" in the text follows "\\n\\n", each one is a turn
     marker and no turn can hold a label: counting decides that without parsing (most pairs).
     """
-    if text.count("Human:") == text.count("\n\nHuman:") and text.count(
-        "Assistant:"
-    ) == text.count("\n\nAssistant:"):
+    if text.count("Human:") == text.count("\n\nHuman:") and text.count("Assistant:") == text.count(
+        "\n\nAssistant:"
+    ):
         return False
     return any(has_inline_label(t.text) for t in parse_transcript(text).turns)
 
