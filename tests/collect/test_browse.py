@@ -177,12 +177,38 @@ def test_the_report_on_the_filtered_attempts(data_client, alice):
     assert none.status_code == 404 and "nothing to report" in none.text
 
 
-def test_same_auth_as_the_app(make_client, settings, data_client):
+DATA_API = (
+    "/api/v1/data/subsets",
+    "/api/v1/data/pairs",
+    "/api/v1/data/pairs/helpful-base/train/0",
+    "/api/v1/data/attempts",
+)
+DATA_PAGES = (
+    "/data",
+    "/data/pairs/helpful-base/train/0",
+    "/data/attempts",
+    "/data/attempts/0",
+    "/data/attempts/report",
+)
+
+
+def test_same_auth_as_the_app(make_client, settings, data_client, storage):
     anonymous = make_client(replace(settings, data="sample"))
-    for url in ("/api/v1/data/subsets", "/api/v1/data/pairs", "/api/v1/data/attempts"):
-        assert anonymous.get(url).status_code == 401
-    page = anonymous.get("/data")
-    assert page.status_code == 401 and "login" in page.text.lower()
+    wrong = {"Authorization": "Bearer " + "x" * 43}
+    for url in DATA_API:
+        assert anonymous.get(url).status_code == 401, url
+        assert anonymous.get(url, headers=wrong).status_code == 401, url
+    for url in DATA_PAGES:
+        page = anonymous.get(url)
+        assert page.status_code == 401 and "login" in page.text.lower(), url
+    _, token = storage.add_annotator("carol")
+    storage.set_disabled("carol")
+    disabled = make_client(replace(settings, data="sample"))
+    for url in DATA_API:
+        assert disabled.get(url, headers={"Authorization": f"Bearer {token}"}).status_code == 403
+    disabled.get(f"/login?token={token}")
+    for url in DATA_PAGES:
+        assert disabled.get(url).status_code in (401, 403), url
 
 
 def test_without_data_the_section_says_how(client, alice):
