@@ -125,3 +125,24 @@ def test_pairs_are_untracked_by_the_garbage_collector():
     assert all(map(gc.is_tracked, objs))
     untrack(objs)
     assert not any(map(gc.is_tracked, objs))
+
+
+@pytest.mark.parametrize(
+    "text, inline",
+    [
+        (P + " Plain answer.", False),
+        (P + " Quoted Human: in a turn.", True),
+        ("Human: in the preamble only" + P + " Fine.", False),  # the preamble is no turn
+        ("\n\nHuman:Human: at a turn's start", True),
+        ("\n\n\nHuman: three newlines\n\nAssistant: ok", False),
+        (P + " ends with Assistant:", True),
+        ("\n\nAssistant:\n\nHuman:\n\nAssistant:", False),
+    ],
+)
+def test_inline_label_counting_agrees_with_parsing(text, inline):
+    """The counting shortcut in classify_pair gives what parsing every turn gives."""
+    from hhrlhf.transcript import has_inline_label, parse_transcript
+
+    parsed = any(has_inline_label(t.text) for t in parse_transcript(text).turns)
+    assert parsed is inline
+    assert ("inline_speaker_label" in classify_pair(text, text + " x")) is inline

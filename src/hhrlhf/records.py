@@ -172,6 +172,19 @@ def _untrack_ctypes():
 untrack = _untrack if _untrack is not None else _untrack_ctypes()
 
 
+def _inline_label_in_turns(text: str) -> bool:
+    """Whether a turn of ``parse_transcript(text)`` holds a speaker label without ``\\n\\n``.
+
+    When every "Human:" and "Assistant:" in the text follows "\\n\\n", each one is a turn
+    marker and no turn can hold a label: counting decides that without parsing (most pairs).
+    """
+    if text.count("Human:") == text.count("\n\nHuman:") and text.count("Assistant:") == text.count(
+        "\n\nAssistant:"
+    ):
+        return False
+    return any(has_inline_label(t.text) for t in parse_transcript(text).turns)
+
+
 def classify_pair(chosen: str, rejected: str, prompt_end: int | None = None) -> frozenset[str]:
     """The :data:`PAIR_CLASSES` that apply to a pair."""
     out = set()
@@ -186,12 +199,12 @@ def classify_pair(chosen: str, rejected: str, prompt_end: int | None = None) -> 
         out.add("empty_response")
     if MARKER_RE.search(cr) or MARKER_RE.search(rr):
         out.add("response_contains_turns")
-    dc, dr = parse_transcript(chosen), parse_transcript(rejected)
-    if not is_alternating(t.role for t in dc.turns) or not is_alternating(t.role for t in dr.turns):
-        out.add("non_alternating")
-    if any(has_inline_label(t.text) for t in dc.turns) or any(
-        has_inline_label(t.text) for t in dr.turns
+    # the roles in order, as parse_transcript would give them, without building the turns
+    if not is_alternating(MARKER_RE.findall(chosen)) or not is_alternating(
+        MARKER_RE.findall(rejected)
     ):
+        out.add("non_alternating")
+    if _inline_label_in_turns(chosen) or _inline_label_in_turns(rejected):
         out.add("inline_speaker_label")
     if chosen != rejected:
         a = align_pair(chosen, rejected)

@@ -21,6 +21,7 @@ def test_demo_step_runs_a_conversation_and_exports_it(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "the app is up at http://127.0.0.1:" in out
     assert "hh serve --demo" in out
+    assert "browse the sample: hh serve --demo --data sample" in out
     manifest = json.loads((tmp_path / "collect-export" / "manifest.json").read_text())
     # every scripted choice is at or above the default --min-strength 2; one is edited
     assert manifest["comparisons"] == {"pick": len(SCRIPT), "edit": 1}

@@ -3,6 +3,8 @@ annotator, admin, the owner's cookie without a CSRF token}. A refused request ch
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 WHO = ("none", "wrong", "disabled", "other", "admin", "forged")
@@ -26,13 +28,38 @@ MATRIX = {
     ("GET", "/static/collect.js"): (200, 200, 200, 200, 200, 200),
     ("POST", "/logout"): (200, 200, 200, 200, 200, 403),
     ("GET", "/login"): (401, 401, 401, 401, 401, 401),  # no token in the URL
+    # review tasks (nothing is due: review 0 does not exist) and the admin's routes
+    ("GET", "/api/v1/reviews/next"): (401, 401, 403, 200, 200, 200),
+    ("POST", "/api/v1/reviews/{rid}"): (401, 401, 403, 404, 404, 403),
+    ("GET", "/review"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/api/v1/admin/stats"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/api/v1/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
+    ("POST", "/api/v1/admin/annotators"): (401, 401, 403, 403, 201, 403),
+    ("POST", "/api/v1/admin/annotators/{name}"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/admin"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
+    # the data browser over the bundled sample
+    ("GET", "/api/v1/data/subsets"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/api/v1/data/pairs"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/api/v1/data/pairs/{subset}/{split}/{row}"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/api/v1/data/attempts"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/data"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/data/pairs/{subset}/{split}/{row}"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/data/attempts"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/data/attempts/report"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/data/attempts/{row}"): (401, 401, 403, 200, 200, 200),
 }
+#: values of the path parameters beyond the conversation and the turn
+PARAMS = {"rid": 0, "name": "bob", "subset": "helpful-base", "split": "train", "row": 0}
 
 BODIES = {
     "/api/v1/conversations": {"mode": "helpful", "task_description": "Plant garlic"},
     "/api/v1/conversations/{cid}/turns": {"text": "When do I plant garlic?"},
     "/api/v1/turns/{tid}/choice": {"pick": "a", "strength": 2},
     "/api/v1/conversations/{cid}/finish": {"comment": "done"},
+    "/api/v1/reviews/{rid}": {"pick": "a", "strength": 2},
+    "/api/v1/admin/annotators": {"name": "dave"},
+    "/api/v1/admin/annotators/{name}": {"disabled": True},
 }
 
 
@@ -66,7 +93,8 @@ def _snapshot(storage, client, world):
 @pytest.mark.parametrize("route", list(MATRIX), ids=lambda r: f"{r[0]} {r[1]}")
 def test_every_route_for_every_identity(route, make_client, settings, storage, world):
     method, path = route
-    url = path.format(cid=world["cid"], tid=world["tid"])
+    url = path.format(cid=world["cid"], tid=world["tid"], **PARAMS)
+    settings = replace(settings, data="sample")
     body = BODIES.get(path)
     got = {}
     for who in WHO:
@@ -85,15 +113,29 @@ def test_every_route_for_every_identity(route, make_client, settings, storage, w
     assert tuple(got[w] for w in WHO) == MATRIX[route], got
 
 
+def _routes(routes):
+    """Every route, included routers' routes too (the app lists an included router as one)."""
+    for r in routes:
+        if hasattr(r, "original_router"):
+            yield from _routes(r.original_router.routes)
+        else:
+            yield r
+
+
 def test_the_matrix_covers_every_route(client):
     from fastapi.routing import APIRoute
 
-    app = client.app
     routes = {
-        (m, r.path) for r in app.routes if isinstance(r, APIRoute) for m in r.methods if m != "HEAD"
+        (m, r.path)
+        for r in _routes(client.app.routes)
+        if isinstance(r, APIRoute)
+        for m in r.methods
+        if m != "HEAD"
     }
+    assert len(routes) > 30  # the walk reaches into the included routers
     paths = {
         (m, p.replace("{cid}", "{conversation_id}").replace("{tid}", "{turn_id}"))
         for m, p in MATRIX
     }
+    paths |= {(m, p.replace("{rid}", "{review_id}")) for m, p in paths}
     assert routes <= paths, routes - paths

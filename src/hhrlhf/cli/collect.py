@@ -70,13 +70,22 @@ def _storage(db_url: str | None, *, migrate: bool = False):
     help="Demo backend: seconds per word (load tests).",
     hidden=True,
 )
-def serve(db_url, config_path, demo, host, port, workers, demo_delay):
+@click.option(
+    "--data",
+    "data",
+    metavar="PATH|sample",
+    default=None,
+    help="Also browse HH data at /data: a folder laid out like upstream, one file, "
+    "'sample' (the bundled sample) or 'cache' (the download cache).",
+)
+def serve(db_url, config_path, demo, host, port, workers, demo_delay, data):
     """Run the collection app: create or migrate the database, print the URL, serve.
 
     \b
     Examples:
       hh serve --demo                      # try it: prints a login URL
       hh serve --config collect.toml --db sqlite:///hh-collect.db --port 8000
+      hh serve --demo --data sample        # browse the sample at /data
     """
     if bool(config_path) == bool(demo):
         raise click.UsageError("pass exactly one of --config FILE or --demo")
@@ -89,6 +98,12 @@ def serve(db_url, config_path, demo, host, port, workers, demo_delay):
         if config_path
         else demo_settings(db_url, token_delay=demo_delay)
     )
+    if data:
+        from ..layout import select_files
+
+        data = data if data in ("sample", "cache") else os.path.abspath(data)
+        files = select_files("all", data=data, download=False)
+        click.echo(f"data: {len(files)} files to browse at /data", err=True)
     storage = _storage(settings.db_url, migrate=True)
     base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     click.echo(f"database: {settings.db_url} (migrated to {storage.revision()})", err=True)
@@ -105,6 +120,10 @@ def serve(db_url, config_path, demo, host, port, workers, demo_delay):
     import uvicorn
 
     env = {"HH_COLLECT_DB": settings.db_url}
+    if data:
+        env["HH_COLLECT_DATA"] = data
+    else:
+        os.environ.pop("HH_COLLECT_DATA", None)
     if config_path:
         env["HH_COLLECT_CONFIG"] = os.path.abspath(config_path)
     else:

@@ -30,6 +30,7 @@ def demo_step(data: str, out: Path) -> None:
         "(hh collect export; loadable with load_dataset('helpful-base', data=...))"
     )
     click.echo("try it by hand: hh serve --demo   (then open the login link it prints)")
+    click.echo("browse the sample: hh serve --demo --data sample   (then open /data)")
 
 
 def _short(text: str, width: int = 90) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -17,6 +18,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import HHError
 from .api import login_router, new_rng
 from .api import router as api_router
+from .browse import DataIndex
+from .browse import router as browse_router
 from .config import Settings, demo_settings, load_config
 from .generation import Generator
 from .ratelimit import Limits
@@ -129,6 +132,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     app.state.generator = generator
     app.state.rng = new_rng(settings.seed)
     app.state.limits = Limits(settings.rate_login_per_minute, settings.rate_writes_per_minute)
+    app.state.data_index = DataIndex.load(settings.data) if settings.data else None
     try:
         from ..templates import jinja2_templates
 
@@ -169,6 +173,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     app.include_router(api_router)
     app.include_router(importlib.import_module("hhrlhf.collect.api_review").router)
     app.include_router(login_router)
+    app.include_router(browse_router)
     try:
         pages = importlib.import_module("hhrlhf.collect.pages")
     except ModuleNotFoundError:
@@ -191,4 +196,7 @@ def create_app_from_env() -> FastAPI:
     else:
         delay = float(os.environ.get("HH_COLLECT_DEMO_DELAY", "0") or 0)
         settings = demo_settings(db, token_delay=delay)
+    data = os.environ.get("HH_COLLECT_DATA")
+    if data:
+        settings = replace(settings, data=data)
     return create_app(settings)

@@ -87,6 +87,8 @@ class Settings:
     rate_writes_per_minute: int = 600
     seed: int | None = None
     demo: bool = False
+    #: HH data to browse at /data (a folder, a file, "sample"); None: no data section
+    data: str | None = None
 
     def backend(self, name: str) -> BackendConfig:
         for b in self.backends:
