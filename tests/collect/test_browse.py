@@ -177,6 +177,33 @@ def test_the_report_on_the_filtered_attempts(data_client, alice):
     assert none.status_code == 404 and "nothing to report" in none.text
 
 
+def test_the_report_page_may_use_its_own_styles_and_figures_only(data_client, alice):
+    """The self-contained report keeps its <style> and data: figures under the app's policy:
+    its styles are allowed by hash (no other inline style), scripts stay 'self' only."""
+    import base64
+    import hashlib
+    import re
+
+    data_client.get(f"/login?token={alice[2]}")
+    r = data_client.get("/data/attempts/report?model_type=rlhf")
+    policy = dict(
+        part.strip().split(" ", 1) for part in r.headers["content-security-policy"].split(";")
+    )
+    styles = re.findall(r"<style>(.*?)</style>", r.text, re.S)
+    assert styles
+    allowed = {
+        "'sha256-" + base64.b64encode(hashlib.sha256(css.encode()).digest()).decode() + "'"
+        for css in styles
+    }
+    assert set(policy["style-src"].split()) == {"'self'"} | allowed
+    assert "unsafe-inline" not in r.headers["content-security-policy"]
+    assert policy["script-src"] == "'self'" and policy["img-src"] == "'self' data:"
+    assert policy["frame-ancestors"] == "'none'"
+    # every other page keeps the strict policy
+    other = data_client.get("/data/attempts").headers["content-security-policy"]
+    assert "sha256-" not in other and "data:" not in other
+
+
 DATA_API = (
     "/api/v1/data/subsets",
     "/api/v1/data/pairs",

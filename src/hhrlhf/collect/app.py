@@ -23,21 +23,12 @@ from .browse import router as browse_router
 from .config import Settings, demo_settings, load_config
 from .generation import Generator
 from .ratelimit import Limits
-from .security import harden
+from .security import SECURITY_HEADERS, harden
 from .storage import Storage
 
 __all__ = ["create_app", "create_app_from_env", "SECURITY_HEADERS"]
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
-
-SECURITY_HEADERS = {
-    "content-security-policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; "
-        "base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
-    ),
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "same-origin",
-}
 
 
 class GuardMiddleware:

@@ -10,7 +10,9 @@ rest of the app. Filters live in the query string, so every page state is a shar
 
 from __future__ import annotations
 
+import base64
 import difflib
+import hashlib
 import re
 import time
 from collections import Counter
@@ -25,6 +27,7 @@ from ..errors import CollectError, HHError
 from ..records import MARKER_RE, PAIR_CLASSES, PreferencePair, RedTeamAttempt
 from .api import Who
 from .auth import optional_annotator
+from .security import SECURITY_HEADERS
 
 __all__ = ["DataIndex", "PairQuery", "diff_segments", "router"]
 
@@ -585,7 +588,20 @@ def attempts_report(request: Request):
         return refused.response
     except HHError as exc:
         return _error(request, exc)
-    return HTMLResponse(html)
+    return HTMLResponse(html, headers={"content-security-policy": report_policy(html)})
+
+
+def report_policy(html: str) -> str:
+    """The app's Content-Security-Policy, loosened for the one self-contained report page
+    just enough: its own ``<style>`` elements (by hash, nothing else inline) and its figures
+    (``data:`` images). Scripts stay ``'self'`` only."""
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(css.encode()).digest()).decode() + "'"
+        for css in re.findall(r"<style>(.*?)</style>", html, re.S)
+    )
+    policy = SECURITY_HEADERS["content-security-policy"]
+    policy = policy.replace("style-src 'self'", f"style-src 'self' {hashes}".rstrip())
+    return policy + "; img-src 'self' data:"
 
 
 def _report_html(attempts, source: str, plots: bool) -> str:

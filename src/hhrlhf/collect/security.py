@@ -16,7 +16,17 @@ from fastapi import Depends, Request
 
 from ..errors import CollectError
 
-__all__ = ["harden", "MAX_ID"]
+__all__ = ["harden", "MAX_ID", "SECURITY_HEADERS"]
+
+#: on every response (a response that sets one of them itself keeps its own)
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; "
+        "base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+}
 
 #: the largest id a database integer column holds
 MAX_ID = 2**63 - 1
