@@ -493,3 +493,16 @@ def test_kept_queries_are_bounded_and_paging_reuses_them():
     for turns in range(40):
         index.query(PairQuery(turns=turns), 0, 1)
     assert len(index._found) == 32 and PairQuery(turns=39) in index._found
+
+
+def test_the_filters_offer_the_splits_and_subsets_there_are(
+    make_client, settings, alice, hostile_dir
+):
+    import re
+
+    client = make_client(replace(settings, data=hostile_dir))  # helpful-base/train only
+    client.get(f"/login?token={alice[2]}")
+    page = client.get("/data").text
+    for name, want in (("subset", ["helpful-base"]), ("split", ["train"])):
+        select = page.split(f'<select name="{name}">')[1].split("</select>")[0]
+        assert re.findall(r'<option value="([^"]+)"', select) == want

@@ -510,6 +510,11 @@ async def data_page(request: Request):
         took_ms=took * 1000,
         classes=PAIR_CLASSES,
         subsets=sorted({f["subset"] for f in index.files if f["subset"] != "red-team-attempts"}),
+        # the splits there are, upstream's order first (a folder may hold only a test split)
+        splits=sorted(
+            {f["split"] for f in index.files if f["subset"] != "red-team-attempts"},
+            key=lambda s: (s not in ("train", "test"), s != "train", s),
+        ),
     )
 
 
