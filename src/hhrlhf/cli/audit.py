@@ -53,6 +53,20 @@ def _short(text: str, n: int = 64) -> str:
     return text if len(text) <= n else text[: n - 1] + "\u2026"
 
 
+def _classes_option(flag: str, dest: str, help_text: str):
+    return click.option(flag, dest, multiple=True, metavar="CLASS", help=help_text)
+
+
+def _threshold_option(help_text: str):
+    return click.option(
+        "--threshold",
+        type=click.FloatRange(0, 1, min_open=True),
+        default=0.8,
+        show_default=True,
+        help=help_text,
+    )
+
+
 def _print_counts(result) -> None:
     from ..checks import CLASSES
 
@@ -84,20 +98,10 @@ def _print_counts(result) -> None:
     default=None,
     help="Write one JSON line per flagged row (source, classes, excerpt).",
 )
-@click.option(
-    "--fail-on",
-    "fail_on",
-    multiple=True,
-    metavar="CLASS",
-    help="Exit 1 when any row has CLASS (repeat, or comma-separate).",
+@_classes_option(
+    "--fail-on", "fail_on", "Exit 1 when any row has CLASS (repeat, or comma-separate)."
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 1, min_open=True),
-    default=0.8,
-    show_default=True,
-    help="Jaccard threshold for near_duplicate_leak.",
-)
+@_threshold_option("Jaccard threshold for near_duplicate_leak.")
 @click.option(
     "--near-dups/--no-near-dups",
     default=True,
@@ -158,20 +162,12 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subs
     type=click.Path(file_okay=False),
     help="New directory for the cleaned copy (upstream layout).",
 )
-@click.option(
+@_classes_option(
     "--drop",
     "drop",
-    multiple=True,
-    metavar="CLASS",
-    help="Drop rows with CLASS (repeat, or comma-separate); default: every error class.",
+    "Drop rows with CLASS (repeat, or comma-separate); default: every error class.",
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 1, min_open=True),
-    default=0.8,
-    show_default=True,
-    help="Jaccard threshold, when near_duplicate_leak is dropped.",
-)
+@_threshold_option("Jaccard threshold, when near_duplicate_leak is dropped.")
 @click.option(
     "--keep-readable",
     is_flag=True,

@@ -283,15 +283,19 @@ def _ci(row: dict, key: str) -> str:
     return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
+def _resamples_option(help_text: str):
+    return click.option(
+        "--resamples",
+        default=1000,
+        show_default=True,
+        type=click.IntRange(0, 100_000),
+        help=help_text,
+    )
+
+
 @collect.command("stats")
 @db_option
-@click.option(
-    "--resamples",
-    default=1000,
-    show_default=True,
-    type=click.IntRange(0, 100_000),
-    help="Bootstrap resamples for the intervals.",
-)
+@_resamples_option("Bootstrap resamples for the intervals.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 def stats(db_url, resamples, as_json):
     """Per-annotator counts, time per comparison, strengths, position bias, and agreement.
@@ -348,13 +352,7 @@ def stats(db_url, resamples, as_json):
 
 @collect.command("leaderboard")
 @db_option
-@click.option(
-    "--resamples",
-    default=1000,
-    show_default=True,
-    type=click.IntRange(0, 100_000),
-    help="Bootstrap resamples (whole conversations) for the 95% intervals.",
-)
+@_resamples_option("Bootstrap resamples (whole conversations) for the 95% intervals.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
 def leaderboard_cmd(db_url, resamples, as_json):
     """Rank the backends by a Bradley-Terry fit of the comparisons between them.
