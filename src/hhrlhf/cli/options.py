@@ -20,6 +20,7 @@ __all__ = [
     "subset_option",
     "file_subsets",
     "emit_json",
+    "json_line",
     "print_table",
     "pass_lenient",
     "report_skipped",
@@ -103,6 +104,11 @@ def emit_json(obj) -> None:
     sys.stdout.write(
         orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
     )
+
+
+def json_line(obj) -> str:
+    """``obj`` as one compact JSON line (no newline), for output that prints JSON lines."""
+    return orjson.dumps(obj).decode()
 
 
 def _cell(value) -> str:

@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 import click
-import orjson
 
 from ..dataset import iter_attempts, resolve_source
 from ..outputs import replace_dir
@@ -17,6 +16,7 @@ from .options import (
     emit_json,
     file_subsets,
     force_option,
+    json_line,
     json_option,
     lenient_option,
     pass_skipped,
@@ -422,7 +422,7 @@ def rerank(model_path, in_path, k, as_jsonl):
     results = rerank_file(load_model(model_path), in_path, k=k)
     if as_jsonl:
         for r in results:
-            click.echo(orjson.dumps(r).decode())
+            click.echo(json_line(r))
         return
     print_table(
         [

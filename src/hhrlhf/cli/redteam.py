@@ -6,7 +6,6 @@ from collections import Counter
 from pathlib import Path
 
 import click
-import orjson
 
 from ..dataset import iter_attempts, resolve_source
 from ..outputs import replace_dir
@@ -18,6 +17,7 @@ from .options import (
     check_outputs,
     data_option,
     force_option,
+    json_line,
     lenient_option,
     pass_lenient,
     print_table,
@@ -115,9 +115,7 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, fo
     Example:
       hh redteam report --data sample --out redteam-report
     """
-    import json
-
-    from ..redteam.report import write_report
+    from ..redteam.report import read_report, write_report
 
     check_outputs(force, out=(out_dir, "dir"))
     src = resolve_source(data)
@@ -134,7 +132,7 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, fo
             k_range=range(2, max_k + 1),
         )
     paths = {k: Path(out_dir) / p.relative_to(tmp) for k, p in written.items()}
-    rep = json.loads(paths["json"].read_text(encoding="utf-8"))
+    rep = read_report(paths["json"])
     for line in _summary(rep):
         click.echo(line, err=True)
     click.echo(f"{len(paths) - 2} plots", err=True)
@@ -192,7 +190,7 @@ def _row(a: RedTeamAttempt) -> dict:
 
 
 def _json_line(a: RedTeamAttempt) -> str:
-    return orjson.dumps({"index": a.index, **a.to_dict()}).decode()
+    return json_line({"index": a.index, **a.to_dict()})
 
 
 @redteam.command()
