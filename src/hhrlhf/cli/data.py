@@ -132,16 +132,7 @@ def format_pair(pair: PreferencePair) -> str:
 
 
 def pair_json(pair: PreferencePair) -> dict:
-    return {
-        **pair.source,
-        "prompt": pair.prompt,
-        "chosen_response": pair.chosen_response,
-        "rejected_response": pair.rejected_response,
-        "human_turns": pair.human_turns,
-        "classes": sorted(pair.classes),
-        "chosen": pair.chosen,
-        "rejected": pair.rejected,
-    }
+    return pair.to_view(full=True)
 
 
 @click.command()
