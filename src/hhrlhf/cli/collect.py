@@ -11,7 +11,7 @@ import click
 
 from ..errors import OutputError, require
 from ..text import printable
-from .options import emit_json, print_table
+from .options import emit_json, out_dir_option, print_table
 
 __all__ = ["commands", "serve", "collect"]
 
@@ -395,9 +395,7 @@ def leaderboard_cmd(db_url, resamples, as_json):
 
 @collect.command("export")
 @db_option
-@click.option(
-    "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder."
-)
+@out_dir_option("Output folder.")
 @click.option(
     "--min-strength",
     default=2,

@@ -21,6 +21,7 @@ from .options import (
     lenient_option,
     pass_skipped,
     print_table,
+    seed_option,
     subset_option,
 )
 
@@ -233,7 +234,7 @@ def _training_overlap(target, files) -> list[str] | None:
     help='JSONL of {"id": "subset/split/index", "chosen": s, "rejected": s}.',
 )
 @click.option("--hf-model", default=None, help="A Hugging Face reward model id ([train] extra).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap/random seed.")
+@seed_option("Bootstrap/random seed.")
 @click.option("--bootstrap", "n_boot", type=int, default=1000, show_default=True)
 @click.option("--bins", type=int, default=10, show_default=True, help="Calibration bins.")
 @click.option(

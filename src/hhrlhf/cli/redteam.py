@@ -19,8 +19,10 @@ from .options import (
     force_option,
     json_line,
     lenient_option,
+    out_dir_option,
     pass_lenient,
     print_table,
+    seed_option,
 )
 
 __all__ = ["commands", "redteam", "report", "query", "format_attempt", "demo_step"]
@@ -65,13 +67,7 @@ def _summary(report: dict) -> list[str]:
 
 @redteam.command()
 @data_option
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="Directory for report.html, report.json and the PNGs (created if needed).",
-)
+@out_dir_option("Directory for report.html, report.json and the PNGs (created if needed).")
 @click.option(
     "--success-threshold",
     type=float,
@@ -79,13 +75,7 @@ def _summary(report: dict) -> list[str]:
     show_default=True,
     help="An attempt is successful when its rating is at least this.",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Seed for the bootstrap and the clustering.",
-)
+@seed_option("Seed for the bootstrap and the clustering.")
 @click.option(
     "--resamples",
     type=click.IntRange(min=10),
