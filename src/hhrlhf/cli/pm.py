@@ -41,14 +41,16 @@ def pm():
     """
 
 
-def _select(subsets, split, data, preferred: str) -> list:
-    """The preference files to read (a note on stderr when the preferred split is not there)."""
-    from ..reward.data import select_pair_files
+def _load(subsets, file_subset, split, data, preferred: str, lenient, skipped):
+    """``(files, pairs)``: the preference files to read (a note on stderr when the preferred
+    split is not there) and their pairs."""
+    from ..reward.data import load_pairs, select_pair_files
 
+    subsets = file_subsets(subsets, file_subset, data)
     files, note = select_pair_files(subsets, split, data, preferred)
     if note:
         click.echo(note, err=True)
-    return files
+    return files, load_pairs(files, lenient=lenient, skipped=skipped)
 
 
 def _training_data(files, data, pairs) -> dict:
@@ -126,10 +128,8 @@ def train(
         raise click.UsageError(f"--backend {backend} needs --base-model ID")
     check_outputs(force, out=(out, "dir"))
     from ..reward.backends import train_model
-    from ..reward.data import load_pairs
 
-    files = _select(file_subsets(subsets, file_subset, data), split, data, "train")
-    pairs = load_pairs(files, lenient=lenient, skipped=skipped)
+    files, pairs = _load(subsets, file_subset, split, data, "train", lenient, skipped)
     info = _training_data(files, data, pairs)
     click.echo(f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})", err=True)
     given = {
@@ -280,11 +280,7 @@ def eval_command(
     given = [x for x in (model_path, scores_path, hf_model) if x]
     if len(given) != 1:
         raise click.UsageError("give exactly one of --model, --scores, --hf-model")
-    subsets = file_subsets(subsets, file_subset, data)
-    files = _select(subsets, split, data, "test")
-    from ..reward.data import load_pairs
-
-    pairs = load_pairs(files, lenient=lenient, skipped=skipped)
+    files, pairs = _load(subsets, file_subset, split, data, "test", lenient, skipped)
     t0 = time.perf_counter()
     if model_path:
         from ..reward.backends import load_model
