@@ -141,3 +141,18 @@ def test_no_error_type_is_defined_outside_errors_py():
                 outside.append(f"{path.relative_to(src)}: {node.name}")
     # fastload.Fallback: an internal signal between the fast path and the reference reader
     assert outside == ["fastload.py: Fallback"]
+
+
+def test_truncated_stream_error_says_what_was_lost_as_json():
+    exc = errors.TruncatedStreamError(
+        "d/train.jsonl.gz", "cut short", last_good_line=4, rows_read=4
+    )
+    lost = exc.lost_json()
+    assert lost == {
+        "path": "d/train.jsonl.gz",
+        "rows_read": 4,
+        "last_good_line": 4,
+        "problem": exc.problem,
+    }
+    assert exc.problem.startswith("cut short: 4 line(s) read (the last good line is 4)")
+    assert exc.lost_json(path=False) == {k: v for k, v in lost.items() if k != "path"}

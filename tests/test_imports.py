@@ -138,3 +138,35 @@ def test_cli_modules_hold_no_numeric_or_plotting_code():
             ):  # require("numpy", ...) imports by name
                 n = str(node.args[0].value)
                 assert n.split(".")[0] not in heavy, f"{path.name} requires {n}"
+
+
+def _imported_names(path: Path) -> set[str]:
+    """The top-level names of the absolute imports anywhere in ``path``."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            out.add((node.module or "").split(".")[0])
+    return out
+
+
+#: File formats the library reads and writes; the CLI only calls it.
+FILE_FORMATS = {"json", "orjson", "gzip", "isal", "csv", "pickle", "pyarrow"}
+
+
+def test_cli_modules_hold_no_file_format_code():
+    """Reading and writing JSON, JSONL, gzip or CSV files is the library's; the CLI prints.
+
+    ``cli/options.py`` alone may import orjson, for ``emit_json``/``json_line``, which only
+    turn a value into text for stdout."""
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        allowed = {"orjson"} if path.name == "options.py" else set()
+        found = (_imported_names(path) & FILE_FORMATS) - allowed
+        assert not found, f"{path.name} imports {sorted(found)}"
+
+
+def test_the_file_format_check_sees_imports_inside_functions(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text("import click\n\ndef f():\n    import json\n    from gzip import open\n")
+    assert _imported_names(p) & FILE_FORMATS == {"json", "gzip"}

@@ -72,6 +72,16 @@ def test_prompt_and_responses():
         "split": "test",
         "index": 7,
     }
+    view = pair.to_view()
+    assert list(view) == [
+        *("subset", "split", "index", "prompt", "chosen_response", "rejected_response"),
+        "classes",
+    ]
+    assert view["prompt"] == P and view["rejected_response"] == " Tomatoes."
+    assert view["classes"] == sorted(pair.classes) and "response_contains_turns" in view["classes"]
+    full = pair.to_view(full=True)
+    assert list(full) == [*list(view)[:-1], "human_turns", "classes", "chosen", "rejected"]
+    assert (full["human_turns"], full["chosen"], full["rejected"]) == (1, chosen, rejected)
 
 
 def test_pairs_compare_by_content_and_source_not_by_cached_offset():

@@ -118,7 +118,7 @@ def clean(
                 lost if keep_readable else None,
             )
             if lost:
-                stats["lost"] = _lost_json(lost[0])
+                stats["lost"] = lost[0].lost_json(path=False)
             expected = result.files.get(file_key(subset, f.split), {}).get("rows")
             if stats["rows"] != stats["kept"] + stats["dropped"] or (
                 expected is not None and expected != stats["rows"]
@@ -167,14 +167,6 @@ def _lines(path, lost: list | None):
         if lost is None or exc.kind != "truncated":
             raise
         lost.append(exc)
-
-
-def _lost_json(exc: TruncatedStreamError) -> dict:
-    return {
-        "rows_read": exc.rows_read,
-        "last_good_line": exc.last_good_line,
-        "problem": exc.problem,
-    }
 
 
 def _reasons(result: AuditResult, source, drop_set) -> dict[str, str]:

@@ -95,6 +95,16 @@ class TruncatedStreamError(DataFormatError):
         super().__init__(path, None, f"{problem}: {tail}", unit=unit)
         self.hint = "download or copy the file again from an intact source"
 
+    def lost_json(self, *, path: bool = True) -> dict:
+        """What the cut file lost, for a JSON report: (the file,) lines read, the last good
+        line and why; ``path=False`` where the report keys it by the file already."""
+        return {
+            **({"path": self.path} if path else {}),
+            "rows_read": self.rows_read,
+            "last_good_line": self.last_good_line,
+            "problem": self.problem,
+        }
+
 
 class ChecksumMismatchError(HHError):
     """A file's sha256 is not the one the registry (or the trust-on-first-use record) expects."""

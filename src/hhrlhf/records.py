@@ -130,6 +130,23 @@ class PreferencePair:
             d.update(self.source)
         return d
 
+    def to_view(self, *, full: bool = False) -> dict:
+        """The pair split for people: source, prompt, both responses and classes, as the data
+        browser serves it; ``full`` adds ``human_turns`` (before the classes) and the two
+        transcripts (after them), as ``hh show --json`` prints it."""
+        d = {
+            **self.source,
+            "prompt": self.prompt,
+            "chosen_response": self.chosen_response,
+            "rejected_response": self.rejected_response,
+        }
+        if full:
+            d["human_turns"] = self.human_turns
+        d["classes"] = sorted(self.classes)
+        if full:
+            d.update(chosen=self.chosen, rejected=self.rejected)
+        return d
+
 
 _ATOMIC = (str, int, type(None))
 

@@ -20,7 +20,8 @@ def test_every_check_is_one_contract():
     for name, cls in CHECKS.items():
         assert issubclass(cls, Check) and cls.name == name
         assert cls.looks_at in ("row", "pair", "red_team")
-        assert "check" in vars(cls)  # each check answers through the one method
+        # each check answers through the one method, its own or a shared base's
+        assert any("check" in vars(k) for k in cls.__mro__ if k is not Check)
     # abstract: a check without ``check`` cannot be built
     try:
         type("NoCheck", (Check,), {"name": "x", "classes": ()})()

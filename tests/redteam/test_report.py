@@ -19,6 +19,7 @@ from hhrlhf.redteam.report import (
     SECTIONS,
     compute_report,
     generate_report,
+    read_report,
     write_report,
 )
 
@@ -165,6 +166,13 @@ def test_out_of_range_ratings_are_dropped_with_their_reason(tmp_path, make_attem
     assert s["marginals"]["means"]["rating"] == 2.0
     assert s["success"]["overall"]["share"] == 0.5
     assert s["members"]["members"] == 2
+
+
+def test_read_report_reads_the_file_or_its_folder(sample_report):
+    out, paths, report, _ = sample_report
+    assert read_report(paths["json"]) == report
+    assert read_report(out) == report
+    assert read_report(str(out))["records"] == report["records"] > 0
 
 
 def test_report_json_has_no_non_finite_numbers(sample_report):

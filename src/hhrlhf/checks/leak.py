@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from .base import Check, CheckClass, Finding
 from .duplicates import digest
 
-__all__ = ["TrainTestLeak", "normalise_prompt"]
+__all__ = ["PromptComparison", "TrainTestLeak", "normalise_prompt"]
 
 
 def normalise_prompt(text: str) -> str:
@@ -13,11 +15,48 @@ def normalise_prompt(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-class TrainTestLeak(Check):
+class PromptComparison(Check):
+    """Base of the checks that compare test prompts with train prompts.
+
+    :meth:`check` and :meth:`reference` hand every non-empty prompt, with its normalised
+    digest and its source, to :meth:`train_prompt` (train split) or :meth:`test_prompt`
+    (other splits, checked pairs only); the subclass compares them in :meth:`finish`.
+    """
+
+    needs_train_and_test = True
+
+    def check(self, pair):
+        """Remembers the pair's prompt; matches are flagged in :meth:`finish`."""
+        self._observe(pair, reference=False)
+        return ()
+
+    def reference(self, pair) -> None:
+        self._observe(pair, reference=True)
+
+    def _observe(self, pair, *, reference: bool) -> None:
+        if pair.prompt_end == 0:
+            return
+        text = pair.prompt
+        key = digest(normalise_prompt(text))
+        source = (pair.subset, pair.split, pair.index)
+        if pair.split == "train":
+            self.train_prompt(text, key, source)
+        elif not reference:
+            self.test_prompt(text, key, source)
+
+    @abstractmethod
+    def train_prompt(self, text: str, key: bytes, source: tuple) -> None:
+        """A train prompt (``key`` is the digest of its normalised text)."""
+
+    @abstractmethod
+    def test_prompt(self, text: str, key: bytes, source: tuple) -> None:
+        """A test prompt of a checked pair."""
+
+
+class TrainTestLeak(PromptComparison):
     """Compares every test prompt with the train prompts of all selected subsets."""
 
     name = "train_test_leak"
-    needs_train_and_test = True
     classes = (
         CheckClass(
             "train_test_leak",
@@ -30,22 +69,11 @@ class TrainTestLeak(Check):
         self._train: dict[bytes, tuple] = {}
         self._test: list[tuple[bytes, tuple]] = []
 
-    def check(self, pair):
-        """Remembers the pair's prompt; leaks are flagged in :meth:`finish`."""
-        self._observe(pair, reference=False)
-        return ()
+    def train_prompt(self, text: str, key: bytes, source: tuple) -> None:
+        self._train.setdefault(key, source)
 
-    def reference(self, pair) -> None:
-        self._observe(pair, reference=True)
-
-    def _observe(self, pair, *, reference: bool) -> None:
-        if pair.prompt_end == 0:
-            return
-        key = digest(normalise_prompt(pair.prompt))
-        if pair.split == "train":
-            self._train.setdefault(key, (pair.subset, pair.split, pair.index))
-        elif not reference:
-            self._test.append((key, (pair.subset, pair.split, pair.index)))
+    def test_prompt(self, text: str, key: bytes, source: tuple) -> None:
+        self._test.append((key, source))
 
     def finish(self) -> list[Finding]:
         out = []

@@ -18,9 +18,8 @@ compares it with datasketch on the same prompts.
 
 from __future__ import annotations
 
-from .base import Check, CheckClass, CheckOptions, Finding
-from .duplicates import digest
-from .leak import normalise_prompt
+from .base import CheckClass, CheckOptions, Finding
+from .leak import PromptComparison, normalise_prompt
 
 __all__ = ["MinHasher", "NearDuplicateLeak", "optimal_bands"]
 
@@ -150,11 +149,10 @@ class MinHasher:
         return sig, has
 
 
-class NearDuplicateLeak(Check):
+class NearDuplicateLeak(PromptComparison):
     """Test prompts that near-duplicate a train prompt of any selected subset."""
 
     name = "near_duplicate_leak"
-    needs_train_and_test = True
     classes = (
         CheckClass(
             "near_duplicate_leak",
@@ -184,30 +182,17 @@ class NearDuplicateLeak(Check):
             return None
         return cls(options.threshold, options.num_perm)
 
-    def check(self, pair):
-        """Remembers the pair's prompt; near duplicates are flagged in :meth:`finish`."""
-        self._observe(pair, reference=False)
-        return ()
-
-    def reference(self, pair) -> None:
-        self._observe(pair, reference=True)
-
-    def _observe(self, pair, *, reference: bool) -> None:
-        if pair.prompt_end == 0:
+    def train_prompt(self, text: str, key: bytes, source: tuple) -> None:
+        if key in self._train_keys:
             return
-        text = pair.prompt
-        key = digest(normalise_prompt(text))
-        source = (pair.subset, pair.split, pair.index)
-        if pair.split == "train":
-            if key in self._train_keys:
-                return
-            self._train_keys[key] = len(self._train_src)
-            self._train_src.append(source)
-            self._train_pending.append(text)
-            if len(self._train_pending) >= self._chunk:
-                self._flush()
-        elif not reference:
-            self._test.append((text, key, source))
+        self._train_keys[key] = len(self._train_src)
+        self._train_src.append(source)
+        self._train_pending.append(text)
+        if len(self._train_pending) >= self._chunk:
+            self._flush()
+
+    def test_prompt(self, text: str, key: bytes, source: tuple) -> None:
+        self._test.append((text, key, source))
 
     def settings(self) -> dict:
         return {

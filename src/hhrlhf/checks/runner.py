@@ -74,7 +74,7 @@ class AuditResult:
             },
             "near_duplicates": self.near_duplicates,
             "skipped": dict(self.skipped),
-            **({"lost": [_lost_json(e) for e in self.lost]} if self.lost else {}),
+            **({"lost": [e.lost_json() for e in self.lost]} if self.lost else {}),
         }
 
     def report_rows(self) -> Iterable[dict]:
@@ -89,16 +89,6 @@ class AuditResult:
 
     def classes_of(self, source: Source) -> dict[str, str]:
         return self.flags.get(source, {})
-
-
-def _lost_json(exc) -> dict:
-    """What a cut file lost, for JSON: the file, lines read, the last good line, why."""
-    return {
-        "path": exc.path,
-        "rows_read": exc.rows_read,
-        "last_good_line": exc.last_good_line,
-        "problem": exc.problem,
-    }
 
 
 def build_checks(options: CheckOptions | None = None) -> list[Check]:

@@ -19,6 +19,7 @@ from .options import (
     file_subsets,
     force_option,
     json_option,
+    out_dir_option,
     print_table,
     subset_option,
 )
@@ -53,6 +54,33 @@ def _short(text: str, n: int = 64) -> str:
     return text if len(text) <= n else text[: n - 1] + "\u2026"
 
 
+def _classes_option(flag: str, dest: str, help_text: str):
+    return click.option(flag, dest, multiple=True, metavar="CLASS", help=help_text)
+
+
+def _threshold_option(help_text: str):
+    return click.option(
+        "--threshold",
+        type=click.FloatRange(0, 1, min_open=True),
+        default=0.8,
+        show_default=True,
+        help=help_text,
+    )
+
+
+def _selection(subsets, file_subset, split, data, threshold) -> dict:
+    """What ``hh check`` and ``hh clean`` both hand the library: the files to read, the
+    near-duplicate threshold, and progress on stderr."""
+    subsets = file_subsets(subsets, file_subset, data)
+    return {
+        "subsets": subsets or None,
+        "split": split,
+        "data": data,
+        "threshold": threshold,
+        "progress": _chatter,
+    }
+
+
 def _print_counts(result) -> None:
     from ..checks import CLASSES
 
@@ -84,20 +112,10 @@ def _print_counts(result) -> None:
     default=None,
     help="Write one JSON line per flagged row (source, classes, excerpt).",
 )
-@click.option(
-    "--fail-on",
-    "fail_on",
-    multiple=True,
-    metavar="CLASS",
-    help="Exit 1 when any row has CLASS (repeat, or comma-separate).",
+@_classes_option(
+    "--fail-on", "fail_on", "Exit 1 when any row has CLASS (repeat, or comma-separate)."
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 1, min_open=True),
-    default=0.8,
-    show_default=True,
-    help="Jaccard threshold for near_duplicate_leak.",
-)
+@_threshold_option("Jaccard threshold for near_duplicate_leak.")
 @click.option(
     "--near-dups/--no-near-dups",
     default=True,
@@ -121,17 +139,10 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subs
     """
     from ..checks import audit
 
-    subsets = file_subsets(subsets, file_subset, data)
+    selection = _selection(subsets, file_subset, split, data, threshold)
     fail_classes = _class_names(fail_on, "--fail-on")
     check_outputs(force, report=(report, "file"))
-    result = audit(
-        subsets or None,
-        split=split,
-        data=data,
-        near_duplicates=near_dups,
-        threshold=threshold,
-        progress=_chatter,
-    )
+    result = audit(**selection, near_duplicates=near_dups)
     _report_skipped_checks(result.skipped)
     if report:
         from ..convert import write_rows
@@ -151,27 +162,13 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subs
 @click.command()
 @click.argument("subsets", nargs=-1)
 @click.option("--split", default=None, metavar="SPLIT", help="train or test (default: both).")
-@click.option(
-    "--out",
-    "out",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="New directory for the cleaned copy (upstream layout).",
-)
-@click.option(
+@out_dir_option("New directory for the cleaned copy (upstream layout).", "out")
+@_classes_option(
     "--drop",
     "drop",
-    multiple=True,
-    metavar="CLASS",
-    help="Drop rows with CLASS (repeat, or comma-separate); default: every error class.",
+    "Drop rows with CLASS (repeat, or comma-separate); default: every error class.",
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 1, min_open=True),
-    default=0.8,
-    show_default=True,
-    help="Jaccard threshold, when near_duplicate_leak is dropped.",
-)
+@_threshold_option("Jaccard threshold, when near_duplicate_leak is dropped.")
 @click.option(
     "--keep-readable",
     is_flag=True,
@@ -193,20 +190,11 @@ def clean(subsets, split, out, drop, threshold, keep_readable, data, file_subset
     from ..checks import default_drop
     from ..clean import clean as run_clean
 
-    subsets = file_subsets(subsets, file_subset, data)
+    selection = _selection(subsets, file_subset, split, data, threshold)
     names = _class_names(drop, "--drop") if drop else list(default_drop())
     check_outputs(force, out=(out, "dir"))
     with replace_dir(out) as tmp:  # all or nothing; --force replaces the old copy whole
-        manifest = run_clean(
-            subsets or None,
-            out=tmp,
-            split=split,
-            data=data,
-            drop=names,
-            threshold=threshold,
-            progress=_chatter,
-            keep_readable=keep_readable,
-        )
+        manifest = run_clean(**selection, out=tmp, drop=names, keep_readable=keep_readable)
     _report_skipped_checks(manifest.get("skipped", {}))
     for rel, lost in manifest.get("lost", {}).items():
         _chatter(

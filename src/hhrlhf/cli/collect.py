@@ -11,7 +11,7 @@ import click
 
 from ..errors import OutputError, require
 from ..text import printable
-from .options import emit_json, print_table
+from .options import emit_json, out_dir_option, print_table
 
 __all__ = ["commands", "serve", "collect"]
 
@@ -283,15 +283,19 @@ def _ci(row: dict, key: str) -> str:
     return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
+def _resamples_option(help_text: str):
+    return click.option(
+        "--resamples",
+        default=1000,
+        show_default=True,
+        type=click.IntRange(0, 100_000),
+        help=help_text,
+    )
+
+
 @collect.command("stats")
 @db_option
-@click.option(
-    "--resamples",
-    default=1000,
-    show_default=True,
-    type=click.IntRange(0, 100_000),
-    help="Bootstrap resamples for the intervals.",
-)
+@_resamples_option("Bootstrap resamples for the intervals.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 def stats(db_url, resamples, as_json):
     """Per-annotator counts, time per comparison, strengths, position bias, and agreement.
@@ -348,13 +352,7 @@ def stats(db_url, resamples, as_json):
 
 @collect.command("leaderboard")
 @db_option
-@click.option(
-    "--resamples",
-    default=1000,
-    show_default=True,
-    type=click.IntRange(0, 100_000),
-    help="Bootstrap resamples (whole conversations) for the 95% intervals.",
-)
+@_resamples_option("Bootstrap resamples (whole conversations) for the 95% intervals.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
 def leaderboard_cmd(db_url, resamples, as_json):
     """Rank the backends by a Bradley-Terry fit of the comparisons between them.
@@ -397,9 +395,7 @@ def leaderboard_cmd(db_url, resamples, as_json):
 
 @collect.command("export")
 @db_option
-@click.option(
-    "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder."
-)
+@out_dir_option("Output folder.")
 @click.option(
     "--min-strength",
     default=2,

@@ -24,6 +24,7 @@ from .options import (
     lenient_option,
     pass_lenient,
     print_table,
+    seed_option,
     subset_option,
 )
 
@@ -132,16 +133,7 @@ def format_pair(pair: PreferencePair) -> str:
 
 
 def pair_json(pair: PreferencePair) -> dict:
-    return {
-        **pair.source,
-        "prompt": pair.prompt,
-        "chosen_response": pair.chosen_response,
-        "rejected_response": pair.rejected_response,
-        "human_turns": pair.human_turns,
-        "classes": sorted(pair.classes),
-        "chosen": pair.chosen,
-        "rejected": pair.rejected,
-    }
+    return pair.to_view(full=True)
 
 
 @click.command()
@@ -154,7 +146,7 @@ def pair_json(pair: PreferencePair) -> dict:
 )
 @click.option("--index", "index", type=int, default=None, help="0-based row of the pair.")
 @click.option("--sample", "sample", type=int, default=None, help="Show K random pairs.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for --sample.")
+@seed_option("Seed for --sample.")
 @data_option
 @subset_option
 @json_option

@@ -17,9 +17,12 @@ __all__ = [
     "force_option",
     "check_outputs",
     "split_option",
+    "out_dir_option",
+    "seed_option",
     "subset_option",
     "file_subsets",
     "emit_json",
+    "json_line",
     "print_table",
     "pass_lenient",
     "report_skipped",
@@ -67,20 +70,24 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print JSON to stdout.")(f)
 
 
-def lenient_option(f):
-    return click.option(
-        "--lenient",
-        is_flag=True,
-        help="Skip bad rows instead of stopping; every skipped row is reported on stderr.",
-    )(f)
+lenient_option = click.option(
+    "--lenient",
+    is_flag=True,
+    help="Skip bad rows instead of stopping; every skipped row is reported on stderr.",
+)
+
+force_option = click.option(
+    "--force", is_flag=True, help="Replace outputs that exist already (refused otherwise)."
+)
 
 
-def force_option(f):
-    return click.option(
-        "--force",
-        is_flag=True,
-        help="Replace outputs that exist already (refused otherwise).",
-    )(f)
+def out_dir_option(help: str, dest: str = "out_dir"):
+    """``--out DIRECTORY``, required: the folder a command writes."""
+    return click.option("--out", dest, required=True, type=click.Path(file_okay=False), help=help)
+
+
+def seed_option(help: str):
+    return click.option("--seed", type=int, default=0, show_default=True, help=help)
 
 
 def check_outputs(force: bool, **outputs) -> None:
@@ -103,6 +110,11 @@ def emit_json(obj) -> None:
     sys.stdout.write(
         orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
     )
+
+
+def json_line(obj) -> str:
+    """``obj`` as one compact JSON line (no newline), for output that prints JSON lines."""
+    return orjson.dumps(obj).decode()
 
 
 def _cell(value) -> str:

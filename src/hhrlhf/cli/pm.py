@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 import click
-import orjson
 
 from ..dataset import iter_attempts, resolve_source
 from ..outputs import replace_dir
@@ -17,10 +16,12 @@ from .options import (
     emit_json,
     file_subsets,
     force_option,
+    json_line,
     json_option,
     lenient_option,
     pass_skipped,
     print_table,
+    seed_option,
     subset_option,
 )
 
@@ -40,14 +41,16 @@ def pm():
     """
 
 
-def _select(subsets, split, data, preferred: str) -> list:
-    """The preference files to read (a note on stderr when the preferred split is not there)."""
-    from ..reward.data import select_pair_files
+def _load(subsets, file_subset, split, data, preferred: str, lenient, skipped):
+    """``(files, pairs)``: the preference files to read (a note on stderr when the preferred
+    split is not there) and their pairs."""
+    from ..reward.data import load_pairs, select_pair_files
 
+    subsets = file_subsets(subsets, file_subset, data)
     files, note = select_pair_files(subsets, split, data, preferred)
     if note:
         click.echo(note, err=True)
-    return files
+    return files, load_pairs(files, lenient=lenient, skipped=skipped)
 
 
 def _training_data(files, data, pairs) -> dict:
@@ -125,10 +128,8 @@ def train(
         raise click.UsageError(f"--backend {backend} needs --base-model ID")
     check_outputs(force, out=(out, "dir"))
     from ..reward.backends import train_model
-    from ..reward.data import load_pairs
 
-    files = _select(file_subsets(subsets, file_subset, data), split, data, "train")
-    pairs = load_pairs(files, lenient=lenient, skipped=skipped)
+    files, pairs = _load(subsets, file_subset, split, data, "train", lenient, skipped)
     info = _training_data(files, data, pairs)
     click.echo(f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})", err=True)
     given = {
@@ -233,7 +234,7 @@ def _training_overlap(target, files) -> list[str] | None:
     help='JSONL of {"id": "subset/split/index", "chosen": s, "rejected": s}.',
 )
 @click.option("--hf-model", default=None, help="A Hugging Face reward model id ([train] extra).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap/random seed.")
+@seed_option("Bootstrap/random seed.")
 @click.option("--bootstrap", "n_boot", type=int, default=1000, show_default=True)
 @click.option("--bins", type=int, default=10, show_default=True, help="Calibration bins.")
 @click.option(
@@ -279,11 +280,7 @@ def eval_command(
     given = [x for x in (model_path, scores_path, hf_model) if x]
     if len(given) != 1:
         raise click.UsageError("give exactly one of --model, --scores, --hf-model")
-    subsets = file_subsets(subsets, file_subset, data)
-    files = _select(subsets, split, data, "test")
-    from ..reward.data import load_pairs
-
-    pairs = load_pairs(files, lenient=lenient, skipped=skipped)
+    files, pairs = _load(subsets, file_subset, split, data, "test", lenient, skipped)
     t0 = time.perf_counter()
     if model_path:
         from ..reward.backends import load_model
@@ -422,7 +419,7 @@ def rerank(model_path, in_path, k, as_jsonl):
     results = rerank_file(load_model(model_path), in_path, k=k)
     if as_jsonl:
         for r in results:
-            click.echo(orjson.dumps(r).decode())
+            click.echo(json_line(r))
         return
     print_table(
         [

@@ -6,7 +6,6 @@ from collections import Counter
 from pathlib import Path
 
 import click
-import orjson
 
 from ..dataset import iter_attempts, resolve_source
 from ..outputs import replace_dir
@@ -18,9 +17,12 @@ from .options import (
     check_outputs,
     data_option,
     force_option,
+    json_line,
     lenient_option,
+    out_dir_option,
     pass_lenient,
     print_table,
+    seed_option,
 )
 
 __all__ = ["commands", "redteam", "report", "query", "format_attempt", "demo_step"]
@@ -65,13 +67,7 @@ def _summary(report: dict) -> list[str]:
 
 @redteam.command()
 @data_option
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="Directory for report.html, report.json and the PNGs (created if needed).",
-)
+@out_dir_option("Directory for report.html, report.json and the PNGs (created if needed).")
 @click.option(
     "--success-threshold",
     type=float,
@@ -79,13 +75,7 @@ def _summary(report: dict) -> list[str]:
     show_default=True,
     help="An attempt is successful when its rating is at least this.",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Seed for the bootstrap and the clustering.",
-)
+@seed_option("Seed for the bootstrap and the clustering.")
 @click.option(
     "--resamples",
     type=click.IntRange(min=10),
@@ -115,9 +105,7 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, fo
     Example:
       hh redteam report --data sample --out redteam-report
     """
-    import json
-
-    from ..redteam.report import write_report
+    from ..redteam.report import read_report, write_report
 
     check_outputs(force, out=(out_dir, "dir"))
     src = resolve_source(data)
@@ -134,7 +122,7 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, fo
             k_range=range(2, max_k + 1),
         )
     paths = {k: Path(out_dir) / p.relative_to(tmp) for k, p in written.items()}
-    rep = json.loads(paths["json"].read_text(encoding="utf-8"))
+    rep = read_report(paths["json"])
     for line in _summary(rep):
         click.echo(line, err=True)
     click.echo(f"{len(paths) - 2} plots", err=True)
@@ -192,7 +180,7 @@ def _row(a: RedTeamAttempt) -> dict:
 
 
 def _json_line(a: RedTeamAttempt) -> str:
-    return orjson.dumps({"index": a.index, **a.to_dict()}).decode()
+    return json_line({"index": a.index, **a.to_dict()})
 
 
 @redteam.command()

@@ -67,13 +67,22 @@ async def review_page(request: Request):
     )
 
 
-@router.get("/admin", response_class=HTMLResponse)
-async def admin_page(request: Request):
+def _admin(request: Request):
+    """``(admin, None)``, or ``(None, page)``: the login page for a visitor, the forbidden
+    page for a signed-in non-admin."""
     who = optional_annotator(request)
     if who is None:
-        return _login_required(request)
+        return None, _login_required(request)
     if not who.is_admin:
-        return _forbidden(request)
+        return None, _forbidden(request)
+    return who, None
+
+
+@router.get("/admin", response_class=HTMLResponse)
+async def admin_page(request: Request):
+    who, refused = _admin(request)
+    if refused is not None:
+        return refused
     storage = request.app.state.storage
     stats = await run_in_threadpool(collection_stats, storage, resamples=PAGE_RESAMPLES)
     conversations = await run_in_threadpool(storage.list_conversations, who, all_=True)
@@ -88,11 +97,9 @@ async def admin_page(request: Request):
 
 @router.get("/admin/leaderboard", response_class=HTMLResponse)
 async def admin_leaderboard_page(request: Request):
-    who = optional_annotator(request)
-    if who is None:
-        return _login_required(request)
-    if not who.is_admin:
-        return _forbidden(request)
+    who, refused = _admin(request)
+    if refused is not None:
+        return refused
     board = await run_in_threadpool(
         model_leaderboard, request.app.state.storage, resamples=PAGE_RESAMPLES
     )

@@ -242,15 +242,7 @@ class PairQuery:
 
 
 def pair_json(p: PreferencePair) -> dict:
-    return {
-        "subset": p.subset,
-        "split": p.split,
-        "index": p.index,
-        "prompt": p.prompt,
-        "chosen_response": p.chosen_response,
-        "rejected_response": p.rejected_response,
-        "classes": sorted(p.classes),
-    }
+    return p.to_view()
 
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")

@@ -42,6 +42,7 @@ __all__ = [
     "render_html",
     "write_report",
     "generate_report",
+    "read_report",
 ]
 
 #: Attempts per model type x size, the paper's Table 1.
@@ -356,6 +357,14 @@ def write_report(
     paths["html"] = out / "report.html"
     paths["html"].write_text(render_html(report, pngs), encoding="utf-8")
     return paths
+
+
+def read_report(path: str | os.PathLike) -> dict:
+    """The numbers of a written report: ``report.json`` itself, or the folder that holds it."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "report.json"
+    return json.loads(p.read_text(encoding="utf-8"))
 
 
 def generate_report(

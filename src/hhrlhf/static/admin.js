@@ -3,51 +3,9 @@
 "use strict";
 
 (function () {
-  const $ = (sel, root) => (root || document).querySelector(sel);
-  const $$ = (sel, root) => Array.from((root || document).querySelectorAll(sel));
-
-  function csrfToken() {
-    const meta = $('meta[name="csrf-token"]');
-    return meta ? meta.content : "";
-  }
-
-  async function post(url, body) {
-    let res;
-    try {
-      res = await fetch(url, {
-        method: "POST",
-        credentials: "same-origin",
-        cache: "no-store",
-        headers: {
-          Accept: "application/json",
-          "Content-Type": "application/json",
-          "X-CSRF-Token": csrfToken(),
-        },
-        body: JSON.stringify(body),
-      });
-    } catch (err) {
-      throw new Error("The server cannot be reached. Check your connection and try again.");
-    }
-    let data = null;
-    try {
-      data = await res.json();
-    } catch (err) {
-      data = null;
-    }
-    if (!res.ok) {
-      let msg = data && data.error ? data.error : "The server answered " + res.status + ".";
-      if (res.status === 401) msg = "Your session has ended: open your login link again.";
-      throw new Error(msg);
-    }
-    return data;
-  }
-
-  function say(el, text, kind) {
-    if (!el) return;
-    el.textContent = text || "";
-    el.classList.toggle("error", kind === "error");
-    el.classList.toggle("ok", kind === "ok");
-  }
+  // The request and message helpers come from collect.js (base.html loads it first).
+  const { $, $$, api, say } = window.hhCollect;
+  const post = (url, body) => api("POST", url, body);
 
   // -- review: a click or keys 1..2N send the answer, then the next task loads -------------
   function initReview(root) {

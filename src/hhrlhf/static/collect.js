@@ -507,6 +507,9 @@
       });
   }
 
+  // Shared with admin.js (base.html loads this file first on every page).
+  window.hhCollect = Object.freeze({ $, $$, api, say });
+
   document.addEventListener("DOMContentLoaded", () => {
     setupLogout();
     setupHome();

@@ -58,6 +58,11 @@ class Session(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+def _children(parent: str, order_by: str):
+    """A one-to-many list of rows that belong to this one: ordered, deleted with it."""
+    return relationship(back_populates=parent, order_by=order_by, cascade="all, delete-orphan")
+
+
 class Conversation(Base):
     __tablename__ = "conversations"
 
@@ -77,9 +82,7 @@ class Conversation(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
-    turns: Mapped[list[Turn]] = relationship(
-        back_populates="conversation", order_by="Turn.index", cascade="all, delete-orphan"
-    )
+    turns: Mapped[list[Turn]] = _children("conversation", "Turn.index")
 
 
 class Turn(Base):
@@ -105,12 +108,8 @@ class Turn(Base):
     ready_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     conversation: Mapped[Conversation] = relationship(back_populates="turns")
-    candidates: Mapped[list[Candidate]] = relationship(
-        back_populates="turn", order_by="Candidate.slot", cascade="all, delete-orphan"
-    )
-    comparisons: Mapped[list[Comparison]] = relationship(
-        back_populates="turn", order_by="Comparison.id", cascade="all, delete-orphan"
-    )
+    candidates: Mapped[list[Candidate]] = _children("turn", "Candidate.slot")
+    comparisons: Mapped[list[Comparison]] = _children("turn", "Comparison.id")
 
 
 class Candidate(Base):
