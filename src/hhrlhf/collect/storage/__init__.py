@@ -7,7 +7,6 @@ import hashlib
 import hmac
 import random
 import secrets
-import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import joinedload, selectinload, sessionmaker
 
 from ...errors import CollectError, HHError, UnknownNameError
-from .engine import bookkeeping, is_sqlite, make_engine
+from .engine import WriterLock, bookkeeping, is_sqlite, make_engine, sqlite_file
 from .models import Annotator, Base, Candidate, Comparison, Conversation, Session, Turn
 
 __all__ = [
@@ -140,9 +139,10 @@ class Storage:
         self.engine = make_engine(url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if is_sqlite(url):
-            # writers queue on a lock in this process instead of SQLite's sleeping busy handler
-            # (which makes the tail latency of concurrent writes long); readers never wait (WAL)
-            self._write_lock = threading.Lock()
+            # writers queue on a lock (in this process, and across processes on the same file)
+            # instead of SQLite's sleeping busy handler, which makes the tail latency of
+            # concurrent writes long; readers never wait (WAL)
+            self._write_lock = WriterLock(sqlite_file(url))
             self.read_engine = make_engine(url, writer=False)
         else:
             self._write_lock = contextlib.nullcontext()
@@ -193,6 +193,8 @@ class Storage:
             )
 
     def dispose(self) -> None:
+        if isinstance(self._write_lock, WriterLock):
+            self._write_lock.close()
         self.engine.dispose()
         self.read_engine.dispose()
 
