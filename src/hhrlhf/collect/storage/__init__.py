@@ -8,7 +8,7 @@ import hmac
 import random
 import secrets
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -497,9 +497,21 @@ class Storage:
 
     # -- turns ------------------------------------------------------------------------------
     def create_turn(
-        self, who: AnnotatorInfo, conversation_id: int, text: str, backends: tuple[str, str]
+        self,
+        who: AnnotatorInfo,
+        conversation_id: int,
+        text: str,
+        backends: tuple[str, str] | Callable[[str, str | None], tuple[str, str]],
+        *,
+        lease: tuple[str, float] | None = None,
     ) -> dict:
-        """A new human message: a pending turn with two pending candidates (slot a shown as A)."""
+        """A new human message: a pending turn with two pending candidates (slot a shown as A).
+
+        ``backends``: the two backends' names, or a function of the conversation's mode and
+        backend that returns them. ``lease``: (owner, seconds): the turn is created already
+        leased to ``owner`` for generating (one transaction where :meth:`acquire_lease` would be
+        a second); the answer then holds the ``prompt`` and the ``pending`` candidates too.
+        """
         text = text.strip()
         if not text:
             raise CollectError("the message is empty", 422)
@@ -517,6 +529,8 @@ class Storage:
                     "the last turn has no choice yet: pick a response before writing again", 409
                 )
             history = [(t.human, t.continued) for t in turns]
+            if callable(backends):
+                backends = backends(c.mode, c.backend)
             t = Turn(
                 conversation_id=c.id,
                 index=len(turns),
@@ -525,6 +539,10 @@ class Storage:
                 status="pending",
                 created_at=now(),
             )
+            if lease is not None:
+                t.status = "generating"
+                t.lease_owner = lease[0]
+                t.lease_until = t.created_at + timedelta(seconds=lease[1])
             s.add(t)
             s.flush()
             for slot, backend in zip(SLOTS, backends, strict=True):
@@ -533,7 +551,14 @@ class Storage:
                 s.flush()
             except IntegrityError as exc:  # a concurrent message took this index
                 raise CollectError("another message was sent at the same time", 409) from exc
-            return {"id": t.id, "index": t.index, "conversation_id": c.id, "status": t.status}
+            out = {"id": t.id, "index": t.index, "conversation_id": c.id, "status": t.status}
+            if lease is not None:
+                out["prompt"] = Prompt(tuple(history), t.human, t.prefix, c.mode)
+                out["pending"] = [
+                    PendingCandidate(slot, backend)
+                    for slot, backend in zip(SLOTS, backends, strict=True)
+                ]
+            return out
 
     def conversation_backend(self, who: AnnotatorInfo, conversation_id: int) -> dict:
         with self._read() as s:
