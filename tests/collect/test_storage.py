@@ -194,3 +194,32 @@ def test_authorisation_in_storage(storage):
         storage.get_conversation(bob, cid)
     assert info.value.status == 404
     assert storage.list_conversations(bob) == []
+
+
+def test_a_turn_created_with_a_lease_is_generating_and_held(storage):
+    who, _ = storage.add_annotator("alice")
+    cid = storage.create_conversation(who, "helpful", "task")["id"]
+    first = storage.create_turn(who, cid, "hello", ("m1", "m2"))["id"]
+    assert storage.acquire_lease(first, "w1", 60) is not None
+    answers = {s: dict(text=f"answer {s}", raw_text=f"answer {s}") for s in "ab"}
+    assert storage.finish_generation(first, "w1", answers) == "ready"
+    assert storage.record_choice(who, first, pick="a", strength=2, strength_points=4)
+    seen = []
+
+    def pick(mode, backend):
+        seen.append((mode, backend))
+        return ("m1", "m2")
+
+    turn = storage.create_turn(who, cid, "and then?", pick, lease=("w1", 60))
+    assert seen == [("helpful", None)]
+    assert turn["status"] == "generating"
+    # the prompt and candidates acquire_lease would have answered, from the same transaction
+    assert turn["prompt"].history == (("hello", "answer a"),)
+    assert turn["prompt"].human == "and then?"
+    assert turn["prompt"].prefix.endswith("\n\nHuman: and then?\n\nAssistant:")
+    assert [(p.slot, p.backend) for p in turn["pending"]] == [("a", "m1"), ("b", "m2")]
+    # held: no other worker takes it, and the holder can store into it
+    assert storage.acquire_lease(turn["id"], "w2", 60) is None
+    assert storage.turn_state(turn["id"])["status"] == "generating"
+    results = {s: dict(text=f"more {s}", raw_text=f"more {s}") for s in "ab"}
+    assert storage.finish_generation(turn["id"], "w1", results) == "ready"

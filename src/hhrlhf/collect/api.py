@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from functools import partial
 from typing import Annotated
 
 import orjson
@@ -123,23 +124,37 @@ async def create_turn(
 ):
     st = _state(request)
     _limit("the message", body.text, st.settings.max_message_chars)
-    conv = await run_in_threadpool(st.storage.conversation_backend, who, conversation_id)
-    if conv["mode"] == "red-team" and conv["backend"]:
-        backends = (conv["backend"], conv["backend"])
-    else:
+
+    def pick_backends(mode: str, backend: str | None) -> tuple[str, str]:
+        if mode == "red-team" and backend:
+            return (backend, backend)
         backends = choose_backends(st.settings.drawn_backend_names, st.settings.pairing, st.rng)
         rerank = [b for b in backends if st.settings.backend(b).kind == "rerank"]
         if rerank:  # a rerank backend shows its best two: both slots are its
             backends = (rerank[0], rerank[0])
+        return backends
+
+    gen = st.generator
+    # waiting: the turn is created leased to this worker, which generates it here
+    lease = (gen.owner, gen.lease_seconds) if body.wait else None
     turn = await run_in_threadpool(
-        st.storage.create_turn, who, conversation_id, body.text, backends
+        partial(st.storage.create_turn, who, conversation_id, body.text, pick_backends, lease=lease)
     )
     if not body.wait:
         return {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
-    # generate here, or wait for whichever worker holds the turn
-    async for _ in st.generator.events(turn["id"]):
-        pass
-    state = await run_in_threadpool(st.storage.turn_state, turn["id"])
+    run = gen.adopt(turn["id"], turn["prompt"], turn["pending"])
+    done = {}
+    async for event in run.follow():
+        if event.name == "done":
+            done[event.data["slot"]] = event.data
+    if run.status == "ready" and len(done) == len(turn["pending"]):
+        # as stored (the run's transaction committed them): no second read
+        state = {
+            "status": "ready",
+            "candidates": [{**done[slot], "status": "ready"} for slot in sorted(done)],
+        }
+    else:
+        state = await run_in_threadpool(st.storage.turn_state, turn["id"])
     out = {
         "id": turn["id"],
         "index": turn["index"],

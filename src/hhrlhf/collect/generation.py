@@ -25,6 +25,8 @@ from .storage import Storage
 __all__ = ["Generator", "TurnRun", "Event", "slot_label"]
 
 POLL_SECONDS = 0.2
+#: the first characters of the speaker markers (a text holding none holds no marker, whole or begun)
+_MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
 
 
 def slot_label(slot: str) -> str:
@@ -104,6 +106,13 @@ class VisibleText:
         if self.cut:
             return ""
         buf = self.pending + delta
+        if not any(first in buf for first in _MARKER_STARTS):
+            # no marker and no partial one can be in it (the usual delta: one word)
+            out, self.pending = buf, ""
+            if not self.started:
+                out = out.lstrip()
+                self.started = bool(out)
+            return out
         cut = min((i for m in SPEAKER_MARKERS if (i := buf.find(m)) >= 0), default=-1)
         if cut >= 0:
             out, self.pending, self.cut = buf[:cut], "", True
@@ -149,6 +158,10 @@ class Generator:
         if got is None:
             return None
         prompt, pending = got
+        return self.adopt(turn_id, prompt, pending)
+
+    def adopt(self, turn_id: int, prompt, pending) -> TurnRun:
+        """Generate a turn whose lease this process holds (``Storage.create_turn(lease=...)``)."""
         run = TurnRun(turn_id)
         self.runs[turn_id] = run
         task = asyncio.create_task(self._run(run, prompt, pending))

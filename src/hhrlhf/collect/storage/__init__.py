@@ -7,9 +7,8 @@ import hashlib
 import hmac
 import random
 import secrets
-import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -20,7 +19,7 @@ from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import joinedload, selectinload, sessionmaker
 
 from ...errors import CollectError, HHError, UnknownNameError
-from .engine import bookkeeping, is_sqlite, make_engine
+from .engine import WriterLock, bookkeeping, is_sqlite, make_engine, sqlite_file
 from .models import Annotator, Base, Candidate, Comparison, Conversation, Session, Turn
 
 __all__ = [
@@ -140,9 +139,10 @@ class Storage:
         self.engine = make_engine(url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if is_sqlite(url):
-            # writers queue on a lock in this process instead of SQLite's sleeping busy handler
-            # (which makes the tail latency of concurrent writes long); readers never wait (WAL)
-            self._write_lock = threading.Lock()
+            # writers queue on a lock (in this process, and across processes on the same file)
+            # instead of SQLite's sleeping busy handler, which makes the tail latency of
+            # concurrent writes long; readers never wait (WAL)
+            self._write_lock = WriterLock(sqlite_file(url))
             self.read_engine = make_engine(url, writer=False)
         else:
             self._write_lock = contextlib.nullcontext()
@@ -193,6 +193,8 @@ class Storage:
             )
 
     def dispose(self) -> None:
+        if isinstance(self._write_lock, WriterLock):
+            self._write_lock.close()
         self.engine.dispose()
         self.read_engine.dispose()
 
@@ -495,9 +497,21 @@ class Storage:
 
     # -- turns ------------------------------------------------------------------------------
     def create_turn(
-        self, who: AnnotatorInfo, conversation_id: int, text: str, backends: tuple[str, str]
+        self,
+        who: AnnotatorInfo,
+        conversation_id: int,
+        text: str,
+        backends: tuple[str, str] | Callable[[str, str | None], tuple[str, str]],
+        *,
+        lease: tuple[str, float] | None = None,
     ) -> dict:
-        """A new human message: a pending turn with two pending candidates (slot a shown as A)."""
+        """A new human message: a pending turn with two pending candidates (slot a shown as A).
+
+        ``backends``: the two backends' names, or a function of the conversation's mode and
+        backend that returns them. ``lease``: (owner, seconds): the turn is created already
+        leased to ``owner`` for generating (one transaction where :meth:`acquire_lease` would be
+        a second); the answer then holds the ``prompt`` and the ``pending`` candidates too.
+        """
         text = text.strip()
         if not text:
             raise CollectError("the message is empty", 422)
@@ -515,6 +529,8 @@ class Storage:
                     "the last turn has no choice yet: pick a response before writing again", 409
                 )
             history = [(t.human, t.continued) for t in turns]
+            if callable(backends):
+                backends = backends(c.mode, c.backend)
             t = Turn(
                 conversation_id=c.id,
                 index=len(turns),
@@ -523,6 +539,10 @@ class Storage:
                 status="pending",
                 created_at=now(),
             )
+            if lease is not None:
+                t.status = "generating"
+                t.lease_owner = lease[0]
+                t.lease_until = t.created_at + timedelta(seconds=lease[1])
             s.add(t)
             s.flush()
             for slot, backend in zip(SLOTS, backends, strict=True):
@@ -531,7 +551,14 @@ class Storage:
                 s.flush()
             except IntegrityError as exc:  # a concurrent message took this index
                 raise CollectError("another message was sent at the same time", 409) from exc
-            return {"id": t.id, "index": t.index, "conversation_id": c.id, "status": t.status}
+            out = {"id": t.id, "index": t.index, "conversation_id": c.id, "status": t.status}
+            if lease is not None:
+                out["prompt"] = Prompt(tuple(history), t.human, t.prefix, c.mode)
+                out["pending"] = [
+                    PendingCandidate(slot, backend)
+                    for slot, backend in zip(SLOTS, backends, strict=True)
+                ]
+            return out
 
     def conversation_backend(self, who: AnnotatorInfo, conversation_id: int) -> dict:
         with self._read() as s:

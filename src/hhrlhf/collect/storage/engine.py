@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +15,7 @@ from sqlalchemy.exc import ArgumentError
 
 from ...errors import HHError
 
-__all__ = ["make_engine", "is_sqlite", "bookkeeping"]
+__all__ = ["make_engine", "is_sqlite", "bookkeeping", "WriterLock", "sqlite_file"]
 
 BUSY_TIMEOUT_MS = 10_000
 #: PostgreSQL connections per process (each ``hh serve`` worker): kept open, and extra under load
@@ -23,6 +25,63 @@ PG_MAX_OVERFLOW = 10
 
 def is_sqlite(url: str) -> bool:
     return str(url).startswith("sqlite")
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite URL (None for an in-memory database or another kind)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return None
+    if parsed.database == ":memory:" or parsed.database.startswith("file:"):
+        return None
+    return Path(parsed.database).expanduser()
+
+
+class WriterLock:
+    """One SQLite writer at a time: a thread lock in this process, then ``flock`` across processes.
+
+    Without the second lock, writers of different ``hh serve`` workers meet in SQLite's busy
+    handler, which sleeps and retries (up to 100 ms a sleep): a writer of one worker can lose
+    to a queue of the other's again and again, for a second or more. A blocked ``flock`` is
+    woken when the lock is released. The lock file (``<database>-writer``) holds nothing; a
+    killed process's lock goes with it.
+    """
+
+    def __init__(self, database: Path | None):
+        self._thread = threading.Lock()
+        self._path = None if database is None else Path(f"{database}-writer")
+        self._fd: int | None = None
+
+    def __enter__(self):
+        self._thread.acquire()
+        if self._path is None:
+            return self
+        try:
+            if self._fd is None:
+                try:
+                    self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+                except OSError:
+                    # a read-only folder: SQLite's own locking still holds (and says what fails)
+                    self._path = None
+                    return self
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except BaseException:
+            self._thread.release()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if self._fd is not None:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._thread.release()
+
+    def close(self) -> None:
+        with self._thread:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
