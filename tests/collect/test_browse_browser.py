@@ -7,8 +7,6 @@ Uses the collection browser test's server and chromium fixtures. With
 from __future__ import annotations
 
 import os
-import threading
-import time
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -22,9 +20,9 @@ from test_browser import (  # noqa: E402
     DOCS_IMG,
     PNG_MAGIC,
     TIMEOUT_MS,
-    _Server,
     _watch,
     browser,  # noqa: F401  (the fixture)
+    serve_app,
 )
 
 from hhrlhf.dataset import load_pairs  # noqa: E402
@@ -35,30 +33,11 @@ pytestmark = pytest.mark.browser
 @contextmanager
 def _data_app(tmp_path, data):
     """The app browsing ``data``, served on a loopback port: (base URL, a login token)."""
-    from hhrlhf.collect.app import create_app
     from hhrlhf.collect.config import demo_settings
-    from hhrlhf.collect.storage import Storage
 
-    url = f"sqlite:///{tmp_path / 'collect.db'}"
-    storage = Storage(url)
-    storage.upgrade()
-    _, token = storage.add_annotator("reader")
-    app = create_app(replace(demo_settings(url), data=data), storage=storage)
-    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("the app did not start")
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", token
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        storage.dispose()
+    make = lambda url: replace(demo_settings(url), data=data)  # noqa: E731
+    with serve_app(tmp_path, make, name="reader") as (url, _storage, token, _app, _settings):
+        yield url, token
 
 
 @pytest.fixture(scope="module")

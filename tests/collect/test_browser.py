@@ -49,17 +49,18 @@ class _Server(uvicorn.Server):
 
 
 @contextmanager
-def _serve(tmp_path, token_delay: float = 0.0):
-    """(base URL, storage, login token, app) of the app serving on 127.0.0.1, a free port."""
+def serve_app(tmp_path, make_settings, *, name: str = "robin"):
+    """(base URL, storage, login token of ``name``, app, settings) of the app serving on
+    127.0.0.1 on a free port; ``make_settings(db_url)`` gives its settings."""
     from hhrlhf.collect.app import create_app
-    from hhrlhf.collect.config import demo_settings
     from hhrlhf.collect.storage import Storage
 
     url = f"sqlite:///{tmp_path / 'collect.db'}"
     storage = Storage(url)
     storage.upgrade()
-    _, token = storage.add_annotator("robin")
-    app = create_app(demo_settings(url, token_delay=token_delay), storage=storage)
+    _, token = storage.add_annotator(name)
+    settings = make_settings(url)
+    app = create_app(settings, storage=storage)
     server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -70,11 +71,39 @@ def _serve(tmp_path, token_delay: float = 0.0):
         time.sleep(0.05)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}", storage, token, app
+        yield f"http://127.0.0.1:{port}", storage, token, app, settings
     finally:
         server.should_exit = True
         thread.join(10)
         storage.dispose()
+
+
+@contextmanager
+def _serve(tmp_path, token_delay: float = 0.0):
+    """(base URL, storage, login token, app) of the demo app."""
+    from hhrlhf.collect.config import demo_settings
+
+    make = lambda url: demo_settings(url, token_delay=token_delay)  # noqa: E731
+    with serve_app(tmp_path, make) as (url, storage, token, app, _settings):
+        yield url, storage, token, app
+
+
+@contextmanager
+def open_chromium():
+    """Debian's chromium driven by Playwright, or a skip saying what is missing."""
+    if not CHROMIUM.exists():
+        pytest.skip(
+            "Debian's chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)"
+        )
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the playwright package is not installed"
+    )
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
 
 
 @pytest.fixture
@@ -92,19 +121,8 @@ def slow_app(tmp_path):
 
 @pytest.fixture
 def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(
-            "Debian's chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)"
-        )
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="the playwright package is not installed"
-    )
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with open_chromium() as b:
+        yield b
 
 
 def _watch(page) -> dict:

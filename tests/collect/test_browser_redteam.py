@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
-import time
 from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -28,20 +25,7 @@ pytest.importorskip("sqlalchemy")
 uvicorn = pytest.importorskip("uvicorn")
 
 from openai_server import openai_backend  # noqa: E402
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-TIMEOUT_MS = 20_000
+from test_browser import DOCS_IMG, PNG_MAGIC, TIMEOUT_MS, open_chromium, serve_app  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -59,55 +43,20 @@ REPLIES = [
 ]
 
 
-class _Server(uvicorn.Server):
-    def install_signal_handlers(self):  # a thread cannot install them
-        pass
-
-
 @contextmanager
 def _serve(tmp_path, settings_of):
-    from hhrlhf.collect.app import create_app
+    """(base URL, storage, login token, settings) of the app with ``settings_of(demo settings)``."""
     from hhrlhf.collect.config import demo_settings
-    from hhrlhf.collect.storage import Storage
 
-    url = f"sqlite:///{tmp_path / 'collect.db'}"
-    storage = Storage(url)
-    storage.upgrade()
-    _, token = storage.add_annotator("robin")
-    settings = settings_of(demo_settings(url))
-    app = create_app(settings, storage=storage)
-    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("the app did not start")
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", storage, token, settings
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        storage.dispose()
+    make = lambda url: settings_of(demo_settings(url))  # noqa: E731
+    with serve_app(tmp_path, make) as (url, storage, token, _app, settings):
+        yield url, storage, token, settings
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(
-            "Debian's chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)"
-        )
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="the playwright package is not installed"
-    )
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with open_chromium() as b:
+        yield b
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import replace
 
 import pytest
-from test_browser import CHROMIUM, CHROMIUM_ARGS, DOCS_IMG, PNG_MAGIC, TIMEOUT_MS, _serve, _watch
+from test_browser import DOCS_IMG, PNG_MAGIC, TIMEOUT_MS, _serve, _watch, open_chromium
 from test_review import conversation
 
 pytestmark = pytest.mark.browser
@@ -21,15 +21,8 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with open_chromium() as b:
+        yield b
 
 
 def test_review_then_admin_pages(browser, tmp_path):

@@ -24,7 +24,7 @@ pytest.importorskip("sqlalchemy")
 uvicorn = pytest.importorskip("uvicorn")
 
 from openai_server import openai_backend  # noqa: E402
-from test_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, _Server, _watch  # noqa: E402
+from test_browser import TIMEOUT_MS, _Server, _watch, open_chromium  # noqa: E402
 from test_hostile import _export, _prefix, _shown  # noqa: E402
 
 pytestmark = pytest.mark.browser
@@ -39,19 +39,8 @@ document.addEventListener('securitypolicyviolation',
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(
-            "Debian's chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)"
-        )
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="the playwright package is not installed"
-    )
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with open_chromium() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")
