@@ -12,8 +12,6 @@ message and the text stays in the box.
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import replace
 
 import pytest
@@ -24,7 +22,7 @@ pytest.importorskip("sqlalchemy")
 uvicorn = pytest.importorskip("uvicorn")
 
 from openai_server import openai_backend  # noqa: E402
-from test_browser import TIMEOUT_MS, _Server, _watch, open_chromium  # noqa: E402
+from test_browser import TIMEOUT_MS, _watch, open_chromium, serve_app  # noqa: E402
 from test_hostile import _export, _prefix, _shown  # noqa: E402
 
 pytestmark = pytest.mark.browser
@@ -55,39 +53,15 @@ def model():
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, model):
     """(base URL, storage, token, db URL) of the app on 127.0.0.1 with the loopback model."""
-    from hhrlhf.collect.app import create_app
     from hhrlhf.collect.config import demo_settings
-    from hhrlhf.collect.storage import Storage
+
+    def make(url):
+        backends = tuple(openai_backend(m, "openai-chat", model.base_url) for m in ("m1", "m2"))
+        return replace(demo_settings(url), backends=backends)
 
     tmp = tmp_path_factory.mktemp("hostile")
-    url = f"sqlite:///{tmp / 'collect.db'}"
-    storage = Storage(url)
-    storage.upgrade()
-    _, token = storage.add_annotator(NAME)
-    settings = replace(
-        demo_settings(url),
-        backends=(
-            openai_backend("m1", "openai-chat", model.base_url),
-            openai_backend("m2", "openai-chat", model.base_url),
-        ),
-    )
-    server = _Server(
-        uvicorn.Config(create_app(settings, storage=storage), port=0, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("the app did not start")
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", storage, token, url
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        storage.dispose()
+    with serve_app(tmp, make, name=NAME) as (base, storage, token, _app, settings):
+        yield base, storage, token, settings.db_url
 
 
 def _replies(model, *texts, chunk_size=5):
