@@ -125,6 +125,9 @@ def test_fifty_annotators_on_two_workers(storage, db_url, tmp_path, report):
     assert len(stored_after := _stored_picks(storage)[tid]) == 1
     assert {code for code, _ in answers} <= {200, 409}
     assert {got for code, got in answers if code == 200} == {stored_after[0]}
+    # every choice's answer said how long the server took (Server-Timing), within what the client saw
+    assert len(res["choice_server"]) == len(res["choice"])
+    assert 0 < max(res["choice_server"]) and sum(res["choice_server"]) < sum(res["choice"])
     ms = lambda q: 1000 * bench.pct(res["choice"], q)  # noqa: E731
     report(
         f"load ({db_url.split(':')[0]}): {ANNOTATORS} annotators x {TURNS} turns on 2 workers "
@@ -202,7 +205,7 @@ def _export(db_url: str, out: Path) -> list[dict]:
 def test_kill_during_load_loses_no_acknowledged_choice(storage, db_url, tmp_path, report):
     tokens = _tokens(storage, KILL_ANNOTATORS, "kill")
     config = _config(tmp_path, 0.005)
-    out = {"turns": [], "choice": [], "errors": [], "acked": []}
+    out = {"turns": [], "choice": [], "choice_server": [], "errors": [], "acked": []}
     t0 = time.monotonic()
     with serve(db_url, tmp_path, config) as server:
 

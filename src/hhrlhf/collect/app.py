@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
+import time
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -26,13 +28,19 @@ from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
 from .storage import Storage
 
-__all__ = ["create_app", "create_app_from_env", "SECURITY_HEADERS"]
+__all__ = ["create_app", "create_app_from_env", "settle_heap", "SECURITY_HEADERS"]
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 
 class GuardMiddleware:
-    """Pure ASGI (streaming stays streaming): security headers on every response, body-size cap."""
+    """Pure ASGI (streaming stays streaming): security headers on every response, body-size cap.
+
+    Every response also says how long the app took to start it: ``Server-Timing: app;dur=MS``
+    (from the request reaching this layer to its response headers; for an event stream, to
+    the stream's start). Browsers show it in their network panel; the benchmark separates the
+    server's time from the client's and the network's with it.
+    """
 
     def __init__(self, app, max_body_bytes: int):
         self.app = app
@@ -57,6 +65,7 @@ class GuardMiddleware:
             return message
 
         replaced = False
+        started = time.perf_counter()
 
         async def send_with_headers(message):
             nonlocal replaced
@@ -72,6 +81,8 @@ class GuardMiddleware:
                 for k, v in SECURITY_HEADERS.items():
                     if k.encode() not in present:
                         raw.append((k.encode(), v.encode()))
+                took = 1000 * (time.perf_counter() - started)
+                raw.append((b"server-timing", f"app;dur={took:.1f}".encode()))
                 message = {**message, "headers": raw}
             await send(message)
 
@@ -190,4 +201,20 @@ def create_app_from_env() -> FastAPI:
     data = os.environ.get("HH_COLLECT_DATA")
     if data:
         settings = replace(settings, data=data)
-    return create_app(settings)
+    app = create_app(settings)
+    settle_heap()
+    return app
+
+
+def settle_heap() -> None:
+    """Collect once, then keep what startup made out of every later garbage collection.
+
+    A server process holds ~110,000 long-lived objects after its imports (FastAPI, pydantic,
+    SQLAlchemy, Jinja2). Each full collection walked all of them: 50-70 ms with every thread
+    of the worker stopped, a few times a minute under load, and every request in flight then
+    waited that long (most of the choice p99 on PostgreSQL, bench/RESULTS-collect.md).
+    ``gc.freeze()`` moves them to the permanent generation, so a full collection only walks
+    what was made since. For server processes only: frozen objects are never collected.
+    """
+    gc.collect()
+    gc.freeze()
