@@ -61,9 +61,9 @@ def test_named_command_options_exist():
 def test_the_numbers_are_the_codes():
     from hhrlhf.collect import api
 
-    per_worker = engine.PG_POOL_SIZE + engine.PG_MAX_OVERFLOW
-    assert f"keeps up to {engine.PG_POOL_SIZE} PostgreSQL connections" in TEXT
-    assert f"up to {engine.PG_MAX_OVERFLOW} more" in TEXT
+    per_worker = engine.POOL_SIZE + engine.MAX_OVERFLOW
+    assert f"keeps up to {engine.POOL_SIZE} PostgreSQL connections" in TEXT
+    assert f"up to {engine.MAX_OVERFLOW} more" in TEXT
     assert f"**{per_worker} connections**" in TEXT and f"workers x {per_worker}" in TEXT
     assert f"every {api.KEEPALIVE_SECONDS:g} s" in TEXT
     assert f"`max_body_bytes` ({config.Settings.max_body_bytes // 1024} KiB)" in TEXT

@@ -98,3 +98,37 @@ def test_a_read_only_database_refuses_a_new_conversation(client, storage, alice)
             "/api/v1/conversations", json={"mode": "helpful", "task_description": "x"}, headers=h
         )
     assert r.status_code == 503 and storage.counts()["conversations"] == 0
+
+
+def test_a_choice_that_finds_no_free_connection_is_503_and_can_be_resent(
+    db_url, settings, storage, alice, monkeypatch
+):
+    """Every pooled connection of the worker held elsewhere for the pool's whole timeout: a
+    real SQLAlchemy pool timeout, refused as 503 with Retry-After (not a 500); resent, stored."""
+    from fastapi.testclient import TestClient
+
+    from hhrlhf.collect.app import create_app
+    from hhrlhf.collect.storage import Storage, engine
+
+    monkeypatch.setattr(engine, "POOL_TIMEOUT", 0.2)
+    busy = Storage(db_url)
+    assert busy.engine.pool.timeout() == 0.2
+    _, h, _ = alice
+    with TestClient(create_app(settings, storage=busy), base_url="http://testserver") as client:
+        _, tid = _ready_turn(client, h)
+        before = storage.counts()
+        held = [busy.engine.connect() for _ in range(engine.POOL_SIZE + engine.MAX_OVERFLOW)]
+        try:
+            r = client.post(
+                f"/api/v1/turns/{tid}/choice", json={"pick": "a", "strength": 2}, headers=h
+            )
+        finally:
+            for c in held:
+                c.close()
+        assert r.status_code == 503, r.text
+        assert r.headers["retry-after"] == "1"
+        assert "busy" in r.json()["error"] and "nothing was saved" in r.json()["error"]
+        assert storage.counts() == before
+        r = client.post(f"/api/v1/turns/{tid}/choice", json={"pick": "a", "strength": 2}, headers=h)
+        assert r.status_code == 200 and r.json()["turn"]["pick"] == "a"
+    busy.dispose()

@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import HHError
@@ -159,6 +160,18 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
                 "error": f"the database could not store this ({detail}); nothing was saved, try again"
             },
             status_code=503,
+        )
+
+    @app.exception_handler(PoolTimeout)
+    async def pool_exhausted(request: Request, exc: PoolTimeout):
+        # every pooled connection of this worker stayed busy for the pool's whole timeout
+        return JSONResponse(
+            {
+                "error": "the database is busy (no free connection in time); nothing was "
+                "saved, try again"
+            },
+            status_code=503,
+            headers={"Retry-After": "1"},
         )
 
     @app.exception_handler(RequestValidationError)

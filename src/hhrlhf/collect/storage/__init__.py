@@ -754,14 +754,20 @@ class Storage:
     def _record_choice(self, who, turn_id, pick, strength, edit, request_id) -> dict:
         with self._write_lock, self._sessions() as s:
             with s.begin():
-                t = s.scalar(
-                    select(Turn)
-                    .where(Turn.id == turn_id)
-                    .options(
-                        joinedload(Turn.conversation),
-                        selectinload(Turn.candidates),
-                        selectinload(Turn.comparisons),
+                # one statement for the turn, its conversation, candidates and comparisons
+                # (at most 2 x 2 joined rows): each round trip is a wait on a busy server
+                t = (
+                    s.scalars(
+                        select(Turn)
+                        .where(Turn.id == turn_id)
+                        .options(
+                            joinedload(Turn.conversation),
+                            joinedload(Turn.candidates),
+                            joinedload(Turn.comparisons),
+                        )
                     )
+                    .unique()
+                    .one_or_none()
                 )
                 if t is None:
                     raise CollectError(f"turn {turn_id} not found", 404)

@@ -18,9 +18,12 @@ from ...errors import HHError
 __all__ = ["make_engine", "is_sqlite", "bookkeeping", "WriterLock", "sqlite_file"]
 
 BUSY_TIMEOUT_MS = 10_000
-#: PostgreSQL connections per process (each ``hh serve`` worker): kept open, and extra under load
-PG_POOL_SIZE = 5
-PG_MAX_OVERFLOW = 10
+#: database connections per engine of a process (each ``hh serve`` worker): kept open, and
+#: extra under load (SQLAlchemy's defaults, stated: docs/deploy.md sizes PostgreSQL by them)
+POOL_SIZE = 5
+MAX_OVERFLOW = 10
+#: seconds a request waits for a free pooled connection before it is refused (503, Retry-After)
+POOL_TIMEOUT = 30.0
 
 
 def is_sqlite(url: str) -> bool:
@@ -144,8 +147,13 @@ def make_engine(url: str, *, writer: bool = True) -> Engine:
             folder = Path(database).expanduser().resolve().parent
             if not folder.is_dir():
                 raise HHError(f"--db {url}: folder {folder} does not exist")
+        pool = {}
+        if database and database != ":memory:" and not database.startswith("file:"):
+            pool = dict(pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW, pool_timeout=POOL_TIMEOUT)
         engine = create_engine(
-            parsed, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
+            parsed,
+            connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
+            **pool,
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin if writer else _sqlite_begin_deferred)
@@ -157,6 +165,10 @@ def make_engine(url: str, *, writer: bool = True) -> Engine:
 
         require("psycopg", "postgres", "a PostgreSQL database")
         return create_engine(
-            parsed, pool_pre_ping=True, pool_size=PG_POOL_SIZE, max_overflow=PG_MAX_OVERFLOW
+            parsed,
+            pool_pre_ping=True,
+            pool_size=POOL_SIZE,
+            max_overflow=MAX_OVERFLOW,
+            pool_timeout=POOL_TIMEOUT,
         )
     raise HHError(f"--db {url}: only sqlite:/// and postgresql+psycopg:// URLs are supported")
