@@ -43,6 +43,7 @@ MATRIX = {
     ("GET", "/api/v1/data/pairs"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/data/pairs/{subset}/{split}/{row}"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/data/attempts"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/api/v1/data/attempts/report"): (401, 401, 403, 200, 200, 200),
     ("GET", "/data"): (401, 401, 403, 200, 200, 200),
     ("GET", "/data/pairs/{subset}/{split}/{row}"): (401, 401, 403, 200, 200, 200),
     ("GET", "/data/attempts"): (401, 401, 403, 200, 200, 200),

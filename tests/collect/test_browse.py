@@ -177,6 +177,31 @@ def test_the_report_on_the_filtered_attempts(data_client, alice):
     assert none.status_code == 404 and "nothing to report" in none.text
 
 
+def test_the_report_page_links_its_numbers_and_the_api_serves_them(data_client, alice):
+    """The page says every number is in report.json: that link works in the app too."""
+    import json as _json
+
+    from hhrlhf.redteam.report import compute_report
+
+    data_client.get(f"/login?token={alice[2]}")
+    attempts = list(load_attempts(data="sample"))
+    kept = [a for a in attempts if a.model_type == "rlhf" and a.rating >= 2]
+    page = data_client.get("/data/attempts/report?model_type=rlhf&min_rating=2&plots=1").text
+    link = "/api/v1/data/attempts/report?model_type=rlhf&amp;min_rating=2"
+    assert f"<a href='{link}' id='report-json'>" in page  # the filters, not plots=1
+    assert "<link rel='icon' href='data:,'>" in page  # no request for /favicon.ico
+    r = data_client.get(link.replace("&amp;", "&"))
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    got = r.json()
+    expected = compute_report(kept, source=got["source"])
+    assert got["records"] == len(kept) > 0
+    assert got["sections"] == _json.loads(_json.dumps(expected["sections"]))
+    none = data_client.get("/api/v1/data/attempts/report?q=zzzz-no-such-text")
+    assert none.status_code == 404 and "nothing to report" in none.json()["error"]
+    bad = data_client.get("/api/v1/data/attempts/report?min_rating=x")
+    assert bad.status_code == 422
+
+
 def test_the_report_page_may_use_its_own_styles_and_figures_only(data_client, alice):
     """The self-contained report keeps its <style> and data: figures under the app's policy:
     its styles are allowed by hash (no other inline style), scripts stay 'self' only."""
@@ -209,6 +234,7 @@ DATA_API = (
     "/api/v1/data/pairs",
     "/api/v1/data/pairs/helpful-base/train/0",
     "/api/v1/data/attempts",
+    "/api/v1/data/attempts/report",
 )
 DATA_PAGES = (
     "/data",

@@ -124,6 +124,15 @@ def test_page_prose_shows_report_numbers(report):
     assert "<figure" not in render_html(report, {})  # no PNG given, no figure
 
 
+def test_the_page_links_its_numbers(report):
+    """Beside the written report.json by default; where the app serves them when told."""
+    assert "<a href='report.json' id='report-json'><code>report.json</code></a>" in render_html(
+        report, {}
+    )
+    page = render_html(report, {}, json_href="/api/numbers?a=1&b=<2>")
+    assert "<a href='/api/numbers?a=1&amp;b=&lt;2&gt;' id='report-json'>" in page
+
+
 def test_values_from_the_data_are_escaped(make_attempt):
     attempts = [
         make_attempt(model_type="<script>x</script>", rating=4, score=-1.0, member=1, tags=["a&b"]),

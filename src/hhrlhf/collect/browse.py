@@ -402,6 +402,28 @@ def api_attempts(request: Request, who: Who):
     return {"total": total, "attempts": [a.to_dict(real_keys=True) for _, a in found]}
 
 
+@router.get("/api/v1/data/attempts/report")
+def api_attempts_report(request: Request, who: Who):
+    """``hh redteam report``'s ``report.json`` for the attempts the filters keep: every number
+    of the report page (404 when none is kept)."""
+    index = _index(request, who)
+    query = _attempt_query(request.query_params)
+    return _report_numbers(index, query)
+
+
+def _report_numbers(index: DataIndex, query) -> dict:
+    report = index.reports.get((query, "json"))
+    if report is None:
+        from ..redteam.report import compute_report
+
+        kept = [a for a in index.attempts if query.matches(a)]
+        if not kept:
+            raise CollectError("no attempt matches these filters: nothing to report", 404)
+        report = compute_report(kept, source=f"{index.label} ({len(kept)} attempts)")
+        _keep(index.reports, (query, "json"), report, 8)
+    return report
+
+
 # ---- pages ---------------------------------------------------------------------------------
 
 
@@ -574,12 +596,14 @@ def attempts_report(request: Request):
         params = request.query_params
         query = _attempt_query(params)
         plots = params.get("plots") == "1"
-        kept = [a for a in index.attempts if query.matches(a)]
-        if not kept:
-            raise CollectError("no attempt matches these filters: nothing to report", 404)
         html = index.reports.get((query, plots))
         if html is None:
-            html = _report_html(kept, f"{index.label} ({len(kept)} attempts)", plots)
+            report = _report_numbers(index, query)
+            numbers = [(k, v) for k, v in params.multi_items() if k != "plots"]
+            json_href = "/api/v1/data/attempts/report" + (
+                f"?{urlencode(numbers)}" if numbers else ""
+            )
+            html = _report_html(index, query, report, plots, json_href)
             _keep(index.reports, (query, plots), html, 8)
     except _Refused as refused:
         return refused.response
@@ -601,18 +625,18 @@ def report_policy(html: str) -> str:
     return policy + "; img-src 'self' data:"
 
 
-def _report_html(attempts, source: str, plots: bool) -> str:
-    from ..redteam.report import compute_report, draw_figures, render_html
+def _report_html(index: DataIndex, query, report: dict, plots: bool, json_href: str) -> str:
+    from ..redteam.report import draw_figures, render_html
     from ..redteam.stats import drop_out_of_range
 
-    report = compute_report(attempts, source=source)
     pngs = {}
     if plots:
         from ..redteam.plots import figure_png
 
-        figures = draw_figures(report, drop_out_of_range(attempts)[0])
+        kept = [a for a in index.attempts if query.matches(a)]
+        figures = draw_figures(report, drop_out_of_range(kept)[0])
         pngs = {name: figure_png(fig) for name, fig in figures.items()}
-    return render_html(report, pngs)
+    return render_html(report, pngs, json_href=json_href)
 
 
 @router.get("/data/attempts/{row}", response_class=HTMLResponse, include_in_schema=False)

@@ -243,8 +243,12 @@ def section_tables(sid: str, sec: dict, report: dict) -> dict[str, Table]:
     return _TABLES[sid](sec, report["sections"]["table1"]["sizes"])
 
 
-def render_html(report: dict, pngs: dict[str, bytes]) -> str:
-    """A self-contained page: every section, its tables, and its plots as data URIs."""
+def render_html(report: dict, pngs: dict[str, bytes], *, json_href: str = "report.json") -> str:
+    """A self-contained page: every section, its tables, and its plots as data URIs.
+
+    ``json_href``: where the page's link to its numbers points (the ``report.json`` written
+    beside it; the app serves them from its API).
+    """
     env = environment("report", "the red-team report page")
     env.filters.update(fmt=fmt, pct=pct, num=lambda v: f"{v:,}", g=lambda v: f"{v:g}")
     sections = [
@@ -266,4 +270,4 @@ def render_html(report: dict, pngs: dict[str, bytes]) -> str:
         for sid, sec in report["sections"].items()
     ]
     page = env.get_template("report/page.html")
-    return page.render(report=report, sections=sections, titles=SECTIONS)
+    return page.render(report=report, sections=sections, titles=SECTIONS, json_href=json_href)
