@@ -95,3 +95,31 @@ def test_replace_dir_keeps_the_old_output_on_error(tmp_path):
             raise RuntimeError("training failed")
     assert (out / "model.json").read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+@pytest.mark.parametrize("name", ["rows.jsonl", "rows.jsonl.gz", "rows.parquet"])
+def test_written_files_get_the_umask_mode_not_mkstemps(tmp_path, name):
+    if name.endswith(".parquet"):
+        pytest.importorskip("pyarrow")
+    from hhrlhf.convert.files import write_rows
+
+    old = os.umask(0o027)
+    try:
+        write_rows([{"a": 1}], tmp_path / name)
+    finally:
+        os.umask(old)
+    assert (tmp_path / name).stat().st_mode & 0o777 == 0o640
+
+
+def test_the_download_hash_note_gets_the_umask_mode(tmp_path):
+    from hhrlhf.download import cached_sha256
+
+    data = tmp_path / "test.jsonl.gz"
+    data.write_bytes(b"x")
+    old = os.umask(0o022)
+    try:
+        cached_sha256(data)
+    finally:
+        os.umask(old)
+    (note,) = [p for p in tmp_path.iterdir() if p.name.endswith(".sha256.json")]
+    assert note.stat().st_mode & 0o777 == 0o644

@@ -84,7 +84,7 @@ from .errors import (
     OfflineError,
     UnknownNameError,
 )
-from .outputs import check_writable
+from .outputs import check_writable, plain_mode
 from .subsets import FileSpec, resolve_subsets
 
 __all__ = [
@@ -264,6 +264,7 @@ def _write_json_atomic(path: Path, data: object) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        plain_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -30,7 +30,16 @@ from pathlib import Path
 
 from .errors import OutputError
 
-__all__ = ["check_writable", "replace_dir"]
+__all__ = ["check_writable", "plain_mode", "replace_dir"]
+
+
+def plain_mode(path: str | os.PathLike, *, folder: bool = False) -> None:
+    """Give a file made by ``mkstemp`` (0600) or a folder made by ``mkdtemp`` (0700) the mode
+    a plain ``open``/``mkdir`` would have had under the current umask: the private mode
+    protects the temporary name only, not the output other people read."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, (0o777 if folder else 0o666) & ~umask)
 
 
 def _probe(folder: Path, path: Path, option: str) -> None:
@@ -95,9 +104,7 @@ def replace_dir(path: str | os.PathLike) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.new-", dir=path.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 is for the name; the result is a normal folder
+    plain_mode(tmp, folder=True)
     try:
         yield tmp
     except BaseException:

@@ -153,6 +153,21 @@ def test_export_matches_the_golden_files(storage, tmp_path):
     assert orjson.loads((out / "manifest.json").read_bytes()) == manifest
 
 
+def test_export_files_are_readable_by_others_as_the_umask_allows(storage, tmp_path):
+    build(storage)
+    old = os.umask(0o022)
+    try:
+        export_collection(storage, tmp_path / "out", test_fraction=0.5)
+    finally:
+        os.umask(old)
+    modes = {
+        str(p.relative_to(tmp_path / "out")): p.stat().st_mode & 0o777
+        for p in (tmp_path / "out").rglob("*")
+        if p.is_file()
+    }
+    assert len(modes) == 6 and set(modes.values()) == {0o644}, modes  # not mkstemp's 0600
+
+
 def test_export_lines_are_exact(storage, tmp_path):
     build(storage)
     export_collection(storage, tmp_path / "out", test_fraction=0.5)

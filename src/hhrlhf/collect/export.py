@@ -37,6 +37,7 @@ from pathlib import Path
 import orjson
 
 from ..errors import HHError, OutputError
+from ..outputs import plain_mode
 from ..records import TASK_SCORE_KEY_REAL
 from ..subsets import SUBSETS
 from .config import BackendConfig
@@ -106,6 +107,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        plain_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

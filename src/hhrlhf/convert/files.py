@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 
 from ..errors import DataFormatError, NoDataError, UnknownNameError, require
+from ..outputs import plain_mode
 from ..reader import Lenient, read_objects
 
 __all__ = ["CONTAINERS", "container_of", "write_rows", "read_rows"]
@@ -66,9 +67,7 @@ def write_rows(
             n = _write_parquet(rows, part)
         else:
             n = _write_jsonl(rows, part, encode or _encode, gz=kind == "jsonl.gz")
-        umask = os.umask(0)
-        os.umask(umask)
-        part.chmod(0o666 & ~umask)  # mkstemp's 0600 protects the temporary name only
+        plain_mode(part)
         os.replace(part, path)
     finally:
         if part.exists():

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from ..outputs import plain_mode
 from ..records import RED_TEAM_KEYS_REAL, TASK_SCORE_KEY_REAL
 from ..subsets import PREFERENCE_SUBSETS, RED_TEAM, SUBSETS
 
@@ -1376,7 +1377,7 @@ def _write(path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
-    os.chmod(tmp, 0o644)
+    plain_mode(tmp)
     os.replace(tmp, path)
 
 
