@@ -15,6 +15,7 @@ from hhrlhf.progress import progress
 @pytest.fixture
 def lines_every_update(monkeypatch):
     monkeypatch.setattr(progress_mod, "INTERVAL", 0.0)
+    monkeypatch.setattr(progress_mod, "SUMMARY_AFTER", 0.0)
     progress_mod.enable(True)
     yield
     progress_mod.enable(False)
@@ -37,6 +38,16 @@ def test_off_a_terminal_periodic_and_summary_lines_go_to_stderr(capsys, lines_ev
         "work: 3/3 rows (100%) ...",
     ]
     assert lines[3].startswith("work: 3 rows in ") and lines[3].endswith(" s")
+
+
+def test_off_a_terminal_quick_work_prints_no_closing_line(capsys, monkeypatch):
+    monkeypatch.setattr(progress_mod, "SUMMARY_AFTER", 60.0)
+    progress_mod.enable(True)
+    try:
+        assert list(progress(range(3), desc="work", unit="rows")) == [0, 1, 2]
+    finally:
+        progress_mod.enable(False)
+    assert capsys.readouterr() == ("", "")
 
 
 def _run(*args):

@@ -3,8 +3,9 @@
 ``progress(iterable, desc)`` (or ``progress(total=N, desc=...)`` and ``.update(n)``) shows a
 tqdm bar on stderr when stderr is a terminal, and otherwise prints a line every
 :data:`INTERVAL` seconds and one when the work ends, such as
-``check harmless-base/train: 42,537 rows in 3.1 s``. stdout is never touched, so machine
-output stays clean.
+``check harmless-base/train: 42,537 rows in 3.1 s``; work done in under :data:`SUMMARY_AFTER`
+seconds prints nothing, since the command's own summary already says what it did. stdout is
+never touched, so machine output stays clean.
 
 The library is silent by default: the ``hh`` command turns progress on (:func:`enable`)
 unless it is given ``--quiet``.
@@ -16,10 +17,13 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 
-__all__ = ["progress", "enable", "enabled", "Progress", "INTERVAL"]
+__all__ = ["progress", "enable", "enabled", "Progress", "INTERVAL", "SUMMARY_AFTER"]
 
 #: Seconds between two progress lines when stderr is not a terminal.
 INTERVAL = 5.0
+
+#: Off a terminal, work that ends sooner than this (in seconds) prints no closing line.
+SUMMARY_AFTER = 1.0
 
 _enabled = False
 
@@ -81,6 +85,8 @@ class Progress:
             self._bar.close()
         elif self._lines:
             took = time.monotonic() - self._start
+            if took < SUMMARY_AFTER:
+                return
             print(
                 f"{self.desc}: {self.n:,} {self.unit} in {took:.1f} s", file=sys.stderr, flush=True
             )

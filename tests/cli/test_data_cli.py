@@ -117,6 +117,10 @@ def test_demo_runs_on_the_sample(tmp_path):
     assert "outputs are in" in result.stdout
     assert (tmp_path / "demo" / "stats.json").is_file()
     assert "prompt + chosen_response == chosen: True" in result.stdout
+    # off a terminal, the quick export and check steps say what they did once, in their own
+    # summary lines, without a progress line per file before them
+    assert "export: 20 harmless-base/test pairs as dpo" in result.stdout
+    assert "check harmless-base/train" not in result.stderr, result.stderr
 
 
 def test_python_m_and_version():
