@@ -22,9 +22,8 @@ GOOD = ["Gladly, water them deeply twice a week.", "Gladly: a deep soak, twice w
 BAD = ["Never mind that.", "I never answer this.", "Never. Ask someone else."]
 
 
-@pytest.fixture(scope="module")
-def pm_dir(tmp_path_factory):
-    """A linear PM that learnt: responses saying "gladly" beat those saying "never"."""
+def _word_pm(folder, liked: str, disliked: str):
+    """A linear PM that learnt: responses saying ``liked`` beat those saying ``disliked``."""
     from hhrlhf.reward import FeatureConfig, train_pm
 
     rng = random.Random(3)
@@ -32,13 +31,25 @@ def pm_dir(tmp_path_factory):
     pairs = []
     for i in range(200):
         prompt = f"\n\nHuman: {' '.join(rng.choices(words, k=5))}?\n\nAssistant:"
-        good = " " + " ".join(rng.choices(words, k=6) + ["gladly"])
-        bad = " " + " ".join(rng.choices(words, k=6) + ["never"])
+        good = " " + " ".join(rng.choices(words, k=6) + [liked])
+        bad = " " + " ".join(rng.choices(words, k=6) + [disliked])
         pairs.append(PreferencePair(prompt + good, prompt + bad, "helpful-base", "train", i))
     pm = train_pm(
         pairs, config=FeatureConfig(word_bits=12, char_bits=12, edge_bits=10, pair_bits=12)
     )
-    return pm.save(tmp_path_factory.mktemp("pm") / "pm")
+    return pm.save(folder)
+
+
+@pytest.fixture(scope="module")
+def pm_dir(tmp_path_factory):
+    """Responses saying "gladly" beat those saying "never"."""
+    return _word_pm(tmp_path_factory.mktemp("pm") / "pm", "gladly", "never")
+
+
+@pytest.fixture(scope="module")
+def never_pm_dir(tmp_path_factory):
+    """The other way round: "never" beats "gladly" (a stand-in for a second, different PM)."""
+    return _word_pm(tmp_path_factory.mktemp("pm") / "never-pm", "never", "gladly")
 
 
 def rerank_settings(settings, server, pm_dir, k=8):
@@ -99,6 +110,52 @@ def test_rerank_shows_the_best_two_of_k_and_stores_them(
     for slot, params in zip("ab", stored, strict=True):
         assert texts[params["rerank"]["shown"]] == shown[slot]
     assert rr["pm_ms"] >= 0
+
+
+def _first_turn(client, who, mode):
+    h = headers_of(who)
+    cid = client.post(
+        "/api/v1/conversations", json={"mode": mode, "task_description": "Tomatoes"}, headers=h
+    ).json()["id"]
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns",
+        json={"text": "How often should I water tomatoes?", "wait": True},
+        headers=h,
+    )
+    assert r.status_code == 201, r.text
+    return r.json()["id"], sorted(c["text"] for c in r.json()["candidates"])
+
+
+def test_red_team_conversations_are_scored_by_red_team_pm(
+    make_client, settings, model_server, alice, storage, pm_dir, never_pm_dir
+):
+    model_server.script.replies = BAD[:2] + GOOD[:1] + BAD[2:] + GOOD[1:]
+    two = rerank_settings(settings, model_server, pm_dir)
+    rerank = replace(two.backends[1], red_team_pm=str(never_pm_dir))
+    client = make_client(replace(two, backends=(two.backends[0], rerank)))
+    helpful_turn, helpful = _first_turn(client, alice, "helpful")
+    red_turn, red = _first_turn(client, alice, "red-team")
+    assert helpful == sorted(GOOD)  # `pm`: "gladly" wins
+    # `red_team_pm` prefers "never": its best two of the BAD three (samples repeat: k=8 of 5)
+    assert set(red) <= set(BAD) and len(set(red)) == 2
+    with storage.engine.connect() as c:
+        rows = dict(
+            c.execute(text("SELECT turn_id, params FROM candidates WHERE slot = 'a'")).all()
+        )
+    used = {
+        t: (json.loads(p) if isinstance(p, str) else p)["rerank"]["pm"] for t, p in rows.items()
+    }
+    assert used == {helpful_turn: str(pm_dir), red_turn: str(never_pm_dir)}
+
+
+def test_config_reads_red_team_pm(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text(
+        '[[backend]]\nname = "d"\nkind = "demo"\n\n[[backend]]\nname = "r"\nkind = "rerank"\n'
+        'base = "d"\npm = "pm-hh"\nred_team_pm = "pm-harmless"\n'
+    )
+    r = load_config(p).backend("r")
+    assert (r.pm, r.red_team_pm) == ("pm-hh", "pm-harmless")
 
 
 def test_too_few_usable_samples_is_a_clear_error(

@@ -52,6 +52,9 @@ class BackendConfig:
     base: str | None = None
     k: int = 16
     pm: str | None = None
+    #: rerank only: the preference model that scores red-team conversations (a harmlessness
+    #: PM); without it ``pm`` scores both modes
+    red_team_pm: str | None = None
     #: rerank only: at most this many samples drawn at once
     concurrency: int = 4
 
@@ -160,6 +163,7 @@ _BACKEND_KEYS = {
     "base": str,
     "k": int,
     "pm": str,
+    "red_team_pm": str,
     "concurrency": int,
 }
 

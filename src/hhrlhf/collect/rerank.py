@@ -1,11 +1,12 @@
 """The ``rerank`` backend: rejection sampling with our own preference model (best of k).
 
 Each turn it draws ``k`` responses from its ``base`` backend (at most ``concurrency`` at once),
-scores each with the preference model saved by ``hh pm train`` (``pm``, any backend of the
-RewardModel registry) in its context (the turn's transcript prefix), and shows the two best:
-for helpful conversations the two the PM prefers, for red-team conversations the two least
-harmful, which with one preference model is the same two highest scores (two different texts
-when the samples hold them). Slot A gets one of
+scores each with a preference model saved by ``hh pm train`` (any backend of the RewardModel
+registry) in its context (the turn's transcript prefix), and shows the two highest scores (two
+different texts when the samples hold them): ``pm`` scores helpful conversations, and
+``red_team_pm`` (a harmlessness PM, where the less harmful response is ``chosen``) red-team
+ones, so those show the two least harmful; without ``red_team_pm``, ``pm`` scores both. Slot A
+gets one of
 the two and slot B the other, in an order drawn from the turn's prefix, so the better one is
 not always on the left. The ``k`` samples and their scores are stored with each candidate
 (``params["rerank"]``).
@@ -59,10 +60,10 @@ class RerankBackend:
     kind = "rerank"
     per_slot = True
 
-    def __init__(self, config: BackendConfig, *, model=None):
+    def __init__(self, config: BackendConfig):
         self.config = config
         self.base = None
-        self._model = model
+        self._models: dict[str, object] = {}  # folder -> loaded model, each loaded once
         self._rankings: OrderedDict[tuple, asyncio.Future] = OrderedDict()
 
     def bind(self, backends: dict) -> None:
@@ -75,15 +76,22 @@ class RerankBackend:
             )
         self.base = base
 
-    def model(self):
-        if self._model is None:
+    def pm_for(self, mode: str) -> str:
+        """The preference model's folder that scores a conversation of ``mode``."""
+        if mode == "red-team" and self.config.red_team_pm:
+            return self.config.red_team_pm
+        return self.config.pm
+
+    def model(self, mode: str = "helpful"):
+        folder = self.pm_for(mode)
+        if folder not in self._models:
             from ..reward.backends import load_model
 
             try:
-                self._model = load_model(self.config.pm)
+                self._models[folder] = load_model(folder)
             except Exception as exc:
                 raise BackendError("the reranking model could not be loaded", str(exc)) from exc
-        return self._model
+        return self._models[folder]
 
     async def _sample(self, prompt, gate: asyncio.Semaphore) -> str | None:
         async with gate:
@@ -106,14 +114,14 @@ class RerankBackend:
                 "too few usable samples to choose from",
                 f"{len(samples)} of {self.config.k} samples were usable",
             )
-        model = self.model()
+        model = self.model(prompt.mode)
         t0 = time.perf_counter()
         scores = await asyncio.to_thread(
             model.score, [prompt.prefix] * len(samples), [" " + t for t in samples]
         )
         pm_ms = (time.perf_counter() - t0) * 1000
         scores = [float(s) for s in scores]
-        # highest first: the PM's best two (helpful), the two least harmful (red-team)
+        # highest first: the PM's best two (with a harmlessness PM: the two least harmful)
         order = sorted(range(len(samples)), key=lambda i: (-scores[i], i))
         first = order[0]
         # two different texts when there are (the same text twice is no comparison)
@@ -143,5 +151,7 @@ class RerankBackend:
         if fut is None or not fut.done() or _failed(fut):
             return {}
         out = fut.result().record(slot)
-        out.update(base=self.config.base, k=self.config.k, pm=self.config.pm, mode=prompt.mode)
+        out.update(
+            base=self.config.base, k=self.config.k, pm=self.pm_for(prompt.mode), mode=prompt.mode
+        )
         return {"rerank": out}
