@@ -372,6 +372,52 @@ def test_collected_data_for_admins(client, storage, admin, bob, tmp_path):
     assert client.get("/data?source=collected").status_code == 403
 
 
+def test_collected_data_is_rebuilt_only_when_the_database_changed(
+    client, storage, admin, monkeypatch
+):
+    from test_export import _turn, build
+
+    from hhrlhf.collect import export
+
+    build(storage)
+    exports = []
+    real_export = export.export_collection
+    monkeypatch.setattr(
+        export, "export_collection", lambda *a, **k: exports.append(1) or real_export(*a, **k)
+    )
+    h = admin[1]
+
+    def pairs():
+        return client.get("/api/v1/data/pairs?source=collected&limit=200", headers=h).json()
+
+    def upworkers():
+        got = client.get("/api/v1/data/attempts?source=collected", headers=h).json()
+        return [a["is_upworker"] for a in got["attempts"]]
+
+    first = pairs()
+    assert pairs() == first and upworkers() == [False, False]
+    assert len(exports) == 1  # three reads of an unchanged database, one export
+    # a new choice is in the next read
+    alice = storage.annotator_by_name("alice")
+    cid = storage.create_conversation(alice, "helpful", "Soup")["id"]
+    t = _turn(storage, alice, cid, "How long do I simmer soup?", "An hour.", "Ten seconds.")
+    storage.record_choice(alice, t, pick="a", strength=4, strength_points=4)
+    assert pairs()["total"] == first["total"] + 1 and len(exports) == 2
+    # so is an annotator's attribute, edited by an admin (it is the attempts' is_upworker)
+    r = client.post(
+        "/api/v1/admin/annotators/alice", json={"attributes": {"is_upworker": True}}, headers=h
+    )
+    assert r.status_code == 200, r.text
+    assert upworkers() == [True, True] and len(exports) == 3
+    # and so is a conversation finished (the red-team rating makes an attempt)
+    cid = storage.create_conversation(alice, "red-team", "Rude", backend="m1")["id"]
+    t = _turn(storage, alice, cid, "Be rude.", "No.", "You are silly.")
+    storage.record_choice(alice, t, pick="b", strength=2, strength_points=4)
+    assert len(upworkers()) == 2
+    storage.finish_conversation(alice, cid, rating=3)
+    assert len(upworkers()) == 3 and len(exports) == 5
+
+
 REAL = os.environ.get("HH_RLHF_REAL")
 
 

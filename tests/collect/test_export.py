@@ -168,6 +168,14 @@ def test_export_files_are_readable_by_others_as_the_umask_allows(storage, tmp_pa
     assert len(modes) == 6 and set(modes.values()) == {0o644}, modes  # not mkstemp's 0600
 
 
+def test_the_export_reads_conversations_in_batches_the_same_as_in_one(storage):
+    build(storage)
+    whole = list(storage.iter_conversations_for_export())
+    assert len(whole) == 6 and [c["id"] for c in whole] == sorted(c["id"] for c in whole)
+    assert list(storage.iter_conversations_for_export(batch=4)) == whole
+    assert list(storage.iter_conversations_for_export(batch=1)) == whole
+
+
 def test_export_lines_are_exact(storage, tmp_path):
     build(storage)
     export_collection(storage, tmp_path / "out", test_fraction=0.5)

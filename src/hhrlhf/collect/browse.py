@@ -14,6 +14,7 @@ import base64
 import difflib
 import hashlib
 import re
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -282,12 +283,28 @@ def collected_index(storage) -> DataIndex:
     return index
 
 
+_collected_lock = threading.Lock()
+
+
+def _collected(app) -> DataIndex:
+    """:func:`collected_index`, rebuilt only when the database's export stamp has changed (a
+    page of the collected data read the whole database each time)."""
+    storage = app.state.storage
+    with _collected_lock:  # one rebuild at a time; the others then find it done
+        stamp = storage.export_stamp()
+        kept = getattr(app.state, "collected", None)
+        if kept is None or kept[0] != stamp:
+            kept = (stamp, collected_index(storage))
+            app.state.collected = kept
+        return kept[1]
+
+
 def _index(request: Request, who) -> DataIndex:
     """The data the request asks for: ``?source=collected`` is the app's database (admins)."""
     if request.query_params.get("source") == "collected":
         if not who.is_admin:
             raise CollectError("the collected data is for admins only", 403)
-        return collected_index(request.app.state.storage)
+        return _collected(request.app)
     index = getattr(request.app.state, "data_index", None)
     if index is None:
         raise CollectError("no data to browse: start the app with hh serve --data PATH|sample", 404)

@@ -841,58 +841,69 @@ class Storage:
             return self._turn_dict(t, admin=who.is_admin)
 
     # -- export -----------------------------------------------------------------------------
-    def iter_conversations_for_export(self) -> Iterator[dict]:
-        """Every conversation with its turns, candidates and comparisons, oldest first."""
+    def iter_conversations_for_export(self, batch: int = 500) -> Iterator[dict]:
+        """Every conversation with its turns, candidates and comparisons, oldest first.
+
+        Read ``batch`` conversations at a time in four statements (conversations, their
+        annotators, turns, and the turns' candidates and comparisons), not three per
+        conversation: an export of thousands of conversations was mostly round trips.
+        """
         with self._read() as s:
             ids = s.scalars(select(Conversation.id).order_by(Conversation.id)).all()
-            for cid in ids:
-                c = s.get(Conversation, cid)
-                a = s.get(Annotator, c.annotator_id)
-                turns = s.scalars(
-                    select(Turn)
-                    .where(Turn.conversation_id == cid)
-                    .order_by(Turn.index)
-                    .options(selectinload(Turn.candidates), selectinload(Turn.comparisons))
+            for start in range(0, len(ids), batch):
+                chunk = ids[start : start + batch]
+                convs = s.scalars(
+                    select(Conversation).where(Conversation.id.in_(chunk)).order_by(Conversation.id)
                 ).all()
-                yield {
-                    "id": c.id,
-                    "uid": c.uid,
-                    "mode": c.mode,
-                    "status": c.status,
-                    "task_description": c.task_description,
-                    "rating": c.rating,
-                    "backend": c.backend,
-                    "annotator": {
-                        "name": a.name,
-                        "member_id": a.member_id,
-                        "attributes": dict(a.attributes or {}),
-                    },
-                    "turns": [
-                        {
-                            "index": t.index,
-                            "human": t.human,
-                            "prefix": t.prefix,
-                            "continued": t.continued,
-                            "candidates": {
-                                x.slot: {"text": x.text, "cut": x.cut, "backend": x.backend}
-                                for x in t.candidates
-                            },
-                            "comparisons": [
-                                {
-                                    "kind": x.kind,
-                                    "pick": x.pick,
-                                    "strength": x.strength,
-                                    "chosen_slot": x.chosen_slot,
-                                    "rejected_slot": x.rejected_slot,
-                                    "chosen_text": x.chosen_text,
-                                    "rejected_text": x.rejected_text,
-                                }
-                                for x in t.comparisons
-                            ],
-                        }
-                        for t in turns
-                    ],
+                people = {
+                    a.id: a
+                    for a in s.scalars(
+                        select(Annotator).where(Annotator.id.in_({c.annotator_id for c in convs}))
+                    )
                 }
+                turns: dict[int, list[Turn]] = {c.id: [] for c in convs}
+                for t in s.scalars(
+                    select(Turn)
+                    .where(Turn.conversation_id.in_(chunk))
+                    .order_by(Turn.conversation_id, Turn.index)
+                    .options(selectinload(Turn.candidates), selectinload(Turn.comparisons))
+                ):
+                    turns[t.conversation_id].append(t)
+                for c in convs:
+                    yield _export_dict(c, people[c.annotator_id], turns[c.id])
+                s.expunge_all()  # one batch's rows in memory at a time
+
+    def export_stamp(self) -> tuple:
+        """What the export depends on, in two statements: equal stamps, equal exports.
+
+        Rows are only added (conversations, turns, comparisons) or changed once (a conversation
+        finished, a turn continued), so counts and highest ids see every change; the
+        annotators' attributes (``is_upworker``) can be edited at any time and are part of it.
+        """
+        with self._read() as s:
+            row = s.execute(
+                select(
+                    select(func.count()).select_from(Conversation).scalar_subquery(),
+                    select(func.max(Conversation.id)).scalar_subquery(),
+                    select(func.count())
+                    .where(Conversation.status == "finished")
+                    .select_from(Conversation)
+                    .scalar_subquery(),
+                    select(func.max(Turn.id)).scalar_subquery(),
+                    select(func.count())
+                    .where(Turn.continued.is_not(None))
+                    .select_from(Turn)
+                    .scalar_subquery(),
+                    select(func.count()).select_from(Comparison).scalar_subquery(),
+                    select(func.max(Comparison.id)).scalar_subquery(),
+                )
+            ).one()
+            people = s.execute(
+                select(Annotator.id, Annotator.member_id, Annotator.attributes).order_by(
+                    Annotator.id
+                )
+            ).all()
+        return tuple(row) + (repr([(i, m, sorted((a or {}).items())) for i, m, a in people]),)
 
     def counts(self) -> dict:
         with self._read() as s:
@@ -905,6 +916,48 @@ class Storage:
                     ("comparisons", Comparison),
                 )
             }
+
+
+def _export_dict(c: Conversation, a: Annotator, turns: list[Turn]) -> dict:
+    return {
+        "id": c.id,
+        "uid": c.uid,
+        "mode": c.mode,
+        "status": c.status,
+        "task_description": c.task_description,
+        "rating": c.rating,
+        "backend": c.backend,
+        "annotator": {
+            "name": a.name,
+            "member_id": a.member_id,
+            "attributes": dict(a.attributes or {}),
+        },
+        "turns": [
+            {
+                "index": t.index,
+                "human": t.human,
+                "prefix": t.prefix,
+                "continued": t.continued,
+                "candidates": {
+                    x.slot: {"text": x.text, "cut": x.cut, "backend": x.backend}
+                    for x in t.candidates
+                },
+                "comparisons": [
+                    {
+                        "kind": x.kind,
+                        "pick": x.pick,
+                        "strength": x.strength,
+                        "chosen_slot": x.chosen_slot,
+                        "rejected_slot": x.rejected_slot,
+                        "chosen_text": x.chosen_text,
+                        "rejected_text": x.rejected_text,
+                    }
+                    for x in t.comparisons
+                ],
+            }
+            for t in turns
+        ],
+    }
 
 
 def _apply_candidate(
