@@ -302,6 +302,46 @@ def test_attempt_pages(data_client, alice):
     assert data_client.get("/data/attempts/100000").status_code == 404
 
 
+def test_a_folder_without_attempts_says_so_and_offers_no_report(
+    make_client, settings, alice, hostile_dir
+):
+    client = make_client(replace(settings, data=hostile_dir))  # preference pairs only
+    client.get(f"/login?token={alice[2]}")
+    page = client.get("/data/attempts").text
+    assert "There are no red-team attempts in" in page
+    assert "red-team-attempts/red_team_attempts.jsonl.gz" in page
+    assert 'id="report"' not in page and "/data/attempts/report" not in page
+    # with attempts, a filter that keeps none says that instead, still without a report link
+    sample = make_client(replace(settings, data="sample"))
+    sample.get(f"/login?token={alice[2]}")
+    page = sample.get("/data/attempts?q=no-such-words-anywhere").text
+    assert "No attempt matches these filters." in page and 'id="report"' not in page
+    assert 'id="report"' in sample.get("/data/attempts").text
+
+
+def test_the_collected_attempts_link_to_the_collected_attempts(
+    make_client, settings, storage, admin
+):
+    from test_export import build
+
+    build(storage)  # two finished red-team conversations
+    client = make_client(replace(settings, data="sample"))
+    client.get(f"/login?token={admin[2]}")
+    page = client.get("/data/attempts?source=collected").text
+    assert "2 attempts" in page
+    assert '<a href="/data/attempts?source=collected">Red-team attempts</a>' in page
+    assert '<a href="/data?source=collected">Pairs</a>' in page
+    assert '<a href="/data" id="files">The data folder</a>' in page
+    assert '<input type="hidden" name="source" value="collected">' in page
+    assert '<a href="/data/attempts/0?source=collected">' in page
+    one = client.get("/data/attempts/0?source=collected").text
+    assert "Get rude replies" in one  # the collected attempt, not the sample's first
+    # on the files' pages the nav leads to the collected data instead
+    page = client.get("/data/attempts").text
+    assert '<a href="/data?source=collected" id="collected">Collected data</a>' in page
+    assert '<a href="/data/attempts/0">' in page
+
+
 def test_hostile_text_is_shown_literally(make_client, settings, alice, hostile_dir):
     client = make_client(replace(settings, data=hostile_dir))
     client.get(f"/login?token={alice[2]}")

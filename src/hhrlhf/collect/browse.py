@@ -493,6 +493,7 @@ def _page(request: Request, index: DataIndex, name: str, status: int = 200, **co
         page="data",
         source_q="?source=collected" if collected else "",
         collected=collected,
+        has_files=getattr(request.app.state, "data_index", None) is not None,
         visible=visible,
         **context,
     )
