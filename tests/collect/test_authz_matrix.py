@@ -26,6 +26,7 @@ MATRIX = {
     ("GET", "/conversations/{cid}"): (401, 401, 403, 404, 200, 200),
     ("GET", "/help"): (200, 200, 200, 200, 200, 200),
     ("GET", "/static/collect.js"): (200, 200, 200, 200, 200, 200),
+    ("GET", "/favicon.ico"): (200, 200, 200, 200, 200, 200),
     ("POST", "/logout"): (200, 200, 200, 200, 200, 403),
     ("GET", "/login"): (401, 401, 401, 401, 401, 401),  # no token in the URL
     # review tasks (nothing is due: review 0 does not exist) and the admin's routes

@@ -284,3 +284,8 @@ def test_static_script_and_style_are_served_and_safe(make):
     assert "X-CSRF-Token" in js.text
     assert "@media (max-width" in css.text  # the phone layout
     assert client.get("/static/favicon.svg").status_code == 200
+    # what declares no icon (a JSON answer opened in the browser) asks for /favicon.ico
+    ico = client.get("/favicon.ico")
+    assert ico.status_code == 200 and ico.headers["content-type"] == "image/svg+xml"
+    assert ico.content == client.get("/static/favicon.svg").content
+    assert ico.headers["x-content-type-options"] == "nosniff"

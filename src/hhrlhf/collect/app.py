@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -198,6 +198,16 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         app.include_router(importlib.import_module("hhrlhf.collect.admin").router)
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+
+        @app.get("/favicon.ico", include_in_schema=False)
+        def favicon():
+            """The icon for what declares none (a JSON answer opened in the browser)."""
+            return FileResponse(
+                STATIC_DIR / "favicon.svg",
+                media_type="image/svg+xml",
+                headers={"cache-control": "public, max-age=86400"},
+            )
+
     app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)
     return app
 
