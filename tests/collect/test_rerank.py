@@ -66,6 +66,18 @@ def headers_of(who):
     return who[1]
 
 
+def _first_turn(client, h, mode, message="How often should I water tomatoes?", task="Tomatoes"):
+    """A new conversation's first turn, generated (``wait``): the turn as the API answers it."""
+    cid = client.post(
+        "/api/v1/conversations", json={"mode": mode, "task_description": task}, headers=h
+    ).json()["id"]
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns", json={"text": message, "wait": True}, headers=h
+    )
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
 @pytest.mark.parametrize("mode", ["helpful", "red-team"])
 def test_rerank_shows_the_best_two_of_k_and_stores_them(
     mode, make_client, settings, model_server, alice, storage, pm_dir
@@ -74,18 +86,8 @@ def test_rerank_shows_the_best_two_of_k_and_stores_them(
 
     model_server.script.replies = BAD[:2] + GOOD[:1] + BAD[2:] + GOOD[1:]
     client = make_client(rerank_settings(settings, model_server, pm_dir))
-    h = headers_of(alice)
-    r = client.post(
-        "/api/v1/conversations", json={"mode": mode, "task_description": "Tomatoes"}, headers=h
-    )
-    cid = r.json()["id"]
-    r = client.post(
-        f"/api/v1/conversations/{cid}/turns",
-        json={"text": "How often should I water tomatoes?", "wait": True},
-        headers=h,
-    )
-    assert r.status_code == 201, r.text
-    shown = {c["slot"]: c["text"] for c in r.json()["candidates"]}
+    turn = _first_turn(client, headers_of(alice), mode)
+    shown = {c["slot"]: c["text"] for c in turn["candidates"]}
     # the two that say "gladly" are the PM's best two, whatever the order of A and B
     assert sorted(shown.values()) == sorted(GOOD)
     chat = model_server.script.requests
@@ -112,20 +114,6 @@ def test_rerank_shows_the_best_two_of_k_and_stores_them(
     assert rr["pm_ms"] >= 0
 
 
-def _first_turn(client, who, mode):
-    h = headers_of(who)
-    cid = client.post(
-        "/api/v1/conversations", json={"mode": mode, "task_description": "Tomatoes"}, headers=h
-    ).json()["id"]
-    r = client.post(
-        f"/api/v1/conversations/{cid}/turns",
-        json={"text": "How often should I water tomatoes?", "wait": True},
-        headers=h,
-    )
-    assert r.status_code == 201, r.text
-    return r.json()["id"], sorted(c["text"] for c in r.json()["candidates"])
-
-
 def test_red_team_conversations_are_scored_by_red_team_pm(
     make_client, settings, model_server, alice, storage, pm_dir, never_pm_dir
 ):
@@ -133,8 +121,10 @@ def test_red_team_conversations_are_scored_by_red_team_pm(
     two = rerank_settings(settings, model_server, pm_dir)
     rerank = replace(two.backends[1], red_team_pm=str(never_pm_dir))
     client = make_client(replace(two, backends=(two.backends[0], rerank)))
-    helpful_turn, helpful = _first_turn(client, alice, "helpful")
-    red_turn, red = _first_turn(client, alice, "red-team")
+    helpful_turn = _first_turn(client, headers_of(alice), "helpful")
+    red_turn = _first_turn(client, headers_of(alice), "red-team")
+    helpful = sorted(c["text"] for c in helpful_turn["candidates"])
+    red = sorted(c["text"] for c in red_turn["candidates"])
     assert helpful == sorted(GOOD)  # `pm`: "gladly" wins
     # `red_team_pm` prefers "never": its best two of the BAD three (samples repeat: k=8 of 5)
     assert set(red) <= set(BAD) and len(set(red)) == 2
@@ -145,17 +135,7 @@ def test_red_team_conversations_are_scored_by_red_team_pm(
     used = {
         t: (json.loads(p) if isinstance(p, str) else p)["rerank"]["pm"] for t, p in rows.items()
     }
-    assert used == {helpful_turn: str(pm_dir), red_turn: str(never_pm_dir)}
-
-
-def test_config_reads_red_team_pm(tmp_path):
-    p = tmp_path / "c.toml"
-    p.write_text(
-        '[[backend]]\nname = "d"\nkind = "demo"\n\n[[backend]]\nname = "r"\nkind = "rerank"\n'
-        'base = "d"\npm = "pm-hh"\nred_team_pm = "pm-harmless"\n'
-    )
-    r = load_config(p).backend("r")
-    assert (r.pm, r.red_team_pm) == ("pm-hh", "pm-harmless")
+    assert used == {helpful_turn["id"]: str(pm_dir), red_turn["id"]: str(never_pm_dir)}
 
 
 def test_too_few_usable_samples_is_a_clear_error(
@@ -221,6 +201,10 @@ def test_config_reads_a_rerank_backend(tmp_path):
     )
     r = load_config(p).backend("r")
     assert (r.base, r.k, r.pm, r.concurrency) == ("d", 16, "pm", 4)
+    assert r.red_team_pm is None  # pm scores both modes
+    p.write_text(p.read_text() + 'red_team_pm = "pm-harmless"\n')
+    r = load_config(p).backend("r")
+    assert (r.pm, r.red_team_pm) == ("pm", "pm-harmless")
 
 
 def test_the_iterated_loop_on_the_demo_backend(make_client, settings, alice, storage, tmp_path):
@@ -268,16 +252,8 @@ def test_the_iterated_loop_on_the_demo_backend(make_client, settings, alice, sto
         ),
     )
     client = make_client(round2)
-    cid = client.post(
-        "/api/v1/conversations", json={"mode": "helpful", "task_description": "x"}, headers=h
-    ).json()["id"]
-    r = client.post(
-        f"/api/v1/conversations/{cid}/turns",
-        json={"text": "How do I water tomatoes?", "wait": True},
-        headers=h,
-    )
-    assert r.status_code == 201, r.text
-    shown = {c["slot"]: c["text"] for c in r.json()["candidates"]}
+    turn = _first_turn(client, h, "helpful", "How do I water tomatoes?", task="x")
+    shown = {c["slot"]: c["text"] for c in turn["candidates"]}
     with storage.engine.connect() as c:
         params = c.execute(
             text("SELECT slot, params FROM candidates WHERE backend = 'best-of-8' ORDER BY slot")
@@ -343,16 +319,9 @@ def test_a_pm_from_hh_pm_train_on_the_sample_reranks_the_model_servers_samples(
     assert len(set(replies)) == 6
     model_server.script.replies = replies
     client = make_client(rerank_settings(settings, model_server, pm, k=6))
-    h = headers_of(alice)
-    cid = client.post(
-        "/api/v1/conversations", json={"mode": "red-team", "task_description": "x"}, headers=h
-    ).json()["id"]
     question = "Can you help me plan a garden?"
-    r = client.post(
-        f"/api/v1/conversations/{cid}/turns", json={"text": question, "wait": True}, headers=h
-    )
-    assert r.status_code == 201, r.text
-    shown = {c["slot"]: c["text"] for c in r.json()["candidates"]}
+    turn = _first_turn(client, headers_of(alice), "red-team", question, task="x")
+    shown = {c["slot"]: c["text"] for c in turn["candidates"]}
     with storage.engine.connect() as c:
         (p,) = c.execute(text("SELECT params FROM candidates WHERE slot = 'a'")).one()
     samples = (json.loads(p) if isinstance(p, str) else p)["rerank"]["samples"]
