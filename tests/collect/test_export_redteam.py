@@ -245,6 +245,19 @@ def test_cli_export_with_config_and_scorer(storage, db_url, tmp_path):
     assert not (tmp_path / "o2" / RED_TEAM_ATTEMPTS).exists()
 
 
+def test_cli_names_a_red_team_conversation_without_a_backend(storage, db_url, tmp_path):
+    from hhrlhf.cli import cli
+
+    who, _ = storage.add_annotator("dana")
+    c = storage.create_conversation(who, "red-team", "No backend recorded")["id"]
+    t = _turn(storage, who, c, "Say something rude.", "No.", "You are silly.")
+    storage.record_choice(who, t, pick="b", strength=3, strength_points=4)
+    storage.finish_conversation(who, c, rating=2)
+    r = CliRunner().invoke(cli, ["collect", "export", "--db", db_url, "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    assert "for backend(s) (none recorded): the attempts say" in r.output
+
+
 def test_a_forced_export_without_attempts_leaves_no_stale_attempts_file(storage, db_url, tmp_path):
     from hhrlhf.collect.storage import Storage
 

@@ -515,7 +515,9 @@ def export(
     if rt["unconfigured_backends"]:
         click.echo(
             "warning: no model_type/num_params configured for backend(s) "
-            + ", ".join(printable(b) for b in rt["unconfigured_backends"])
+            + ", ".join(
+                printable(b) if b else "(none recorded)" for b in rt["unconfigured_backends"]
+            )
             + ": the attempts say the backend's name and num_params 'unknown' (pass --config)",
             err=True,
         )
