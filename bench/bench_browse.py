@@ -2,20 +2,32 @@
 
 Usage: ``python bench/bench_browse.py [--data bench/corpus]`` (the full-scale synthetic
 corpus from ``bench/make_corpus.py``). Prints the index time (wall and CPU: the machine may
-be shared; the load average is printed too) and, for each filter, the median time of the
-page through the app (TestClient, logged in): cold (the query's results not kept yet) and
+be shared; the load average is printed too), the memory the index adds to a worker (resident
+set growth: each ``hh serve`` worker holds its own), and, for each filter, the median time of
+the page through the app (TestClient, logged in): cold (the query's results not kept yet) and
 warm (the next page of the same query).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+
+
+def rss_mb() -> float:
+    """This process's resident set (Linux), in MiB; 0 where /proc is not there."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+    except (OSError, StopIteration):
+        return 0.0
+
 
 QUERIES = [
     "",
@@ -53,6 +65,8 @@ def main(argv=None) -> int:
         storage = Storage(db)
         storage.upgrade()
         _, token = storage.add_annotator("bench")
+        gc.collect()
+        before = rss_mb()
         start, cpu = time.perf_counter(), time.process_time()
         app = create_app(replace(demo_settings(db), data=args.data), storage=storage)
         index: DataIndex = app.state.data_index
@@ -60,6 +74,12 @@ def main(argv=None) -> int:
             f"indexed {len(index.pairs)} pairs and {len(index.attempts)} attempts "
             f"in {index.seconds:.1f} s (app ready in {time.perf_counter() - start:.1f} s, "
             f"{time.process_time() - cpu:.1f} s CPU)"
+        )
+        gc.collect()
+        print(
+            f"memory: the app with its index holds {rss_mb() - before:.0f} MiB more than "
+            f"before it (resident set; each hh serve worker holds its own), "
+            f"{len(index._text.blob) / 2**20:.0f} MiB of it the search buffer"
         )
         with TestClient(app) as client:
             client.get(f"/login?token={token}")

@@ -16,6 +16,7 @@ import hashlib
 import re
 import threading
 import time
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
@@ -178,24 +179,25 @@ class _TextIndex:
 
     SEP = "\0"
 
-    def __init__(self, blob: bytes, starts: list, prompt_ends: list):
+    def __init__(self, blob: bytearray, starts: array, prompt_ends: array):
         self.blob, self.starts, self.prompt_ends = blob, starts, prompt_ends
 
     @classmethod
     def build(cls, pairs) -> _TextIndex:
-        parts, starts, prompt_ends = [], [], []
-        at = 0
+        # one growing buffer and two int arrays: a list of every piece joined at the end held
+        # the text twice at its peak, and its freed pieces stayed in the worker's memory
+        blob, starts, prompt_ends = bytearray(), array("q"), array("q")
         for p in pairs:
             e = p.prompt_end
-            prompt = p.chosen[:e].casefold().encode("utf-8", "surrogatepass")
-            chosen = p.chosen[e:].casefold().encode("utf-8", "surrogatepass")
-            rejected = p.rejected[e:].casefold().encode("utf-8", "surrogatepass")
-            starts.append(at)
-            prompt_ends.append(at + len(prompt))
-            at += len(prompt) + len(chosen) + len(rejected) + 2
-            parts += (prompt, chosen, b"\0", rejected, b"\0")
-        starts.append(at)
-        return cls(b"".join(parts), starts, prompt_ends)
+            starts.append(len(blob))
+            blob += p.chosen[:e].casefold().encode("utf-8", "surrogatepass")
+            prompt_ends.append(len(blob))
+            blob += p.chosen[e:].casefold().encode("utf-8", "surrogatepass")
+            blob += b"\0"
+            blob += p.rejected[e:].casefold().encode("utf-8", "surrogatepass")
+            blob += b"\0"
+        starts.append(len(blob))
+        return cls(blob, starts, prompt_ends)
 
     def can_search(self, needle: str) -> bool:
         return self.SEP not in needle
