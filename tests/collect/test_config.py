@@ -23,6 +23,23 @@ def test_the_example_config_parses():
     assert completions.kind == "openai-completions"
 
 
+def test_the_example_configs_commented_rerank_backend_parses(tmp_path):
+    text = EXAMPLE_CONFIG.read_text(encoding="utf-8")
+    block = text[text.index("# Rejection sampling") :]
+    lines = [ln[2:] for ln in block.splitlines() if ln.startswith("# ") and "=" in ln]
+    lines = ["[[backend]]"] + [ln for ln in lines if not ln.startswith("[")]
+    p = tmp_path / "c.toml"
+    p.write_text(text + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    r = load_config(p).backend("best-of-16")
+    assert (r.kind, r.base, r.k, r.pm, r.red_team_pm) == (
+        "rerank",
+        "base-8b",
+        16,
+        "pm-round1/",
+        "pm-harmless/",
+    )
+
+
 def test_db_precedence(tmp_path, monkeypatch):
     cfg = tmp_path / "c.toml"
     cfg.write_text('[collect]\ndb = "sqlite:///file.db"\n[[backend]]\nname = "d"\nkind = "demo"\n')

@@ -138,6 +138,35 @@ def test_red_team_conversations_are_scored_by_red_team_pm(
     assert used == {helpful_turn["id"]: str(pm_dir), red_turn["id"]: str(never_pm_dir)}
 
 
+def test_hh_serve_checks_the_preference_model_folders_before_it_starts(
+    tmp_path, db_url, pm_dir, monkeypatch
+):
+    from click.testing import CliRunner
+
+    from hhrlhf.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "c.toml"
+    base = '[[backend]]\nname = "d"\nkind = "demo"\n\n[[backend]]\nname = "r"\nkind = "rerank"\n'
+    started = []
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: started.append(k))
+    for table, problem in (
+        ('base = "d"\npm = "nope"\n', "backend 'r': pm: nope: not a model directory"),
+        (
+            f'base = "d"\npm = "{pm_dir}"\nred_team_pm = "{tmp_path}"\n',
+            "backend 'r': red_team_pm: ",
+        ),
+    ):
+        config.write_text(base + table, encoding="utf-8")
+        r = CliRunner().invoke(cli, ["serve", "--config", str(config), "--db", db_url])
+        assert r.exit_code != 0 and "error:" in r.output and problem in r.output, r.output
+        assert "Traceback" not in r.output and not started
+    config.write_text(base + f'base = "d"\npm = "{pm_dir}"\n', encoding="utf-8")
+    r = CliRunner().invoke(cli, ["serve", "--config", str(config), "--db", db_url])
+    assert r.exit_code == 0, r.output
+    assert len(started) == 1  # good folders: the server starts
+
+
 def test_too_few_usable_samples_is_a_clear_error(
     make_client, settings, model_server, alice, pm_dir
 ):

@@ -90,7 +90,7 @@ def serve(db_url, config_path, demo, host, port, workers, demo_delay, data):
     if bool(config_path) == bool(demo):
         raise click.UsageError("pass exactly one of --config FILE or --demo")
     _web()
-    from ..collect.config import demo_settings, load_config
+    from ..collect.config import check_model_folders, demo_settings, load_config
 
     db_url = db_url or _default_db()
     settings = (
@@ -98,6 +98,8 @@ def serve(db_url, config_path, demo, host, port, workers, demo_delay, data):
         if config_path
         else demo_settings(db_url, token_delay=demo_delay)
     )
+    if config_path:
+        check_model_folders(settings, config_path)
     if data:
         from ..layout import select_files
 

@@ -13,6 +13,7 @@ __all__ = [
     "BackendConfig",
     "Settings",
     "load_config",
+    "check_model_folders",
     "demo_settings",
     "default_db_url",
     "EXAMPLE_CONFIG",
@@ -250,3 +251,26 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
     return Settings(
         db_url=db_url or file_db or default_db_url(), backends=tuple(backends), **settings
     )
+
+
+def check_model_folders(settings: Settings, path: str | os.PathLike) -> None:
+    """Each ``rerank`` backend's preference models (``pm``, ``red_team_pm``) are hhrlhf model
+    folders: their ``model.json`` is read, nothing is loaded. ``hh serve`` calls it before it
+    starts, so a wrong folder is one error at start, not a failed turn for every annotator.
+    Relative folders are from the current directory, where ``hh serve`` runs."""
+    try:
+        from ..reward.saved import read_model_json
+    except ModuleNotFoundError:  # no [reward] extra: the turn says which extra to install
+        return
+    from ..errors import HHError
+
+    for b in settings.backends:
+        if b.kind != "rerank":
+            continue
+        for key in ("pm", "red_team_pm"):
+            folder = getattr(b, key)
+            if folder:
+                try:
+                    read_model_json(folder)
+                except HHError as exc:
+                    raise ConfigError(path, f"backend {b.name!r}: {key}: {exc}") from exc
