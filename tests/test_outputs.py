@@ -123,3 +123,22 @@ def test_the_download_hash_note_gets_the_umask_mode(tmp_path):
         os.umask(old)
     (note,) = [p for p in tmp_path.iterdir() if p.name.endswith(".sha256.json")]
     assert note.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux /proc only")
+def test_plain_mode_reads_the_umask_without_setting_it(tmp_path, monkeypatch):
+    """Setting the umask to read it would leave it at 0 for a moment, for every thread."""
+    from hhrlhf.outputs import plain_mode
+
+    old = os.umask(0o027)
+    try:
+        monkeypatch.setattr(os, "umask", lambda *_: pytest.fail("os.umask was called"))
+        f = tmp_path / "f"
+        f.write_bytes(b"x")
+        f.chmod(0o600)
+        plain_mode(f)
+        plain_mode(tmp_path, folder=True)
+    finally:
+        monkeypatch.undo()
+        os.umask(old)
+    assert f.stat().st_mode & 0o777 == 0o640 and tmp_path.stat().st_mode & 0o777 == 0o750

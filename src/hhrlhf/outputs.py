@@ -37,9 +37,20 @@ def plain_mode(path: str | os.PathLike, *, folder: bool = False) -> None:
     """Give a file made by ``mkstemp`` (0600) or a folder made by ``mkdtemp`` (0700) the mode
     a plain ``open``/``mkdir`` would have had under the current umask: the private mode
     protects the temporary name only, not the output other people read."""
-    umask = os.umask(0)
+    os.chmod(path, (0o777 if folder else 0o666) & ~_umask())
+
+
+def _umask() -> int:
+    """The process's umask, read where Linux shows it: setting it to read it (``os.umask``)
+    would leave it at 0 for a moment, when a file another thread creates is world-writable."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    umask = os.umask(0)  # elsewhere: the only portable way
     os.umask(umask)
-    os.chmod(path, (0o777 if folder else 0o666) & ~umask)
+    return umask
 
 
 def _probe(folder: Path, path: Path, option: str) -> None:

@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError, UnknownNameError
+from ..errors import ConfigError, HHError, UnknownNameError
 
 __all__ = [
     "BackendConfig",
@@ -262,8 +262,6 @@ def check_model_folders(settings: Settings, path: str | os.PathLike) -> None:
         from ..reward.saved import read_model_json
     except ModuleNotFoundError:  # no [reward] extra: the turn says which extra to install
         return
-    from ..errors import HHError
-
     for b in settings.backends:
         if b.kind != "rerank":
             continue
