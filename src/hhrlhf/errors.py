@@ -46,7 +46,9 @@ class DataFormatError(HHError, ValueError):
     problem is the file as a whole (empty file, truncated gzip before any line, ...).
     """
 
-    def __init__(self, path: str, line: int | None, problem: str, *, unit: str = "line"):
+    def __init__(
+        self, path: str | os.PathLike[str], line: int | None, problem: str, *, unit: str = "line"
+    ):
         self.path = str(path)
         self.line = line
         self.problem = problem
@@ -139,7 +141,7 @@ class OfflineError(HHError):
 class NotCachedError(HHError):
     """A subset file is not in the cache and downloading was not allowed."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str | os.PathLike[str]):
         self.path = str(path)
         self.hint = "run `hh download` first, or pass --data PATH|sample"
         super().__init__(f"{self.path} is not in the cache")
@@ -163,7 +165,7 @@ class UnknownNameError(HHError, KeyError):
         where: str | None = None,
     ):
         if known is None:  # the former UnknownSubsetError(name, known)
-            kind, name, known = "name", kind, name
+            kind, name, known = "name", kind, list(name)
         self.kind = kind
         self.name = name
         self.known = list(known)
@@ -197,7 +199,7 @@ class MissingExtraError(HHError, ImportError):
 class ModelFormatError(HHError):
     """A saved preference model is missing, corrupt, or from another format version."""
 
-    def __init__(self, path: str, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")

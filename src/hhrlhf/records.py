@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 try:  # the optional native module untracks a whole list of objects in one call
     from ._jsonl import untrack as _untrack
 except ImportError:  # pragma: no cover - depends on the install
-    _untrack = None
+    _untrack = None  # type: ignore[assignment]  # tested for None where it is used
 
 from .transcript import (
     ASSISTANT,
