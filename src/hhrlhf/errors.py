@@ -8,6 +8,7 @@ clear line. The CLI prints ``str(error)`` and exits non-zero.
 from __future__ import annotations
 
 import os
+from types import ModuleType
 
 __all__ = [
     "HHError",
@@ -97,7 +98,7 @@ class TruncatedStreamError(DataFormatError):
         super().__init__(path, None, f"{problem}: {tail}", unit=unit)
         self.hint = "download or copy the file again from an intact source"
 
-    def lost_json(self, *, path: bool = True) -> dict:
+    def lost_json(self, *, path: bool = True) -> dict[str, object]:
         """What the cut file lost, for a JSON report: (the file,) lines read, the last good
         line and why; ``path=False`` where the report keys it by the file already."""
         return {
@@ -210,7 +211,7 @@ class OutputError(HHError):
 
     Raised by :func:`hhrlhf.outputs.check_writable` before any work starts."""
 
-    def __init__(self, path: str | os.PathLike, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
@@ -220,7 +221,7 @@ class NoDataError(HHError):
     """The data asked for is not there: no such file or directory, or a directory holding no
     data file. ``path`` is what was looked for."""
 
-    def __init__(self, path: str | os.PathLike, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
@@ -240,7 +241,7 @@ class RecordKindError(HHError, ValueError):
 class ConfigError(HHError, ValueError):
     """A configuration file cannot be read or does not say what is needed (``path``: the file)."""
 
-    def __init__(self, path: str | os.PathLike, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
@@ -256,7 +257,7 @@ class BackendError(HHError):
         super().__init__(f"{message}: {detail}" if detail else message)
 
 
-def require(module: str, extra: str, feature: str | None = None):
+def require(module: str, extra: str, feature: str | None = None) -> ModuleType:
     """Import ``module`` or raise :class:`MissingExtraError` naming the extra to install."""
     import importlib
 
