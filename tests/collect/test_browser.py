@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from headless import CHROMIUM, CHROMIUM_ARGS, need_browser
-
 pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 uvicorn = pytest.importorskip("uvicorn")
+
+from headless import CHROMIUM, CHROMIUM_ARGS, need_browser  # noqa: E402
 
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
