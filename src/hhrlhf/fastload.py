@@ -48,7 +48,7 @@ from __future__ import annotations
 import gc
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from itertools import repeat
 from operator import itemgetter
@@ -93,7 +93,7 @@ _READ_ERRORS: tuple[type[BaseException], ...] = (*_GZIP_ERRORS, UnicodeDecodeErr
 _chosen = itemgetter("chosen")
 _rejected = itemgetter("rejected")
 _loads = orjson.loads
-_consume: Callable[[Iterable[Any]], None] = deque[Any](maxlen=0).extend
+_consume = deque[Any](maxlen=0).extend
 _new = object.__new__
 
 
