@@ -33,6 +33,7 @@ test: $(VENV)/.installed-dev $(if $(TRAIN),$(VENV)/.installed-train)
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff format .

@@ -246,10 +246,3 @@ def test_bad_arguments():
         synth.write_corpus("unused", scale="huge")
     with pytest.raises(ValueError):
         next(synth.generate_pairs(1, subset="nope"))
-
-
-def test_old_import_path_is_the_same_module():
-    import hhrlhf.synth as old
-    from hhrlhf.synth import write_corpus
-
-    assert old is synth and write_corpus is synth.write_corpus

@@ -92,7 +92,7 @@ def clean(
     manifest_files: dict[str, dict] = {}
     checksums: dict[str, str] = {}
     dropped_path = out / "dropped.jsonl"
-    total = Counter()
+    total: Counter[str] = Counter()
     by_reason: Counter[str] = Counter()
     with open(dropped_path, "wb") as dropped:
         for f in files:
@@ -151,9 +151,7 @@ def clean(
     skipped = {k: v for k, v in result.skipped.items() if k in drop_set}
     if skipped:  # a class asked to be dropped whose check could not run on this data
         manifest["skipped"] = skipped
-    if (
-        manifest["rows"] != manifest["kept"] + manifest["dropped"]
-    ):  # pragma: no cover - guarded above
+    if total["rows"] != total["kept"] + total["dropped"]:  # pragma: no cover - guarded above
         raise HHError("row accounting failed: rows != kept + dropped")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest

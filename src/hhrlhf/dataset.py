@@ -126,7 +126,7 @@ def iter_pairs(
     *,
     split: str | None = None,
     data: str | os.PathLike | DataSource | None = None,
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped: list[SkippedRow] | None = None,
     fast: bool = True,
 ) -> Iterator[PreferencePair]:
@@ -136,13 +136,13 @@ def iter_pairs(
     :func:`hhrlhf.fastload.iter_file`; ``fast=False`` with :func:`~hhrlhf.reader.read_pairs`,
     a line at a time. The pairs, errors and lenient reports are the same either way.
     """
-    lenient = Lenient.of(lenient, skipped)
+    policy = Lenient.of(lenient, skipped)
     if fast:
         from .fastload import iter_file as read
     else:
         read = read_pairs
     for f in _pair_files(resolve_source(data), data_dir, split):
-        yield from read(f.path, subset=f.subset, split=f.split, lenient=lenient)
+        yield from read(f.path, subset=f.subset, split=f.split, lenient=policy)
 
 
 def _attempts_file(src: DataSource, split: str | None = None) -> DataFile:
@@ -159,13 +159,13 @@ def _attempts_file(src: DataSource, split: str | None = None) -> DataFile:
 def iter_attempts(
     *,
     data: str | os.PathLike | DataSource | None = None,
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped: list[SkippedRow] | None = None,
 ) -> Iterator[RedTeamAttempt]:
     """Stream the red-team attempts."""
-    lenient = Lenient.of(lenient, skipped)
+    policy = Lenient.of(lenient, skipped)
     f = _attempts_file(resolve_source(data))
-    yield from read_attempts(f.path, lenient=lenient)
+    yield from read_attempts(f.path, lenient=policy)
 
 
 def _pair_jobs(src: DataSource, data_dir, split: str | None) -> list:
@@ -178,7 +178,7 @@ def load_pairs(
     *,
     split=None,
     data=None,
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped=None,
     fast: bool = True,
 ) -> RecordList:
@@ -190,7 +190,7 @@ def load_pairs(
     the reference reader.
     Files are located (and, for the cache, downloaded) before reading.
     """
-    lenient = Lenient.of(lenient, skipped)
+    policy = Lenient.of(lenient, skipped)
     src = resolve_source(data)
     jobs = _pair_jobs(src, data_dir, split)
     subsets = {s for _, s, _ in jobs}
@@ -199,18 +199,18 @@ def load_pairs(
         split=split if split is not None else (jobs[0][2] if src.kind == "file" else None),
     )
     if not fast:
-        out += iter_pairs(data_dir, split=split, data=src, lenient=lenient, fast=False)
+        out += iter_pairs(data_dir, split=split, data=src, lenient=policy, fast=False)
         return out
     from .fastload import load_files
 
-    for pairs in load_files(jobs, lenient=lenient):
+    for pairs in load_files(jobs, lenient=policy):
         out += pairs
     return out
 
 
-def load_attempts(*, data=None, lenient: bool | Lenient = False, skipped=None) -> RecordList:
-    lenient = Lenient.of(lenient, skipped)
-    return RecordList(iter_attempts(data=data, lenient=lenient), subset=RED_TEAM, split="train")
+def load_attempts(*, data=None, lenient: bool | Lenient | None = False, skipped=None) -> RecordList:
+    policy = Lenient.of(lenient, skipped)
+    return RecordList(iter_attempts(data=data, lenient=policy), subset=RED_TEAM, split="train")
 
 
 def load_dataset(
@@ -218,7 +218,7 @@ def load_dataset(
     *,
     split: str | None = None,
     data: str | os.PathLike | DataSource | None = None,
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped: list[SkippedRow] | None = None,
     fast: bool = True,
 ) -> DatasetDict | RecordList:
@@ -228,28 +228,28 @@ def load_dataset(
     list when ``split`` is given. ``data_dir=None`` is the four preference subsets together.
     ``fast`` as in :func:`load_pairs` (same records either way).
     """
-    lenient = Lenient.of(lenient, skipped)
+    policy = Lenient.of(lenient, skipped)
     src = resolve_source(data)
     if data_dir == RED_TEAM or src.kind == "file":
         first = select_files(data_dir, split=split, data=src)[0]
         if first.red_team:
             records = RecordList(
-                read_attempts(first.path, lenient=lenient),
+                read_attempts(first.path, lenient=policy),
                 subset=first.subset,
                 split=first.split,
             )
             return records if split else DatasetDict({first.split: records})
     if split is not None:
-        return load_pairs(data_dir, split=split, data=src, lenient=lenient, fast=fast)
+        return load_pairs(data_dir, split=split, data=src, lenient=policy, fast=fast)
     jobs = _pair_jobs(src, data_dir, None)
     out = DatasetDict()
     if fast:
         from .fastload import load_files
 
-        loaded = load_files(jobs, lenient=lenient)
+        loaded: Iterable[Iterable[PreferencePair]] = load_files(jobs, lenient=policy)
     else:
         loaded = (
-            read_pairs(path, subset=subset, split=s, lenient=lenient) for path, subset, s in jobs
+            read_pairs(path, subset=subset, split=s, lenient=policy) for path, subset, s in jobs
         )
     subsets = {subset for _, subset, _ in jobs}
     one = subsets.pop() if len(subsets) == 1 else None
@@ -264,7 +264,7 @@ def load_arrow(
     split: str | None = None,
     data: str | os.PathLike | DataSource | None = None,
     columns: str = "dpo",
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped: list[SkippedRow] | None = None,
 ):
     """Load preference pairs straight into ``pyarrow`` tables (needs ``hhrlhf[hf]``).
@@ -281,7 +281,7 @@ def load_arrow(
     block parser is built, the strings go from the decompressed bytes into Arrow buffers
     without a Python ``str`` per row.
     """
-    lenient = Lenient.of(lenient, skipped)
+    policy = Lenient.of(lenient, skipped)
     from .errors import require
     from .fastload import ARROW_COLUMNS, load_files_arrow, pairs_table
 
@@ -290,7 +290,7 @@ def load_arrow(
         raise UnknownNameError("columns", columns, list(ARROW_COLUMNS))
     src = resolve_source(data)
     jobs = _pair_jobs(src, data_dir, split)  # refuses the red-team attempts
-    tables = load_files_arrow(jobs, columns=columns, lenient=lenient)
+    tables = load_files_arrow(jobs, columns=columns, lenient=policy)
     out: dict[str, list] = {}
     for (_, _, split_name), table in zip(jobs, tables, strict=True):
         out.setdefault(split_name, []).append(table)

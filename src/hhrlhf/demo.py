@@ -14,13 +14,18 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .dataset import load_dataset
+from .dataset import DatasetDict, load_dataset
 from .errors import HHError
 from .layout import DataFile, DataSource, resolve_source, select_files
 from .records import PreferencePair
 from .stats import pair_stats
 from .transcript import ASSISTANT_MARKER
+
+if TYPE_CHECKING:
+    from .checks import AuditResult
+    from .reward.backends import RewardModel
 
 __all__ = [
     "DemoData",
@@ -71,7 +76,11 @@ def open_demo_data(data: str | os.PathLike | DataSource = "sample") -> DemoData:
     src = resolve_source(data)
     files = select_files("all", data=src)
     label = "sample" if src.kind == "sample" else str(data)
-    pairs = load_dataset(data=src) if any(not f.red_team for f in files) else {}
+    pairs: dict[str, list[PreferencePair]] = {}
+    if any(not f.red_team for f in files):
+        loaded = load_dataset(data=src)
+        # no split named: one list per split (a red-team only source has no pair files here)
+        pairs = dict(loaded) if isinstance(loaded, DatasetDict) else {}
     if not any(pairs.values()):
         raise HHError(f"{src.label}: no preference pairs to walk through")
     return DemoData(source=src, label=label, files=files, pairs=dict(pairs))
@@ -120,7 +129,7 @@ class ConvertDemo:
     #: (file key, format, pairs written, path) of each export
     exports: list[tuple[str, str, int, Path]] = field(default_factory=list)
     #: the :class:`~hhrlhf.checks.AuditResult` of every check over every file
-    audit: object = None
+    audit: AuditResult | None = None
     clean_dir: Path | None = None
     #: the cleaned copy's manifest (:func:`hhrlhf.clean.clean`)
     manifest: dict = field(default_factory=dict)
@@ -171,7 +180,7 @@ class PmDemo:
     out: Path
     #: Why there is no model (no train or no test split), else None.
     skipped: str | None = None
-    model: object = None
+    model: RewardModel | None = None
     report: dict | None = None
     train_pairs: int = 0
 

@@ -8,6 +8,7 @@ clear line. The CLI prints ``str(error)`` and exits non-zero.
 from __future__ import annotations
 
 import os
+from types import ModuleType
 
 __all__ = [
     "HHError",
@@ -46,7 +47,9 @@ class DataFormatError(HHError, ValueError):
     problem is the file as a whole (empty file, truncated gzip before any line, ...).
     """
 
-    def __init__(self, path: str, line: int | None, problem: str, *, unit: str = "line"):
+    def __init__(
+        self, path: str | os.PathLike[str], line: int | None, problem: str, *, unit: str = "line"
+    ):
         self.path = str(path)
         self.line = line
         self.problem = problem
@@ -95,7 +98,7 @@ class TruncatedStreamError(DataFormatError):
         super().__init__(path, None, f"{problem}: {tail}", unit=unit)
         self.hint = "download or copy the file again from an intact source"
 
-    def lost_json(self, *, path: bool = True) -> dict:
+    def lost_json(self, *, path: bool = True) -> dict[str, object]:
         """What the cut file lost, for a JSON report: (the file,) lines read, the last good
         line and why; ``path=False`` where the report keys it by the file already."""
         return {
@@ -139,7 +142,7 @@ class OfflineError(HHError):
 class NotCachedError(HHError):
     """A subset file is not in the cache and downloading was not allowed."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str | os.PathLike[str]):
         self.path = str(path)
         self.hint = "run `hh download` first, or pass --data PATH|sample"
         super().__init__(f"{self.path} is not in the cache")
@@ -163,7 +166,7 @@ class UnknownNameError(HHError, KeyError):
         where: str | None = None,
     ):
         if known is None:  # the former UnknownSubsetError(name, known)
-            kind, name, known = "name", kind, name
+            kind, name, known = "name", kind, list(name)
         self.kind = kind
         self.name = name
         self.known = list(known)
@@ -197,7 +200,7 @@ class MissingExtraError(HHError, ImportError):
 class ModelFormatError(HHError):
     """A saved preference model is missing, corrupt, or from another format version."""
 
-    def __init__(self, path: str, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
@@ -208,7 +211,7 @@ class OutputError(HHError):
 
     Raised by :func:`hhrlhf.outputs.check_writable` before any work starts."""
 
-    def __init__(self, path: str | os.PathLike, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
@@ -218,7 +221,7 @@ class NoDataError(HHError):
     """The data asked for is not there: no such file or directory, or a directory holding no
     data file. ``path`` is what was looked for."""
 
-    def __init__(self, path: str | os.PathLike, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
@@ -238,7 +241,7 @@ class RecordKindError(HHError, ValueError):
 class ConfigError(HHError, ValueError):
     """A configuration file cannot be read or does not say what is needed (``path``: the file)."""
 
-    def __init__(self, path: str | os.PathLike, problem: str):
+    def __init__(self, path: str | os.PathLike[str], problem: str):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
@@ -254,7 +257,7 @@ class BackendError(HHError):
         super().__init__(f"{message}: {detail}" if detail else message)
 
 
-def require(module: str, extra: str, feature: str | None = None):
+def require(module: str, extra: str, feature: str | None = None) -> ModuleType:
     """Import ``module`` or raise :class:`MissingExtraError` naming the extra to install."""
     import importlib
 

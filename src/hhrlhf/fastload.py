@@ -52,6 +52,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from itertools import repeat
 from operator import itemgetter
+from typing import Any
 
 import orjson
 
@@ -62,7 +63,7 @@ from .transcript import prompt_length
 try:  # the optional C block parser, built at install time where a compiler is at hand
     from . import _jsonl
 except ImportError:  # pragma: no cover - depends on the install
-    _jsonl = None
+    _jsonl = None  # type: ignore[assignment]  # tested for None where it is used
 
 __all__ = [
     "ARROW_COLUMNS",
@@ -87,17 +88,21 @@ FileJob = tuple[str | os.PathLike, str | None, str | None]
 #: enough that the block, its lines and their decoded objects stay in cache.
 BLOCK = 1 << 20
 #: What reading a damaged or unreadable file raises (the reference reader reports it).
-_READ_ERRORS = (*_GZIP_ERRORS, UnicodeDecodeError)
+_READ_ERRORS: tuple[type[BaseException], ...] = (*_GZIP_ERRORS, UnicodeDecodeError)
 
 _chosen = itemgetter("chosen")
 _rejected = itemgetter("rejected")
 _loads = orjson.loads
-_consume = deque(maxlen=0).extend
+_consume = deque[Any](maxlen=0).extend
 _new = object.__new__
 
 
 class Fallback(Exception):
     """The fast path met something it does not vouch for: use the reference reader."""
+
+
+#: What sends a file to the reference reader.
+_FALLBACK_ERRORS: tuple[type[BaseException], ...] = (Fallback, *_READ_ERRORS)
 
 
 # --------------------------------------------------------------------------- records
@@ -106,6 +111,8 @@ _FIELDS = ("chosen", "rejected", "subset", "split", "index", "prompt_end")
 # Slot setters let a batch of records be filled by C-level ``map`` without running the
 # dataclass ``__init__`` per record. Used only while the record's fields are exactly these
 # (checked here); otherwise the records are built by calling the class.
+_SLOTS: tuple[Any, ...] | None
+_SETTERS: tuple[Any, ...] | None
 if tuple(f.name for f in fields(PreferencePair)) == _FIELDS and all(
     type(PreferencePair.__dict__.get(name)).__name__ == "member_descriptor" for name in _FIELDS
 ):
@@ -269,7 +276,7 @@ def _parse_lines(lines: list[bytes], first: int, subset, split) -> list[Preferen
     return _build(cs, rs, subset, split, indices, map(prompt_length, cs, rs))
 
 
-def _read_blocks(path: str) -> Iterator[bytes]:
+def _read_blocks(path: str | os.PathLike) -> Iterator[bytes]:
     """A file's decompressed bytes in blocks, through the reference reader's own opener."""
     with open_data(path) as f:
         while True:
@@ -316,10 +323,10 @@ def iter_file(
         if found:
             return
         raise Fallback  # empty, or blank lines only: the reference names the problem
-    except (Fallback, *_READ_ERRORS):
+    except _FALLBACK_ERRORS:
         pass
     for pair in read_pairs(path, subset=subset, split=split, lenient=lenient):
-        if pair.index >= resume:
+        if pair.index is None or pair.index >= resume:
             yield pair
 
 
@@ -343,7 +350,7 @@ def load_files(
         for k, (path, subset, split) in enumerate(jobs):
             try:
                 results[k] = _parse_stream(_read_blocks(path), subset, split, NATIVE)
-            except (Fallback, *_READ_ERRORS):
+            except _FALLBACK_ERRORS:
                 pass  # decided below by the reference reader
     finally:
         if gc_was_enabled:
@@ -467,7 +474,7 @@ def load_files_arrow(
         path = str(path)
         try:
             table = _arrow_stream(pa, _read_blocks(path), columns, subset, split, NATIVE)
-        except (Fallback, *_READ_ERRORS):
+        except _FALLBACK_ERRORS:
             pairs = list(read_pairs(path, subset=subset, split=split, lenient=lenient))
             table = pairs_table(pairs, columns)
         out.append(table)

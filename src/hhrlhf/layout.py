@@ -23,6 +23,7 @@ then other splits sorted. Asking for a subset or a split that is not there is an
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,10 +182,10 @@ def scan(root: str | os.PathLike) -> dict[str, dict[str, Path]]:
     }
 
 
-def _available(src: DataSource) -> dict[str, dict[str, Path | FileSpec]]:
-    if src.kind == "cache":
+def _available(src: DataSource) -> Mapping[str, Mapping[str, Path | FileSpec]]:
+    if src.kind == "cache" or src.root is None:  # only the cache has no root
         return {name: {f.split: f for f in s.files} for name, s in SUBSETS.items()}
-    return scan(src.root)  # type: ignore[return-value]
+    return scan(src.root)
 
 
 def _is_red_team_file(path: Path) -> bool:

@@ -33,7 +33,7 @@ from .errors import OutputError
 __all__ = ["check_writable", "plain_mode", "replace_dir"]
 
 
-def plain_mode(path: str | os.PathLike, *, folder: bool = False) -> None:
+def plain_mode(path: str | os.PathLike[str], *, folder: bool = False) -> None:
     """Give a file made by ``mkstemp`` (0600) or a folder made by ``mkdtemp`` (0700) the mode
     a plain ``open``/``mkdir`` would have had under the current umask: the private mode
     protects the temporary name only, not the output other people read."""
@@ -66,7 +66,7 @@ def _probe(folder: Path, path: Path, option: str) -> None:
 
 
 def check_writable(
-    path: str | os.PathLike, *, kind: str = "file", force: bool = False, option: str = "--out"
+    path: str | os.PathLike[str], *, kind: str = "file", force: bool = False, option: str = "--out"
 ) -> Path:
     """Check that ``path`` can be written as a ``kind`` (``"file"`` or ``"dir"``); return it.
 
@@ -106,7 +106,7 @@ def check_writable(
 
 
 @contextlib.contextmanager
-def replace_dir(path: str | os.PathLike) -> Iterator[Path]:
+def replace_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a fresh temporary folder beside ``path``; on success it becomes ``path``.
 
     An existing ``path`` is moved aside and removed only once the new one is in place; on

@@ -20,7 +20,7 @@ import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import orjson
 
@@ -38,11 +38,12 @@ try:  # ISA-L decompresses gzip several times faster than zlib
     from isal import igzip_threaded as _gzip_threaded
     from isal.igzip_lib import IsalError as _IsalError
 except ImportError:  # pragma: no cover - isal is a core dependency, kept optional for vendoring
-    import gzip as _gzip
+    # mypy types the names by the first branch; the fallback is the same interface
+    import gzip as _gzip  # type: ignore[no-redef]
 
-    _gzip_threaded = None
+    _gzip_threaded = None  # type: ignore[assignment]
 
-    class _IsalError(Exception):
+    class _IsalError(Exception):  # type: ignore[no-redef]
         pass
 
 
@@ -66,7 +67,12 @@ _BOM = b"\xef\xbb\xbf"
 #: file named ``.gz`` was cut short, not an empty split.
 _GZIP_MIN = 18
 _WS = b" \t\r\n"
-_GZIP_ERRORS: tuple[type[BaseException], ...] = (EOFError, zlib.error, OSError, _IsalError)
+_GZIP_ERRORS: tuple[type[BaseException], ...] = (
+    EOFError,
+    zlib.error,
+    OSError,
+    _IsalError,  # type: ignore[assignment]  # isal's stub calls the class an instance
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,9 +156,10 @@ def open_data(path: str | os.PathLike, *, threaded: bool = False) -> io.Buffered
     """
     if is_gzip(path):
         if threaded and _gzip_threaded is not None:
-            return _gzip_threaded.open(path, "rb", threads=1)
-        return _gzip.open(path, "rb")  # buffered already
-    return open(path, "rb", buffering=1 << 20)
+            # a buffered reader (isal's untyped ``open`` is seen as returning BinaryIO)
+            return cast(io.BufferedIOBase, _gzip_threaded.open(path, "rb", threads=1))
+        return cast(io.BufferedIOBase, _gzip.open(path, "rb"))  # buffered already
+    return cast(io.BufferedIOBase, open(path, "rb", buffering=1 << 20))  # a BufferedReader
 
 
 def _gzip_problem(exc: BaseException) -> tuple[str, str]:
@@ -286,7 +293,7 @@ def detect_container(path: str | os.PathLike) -> str:
 def read_objects(
     path: str | os.PathLike,
     *,
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped: list[SkippedRow] | None = None,
     threaded: bool = False,
     lost: list[TruncatedStreamError] | None = None,
@@ -386,7 +393,7 @@ def _read_array(path) -> Iterator[tuple[int, Any]]:
     """Decode a top-level JSON array element by element (constant memory)."""
     decoder = json.JSONDecoder()
     raw = open_data(path)
-    text = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+    text = io.TextIOWrapper(cast(BinaryIO, raw), encoding="utf-8", errors="strict")
     buf = ""
     pos = 0
     eof = False
@@ -505,7 +512,7 @@ def read_pairs(
     *,
     subset: str | None = None,
     split: str | None = None,
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped: list[SkippedRow] | None = None,
     threaded: bool = False,
 ) -> Iterator[PreferencePair]:
@@ -596,7 +603,7 @@ def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt
 def read_attempts(
     path: str | os.PathLike,
     *,
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped: list[SkippedRow] | None = None,
 ) -> Iterator[RedTeamAttempt]:
     """Stream :class:`RedTeamAttempt` records (the file may be a JSON array or JSONL).

@@ -13,12 +13,14 @@ collector runs, which it does every few hundred container allocations of the use
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 try:  # the optional native module untracks a whole list of objects in one call
     from ._jsonl import untrack as _untrack
 except ImportError:  # pragma: no cover - depends on the install
-    _untrack = None
+    _untrack = None  # type: ignore[assignment]  # tested for None where it is used
 
 from .transcript import (
     ASSISTANT,
@@ -69,13 +71,13 @@ class PreferencePair:
     #: Length of the shared prompt, computed at construction (turn-level alignment).
     prompt_end: int = field(default=-1, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.prompt_end < 0:
             object.__setattr__(self, "prompt_end", prompt_length(self.chosen, self.rejected))
         if _atomic(self):
             untrack(self)
 
-    def __setstate__(self, state):  # unpickling and copying
+    def __setstate__(self, state: tuple[object, ...]) -> None:  # unpickling and copying
         # what dataclasses gives a frozen slotted class (state: the field values in order)
         for f, value in zip(fields(self), state, strict=True):
             object.__setattr__(self, f.name, value)
@@ -121,16 +123,16 @@ class PreferencePair:
         return classify_pair(self.chosen, self.rejected, self.prompt_end)
 
     @property
-    def source(self) -> dict:
+    def source(self) -> dict[str, Any]:
         return {"subset": self.subset, "split": self.split, "index": self.index}
 
-    def to_dict(self, *, source: bool = False) -> dict:
-        d = {"chosen": self.chosen, "rejected": self.rejected}
+    def to_dict(self, *, source: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {"chosen": self.chosen, "rejected": self.rejected}
         if source:
             d.update(self.source)
         return d
 
-    def to_view(self, *, full: bool = False) -> dict:
+    def to_view(self, *, full: bool = False) -> dict[str, Any]:
         """The pair split for people: source, prompt, both responses and classes, as the data
         browser serves it; ``full`` adds ``human_turns`` (before the classes) and the two
         transcripts (after them), as ``hh show --json`` prints it."""
@@ -163,7 +165,7 @@ def _atomic(pair: PreferencePair) -> bool:
     )
 
 
-def _untrack_ctypes():
+def _untrack_ctypes() -> Callable[[object], None]:
     """``PyObject_GC_UnTrack`` through ctypes, for installs without the native module."""
     try:
         import ctypes
@@ -175,7 +177,7 @@ def _untrack_ctypes():
     fn.restype = None
     import gc
 
-    def untrack_py(objs):
+    def untrack_py(objs: object) -> None:
         for o in objs if type(objs) is list else (objs,):
             if gc.is_tracked(o):
                 fn(o)
@@ -310,7 +312,7 @@ class RedTeamAttempt:
         s = self.min_harmlessness_score_transcript
         return s is not None and math.isfinite(s)
 
-    def to_dict(self, *, real_keys: bool = False) -> dict:
+    def to_dict(self, *, real_keys: bool = False) -> dict[str, Any]:
         """The ten fields; ``real_keys=True`` spells the task score key as the real file does."""
         d = {k: getattr(self, k) for k in RED_TEAM_KEYS}
         if real_keys:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 from .records import PAIR_CLASSES, PreferencePair
 
 __all__ = ["bin_counts", "pair_stats", "summarize_lengths"]
 
 
-def summarize_lengths(values: list[int]) -> dict:
+def summarize_lengths(values: list[int]) -> dict[str, Any]:
     """min / mean / median / p90 / max of a list of lengths (all 0 for an empty list)."""
     if not values:
         return {"min": 0, "mean": 0.0, "median": 0.0, "p90": 0, "max": 0}
@@ -28,7 +29,7 @@ def summarize_lengths(values: list[int]) -> dict:
     }
 
 
-def pair_stats(pairs: Iterable[PreferencePair], *, keep_lengths: bool = False) -> dict:
+def pair_stats(pairs: Iterable[PreferencePair], *, keep_lengths: bool = False) -> dict[str, Any]:
     """Rows, human turns per prompt, response lengths (chars), chosen-longer share, class counts.
 
     ``chosen_longer_share`` compares the final responses; ties (equal length) are counted

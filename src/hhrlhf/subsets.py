@@ -7,6 +7,7 @@ download records the hash it saw (trust on first use, see :mod:`hhrlhf.download`
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import UnknownNameError
@@ -64,7 +65,14 @@ class Subset:
         return sum(f.rows for f in self.files)
 
 
-def _pref(name, description, train, test, *, lfs):
+def _pref(
+    name: str,
+    description: str,
+    train: tuple[int, int | None, str | None],
+    test: tuple[int, int | None, str | None],
+    *,
+    lfs: bool,
+) -> Subset:
     return Subset(
         name,
         "preference",
@@ -152,7 +160,7 @@ def get_subset(name: str) -> Subset:
         raise UnknownNameError("subset", name, [*SUBSETS, DEFAULT]) from None
 
 
-def resolve_subsets(names=None) -> list[Subset]:
+def resolve_subsets(names: str | Iterable[str] | None = None) -> list[Subset]:
     """Expand names (``None`` or ``"default"`` = the four preference subsets; ``"all"`` = all five)."""
     if names is None or names == () or names == []:
         names = [DEFAULT]

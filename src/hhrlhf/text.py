@@ -44,7 +44,8 @@ def printable(text: str, *, keep_newlines: bool = True) -> str:
 
 _SPACES = re.compile("( +)")
 _ANY_SPACE = re.compile(r"\s")
-_WHITESPACE_TRANS = {ord(c): " " for c in textwrap._whitespace}
+# the whitespace textwrap expands and collapses (its private ``_whitespace``)
+_WHITESPACE_TRANS = {ord(c): " " for c in "\t\n\x0b\x0c\r "}
 _OTHER_WHITESPACE = re.compile("[\t\n\x0b\x0c\r]")
 _SPLITTER = textwrap.TextWrapper()
 

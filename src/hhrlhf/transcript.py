@@ -16,6 +16,7 @@ marker) nor by a character-level common prefix (wrong when both responses start 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = [
@@ -81,7 +82,7 @@ class Dialogue:
         return parse_transcript(text)
 
     @classmethod
-    def from_messages(cls, messages) -> Dialogue:
+    def from_messages(cls, messages: Iterable[Mapping[str, str]]) -> Dialogue:
         """Build from ``[{"role": "user"|"assistant", "content": str}, ...]`` (one space after each label)."""
         turns = []
         for i, m in enumerate(messages):
@@ -129,7 +130,7 @@ def has_inline_label(text: str) -> bool:
     return _INLINE_LABEL_RE.search(text) is not None
 
 
-def is_alternating(roles) -> bool:
+def is_alternating(roles: Iterable[str]) -> bool:
     """Strictly Human, Assistant, Human, ... starting with Human."""
     expected = HUMAN
     for role in roles:

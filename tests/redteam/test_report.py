@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from pathlib import Path
 
 import pytest
 
+from headless import CHROMIUM, CHROMIUM_ARGS, need_browser
 from hhrlhf.dataset import iter_attempts
 from hhrlhf.redteam import stats as st
 from hhrlhf.redteam.report import (
@@ -191,27 +191,9 @@ def test_report_json_has_no_non_finite_numbers(sample_report):
     walk(json.loads(paths["json"].read_text(encoding="utf-8")))
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
 @pytest.mark.browser
 def test_report_displays_in_headless_chromium(sample_report, tmp_path):
-    if not CHROMIUM.exists():
-        pytest.skip(
-            "Debian's chromium is not installed at /usr/bin/chromium (apt-get install -y chromium)"
-        )
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="the playwright package is not installed"
-    )
+    sync_api = need_browser()  # a skip without the browser, a failure in CI
     _, paths, _, _ = sample_report
     page_file = tmp_path / "report.html"
     shutil.copy(paths["html"], page_file)  # alone in its folder: nothing else to load

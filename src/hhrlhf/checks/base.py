@@ -43,7 +43,7 @@ __all__ = [
 SEVERITIES = ("error", "warning", "info")
 
 #: Where a row is: (subset, split, index); index is the 0-based row (line - 1 for JSONL).
-Source = tuple
+Source = tuple[str | None, str | None, int | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +102,7 @@ class Check(ABC):
         """Rows flagged once every file was seen (checks that compare across files)."""
         return ()
 
-    def settings(self) -> dict | None:
+    def settings(self) -> dict[str, Any] | None:
         """The settings a report shows with the findings (the near-duplicate parameters)."""
         return None
 

@@ -7,7 +7,9 @@ dropping the flagged rows keeps exactly one copy.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
+from ..records import PreferencePair
 from .base import Check, CheckClass
 
 __all__ = ["DuplicatePairs", "DuplicatePrompts", "digest"]
@@ -35,9 +37,9 @@ class DuplicatePairs(Check):
         self.start()
 
     def start(self) -> None:
-        self._seen: dict[bytes, int] = {}
+        self._seen: dict[bytes, int | None] = {}
 
-    def check(self, pair):
+    def check(self, pair: PreferencePair) -> Iterable[tuple[str, str]]:
         first = self._seen.setdefault(digest(pair.chosen, pair.rejected), pair.index)
         if first != pair.index:
             return [("duplicate_pair", f"same pair as index {first}")]
@@ -58,9 +60,9 @@ class DuplicatePrompts(Check):
         self.start()
 
     def start(self) -> None:
-        self._seen: dict[bytes, int] = {}
+        self._seen: dict[bytes, int | None] = {}
 
-    def check(self, pair):
+    def check(self, pair: PreferencePair) -> Iterable[tuple[str, str]]:
         if pair.prompt_end == 0:
             return ()
         first = self._seen.setdefault(digest(pair.prompt), pair.index)

@@ -220,9 +220,9 @@ class NearDuplicateLeak(PromptComparison):
     def finish(self) -> list[Finding]:
         np = _np()
         self._flush()
-        if not self._test or not self._train_src:
+        if not self._test or not self._train_src or not self._train_sigs:
             return []
-        train_sig = np.concatenate(self._train_sigs) if self._train_sigs else None
+        train_sig = np.concatenate(self._train_sigs)
         self._train_sigs = []
         test = [(t, k, s) for t, k, s in self._test if k not in self._train_keys]  # exact: leak
         if not test:

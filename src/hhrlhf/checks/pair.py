@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..records import PAIR_CLASSES
+from collections.abc import Iterable
+
+from ..records import PAIR_CLASSES, PreferencePair
 from .base import Check, CheckClass
 
 __all__ = ["PairClasses"]
@@ -24,5 +26,5 @@ class PairClasses(Check):
     name = "pair_classes"
     classes = tuple(CheckClass(n, _SEVERITY.get(n, "warning"), d) for n, d in PAIR_CLASSES.items())
 
-    def check(self, pair):
+    def check(self, pair: PreferencePair) -> Iterable[tuple[str, str]]:
         return [(c, "") for c in sorted(pair.classes)]

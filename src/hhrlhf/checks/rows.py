@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..reader import type_name
 from .base import Check, CheckClass
 
@@ -24,10 +26,10 @@ class PairShape(Check):
         CheckClass("not_a_string", "error", "'chosen' or 'rejected' is not a string"),
     )
 
-    def check(self, obj):
+    def check(self, obj: object) -> Iterable[tuple[str, str]]:
         if type(obj) is not dict:
             return [("bad_json", f"expected a JSON object, got {type_name(obj)}")]
-        out = []
+        out: list[tuple[str, str]] = []
         missing = [k for k in ("chosen", "rejected") if k not in obj]
         if missing:
             out.append(("missing_field", "missing " + ", ".join(map(repr, missing))))

@@ -208,6 +208,7 @@ def demo_step(data: str, out: Path) -> None:
     for key, fmt, n, target in done.exports:
         click.echo(f"export: {n} {key} pairs as {fmt} -> {target}")
     result = done.audit
+    assert result is not None  # convert_demo always audits
     flagged = {k: v for k, v in result.counts.items() if v}
     click.echo(
         f"check: {result.rows} rows, {len(result.flags)} flagged: "

@@ -444,6 +444,7 @@ def demo_step(data: str, out: Path) -> None:
         click.echo(f"skipped: {done.skipped}")
         return
     report, model = done.report, done.model
+    assert report is not None and model is not None  # pm_demo sets both unless skipped
     o = report["overall"]
     base = ", ".join(
         f"{k} {100 * v['overall']['accuracy']:.1f}%" for k, v in report["baselines"].items()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..records import PreferencePair
 from .base import Format, require_key
 
 __all__ = ["DpoFormat"]
@@ -20,14 +23,14 @@ class DpoFormat(Format):
     exact = True
     normalisation = "none"
 
-    def row(self, pair) -> dict:
+    def row(self, pair: PreferencePair) -> dict[str, Any]:
         return {
             "prompt": pair.prompt,
             "chosen": pair.chosen_response,
             "rejected": pair.rejected_response,
         }
 
-    def read(self, row):
+    def read(self, row: dict[str, Any]) -> PreferencePair:
         prompt = require_key(row, "prompt", str)
         return self._pair(
             row,

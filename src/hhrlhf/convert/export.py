@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from ..errors import DataFormatError, require
 from ..reader import Lenient
@@ -62,7 +63,7 @@ ARROW_FORMATS = ("dpo", "raw")
 
 
 def export_arrow(
-    tables: Mapping[str, object],
+    tables: Mapping[str, Any],
     out: str | os.PathLike | None = None,
     *,
     hf_dir: str | os.PathLike | None = None,
@@ -82,6 +83,8 @@ def export_arrow(
         dd = datasets.DatasetDict({k: table_to_hf(t) for k, t in tables.items()})
         dd.save_to_disk(str(hf_dir))
         return dd
+    if out is None:
+        raise ValueError("export_arrow() needs out or hf_dir")
     pa = require("pyarrow", "hf", "writing .parquet")
     return write_table(pa.concat_tables(list(tables.values())), out)
 
@@ -90,7 +93,7 @@ def import_records(
     path: str | os.PathLike,
     fmt: str | Format,
     *,
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped: list | None = None,
 ) -> Iterator:
     """Read a file written in ``fmt`` back into records (pairs, dialogues or attempts).
@@ -99,17 +102,17 @@ def import_records(
     its file and line, or is skipped and recorded in ``skipped`` when ``lenient`` (a flag, or a
     :class:`~hhrlhf.reader.Lenient` policy that collects the skipped rows itself).
     """
-    lenient = Lenient.of(lenient, skipped)
+    policy = Lenient.of(lenient, skipped)
     fmt = get_format(fmt)
     path = str(path)
     unit = "row" if str(path).endswith(".parquet") else "line"
-    for pos, row in read_rows(path, lenient=lenient):
+    for pos, row in read_rows(path, lenient=policy):
         try:
             yield fmt.read(row)
         except ValueError as exc:
             problem = f"not a {fmt.name!r} row: {exc}"
-            if lenient is not None:
-                lenient.skip(path, pos, problem, unit)
+            if policy is not None:
+                policy.skip(path, pos, problem, unit)
                 continue
             raise DataFormatError(path, pos, problem, unit=unit) from None
 

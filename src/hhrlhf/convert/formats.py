@@ -13,8 +13,10 @@ one line in the tuple below.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from ..errors import RecordKindError, UnknownNameError
+from ..records import PreferencePair, RedTeamAttempt
 from .base import Format
 from .dpo import DpoFormat
 from .messages import MessagesFormat
@@ -53,7 +55,7 @@ def get_format(name: str | Format) -> Format:
         raise UnknownNameError("format", name, list(FORMATS)) from None
 
 
-def _check_kind(fmt: Format, record) -> None:
+def _check_kind(fmt: Format, record: object) -> None:
     wants_attempts = fmt.kind == "red-team"
     is_attempt = not hasattr(record, "chosen")
     if wants_attempts != is_attempt:
@@ -66,7 +68,9 @@ def _check_kind(fmt: Format, record) -> None:
         )
 
 
-def format_rows(records: Iterable, fmt: str | Format, *, source: bool = True) -> Iterator[dict]:
+def format_rows(
+    records: Iterable[PreferencePair | RedTeamAttempt], fmt: str | Format, *, source: bool = True
+) -> Iterator[dict[str, Any]]:
     """The rows of ``records`` in ``fmt`` (a generator; nothing is held in memory)."""
     fmt = get_format(fmt)
     first = True

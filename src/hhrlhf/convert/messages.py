@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..records import PreferencePair
 from .base import Format, messages_of, render_messages
 
 __all__ = ["MessagesFormat"]
@@ -17,10 +20,10 @@ class MessagesFormat(Format):
     name = "messages"
     description = 'full conversations {"chosen": [...], "rejected": [...]} (implicit prompt)'
 
-    def row(self, pair) -> dict:
+    def row(self, pair: PreferencePair) -> dict[str, Any]:
         return {"chosen": messages_of(pair.chosen), "rejected": messages_of(pair.rejected)}
 
-    def read(self, row):
+    def read(self, row: dict[str, Any]) -> PreferencePair:
         return self._pair(
             row,
             render_messages(self._messages(row, "chosen")),

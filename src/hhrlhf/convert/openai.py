@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..records import PreferencePair
 from .base import Format, prompt_messages, render_messages, require_key, response_messages
 
 __all__ = ["OpenAIFormat"]
@@ -18,14 +21,14 @@ class OpenAIFormat(Format):
     name = "openai"
     description = "OpenAI preference fine-tuning JSONL (input messages, preferred/non-preferred)"
 
-    def row(self, pair) -> dict:
+    def row(self, pair: PreferencePair) -> dict[str, Any]:
         return {
             "input": {"messages": prompt_messages(pair)},
             "preferred_output": response_messages(pair, "chosen"),
             "non_preferred_output": response_messages(pair, "rejected"),
         }
 
-    def read(self, row):
+    def read(self, row: dict[str, Any]) -> PreferencePair:
         prompt = self._messages(require_key(row, "input", dict), "messages")
         return self._pair(
             row,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
+from ..records import PreferencePair
 from .base import Format, require_key
 
 __all__ = ["RawFormat"]
@@ -21,13 +24,13 @@ class RawFormat(Format):
     exact = True
     normalisation = "none"
 
-    def row(self, pair) -> dict:
+    def row(self, pair: PreferencePair) -> dict[str, Any]:
         return {"chosen": pair.chosen, "rejected": pair.rejected}
 
-    def read(self, row):
+    def read(self, row: dict[str, Any]) -> PreferencePair:
         return self._pair(row, require_key(row, "chosen", str), require_key(row, "rejected", str))
 
-    def encode(self, row: dict) -> bytes:
+    def encode(self, row: dict[str, Any]) -> bytes:
         # json.dumps(row, ensure_ascii=False) spelling (", " and ": "), at orjson's speed
         dumps = orjson.dumps
         return b"{" + b", ".join(dumps(k) + b": " + dumps(v) for k, v in row.items()) + b"}\n"

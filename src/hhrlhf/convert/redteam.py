@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..reader import attempt_from_object
-from ..records import RED_TEAM_KEYS
+from ..records import RED_TEAM_KEYS, RedTeamAttempt
 from .base import Format, messages_of, render_messages
 
 __all__ = ["RedTeamFormat"]
@@ -23,13 +25,13 @@ class RedTeamFormat(Format):
     kind = "red-team"
     description = "red-team attempts: clean field names, transcript as messages"
 
-    def row(self, attempt) -> dict:
+    def row(self, attempt: RedTeamAttempt) -> dict[str, Any]:
         row = {"messages": messages_of(attempt.transcript)}
         for key in _FIELDS:
             row[key] = getattr(attempt, key)
         return row
 
-    def read(self, row):
+    def read(self, row: dict[str, Any]) -> RedTeamAttempt:
         obj = dict(row)
         obj["transcript"] = render_messages(self._messages(row, "messages"))
         return attempt_from_object(obj, index=row.get("index"))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..records import PreferencePair
 from ..transcript import Dialogue
 from .base import Format, messages_of
 
@@ -18,8 +21,8 @@ class SftFormat(Format):
     kind = "conversation"
     description = 'the chosen conversation as {"messages": [...]} (SFT)'
 
-    def row(self, pair) -> dict:
+    def row(self, pair: PreferencePair) -> dict[str, Any]:
         return {"messages": messages_of(pair.chosen)}
 
-    def read(self, row) -> Dialogue:
+    def read(self, row: dict[str, Any]) -> Dialogue:
         return Dialogue.from_messages(self._messages(row, "messages"))

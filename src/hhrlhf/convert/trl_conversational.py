@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..records import PreferencePair
 from .base import Format, prompt_messages, render_messages, response_messages
 
 __all__ = ["TrlConversationalFormat"]
@@ -18,14 +21,14 @@ class TrlConversationalFormat(Format):
     name = "trl-conversational"
     description = "TRL conversational preference: prompt messages + one assistant message each"
 
-    def row(self, pair) -> dict:
+    def row(self, pair: PreferencePair) -> dict[str, Any]:
         return {
             "prompt": prompt_messages(pair),
             "chosen": response_messages(pair, "chosen"),
             "rejected": response_messages(pair, "rejected"),
         }
 
-    def read(self, row):
+    def read(self, row: dict[str, Any]) -> PreferencePair:
         prompt = self._messages(row, "prompt")
         return self._pair(
             row,

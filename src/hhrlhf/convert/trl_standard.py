@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..records import PreferencePair
 from .base import Format, prompt_messages, require_key, response_messages
 
 __all__ = ["TrlStandardFormat", "render_clean"]
@@ -9,7 +12,7 @@ __all__ = ["TrlStandardFormat", "render_clean"]
 _LABEL = {"user": "Human", "assistant": "Assistant"}
 
 
-def render_clean(messages) -> str:
+def render_clean(messages: list[dict[str, str]]) -> str:
     """``"Human: a\\n\\nAssistant: b"``: one space after each label, no leading blank line."""
     return "\n\n".join(f"{_LABEL[m['role']]}: {m['content']}" for m in messages)
 
@@ -26,7 +29,7 @@ class TrlStandardFormat(Format):
     name = "trl-standard"
     description = 'TRL standard preference: clean-text {"prompt", "chosen", "rejected"}'
 
-    def row(self, pair) -> dict:
+    def row(self, pair: PreferencePair) -> dict[str, Any]:
         if pair.prompt_end == 0:
             return {
                 "prompt": "",
@@ -41,7 +44,7 @@ class TrlStandardFormat(Format):
             "rejected": " " + pair.rejected_response.strip(),
         }
 
-    def read(self, row):
+    def read(self, row: dict[str, Any]) -> PreferencePair:
         prompt = require_key(row, "prompt", str)
         chosen = require_key(row, "chosen", str)
         rejected = require_key(row, "rejected", str)

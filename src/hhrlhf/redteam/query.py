@@ -97,14 +97,13 @@ class AttemptQuery:
         if self.max_rating is not None and not a.rating <= self.max_rating:
             return False
         s = a.min_harmlessness_score_transcript
-        if (self.min_score is not None or self.max_score is not None) and (
-            s is None or not math.isfinite(s)
-        ):
-            return False
-        if self.min_score is not None and s < self.min_score:
-            return False
-        if self.max_score is not None and s > self.max_score:
-            return False
+        if self.min_score is not None or self.max_score is not None:
+            if s is None or not math.isfinite(s):
+                return False
+            if self.min_score is not None and s < self.min_score:
+                return False
+            if self.max_score is not None and s > self.max_score:
+                return False
         if self.upworker is not None and a.is_upworker != self.upworker:
             return False
         if self.member and str(a.red_team_member_id) not in self.member:
@@ -140,14 +139,14 @@ def query_attempts(
     data: str | os.PathLike | None = None,
     query: AttemptQuery | None = None,
     limit: int | None = None,
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped: list | None = None,
     **criteria,
 ) -> RecordList:
     """Read the red-team attempts from ``data`` and keep those matching (at most ``limit``)."""
-    lenient = Lenient.of(lenient, skipped)
+    policy = Lenient.of(lenient, skipped)
     out = RecordList()
-    for a in filter_attempts(iter_attempts(data=data, lenient=lenient), query, **criteria):
+    for a in filter_attempts(iter_attempts(data=data, lenient=policy), query, **criteria):
         if limit is not None and len(out) >= limit:
             break
         out.append(a)

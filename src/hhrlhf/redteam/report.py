@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..dataset import iter_attempts, resolve_source
+from ..layout import DataSource
 from ..reader import Lenient
 from ..records import RedTeamAttempt
 from . import stats as st
@@ -272,11 +273,8 @@ def draw_figures(report: dict, attempts: Sequence[RedTeamAttempt]) -> dict:
     s = report["sections"]
     sizes = s["table1"]["sizes"]
     thr = report["success_threshold"]
-    pairs = [
-        (a.rating, _score(a))
-        for a in attempts
-        if math.isfinite(a.rating) and _score(a) is not None and math.isfinite(_score(a))
-    ]
+    scored = [(a.rating, _score(a)) for a in attempts]
+    pairs = [(r, h) for r, h in scored if math.isfinite(r) and h is not None and math.isfinite(h)]
     themes = s["themes"]
     return {
         "fig1_rating.png": pl.plot_cell_means(
@@ -368,10 +366,10 @@ def read_report(path: str | os.PathLike) -> dict:
 
 
 def generate_report(
-    data: str | os.PathLike | None,
+    data: str | os.PathLike | DataSource | None,
     out_dir: str | os.PathLike,
     *,
-    lenient: bool | Lenient = False,
+    lenient: bool | Lenient | None = False,
     skipped: list | None = None,
     **options,
 ) -> dict[str, Path]:

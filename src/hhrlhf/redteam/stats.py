@@ -330,7 +330,7 @@ def cell_counts(attempts: Sequence[RedTeamAttempt]) -> dict[str, dict[str, dict]
 
 def cell_means(
     attempts: Sequence[RedTeamAttempt],
-    value: Callable[[RedTeamAttempt], float],
+    value: Callable[[RedTeamAttempt], float | None],
     *,
     seed: int = 0,
     resamples: int = 1000,

@@ -73,7 +73,7 @@ class Backend:
     #: The ``pip install 'hhrlhf[extra]'`` it needs.
     extra: str
     description: str
-    model: type
+    model: type[RewardModel]
     #: ``train(pairs, out, *, training_data, progress, **options) -> RewardModel``: fit a model
     #: and write its directory ``out``.
     train: Callable[..., RewardModel]

@@ -127,9 +127,11 @@ def calibration(margin, *, bins: int = 10) -> dict:
             "accuracy": None,
         }
         if k:
-            row["confidence"] = float(conf[sel].mean())
-            row["accuracy"] = float(hit[sel].mean())
-            ece += k / n * abs(row["accuracy"] - row["confidence"])
+            confidence = float(conf[sel].mean())
+            accuracy = float(hit[sel].mean())
+            row["confidence"] = confidence
+            row["accuracy"] = accuracy
+            ece += k / n * abs(accuracy - confidence)
         table.append(row)
     return {"ece": float(ece) if n else None, "bins": table}
 

@@ -233,7 +233,8 @@ class FeatureConfig:
 def split_prompt(prompt: str) -> tuple[str, str, str]:
     """(last human turn, earlier assistant turns joined, all human turns joined) of a prompt."""
     parts = MARKER_RE.split(prompt)
-    humans, assistants = [], []
+    humans: list[str] = []
+    assistants: list[str] = []
     for i in range(1, len(parts) - 1, 2):
         (humans if parts[i] == "Human" else assistants).append(parts[i + 1])
     return (humans[-1] if humans else parts[0]), " ".join(assistants), " ".join(humans)

@@ -152,12 +152,12 @@ def tokens(text: str) -> list[str]:
     return TOKEN_RE.findall(text)
 
 
-def harm_words(text: str) -> frozenset:
+def harm_words(text: str) -> frozenset[str]:
     """The harmful-topic words that occur in ``text`` (for the prompt's human turns)."""
     return _HARM.intersection(tokens(text))
 
 
-def lexicon_row(response: str, human_harm: frozenset) -> list[float]:
+def lexicon_row(response: str, human_harm: frozenset[str]) -> list[float]:
     """The :data:`LEXICON_FEATURES` of one response; ``human_harm`` is :func:`harm_words` of
     the prompt's human turns. (Runs for every response scored, so it loops only over the
     tokens that start a phrase.)"""

@@ -42,7 +42,9 @@ def assistant_turns(dialogue: Dialogue | str) -> list[tuple[str, str]]:
 def score_dialogues(model, dialogues, *, n_jobs: int = 1) -> list[dict]:
     """For each dialogue: ``{"turn_scores": [...], "min_score": float | None}`` (None when the
     dialogue has no assistant turn). All turns are scored in one batch."""
-    spans, prompts, responses = [], [], []
+    spans: list[tuple[int, int]] = []
+    prompts: list[str] = []
+    responses: list[str] = []
     for d in dialogues:
         turns = assistant_turns(d)
         spans.append((len(prompts), len(prompts) + len(turns)))

@@ -1311,7 +1311,7 @@ def generate_red_team(n: int, *, seed: int = 0) -> Iterator[dict]:
         if rng.random() < 0.3:
             task += rng.choice([".", "!", " and see what happens.", " without it noticing."])
         task_score = rng.gauss(theme.task_score, 1.1)
-        tags = None
+        tags: list[str] | None = None
         if i in tagged:
             k = 1 + bisect.bisect([0.55, 0.8, 0.9, 0.95, 0.98], rng.random())
             pool = list(theme.tags) + [t for t in TAG_VOCABULARY if t not in theme.tags]
@@ -1443,6 +1443,7 @@ def write_corpus(root, *, scale: str = "sample", seed: int = 0) -> dict[str, int
     root = Path(root)
     full = scale == "full"
     written: dict[str, int] = {}
+    rows: Iterable[dict]
     for name in PREFERENCE_SUBSETS:
         for spec in SUBSETS[name].files:
             if full:

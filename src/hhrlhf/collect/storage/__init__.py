@@ -560,11 +560,6 @@ class Storage:
                 ]
             return out
 
-    def conversation_backend(self, who: AnnotatorInfo, conversation_id: int) -> dict:
-        with self._read() as s:
-            c = self._conversation(s, who, conversation_id)
-            return {"mode": c.mode, "backend": c.backend}
-
     def turn_owner(self, who: AnnotatorInfo, turn_id: int) -> dict:
         """Authorise access to a turn (404 if not one's own); returns its status."""
         with self._read() as s:
