@@ -10,12 +10,13 @@ from typing import Annotated
 import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import CollectError
 from .auth import COOKIE, current_annotator, require_annotator
 from .storage import AnnotatorInfo, choose_backends
+from .textrules import Text
 
 __all__ = ["router", "login_router"]
 
@@ -30,28 +31,31 @@ KEEPALIVE_SECONDS = 15.0
 
 
 class _Body(BaseModel):
+    """A JSON body: unknown keys refused; every text field is :data:`~.textrules.Text`
+    (no speaker marker, lone surrogate or NUL: a 422 naming the field, nothing stored)."""
+
     model_config = ConfigDict(extra="forbid")
 
 
 class NewConversation(_Body):
-    mode: StrictStr = "helpful"
-    task_description: StrictStr
+    mode: Text = "helpful"
+    task_description: Text
 
 
 class NewTurn(_Body):
-    text: StrictStr
+    text: Text
     wait: StrictBool = True
 
 
 class Choice(_Body):
-    pick: StrictStr
+    pick: Text
     strength: StrictInt
-    edit: StrictStr | None = None
-    request_id: StrictStr | None = None
+    edit: Text | None = None
+    request_id: Text | None = None
 
 
 class Finish(_Body):
-    comment: StrictStr | None = None
+    comment: Text | None = None
     rating: StrictInt | None = None
 
 
@@ -160,7 +164,7 @@ async def create_turn(
         "index": turn["index"],
         "status": state["status"],
         "candidates": [
-            {"slot": c["slot"], "text": c["text"], "cut": c["cut"]}
+            {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
             for c in state["candidates"]
             if c["status"] == "ready"
         ],

@@ -58,6 +58,8 @@ class BackendConfig:
     red_team_pm: str | None = None
     #: rerank only: at most this many samples drawn at once
     concurrency: int = 4
+    #: this backend's share of the draw, against the other drawn backends' (docs/collect.md)
+    weight: float = 1.0
 
     def sampling_params(self) -> dict:
         """What is recorded with every candidate (no secrets)."""
@@ -86,6 +88,10 @@ class Settings:
     max_task_chars: int = 5_000
     max_edit_chars: int = 20_000
     max_comment_chars: int = 5_000
+    #: a model's reply is cut (``cut``) at this many characters: a server that ignores
+    #: ``max_tokens`` cannot fill the database; equal to ``max_edit_chars``, so every reply
+    #: can be edited and saved
+    max_response_chars: int = 20_000
     max_body_bytes: int = 256 * 1024
     rate_login_per_minute: int = 20
     rate_writes_per_minute: int = 600
@@ -141,6 +147,7 @@ _COLLECT_KEYS = {
     "max_task_chars": int,
     "max_edit_chars": int,
     "max_comment_chars": int,
+    "max_response_chars": int,
     "max_body_bytes": int,
     "rate_login_per_minute": int,
     "rate_writes_per_minute": int,
@@ -166,6 +173,7 @@ _BACKEND_KEYS = {
     "pm": str,
     "red_team_pm": str,
     "concurrency": int,
+    "weight": (int, float),
 }
 
 
@@ -246,6 +254,8 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         raise ConfigError(path, f"red_team_continue must be one of: {', '.join(CONTINUE)}")
     if not 0 <= settings.get("review_fraction", 0.1) <= 1:
         raise ConfigError(path, "review_fraction must be between 0 and 1")
+    if settings.get("max_response_chars", 20_000) < 1:
+        raise ConfigError(path, "max_response_chars must be at least 1")
     if not 1 <= settings.get("strength_points", 4) <= 10:
         raise ConfigError(path, "strength_points must be between 1 and 10")
     return Settings(

@@ -203,7 +203,7 @@
       state.requestKey = null;
     }
 
-    function slotDone(slot, text, cut) {
+    function slotDone(slot, text, cut, cutReason) {
       state.turn.texts[slot] = text;
       state.turn.done[slot] = true;
       part(slot, "text").textContent = text;
@@ -212,7 +212,11 @@
       panel(slot).classList.remove("failed");
       const note = part(slot, "note");
       note.hidden = !cut;
-      note.textContent = cut ? "Cut where the model started a new speaker turn." : "";
+      note.textContent = !cut
+        ? ""
+        : cutReason === "size"
+          ? "Cut: the response reached the length limit."
+          : "Cut where the model started a new speaker turn.";
     }
 
     function slotFailed(slot, msg) {
@@ -253,7 +257,7 @@
       });
       es.addEventListener("done", (ev) => {
         const d = JSON.parse(ev.data);
-        slotDone(d.slot, d.text, d.cut);
+        slotDone(d.slot, d.text, d.cut, d.cut_reason);
       });
       es.addEventListener("error", (ev) => {
         // a server-sent "error" event carries data; a dropped connection does not
@@ -299,7 +303,7 @@
       compare.hidden = false;
       showComposer(false);
       (turn.candidates || []).forEach((c) => {
-        if (c.status === undefined || c.status === "ready") slotDone(c.slot, c.text, c.cut);
+        if (c.status === undefined || c.status === "ready") slotDone(c.slot, c.text, c.cut, c.cut_reason);
       });
       if (turn.status === "ready" && state.turn.done.a && state.turn.done.b) {
         setScale(true);

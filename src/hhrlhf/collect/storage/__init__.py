@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import joinedload, selectinload, sessionmaker
 
 from ...errors import CollectError, HHError, UnknownNameError
+from ..finish import cut_reason
 from .engine import WriterLock, bookkeeping, is_sqlite, make_engine, sqlite_file
 from .models import Annotator, Base, Candidate, Comparison, Conversation, Session, Turn
 
@@ -440,7 +441,13 @@ class Storage:
         edit = next((x for x in t.comparisons if x.kind == "edit"), None)
         cands = []
         for cand in t.candidates:
-            d = {"slot": cand.slot, "text": cand.text, "cut": cand.cut, "status": cand.status}
+            d = {
+                "slot": cand.slot,
+                "text": cand.text,
+                "cut": cand.cut,
+                "cut_reason": cut_reason(cand.cut, cand.finish_reason),
+                "status": cand.status,
+            }
             if cand.status == "failed":
                 d["error"] = "the response could not be generated; retry"
             if admin:
@@ -696,6 +703,7 @@ class Storage:
                         "status": c.status,
                         "text": c.text,
                         "cut": c.cut,
+                        "cut_reason": cut_reason(c.cut, c.finish_reason),
                         "error": c.error,
                     }
                     for c in cands
