@@ -126,6 +126,8 @@ def make_app(script: Script) -> Starlette:
             if script.repeat is not None:
                 again, times = script.repeat
                 for i in range(times):
+                    if await request.is_disconnected():  # the client stopped reading
+                        break
                     script.repeated = i + 1
                     yield chunk(again, i == times - 1)
             yield b"data: [DONE]\n\n"

@@ -109,8 +109,11 @@ async def _too_large(limit: int, send) -> None:
 def _validation_message(exc: RequestValidationError) -> str:
     parts, texts = [], []
     for err in exc.errors():
-        loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
+        path = [str(x) for x in err.get("loc", ()) if x != "body"]
+        loc = ".".join(path)
         if err.get("type") == TEXT_ERROR:  # text the app does not store: say which and why
+            if path[-1:] == ["[key]"]:  # the key itself (shown garbled): name its dict
+                loc = "a key of " + ".".join(path[:-2])
             texts.append(f"{FIELD_LABELS.get(loc, loc)} {err.get('msg')}")
             continue
         parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))

@@ -97,12 +97,15 @@ class OpenAIChatBackend(_OpenAIBase):
             stream=True,
             **self._params(),
         )
-        async for chunk in stream:
-            if not chunk.choices:
-                continue
-            choice = chunk.choices[0]
-            delta = choice.delta.content if choice.delta else None
-            yield delta or "", choice.finish_reason
+        try:
+            async for chunk in stream:
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                delta = choice.delta.content if choice.delta else None
+                yield delta or "", choice.finish_reason
+        finally:  # a reply cut short (max_response_chars) closes its connection now
+            await stream.close()
 
     def stream(self, prompt):
         return self._guard(self._raw(prompt))
@@ -121,11 +124,14 @@ class OpenAICompletionsBackend(_OpenAIBase):
             stream=True,
             **self._params(),
         )
-        async for chunk in stream:
-            if not chunk.choices:
-                continue
-            choice = chunk.choices[0]
-            yield choice.text or "", choice.finish_reason
+        try:
+            async for chunk in stream:
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                yield choice.text or "", choice.finish_reason
+        finally:
+            await stream.close()
 
     def stream(self, prompt):
         return self._guard(self._raw(prompt))
