@@ -377,6 +377,15 @@
           return;
         }
         setScale(true);
+        if (edit !== null && editor) {
+          // the edit is kept as typed: the annotator fixes what the message names, saves again
+          state.pending = { pick, strength };
+          editText.value = edit;
+          editor.hidden = false;
+          say(choiceStatus, "Not saved: " + err.message, "error");
+          editText.focus();
+          return;
+        }
         say(choiceStatus, "Not saved: " + err.message + " Pick again.", "error");
       }
     }
