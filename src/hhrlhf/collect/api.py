@@ -49,7 +49,8 @@ class NewTurn(_Body):
 
 class Choice(_Body):
     pick: Text
-    strength: StrictInt
+    #: left out only when both responses are the same text (recorded as the smallest point)
+    strength: StrictInt | None = None
     edit: Text | None = None
     request_id: Text | None = None
 

@@ -313,15 +313,15 @@ def export_collection(
                 if any(turn["candidates"][s]["cut"] for s in involved if s):
                     left_out["cut"] += 1
                     continue
+                better, worse = comp["chosen_text"], comp["rejected_text"]
+                if better == worse:  # before "weak": an identical pair is stored as strength 1
+                    left_out["identical"] += 1
+                    continue
                 if comp["kind"] == "pick" and comp["strength"] < min_strength:
                     left_out["weak"] += 1
                     continue
-                better, worse = comp["chosen_text"], comp["rejected_text"]
                 if red and comp["kind"] == "pick":
                     better, worse = worse, better
-                if better == worse:
-                    left_out["identical"] += 1
-                    continue
                 chosen, rejected = f"{prefix} {better}", f"{prefix} {worse}"
                 earlier = _stored_turns(conv, turn["index"])
                 earlier.append(Turn(HUMAN, f" {turn['human']}"))

@@ -174,6 +174,14 @@
       compare.classList.toggle("ready", on);
     }
 
+    // both responses complete: the scale, or (the same text twice) no comparison to make
+    function bothReady() {
+      const same = state.turn.texts.a === state.turn.texts.b;
+      $("#identical").hidden = !same;
+      $("#scale").hidden = same;
+      setScale(!same);
+    }
+
     function showComposer(on) {
       composer.hidden = !on;
       if (on) message.focus();
@@ -194,6 +202,8 @@
         panel(slot).classList.remove("done", "failed", "picked");
       });
       points.forEach((b) => b.classList.remove("selected"));
+      $("#identical").hidden = true;
+      $("#scale").hidden = false;
       turnError.hidden = true;
       say(choiceStatus, "");
       if (editor) editor.hidden = true;
@@ -275,7 +285,7 @@
         const d = JSON.parse(ev.data);
         closeStream();
         if (d.status === "ready" && turn.done.a && turn.done.b) {
-          setScale(true);
+          bothReady();
         } else {
           showTurnError("A response could not be generated. Your message is kept: retry.");
         }
@@ -306,7 +316,7 @@
         if (c.status === undefined || c.status === "ready") slotDone(c.slot, c.text, c.cut, c.cut_reason);
       });
       if (turn.status === "ready" && state.turn.done.a && state.turn.done.b) {
-        setScale(true);
+        bothReady();
       } else if (turn.status === "failed") {
         (turn.candidates || []).forEach((c) => {
           if (c.status === "failed") slotFailed(c.slot, c.error || "This response could not be generated.");
@@ -346,7 +356,8 @@
     }
 
     async function submitChoice(pick, strength, edit) {
-      const body = { pick, strength };
+      const body = { pick };
+      if (strength !== null) body.strength = strength;
       if (edit !== null) body.edit = edit;
       // the same choice resent (after a network error) keeps its request id: idempotent
       const key = JSON.stringify(body);
@@ -471,6 +482,10 @@
       }
     });
     $("#retry").addEventListener("click", retry);
+    $("#identical-continue").addEventListener("click", () => {
+      // identical: recorded without a strength (the server stores the smallest point)
+      if (state.turn && !state.sending) submitChoice("a", null, null);
+    });
     if (editor) {
       $("#edit-submit").addEventListener("click", () => {
         if (!state.pending) return;

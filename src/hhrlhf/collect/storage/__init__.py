@@ -732,7 +732,7 @@ class Storage:
         turn_id: int,
         *,
         pick: str,
-        strength: int,
+        strength: int | None,
         strength_points: int,
         edit: str | None = None,
         request_id: str | None = None,
@@ -740,11 +740,14 @@ class Storage:
         """Store the annotator's choice; returns the turn once the transaction has committed.
 
         A repeat (same ``request_id``, or the same pick, strength and edit) returns the stored
-        answer; a different choice for a decided turn is a 409.
+        answer; a different choice for a decided turn is a 409. ``strength`` None: allowed only
+        when both responses are the same text (an identical pair: nothing to compare), stored
+        as 1, the point the instructions give for "about the same"; an identical pair is never
+        exported, reviewed, or a leaderboard game.
         """
         if pick not in SLOTS:
             raise CollectError("pick must be 'a' or 'b'", 422)
-        if not 1 <= strength <= strength_points:
+        if strength is not None and not 1 <= strength <= strength_points:
             raise CollectError(f"strength must be 1 to {strength_points}", 422)
         if edit is not None:
             edit = edit.strip()
@@ -782,6 +785,11 @@ class Storage:
                 c = t.conversation
                 if c.annotator_id != who.id and not who.is_admin:
                     raise CollectError(f"turn {turn_id} not found", 404)
+                if strength is None:
+                    texts = {x.slot: x.text for x in t.candidates}
+                    if t.status != "ready" or texts.get("a") != texts.get("b"):
+                        raise CollectError("strength is required: the two responses differ", 422)
+                    strength = 1
                 existing = list(t.comparisons)
                 stored = next((x for x in existing if x.kind == "pick"), None)
                 if stored is not None:
