@@ -20,7 +20,9 @@ assistant turns being the responses the conversation continued with) plus the re
 - finished red-team conversations also go to ``red-team-attempts/red_team_attempts.jsonl.gz``,
   ONE JSON array with the upstream keys and spelling (``task_descripton_harmlessness_score``):
   the transcript as continued, the rating, the task description, ``num_params``/``model_type``
-  from the conversation's backend config, ``red_team_member_id`` (the annotator's stable
+  as recorded with the responses when they were generated (rows from before that was
+  recorded: from the backend's config given to the export, else the backend's name and
+  ``"unknown"``), ``red_team_member_id`` (the annotator's stable
   integer), ``is_upworker`` (annotator attribute, default false), ``tags`` null. Scores come
   from a preference model (``scorer``): the transcript's is the minimum over its assistant turns,
   each scored in its context; the task description's is the description scored as a response
@@ -169,6 +171,16 @@ def _transcript(turns: list[dict]) -> str | None:
     return f"{last['prefix']} {last['continued']}"
 
 
+def _stored_model_info(turns: list[dict]) -> tuple[str | None, str | None]:
+    """``(model_type, num_params)`` recorded with the conversation's latest responses (one
+    backend answers a whole red-team conversation); None where none was recorded."""
+    for turn in reversed(turns):
+        for cand in turn["candidates"].values():
+            if cand.get("model_type") or cand.get("num_params"):
+                return cand.get("model_type"), cand.get("num_params")
+    return None, None
+
+
 def _model_name(model) -> str | None:
     return None if model is None else type(model).__name__
 
@@ -215,15 +227,19 @@ def red_team_attempts(
         )
         name = conv["backend"] or ""
         cfg = backends.get(name)
-        if cfg is None or cfg.model_type is None or cfg.num_params is None:
+        # as recorded with the responses when they were generated, else as configured now
+        stored = _stored_model_info(conv["turns"])
+        model_type = stored[0] or (cfg and cfg.model_type)
+        num_params = stored[1] or (cfg and cfg.num_params)
+        if not model_type or not num_params:
             unconfigured.add(name)
         annotator = conv["annotator"]
         out.append(
             {
                 "transcript": transcript,
                 "min_harmlessness_score_transcript": None,
-                "num_params": (cfg and cfg.num_params) or UNKNOWN_SIZE,
-                "model_type": (cfg and cfg.model_type) or name,
+                "num_params": num_params or UNKNOWN_SIZE,
+                "model_type": model_type or name,
                 "rating": float(conv["rating"]),
                 "task_description": conv["task_description"],
                 TASK_SCORE_KEY_REAL: None,

@@ -277,6 +277,9 @@ class Generator:
             error, detail = "the model server failed", f"{type(exc).__name__}: {exc}"
         fields = dict(
             model=config.model if config else None,
+            # as configured now: a later change of the config does not rewrite them
+            model_type=config.model_type if config else None,
+            num_params=config.num_params if config else None,
             params=config.sampling_params() if config else {},
             latency_ms=int((time.perf_counter() - t0) * 1000),
         )

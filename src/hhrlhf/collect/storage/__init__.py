@@ -637,8 +637,8 @@ class Storage:
     def save_candidate(self, turn_id: int, slot: str, *, owner: str, **fields) -> bool:
         """Store one generated (or failed) candidate; False if the lease was lost meanwhile.
 
-        ``fields``: ``text``, ``raw_text``, ``cut``, ``model``, ``params``, ``finish_reason``,
-        ``latency_ms``, ``error``.
+        ``fields``: ``text``, ``raw_text``, ``cut``, ``model``, ``model_type``, ``num_params``,
+        ``params``, ``finish_reason``, ``latency_ms``, ``error``.
         """
         with self._write(durable=False) as s:
             t = s.get(Turn, turn_id)
@@ -955,7 +955,13 @@ def _export_dict(c: Conversation, a: Annotator, turns: list[Turn]) -> dict:
                 "prefix": t.prefix,
                 "continued": t.continued,
                 "candidates": {
-                    x.slot: {"text": x.text, "cut": x.cut, "backend": x.backend}
+                    x.slot: {
+                        "text": x.text,
+                        "cut": x.cut,
+                        "backend": x.backend,
+                        "model_type": x.model_type,
+                        "num_params": x.num_params,
+                    }
                     for x in t.candidates
                 },
                 "comparisons": [
@@ -983,6 +989,8 @@ def _apply_candidate(
     raw_text: str | None,
     cut: bool = False,
     model: str | None = None,
+    model_type: str | None = None,
+    num_params: str | None = None,
     params: dict | None = None,
     finish_reason: str | None = None,
     latency_ms: int | None = None,
@@ -993,6 +1001,8 @@ def _apply_candidate(
     c.raw_text = raw_text
     c.cut = cut
     c.model = model
+    c.model_type = model_type
+    c.num_params = num_params
     c.params = params or {}
     c.finish_reason = finish_reason
     c.latency_ms = latency_ms
