@@ -300,7 +300,8 @@ def _resamples_option(help_text: str):
 @_resamples_option("Bootstrap resamples for the intervals.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 def stats(db_url, resamples, as_json):
-    """Per-annotator counts, time per comparison, strengths, position bias, and agreement.
+    """Per-annotator counts, time per comparison, strengths, position bias, comparisons per
+    backend pair, and agreement.
 
     Agreement comes from review tasks (finished comparisons re-shown, blind, to other
     annotators): percent agreement and Fleiss' kappa for the pick, Krippendorff's alpha
@@ -338,6 +339,12 @@ def stats(db_url, resamples, as_json):
             }
         )
     print_table(rows)
+    if out["pairs"]:
+        click.echo("")
+        click.echo("comparisons per backend pair:")
+        for p in out["pairs"]:
+            x, y = (printable(b) for b in p["backends"])
+            click.echo(f"  {x} vs {y}: {p['comparisons']:,}")
     a = out["agreement"]
     click.echo("")
     if not a["units"]:
@@ -435,7 +442,8 @@ def leaderboard_cmd(db_url, resamples, as_json):
     "config_path",
     type=click.Path(dir_okay=False),
     default=None,
-    help="The app's TOML config: red-team attempts take model_type/num_params from its backends.",
+    help="The app's TOML config: red-team attempts whose responses did not record "
+    "model_type/num_params (generated before they were) take them from its backends.",
 )
 @click.option(
     "--scorer",

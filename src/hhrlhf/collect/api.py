@@ -91,7 +91,8 @@ def create_conversation(body: NewConversation, request: Request, who: Who):
     _limit("task_description", body.task_description, st.settings.max_task_chars)
     backend = red_team_continue = None
     if body.mode == "red-team":
-        backend = st.rng.choice(st.settings.drawn_backend_names)
+        names = st.settings.drawn_backend_names
+        backend = st.rng.choices(names, st.settings.backend_weights(names))[0]
         red_team_continue = st.settings.red_team_continue
     return st.storage.create_conversation(
         who,
@@ -133,11 +134,15 @@ async def create_turn(
     def pick_backends(mode: str, backend: str | None) -> tuple[str, str]:
         if mode == "red-team" and backend:
             return (backend, backend)
-        backends = choose_backends(st.settings.drawn_backend_names, st.settings.pairing, st.rng)
-        rerank = [b for b in backends if st.settings.backend(b).kind == "rerank"]
-        if rerank:  # a rerank backend shows its best two: both slots are its
-            backends = (rerank[0], rerank[0])
-        return backends
+        names = st.settings.drawn_backend_names
+        # a rerank backend is one arm with its weight's share: it shows its best two
+        return choose_backends(
+            names,
+            st.settings.pairing,
+            st.rng,
+            weights=st.settings.backend_weights(names),
+            rerank={n for n in names if st.settings.backend(n).kind == "rerank"},
+        )
 
     gen = st.generator
     # waiting: the turn is created leased to this worker, which generates it here

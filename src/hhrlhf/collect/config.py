@@ -110,6 +110,10 @@ class Settings:
     def backend_names(self) -> list[str]:
         return [b.name for b in self.backends]
 
+    def backend_weights(self, names: list[str]) -> list[float]:
+        """The ``weight`` of each named backend (its share of the draw)."""
+        return [self.backend(n).weight for n in names]
+
     @property
     def drawn_backend_names(self) -> list[str]:
         """The backends conversations draw from: all but those only sampled by a rerank one."""
@@ -233,6 +237,9 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         backends.append(BackendConfig(**table))
     if not backends:
         raise ConfigError(path, "no [[backend]] table; at least one is needed")
+    for b in backends:
+        if not b.weight > 0:
+            raise ConfigError(path, f"backend {b.name!r}: weight must be above 0")
     names = [b.name for b in backends]
     if len(set(names)) != len(names):
         raise ConfigError(path, "backend names must be unique")

@@ -357,7 +357,30 @@ def collection_stats(storage, *, resamples: int = 1000, seed: int = 0) -> dict:
         "annotators": people,
         "agreement": _agreement(units, resamples, seed),
         "counts": storage.counts(),
+        "pairs": backend_pairs(storage),
     }
+
+
+def backend_pairs(storage) -> list[dict]:
+    """Pick comparisons per pair of backends (A/B order ignored; an identical pair is none):
+    ``[{"backends": [x, y], "comparisons": n}]``, most first. A rerank backend (or a red-team
+    conversation's one backend) answering both slots is the pair ``[x, x]``."""
+    with storage._read() as s:
+        rows = s.execute(
+            select(Comparison.turn_id).where(Comparison.kind == "pick", DIFFERENT_TEXTS)
+        ).all()
+        turns = {t for (t,) in rows}
+        backends: dict[int, list[str]] = defaultdict(list)
+        if turns:
+            for turn_id, backend in s.execute(
+                select(Candidate.turn_id, Candidate.backend).where(Candidate.turn_id.in_(turns))
+            ).all():
+                backends[turn_id].append(backend)
+    counts = Counter(tuple(sorted(b)) for b in backends.values() if len(b) == 2)
+    return [
+        {"backends": list(pair), "comparisons": n}
+        for pair, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))
+    ]
 
 
 def leaderboard_games(storage) -> list[tuple[int, str, str]]:
