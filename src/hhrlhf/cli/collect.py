@@ -300,8 +300,9 @@ def _resamples_option(help_text: str):
 @_resamples_option("Bootstrap resamples for the intervals.")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of tables.")
 def stats(db_url, resamples, as_json):
-    """Per-annotator counts, time per comparison, strengths, position bias, comparisons per
-    backend pair, and agreement.
+    """Per-annotator counts, time per comparison, strengths, position bias, and agreement.
+
+    Also the comparisons each pair of backends got (an identical pair is none).
 
     Agreement comes from review tasks (finished comparisons re-shown, blind, to other
     annotators): percent agreement and Fleiss' kappa for the pick, Krippendorff's alpha
