@@ -81,3 +81,48 @@ def test_speaker_markers_and_surrogates_are_refused_and_the_text_is_kept(tmp_pat
         assert page.text_content("#finish-status").startswith("the comment holds the speaker")
         assert page.input_value("#comment") == "Nice." + FORGED
         assert seen["dialogs"] == [] and seen["errors"] == []
+
+
+def test_an_identical_pair_is_announced_and_continues_without_a_strength(
+    tmp_path, browser, model_server
+):
+    from dataclasses import replace
+
+    from openai_server import openai_backend
+    from test_browser import serve_app
+
+    from hhrlhf.collect.config import demo_settings
+
+    model_server.script.replies = ["Both sides say exactly this."]
+    backends = (
+        openai_backend("m1", "openai-chat", model_server.base_url),
+        openai_backend("m2", "openai-chat", model_server.base_url),
+    )
+    make = lambda url: replace(demo_settings(url), backends=backends)  # noqa: E731
+    with serve_app(tmp_path, make) as (base, storage, token, _app, _settings):
+        page = browser.new_page()
+        seen = _watch(page)
+        page.goto(f"{base}/login?token={token}")
+        page.fill("#task", "Ask about bread")
+        page.click("#new-conversation button[type=submit]")
+        page.wait_for_selector("#composer:not([hidden])", timeout=TIMEOUT_MS)
+        page.fill("#message", "How long should dough rise?")
+        page.press("#message", "Enter")
+        page.wait_for_selector("#identical:not([hidden])", timeout=TIMEOUT_MS)
+        assert page.is_hidden("#scale")
+        assert "the same text" in page.text_content("#identical")
+        page.click("#identical-continue")
+        page.wait_for_selector("#transcript .msg.assistant", timeout=TIMEOUT_MS)
+        assert page.is_visible("#composer") and page.is_hidden("#identical")
+        conv = storage.get_conversation(storage.annotator_by_name("robin"), 1)
+        turn = conv["turns"][0]
+        assert (turn["pick"], turn["strength"]) == ("a", 1)
+        assert turn["continued"] == "Both sides say exactly this."
+        # the next turn, with different texts, shows the scale again
+        model_server.script.replies = ["One reply.", "Another reply."]
+        model_server.script._next = 0
+        page.fill("#message", "And at what temperature?")
+        page.press("#message", "Enter")
+        page.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
+        assert page.is_visible("#scale") and page.is_hidden("#identical")
+        assert seen["dialogs"] == [] and seen["errors"] == []
