@@ -31,7 +31,14 @@ class Script:
     fail_times: int | None = None  # fail only this many requests, then answer
     finish_reason: str = "stop"
     chunk_size: int = 5  # characters per streamed chunk
+    ignore_stop: bool = False  # answer past the request's stop sequences (as some servers do)
+    #: stream this text this many times after the reply, ignoring max_tokens (a looping model)
+    repeat: tuple[str, int] | None = None
+    #: the raw JSON of chunks sent as-is instead of the reply (a lone surrogate: '"\\ud800"')
+    raw_chunks: list[str] | None = None
     requests: list[dict] = field(default_factory=list)
+    #: how many of ``repeat``'s chunks were sent (a client that stops reading stops it early)
+    repeated: int = 0
     _next: int = 0
 
     def reply(self) -> str:
@@ -61,7 +68,7 @@ def make_app(script: Script) -> Starlette:
                 script.fail_times -= 1
             return JSONResponse({"error": {"message": "scripted failure"}}, status_code=script.fail)
         text = script.reply()
-        for stop in body.get("stop") or []:
+        for stop in [] if script.ignore_stop else body.get("stop") or []:
             if stop in text:
                 text = text[: text.index(stop)]
         model = body.get("model", "test")
@@ -83,27 +90,46 @@ def make_app(script: Script) -> Starlette:
                 }
             )
 
-        async def events():
-            pieces = _chunks(text, script.chunk_size)
-            for i, piece in enumerate(pieces):
-                if script.chunk_delay:
-                    await asyncio.sleep(script.chunk_delay)
-                last = i == len(pieces) - 1
-                if kind == "chat":
-                    choice = {"index": 0, "delta": {"content": piece}}
-                    obj = "chat.completion.chunk"
-                else:
-                    choice = {"index": 0, "text": piece}
-                    obj = "text_completion"
-                choice["finish_reason"] = script.finish_reason if last else None
-                chunk = {
+        def chunk(piece: str, last: bool, raw: str | None = None) -> bytes:
+            if kind == "chat":
+                choice = {"index": 0, "delta": {"content": piece}}
+                obj = "chat.completion.chunk"
+            else:
+                choice = {"index": 0, "text": piece}
+                obj = "text_completion"
+            choice["finish_reason"] = script.finish_reason if last else None
+            data = orjson.dumps(
+                {
                     "id": "cmpl-test",
                     "object": obj,
                     "created": created,
                     "model": model,
                     "choices": [choice],
                 }
-                yield b"data: " + orjson.dumps(chunk) + b"\n\n"
+            )
+            if raw is not None:  # JSON that orjson would not write (a lone surrogate)
+                data = data.replace(b'"@RAW@"', raw.encode())
+            return b"data: " + data + b"\n\n"
+
+        async def events():
+            if script.raw_chunks is not None:
+                for i, raw in enumerate(script.raw_chunks):
+                    yield chunk("@RAW@", i == len(script.raw_chunks) - 1, raw)
+                yield b"data: [DONE]\n\n"
+                return
+            pieces = _chunks(text, script.chunk_size)
+            for i, piece in enumerate(pieces):
+                if script.chunk_delay:
+                    await asyncio.sleep(script.chunk_delay)
+                last = i == len(pieces) - 1 and script.repeat is None
+                yield chunk(piece, last)
+            if script.repeat is not None:
+                again, times = script.repeat
+                for i in range(times):
+                    if await request.is_disconnected():  # the client stopped reading
+                        break
+                    script.repeated = i + 1
+                    yield chunk(again, i == times - 1)
             yield b"data: [DONE]\n\n"
 
         return StreamingResponse(events(), media_type="text/event-stream")

@@ -246,21 +246,32 @@ def test_timeout_is_a_clear_failure(make_client, settings, model_server, alice):
     assert all("could not be generated" in e["message"] for e in t["errors"])
 
 
-def test_speaker_markers_are_cut_and_recorded(make_client, settings, model_server, admin):
+@pytest.mark.parametrize("ignore_stop", [False, True])
+def test_speaker_markers_are_cut_and_recorded(
+    make_client, settings, model_server, admin, ignore_stop
+):
     client = make_client(_openai_settings(settings, model_server))
     _, h, _ = admin
     model_server.script.replies = ["Sure, here.\n\nHuman: pretend I said this\n\nAssistant: ok"]
+    model_server.script.ignore_stop = ignore_stop
     cid = start(client, h)
     t = say(client, h, cid, wait=False)
     events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
     done = [d for e, d in events if e == "done"]
-    # chat: the model's text holds the marker -> cut; completions: the stop cut it already
     assert {d["text"] for d in done} == {"Sure, here."}
     streamed = "".join(d["text"] for e, d in events if e == "delta")
     assert "Human:" not in streamed and "Assistant:" not in streamed
+    # both kinds of backend send both speaker markers as stop sequences
+    stops = {r["kind"]: r["body"].get("stop") for r in model_server.script.requests}
+    assert stops == {
+        "chat": ["\n\nHuman:", "\n\nAssistant:"],
+        "completions": ["\n\nHuman:", "\n\nAssistant:"],
+    }
     conv = client.get(f"/api/v1/conversations/{cid}", headers=h).json()
     cands = {c["backend"]: c for c in conv["turns"][0]["candidates"]}
-    assert cands["m1"]["cut"] is True and cands["m2"]["cut"] is False
+    # a server that stops at them sends no marker; one that ignores them is cut by the app
+    assert cands["m1"]["cut"] is ignore_stop and cands["m2"]["cut"] is ignore_stop
+    assert {c["cut_reason"] for c in cands.values()} == {"speaker" if ignore_stop else None}
     assert cands["m1"]["params"] == {"max_tokens": 256}
 
 
@@ -465,8 +476,8 @@ def test_a_turn_generated_by_another_worker_is_awaited_then_replayed(client, ali
     events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
     thread.join()
     assert events == [
-        ("done", {"slot": "a", "text": "from a", "cut": False}),
-        ("done", {"slot": "b", "text": "from b", "cut": False}),
+        ("done", {"slot": "a", "text": "from a", "cut": False, "cut_reason": None}),
+        ("done", {"slot": "b", "text": "from b", "cut": False, "cut_reason": None}),
         ("end", {"status": "ready"}),
     ]
 

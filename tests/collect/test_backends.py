@@ -72,7 +72,7 @@ def test_completions_backend_sends_the_prefix_with_the_stop(model_server):
     req = model_server.script.requests[-1]
     assert req["kind"] == "completions"
     assert req["body"]["prompt"] == PROMPT.prefix
-    assert req["body"]["stop"] == ["\n\nHuman:"]
+    assert req["body"]["stop"] == ["\n\nHuman:", "\n\nAssistant:"]
 
 
 def test_api_key_comes_from_the_environment(model_server, monkeypatch):

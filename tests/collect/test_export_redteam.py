@@ -279,3 +279,65 @@ def test_a_forced_export_without_attempts_leaves_no_stale_attempts_file(storage,
     assert manifest["red_team_attempts"]["rows"] == 0
     assert RED_TEAM_ATTEMPTS not in manifest["files"]
     assert not (out / RED_TEAM_ATTEMPTS).exists()
+
+
+def test_model_type_and_num_params_are_those_recorded_at_generation(
+    make_client, settings, storage, alice, db_url, tmp_path
+):
+    """Generated through the app: the export without --config writes the configured values,
+    and a config changed later does not rewrite them; rows without them fall back."""
+    from dataclasses import replace
+
+    from hhrlhf.cli import cli
+
+    backend = BackendConfig(
+        "lm", "demo", model="sample", model_type="context distillation", num_params="52B"
+    )
+    client = make_client(replace(settings, backends=(backend,)))
+    _, h, _ = alice
+    cid = client.post(
+        "/api/v1/conversations", json={"mode": "red-team", "task_description": "t"}, headers=h
+    ).json()["id"]
+    turn = client.post(
+        f"/api/v1/conversations/{cid}/turns", json={"text": "How do I fix a bike?"}, headers=h
+    ).json()
+    client.post(f"/api/v1/turns/{turn['id']}/choice", json={"pick": "a", "strength": 3}, headers=h)
+    client.post(f"/api/v1/conversations/{cid}/finish", json={"rating": 1}, headers=h)
+    # an older conversation: no values recorded (as before they were), the same backend name
+    who = storage.annotator_by_name("alice")
+    old = storage.create_conversation(who, "red-team", "Older", backend="lm")["id"]
+    tid = storage.create_turn(who, old, "Hello?", ("lm", "lm"))["id"]
+    assert storage.acquire_lease(tid, "w", 60)
+    for slot in "ab":
+        storage.save_candidate(tid, slot, owner="w", text=f"Hi {slot}.", raw_text=f"Hi {slot}.")
+    storage.end_generation(tid, "w")
+    storage.record_choice(who, tid, pick="a", strength=2, strength_points=4)
+    storage.finish_conversation(who, old, None, 0)
+
+    r = CliRunner().invoke(cli, ["collect", "export", "--db", db_url, "--out", str(tmp_path / "a")])
+    assert r.exit_code == 0, r.output
+    got = {a["task_description"]: a for a in read_attempts(tmp_path / "a")}
+    assert (got["t"]["model_type"], got["t"]["num_params"]) == ("context distillation", "52B")
+    assert (got["Older"]["model_type"], got["Older"]["num_params"]) == ("lm", "unknown")
+    # the config changed since: the recorded values win; the old rows take the config's
+    config = tmp_path / "later.toml"
+    config.write_text(
+        '[[backend]]\nname = "lm"\nkind = "demo"\nmodel_type = "rlhf"\nnum_params = "13B"\n'
+    )
+    r = CliRunner().invoke(
+        cli,
+        [
+            "collect",
+            "export",
+            "--db",
+            db_url,
+            "--out",
+            str(tmp_path / "b"),
+            "--config",
+            str(config),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    got = {a["task_description"]: a for a in read_attempts(tmp_path / "b")}
+    assert (got["t"]["model_type"], got["t"]["num_params"]) == ("context distillation", "52B")
+    assert (got["Older"]["model_type"], got["Older"]["num_params"]) == ("rlhf", "13B")

@@ -4,7 +4,7 @@ Each payload of :mod:`hostile` goes in as a message, a model response (the loopb
 OpenAI-compatible server), an edit, a task description and a comment; the API gives every
 one back byte for byte, the server-rendered HTML holds only its escaped form, and
 ``hh collect export`` holds the exact bytes. NUL is refused in input and replaced in a model's
-response; a megabyte is refused as input and kept whole from a model. (The real browser:
+response; a megabyte is refused as input and cut at ``max_response_chars`` from a model. (The real browser:
 test_hostile_browser.py.)
 """
 
@@ -117,7 +117,6 @@ def test_every_payload_round_trips_through_api_pages_and_export(
         assert {c["slot"]: c["text"] for c in t["candidates"]} == texts
         assert t["edit"] == (edit.strip() if edit else None)
     assert [(t["human"], t["continued"]) for t in conv["turns"]] == history
-    assert conv["turns"][list(PAYLOADS).index("fake-markers")]["candidates"]
 
     # the pages hold only the escaped text (the rest is set with textContent by the script)
     client.get(f"/login?token={token}", follow_redirects=False)
@@ -185,7 +184,7 @@ def test_nul_is_refused_in_input_and_replaced_from_a_model(
         storage.add_annotator("evil\x00name")
 
 
-def test_a_megabyte_is_refused_as_input_and_kept_whole_from_a_model(
+def test_a_megabyte_is_refused_as_input_and_cut_at_the_cap_from_a_model(
     make_client, settings, model_server, storage, alice, db_url, tmp_path
 ):
     client = make_client(_settings(settings, model_server))
@@ -204,7 +203,10 @@ def test_a_megabyte_is_refused_as_input_and_kept_whole_from_a_model(
         f"/api/v1/conversations/{cid}/turns", json={"text": "a long one"}, headers=h
     ).json()
     texts = {c["slot"]: c["text"] for c in turn["candidates"]}
-    assert sorted(texts.values(), key=len) == ["A short answer.", BIG.strip()]
+    cap = settings.max_response_chars
+    # cut at max_response_chars, marked cut (the page says why), as a speaker marker would be
+    assert sorted(texts.values(), key=len) == ["A short answer.", BIG[:cap].strip()]
+    assert {c["cut_reason"] for c in turn["candidates"]} == {None, "size"}
     big = next(s for s, t in texts.items() if len(t) > 100)
     r = client.post(
         f"/api/v1/turns/{turn['id']}/choice", json={"pick": big, "strength": 4}, headers=h
@@ -212,10 +214,11 @@ def test_a_megabyte_is_refused_as_input_and_kept_whole_from_a_model(
     assert r.status_code == 200
     client.post(f"/api/v1/conversations/{cid}/finish", json={}, headers=h)
     got = client.get(f"/api/v1/conversations/{cid}", headers=h).json()["turns"][0]
-    assert got["continued"] == BIG.strip()
-    prefix = "\n\nHuman: a long one\n\nAssistant:"
-    rows = _export(db_url, tmp_path / "out")
-    assert rows == [{"chosen": f"{prefix} {BIG.strip()}", "rejected": f"{prefix} A short answer."}]
+    assert got["continued"] == BIG[:cap].strip()
+    stored = {c["slot"]: c for c in got["candidates"]}
+    assert stored[big]["cut"] is True and stored[big]["cut_reason"] == "size"
+    # a cut response's comparisons are left out of the export, as for a speaker marker
+    assert _export(db_url, tmp_path / "out") == []
 
 
 STREAM_CASES = [

@@ -17,6 +17,8 @@ from dataclasses import replace
 import pytest
 from hostile import BIG, NAME, NUL, PAYLOADS, PWNED_PROBE, joined
 
+from hhrlhf.collect.config import Settings
+
 pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 uvicorn = pytest.importorskip("uvicorn")
@@ -234,11 +236,16 @@ def test_red_team_big_and_nul_and_the_other_pages(served, browser, model):
     assert storage.counts() == before
     _clean(page, seen, "refused input")
 
-    # from the model: a megabyte shown whole, a NUL as U+FFFD
+    # from the model: a megabyte cut at max_response_chars (the page says so), a NUL as U+FFFD
     _replies(model, BIG, NUL, chunk_size=64 * 1024)
     message = PAYLOADS["sse-breaker"] + PAYLOADS["script"]
     _send(page, message)
-    assert sorted(_candidates(page).values(), key=len) == ["before\ufffdafter", BIG.strip()]
+    cap = Settings.max_response_chars
+    shown = _candidates(page)
+    assert sorted(shown.values(), key=len) == ["before\ufffdafter", BIG[:cap].strip()]
+    big = next(slot for slot, text in shown.items() if len(text) > 100)
+    note = page.text_content(f'.candidate[data-slot="{big}"] [data-role="note"]')
+    assert note == "Cut: the response reached the length limit."
     page.click('#scale .point[data-key="1"]')
     _decided(page, 1)
     _clean(page, seen, "red-team turn")

@@ -170,8 +170,9 @@ def test_hh_serve_checks_the_preference_model_folders_before_it_starts(
 def test_too_few_usable_samples_is_a_clear_error(
     make_client, settings, model_server, alice, pm_dir
 ):
-    # every sample writes a speaker marker: cut, so none is usable
+    # every sample writes a speaker marker (past the stop sequences): cut, so none is usable
     model_server.script.replies = ["Sure.\n\nHuman: and more"]
+    model_server.script.ignore_stop = True
     client = make_client(rerank_settings(settings, model_server, pm_dir, k=3))
     h = headers_of(alice)
     cid = client.post(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
+from datetime import datetime, timezone
 
 import pytest
+from sqlalchemy import select
 
 from hhrlhf.collect.storage.review import (
     agreed_turns,
@@ -116,12 +118,42 @@ def test_only_finished_comparisons_and_the_configured_share(storage, people):
 
 def test_fewest_reviews_first(storage, people):
     alice, bob, carol = people
-    conversation(storage, alice, [("a", 2), ("b", 2)])
+    first_conv = conversation(storage, alice, [("a", 2)])
+    conversation(storage, alice, [("b", 2)])
     first = next_review(storage, bob, 1.0)
     submit_review(storage, bob, first["id"], "a", 2, PTS)
-    # carol gets the comparison nobody has reviewed yet
+    # carol gets the comparison nobody has reviewed yet (of the other conversation)
     second = next_review(storage, carol, 1.0)
-    assert second["human"] != first["human"]
+    assert _where(storage, second)[0] != _where(storage, first)[0] == first_conv
+
+
+def _where(storage, task) -> tuple[int, int]:
+    """(conversation id, turn index) of a review task (the task itself does not say)."""
+    from hhrlhf.collect.storage.models import Comparison, Review, Turn
+
+    with storage._read() as s:
+        comp = s.get(Comparison, s.get(Review, task["id"]).comparison_id)
+        turn = s.get(Turn, comp.turn_id)
+        return turn.conversation_id, turn.index
+
+
+def test_a_reviewer_never_sees_a_later_turn_before_the_earlier_ones(storage, people):
+    """A later turn's prefix holds the responses the earlier turns continued with: the original
+    picks. Of each conversation, a reviewer gets its earliest turn they still have to review,
+    even when a later turn has fewer reviews."""
+    alice, bob, carol = people
+    conversation(storage, alice, [("a", 2), ("b", 3), ("a", 4)])
+    conversation(storage, alice, [("b", 2), ("a", 2)])
+    # carol reviews turn 0 of the first conversation: it has more reviews than the rest now
+    task = next_review(storage, carol, 1.0)
+    assert _where(storage, task)[1] == 0
+    submit_review(storage, carol, task["id"], "a", 2, PTS)
+    seen: dict[int, list[int]] = {}
+    while (task := next_review(storage, bob, 1.0)) is not None:
+        conv, index = _where(storage, task)
+        seen.setdefault(conv, []).append(index)
+        submit_review(storage, bob, task["id"], "a", 2, PTS)
+    assert sorted(seen.values()) == [[0, 1], [0, 1, 2]]  # every turn, each in order
 
 
 def test_agreement_and_agreed_turns(storage, people):
@@ -196,3 +228,48 @@ def test_reviews_table_migrates_up_and_down(db_url):
     st.upgrade()
     assert "reviews" in inspect(st.engine).get_table_names()
     st.dispose()
+
+
+def test_an_identical_pair_is_never_a_game_a_review_item_or_an_agreement_sample(storage, people):
+    from hhrlhf.collect.storage.models import Comparison, Review
+
+    alice, bob, carol = people
+    cid = storage.create_conversation(alice, "helpful", "Garden questions")["id"]
+    same = make_turn(storage, alice, cid, "Same?", "The same answer.", "The same answer.")
+    # no strength asked for an identical pair: stored as the smallest point
+    turn = storage.record_choice(alice, same, pick="a", strength=None, strength_points=PTS)
+    assert turn["strength"] == 1 and turn["continued"] == "The same answer."
+    differ = make_turn(storage, alice, cid, "Differ?", "Yes.", "No.")
+    with pytest.raises(CollectError, match="strength is required"):
+        storage.record_choice(alice, differ, pick="a", strength=None, strength_points=PTS)
+    storage.record_choice(alice, differ, pick="a", strength=3, strength_points=PTS)
+    storage.finish_conversation(alice, cid, None, None)
+
+    # a game: only the turn whose responses differ
+    assert leaderboard_games(storage) == [(cid, "m1", "m2")]
+    # a review item: only that turn, for every reviewer
+    tasks = []
+    while (task := next_review(storage, bob, 1.0)) is not None:
+        tasks.append(task["human"])
+        submit_review(storage, bob, task["id"], "a", 2, PTS)
+    assert tasks == ["Differ?"]
+    # an agreement sample: not even when a review of it was stored (before this rule)
+    with storage._write() as s:
+        comp = s.scalar(select(Comparison.id).where(Comparison.turn_id == same))
+        s.add(
+            Review(
+                comparison_id=comp,
+                reviewer_id=carol.id,
+                status="done",
+                pick="b",
+                strength=2,
+                assigned_at=datetime.now(timezone.utc),
+                decided_at=datetime.now(timezone.utc),
+            )
+        )
+    units = review_units(storage)
+    assert [u["turn_index"] for u in units] == [1]
+    stats = collection_stats(storage, resamples=0)
+    assert stats["agreement"]["units"] == 1
+    row = next(r for r in stats["annotators"] if r["name"] == "alice")
+    assert row["comparisons"] == 1 and row["strengths"] == {"3": 1}

@@ -302,6 +302,8 @@ def _resamples_option(help_text: str):
 def stats(db_url, resamples, as_json):
     """Per-annotator counts, time per comparison, strengths, position bias, and agreement.
 
+    Also the comparisons each pair of backends got (an identical pair is none).
+
     Agreement comes from review tasks (finished comparisons re-shown, blind, to other
     annotators): percent agreement and Fleiss' kappa for the pick, Krippendorff's alpha
     (ordinal) for the signed strength, each with a 95% bootstrap interval over comparisons;
@@ -338,6 +340,12 @@ def stats(db_url, resamples, as_json):
             }
         )
     print_table(rows)
+    if out["pairs"]:
+        click.echo("")
+        click.echo("comparisons per backend pair:")
+        for p in out["pairs"]:
+            x, y = (printable(b) for b in p["backends"])
+            click.echo(f"  {x} vs {y}: {p['comparisons']:,}")
     a = out["agreement"]
     click.echo("")
     if not a["units"]:
@@ -435,7 +443,8 @@ def leaderboard_cmd(db_url, resamples, as_json):
     "config_path",
     type=click.Path(dir_okay=False),
     default=None,
-    help="The app's TOML config: red-team attempts take model_type/num_params from its backends.",
+    help="The app's TOML config: red-team attempts whose responses did not record "
+    "model_type/num_params (generated before they were) take them from its backends.",
 )
 @click.option(
     "--scorer",

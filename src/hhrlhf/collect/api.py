@@ -10,12 +10,13 @@ from typing import Annotated
 import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import CollectError
 from .auth import COOKIE, current_annotator, require_annotator
 from .storage import AnnotatorInfo, choose_backends
+from .textrules import Text
 
 __all__ = ["router", "login_router"]
 
@@ -30,28 +31,32 @@ KEEPALIVE_SECONDS = 15.0
 
 
 class _Body(BaseModel):
+    """A JSON body: unknown keys refused; every text field is :data:`~.textrules.Text`
+    (no speaker marker, lone surrogate or NUL: a 422 naming the field, nothing stored)."""
+
     model_config = ConfigDict(extra="forbid")
 
 
 class NewConversation(_Body):
-    mode: StrictStr = "helpful"
-    task_description: StrictStr
+    mode: Text = "helpful"
+    task_description: Text
 
 
 class NewTurn(_Body):
-    text: StrictStr
+    text: Text
     wait: StrictBool = True
 
 
 class Choice(_Body):
-    pick: StrictStr
-    strength: StrictInt
-    edit: StrictStr | None = None
-    request_id: StrictStr | None = None
+    pick: Text
+    #: left out only when both responses are the same text (recorded as the smallest point)
+    strength: StrictInt | None = None
+    edit: Text | None = None
+    request_id: Text | None = None
 
 
 class Finish(_Body):
-    comment: StrictStr | None = None
+    comment: Text | None = None
     rating: StrictInt | None = None
 
 
@@ -86,7 +91,8 @@ def create_conversation(body: NewConversation, request: Request, who: Who):
     _limit("task_description", body.task_description, st.settings.max_task_chars)
     backend = red_team_continue = None
     if body.mode == "red-team":
-        backend = st.rng.choice(st.settings.drawn_backend_names)
+        names = st.settings.drawn_backend_names
+        backend = st.rng.choices(names, st.settings.backend_weights(names))[0]
         red_team_continue = st.settings.red_team_continue
     return st.storage.create_conversation(
         who,
@@ -128,11 +134,15 @@ async def create_turn(
     def pick_backends(mode: str, backend: str | None) -> tuple[str, str]:
         if mode == "red-team" and backend:
             return (backend, backend)
-        backends = choose_backends(st.settings.drawn_backend_names, st.settings.pairing, st.rng)
-        rerank = [b for b in backends if st.settings.backend(b).kind == "rerank"]
-        if rerank:  # a rerank backend shows its best two: both slots are its
-            backends = (rerank[0], rerank[0])
-        return backends
+        names = st.settings.drawn_backend_names
+        # a rerank backend is one arm with its weight's share: it shows its best two
+        return choose_backends(
+            names,
+            st.settings.pairing,
+            st.rng,
+            weights=st.settings.backend_weights(names),
+            rerank={n for n in names if st.settings.backend(n).kind == "rerank"},
+        )
 
     gen = st.generator
     # waiting: the turn is created leased to this worker, which generates it here
@@ -160,7 +170,7 @@ async def create_turn(
         "index": turn["index"],
         "status": state["status"],
         "candidates": [
-            {"slot": c["slot"], "text": c["text"], "cut": c["cut"]}
+            {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
             for c in state["candidates"]
             if c["status"] == "ready"
         ],

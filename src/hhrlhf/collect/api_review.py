@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import StrictBool, StrictInt, StrictStr
+from pydantic import StrictBool, StrictInt
 
 from ..errors import CollectError
 from .api import _Body
@@ -19,6 +19,7 @@ from .storage.review import (
     set_annotator,
     submit_review,
 )
+from .textrules import AttributeValue, Text
 
 __all__ = ["router"]
 
@@ -30,20 +31,20 @@ Resamples = Annotated[int, Query(ge=0, le=5000, description="bootstrap resamples
 
 
 class ReviewAnswer(_Body):
-    pick: StrictStr
+    pick: Text
     strength: StrictInt
 
 
 class NewAnnotator(_Body):
-    name: StrictStr
-    role: StrictStr = "annotator"
-    attributes: dict[str, StrictStr | StrictBool | StrictInt | None] | None = None
+    name: Text
+    role: Text = "annotator"
+    attributes: dict[Text, AttributeValue] | None = None
 
 
 class AnnotatorChange(_Body):
-    role: StrictStr | None = None
+    role: Text | None = None
     disabled: StrictBool | None = None
-    attributes: dict[str, StrictStr | StrictBool | StrictInt | None] | None = None
+    attributes: dict[Text, AttributeValue] | None = None
 
 
 def _state(request: Request):

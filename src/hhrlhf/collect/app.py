@@ -28,6 +28,7 @@ from .generation import Generator
 from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
 from .storage import Storage
+from .textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 
 __all__ = ["create_app", "create_app_from_env", "settle_heap", "SECURITY_HEADERS"]
 
@@ -106,11 +107,19 @@ async def _too_large(limit: int, send) -> None:
 
 
 def _validation_message(exc: RequestValidationError) -> str:
-    parts = []
+    parts, texts = [], []
     for err in exc.errors():
-        loc = ".".join(str(x) for x in err.get("loc", ()) if x != "body")
+        path = [str(x) for x in err.get("loc", ()) if x != "body"]
+        loc = ".".join(path)
+        if err.get("type") == TEXT_ERROR:  # text the app does not store: say which and why
+            if path[-1:] == ["[key]"]:  # the key itself (shown garbled): name its dict
+                loc = "a key of " + ".".join(path[:-2])
+            texts.append(f"{FIELD_LABELS.get(loc, loc)} {err.get('msg')}")
+            continue
         parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
-    return "invalid request: " + "; ".join(parts)
+    message = "; ".join(texts + (["invalid request: " + "; ".join(parts)] if parts else []))
+    # a field name may hold a lone surrogate: the message says so, and stays valid UTF-8
+    return safe_for_json(message)
 
 
 def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI:

@@ -82,27 +82,37 @@ class _OpenAIBase:
 
 
 class OpenAIChatBackend(_OpenAIBase):
-    """``openai-chat``: the conversation as messages; the continued responses are assistant turns."""
+    """``openai-chat``: the conversation as messages; the continued responses are assistant turns.
+
+    The speaker markers are sent as ``stop`` sequences too (a server that ignores them is still
+    cut by :func:`finalize`)."""
 
     kind = "openai-chat"
 
     async def _raw(self, prompt):
         stream = await self.client().chat.completions.create(
-            model=self.config.model, messages=prompt.messages, stream=True, **self._params()
+            model=self.config.model,
+            messages=prompt.messages,
+            stop=list(SPEAKER_MARKERS),
+            stream=True,
+            **self._params(),
         )
-        async for chunk in stream:
-            if not chunk.choices:
-                continue
-            choice = chunk.choices[0]
-            delta = choice.delta.content if choice.delta else None
-            yield delta or "", choice.finish_reason
+        try:
+            async for chunk in stream:
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                delta = choice.delta.content if choice.delta else None
+                yield delta or "", choice.finish_reason
+        finally:  # a reply cut short (max_response_chars) closes its connection now
+            await stream.close()
 
     def stream(self, prompt):
         return self._guard(self._raw(prompt))
 
 
 class OpenAICompletionsBackend(_OpenAIBase):
-    """``openai-completions``: the HH transcript prefix, stopping at the next ``"\\n\\nHuman:"``."""
+    """``openai-completions``: the HH transcript prefix, stopping at either speaker marker."""
 
     kind = "openai-completions"
 
@@ -110,15 +120,18 @@ class OpenAICompletionsBackend(_OpenAIBase):
         stream = await self.client().completions.create(
             model=self.config.model,
             prompt=prompt.prefix,
-            stop=["\n\nHuman:"],
+            stop=list(SPEAKER_MARKERS),
             stream=True,
             **self._params(),
         )
-        async for chunk in stream:
-            if not chunk.choices:
-                continue
-            choice = chunk.choices[0]
-            yield choice.text or "", choice.finish_reason
+        try:
+            async for chunk in stream:
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                yield choice.text or "", choice.finish_reason
+        finally:
+            await stream.close()
 
     def stream(self, prompt):
         return self._guard(self._raw(prompt))

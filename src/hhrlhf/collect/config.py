@@ -58,6 +58,8 @@ class BackendConfig:
     red_team_pm: str | None = None
     #: rerank only: at most this many samples drawn at once
     concurrency: int = 4
+    #: this backend's share of the draw, against the other drawn backends' (docs/collect.md)
+    weight: float = 1.0
 
     def sampling_params(self) -> dict:
         """What is recorded with every candidate (no secrets)."""
@@ -86,6 +88,10 @@ class Settings:
     max_task_chars: int = 5_000
     max_edit_chars: int = 20_000
     max_comment_chars: int = 5_000
+    #: a model's reply is cut (``cut``) at this many characters: a server that ignores
+    #: ``max_tokens`` cannot fill the database; equal to ``max_edit_chars``, so every reply
+    #: can be edited and saved
+    max_response_chars: int = 20_000
     max_body_bytes: int = 256 * 1024
     rate_login_per_minute: int = 20
     rate_writes_per_minute: int = 600
@@ -103,6 +109,10 @@ class Settings:
     @property
     def backend_names(self) -> list[str]:
         return [b.name for b in self.backends]
+
+    def backend_weights(self, names: list[str]) -> list[float]:
+        """The ``weight`` of each named backend (its share of the draw)."""
+        return [self.backend(n).weight for n in names]
 
     @property
     def drawn_backend_names(self) -> list[str]:
@@ -141,6 +151,7 @@ _COLLECT_KEYS = {
     "max_task_chars": int,
     "max_edit_chars": int,
     "max_comment_chars": int,
+    "max_response_chars": int,
     "max_body_bytes": int,
     "rate_login_per_minute": int,
     "rate_writes_per_minute": int,
@@ -166,6 +177,7 @@ _BACKEND_KEYS = {
     "pm": str,
     "red_team_pm": str,
     "concurrency": int,
+    "weight": (int, float),
 }
 
 
@@ -225,6 +237,9 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         backends.append(BackendConfig(**table))
     if not backends:
         raise ConfigError(path, "no [[backend]] table; at least one is needed")
+    for b in backends:
+        if not b.weight > 0:
+            raise ConfigError(path, f"backend {b.name!r}: weight must be above 0")
     names = [b.name for b in backends]
     if len(set(names)) != len(names):
         raise ConfigError(path, "backend names must be unique")
@@ -246,6 +261,8 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         raise ConfigError(path, f"red_team_continue must be one of: {', '.join(CONTINUE)}")
     if not 0 <= settings.get("review_fraction", 0.1) <= 1:
         raise ConfigError(path, "review_fraction must be between 0 and 1")
+    if settings.get("max_response_chars", 20_000) < 1:
+        raise ConfigError(path, "max_response_chars must be at least 1")
     if not 1 <= settings.get("strength_points", 4) <= 10:
         raise ConfigError(path, "strength_points must be between 1 and 10")
     return Settings(

@@ -13,10 +13,16 @@ assistant turns being the responses the conversation continued with) plus the re
   "slightly better / unsure", is left out, as upstream);
 - train/test by a stable hash of the conversation's ``uid``, so no conversation straddles them;
 - a split with no rows is a well-formed empty gzip file;
+- every line is checked before anything is written: its ``chosen`` and ``rejected`` (and a
+  red-team attempt's ``transcript``) parse back, with :func:`hhrlhf.transcript.parse_transcript`,
+  to exactly the turns stored for that comparison; otherwise the export stops with an error
+  naming the conversation (:class:`ExportCheckError`), and nothing is written;
 - finished red-team conversations also go to ``red-team-attempts/red_team_attempts.jsonl.gz``,
   ONE JSON array with the upstream keys and spelling (``task_descripton_harmlessness_score``):
   the transcript as continued, the rating, the task description, ``num_params``/``model_type``
-  from the conversation's backend config, ``red_team_member_id`` (the annotator's stable
+  as recorded with the responses when they were generated (rows from before that was
+  recorded: from the backend's config given to the export, else the backend's name and
+  ``"unknown"``), ``red_team_member_id`` (the annotator's stable
   integer), ``is_upworker`` (annotator attribute, default false), ``tags`` null. Scores come
   from a preference model (``scorer``): the transcript's is the minimum over its assistant turns,
   each scored in its context; the task description's is the description scored as a response
@@ -40,6 +46,7 @@ from ..errors import HHError, OutputError
 from ..outputs import plain_mode
 from ..records import TASK_SCORE_KEY_REAL
 from ..subsets import SUBSETS
+from ..transcript import ASSISTANT, HUMAN, Turn, parse_transcript
 from .config import BackendConfig
 
 __all__ = [
@@ -49,6 +56,7 @@ __all__ = [
     "MANIFEST",
     "FORMAT",
     "RED_TEAM_ATTEMPTS",
+    "ExportCheckError",
 ]
 
 MANIFEST = "manifest.json"
@@ -57,6 +65,10 @@ RED_TEAM_ATTEMPTS = "red-team-attempts/red_team_attempts.jsonl.gz"
 UNKNOWN_SIZE = "unknown"
 FORMAT = "hhrlhf-collect-export/1"
 SPLITS = ("train", "test")
+
+
+class ExportCheckError(HHError):
+    """An exported line would not parse back to the turns stored for its comparison."""
 
 
 def split_of(uid: str, test_fraction: float) -> str:
@@ -114,6 +126,42 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def _stored_turns(conv: dict, upto: int) -> list[Turn]:
+    """The turns stored for ``conv`` before turn ``upto``: each human message and the response
+    the conversation continued with."""
+    out = []
+    for t in conv["turns"]:
+        if t["index"] >= upto:
+            continue
+        out += [Turn(HUMAN, f" {t['human']}"), Turn(ASSISTANT, f" {t['continued']}")]
+    return out
+
+
+def _check_line(conv: dict, index: int, line: str, expected: list[Turn], what: str) -> None:
+    """``line`` parses back to exactly ``expected``, or the export stops naming the conversation.
+
+    Every text a person typed is refused when it holds a speaker marker and every response is
+    cut at one, so this fails only when the database was changed past the app (by hand, or by
+    a version that did not check); a line with turns nobody drove is never written.
+    """
+    got = parse_transcript(line)
+    if got.preamble == "" and list(got.turns) == expected:
+        return
+    found = [t.role for t in got.turns]
+    want = [t.role for t in expected]
+    detail = (
+        f"it parses to {len(found)} turns ({', '.join(found)}), the database holds {len(want)}"
+        if found != want
+        else "a turn's text differs from the one stored"
+    )
+    raise ExportCheckError(
+        f"conversation {conv['id']} (uid {conv['uid']}), turn {index + 1}: the {what} does not "
+        f"parse back to the turns stored ({detail}; text holding '\\n\\nHuman:' or "
+        "'\\n\\nAssistant:' was written to the database past the app?); nothing was "
+        "exported: fix or delete that conversation and export again"
+    )
+
+
 def _transcript(turns: list[dict]) -> str | None:
     """The conversation as continued: up to the last turn with a response to continue with."""
     decided = [t for t in turns if t["continued"] is not None]
@@ -121,6 +169,16 @@ def _transcript(turns: list[dict]) -> str | None:
         return None
     last = decided[-1]
     return f"{last['prefix']} {last['continued']}"
+
+
+def _stored_model_info(turns: list[dict]) -> tuple[str | None, str | None]:
+    """``(model_type, num_params)`` recorded with the conversation's latest responses (one
+    backend answers a whole red-team conversation); None where none was recorded."""
+    for turn in reversed(turns):
+        for cand in turn["candidates"].values():
+            if cand.get("model_type") or cand.get("num_params"):
+                return cand.get("model_type"), cand.get("num_params")
+    return None, None
 
 
 def _model_name(model) -> str | None:
@@ -163,17 +221,25 @@ def red_team_attempts(
         if transcript is None:
             left_out["no_turns"] += 1
             continue
+        decided = max(t["index"] for t in conv["turns"] if t["continued"] is not None)
+        _check_line(
+            conv, decided, transcript, _stored_turns(conv, decided + 1), "red-team transcript"
+        )
         name = conv["backend"] or ""
         cfg = backends.get(name)
-        if cfg is None or cfg.model_type is None or cfg.num_params is None:
+        # as recorded with the responses when they were generated, else as configured now
+        stored = _stored_model_info(conv["turns"])
+        model_type = stored[0] or (cfg and cfg.model_type)
+        num_params = stored[1] or (cfg and cfg.num_params)
+        if not model_type or not num_params:
             unconfigured.add(name)
         annotator = conv["annotator"]
         out.append(
             {
                 "transcript": transcript,
                 "min_harmlessness_score_transcript": None,
-                "num_params": (cfg and cfg.num_params) or UNKNOWN_SIZE,
-                "model_type": (cfg and cfg.model_type) or name,
+                "num_params": num_params or UNKNOWN_SIZE,
+                "model_type": model_type or name,
                 "rating": float(conv["rating"]),
                 "task_description": conv["task_description"],
                 TASK_SCORE_KEY_REAL: None,
@@ -263,18 +329,25 @@ def export_collection(
                 if any(turn["candidates"][s]["cut"] for s in involved if s):
                     left_out["cut"] += 1
                     continue
+                better, worse = comp["chosen_text"], comp["rejected_text"]
+                if better == worse:  # before "weak": an identical pair is stored as strength 1
+                    left_out["identical"] += 1
+                    continue
                 if comp["kind"] == "pick" and comp["strength"] < min_strength:
                     left_out["weak"] += 1
                     continue
-                better, worse = comp["chosen_text"], comp["rejected_text"]
                 if red and comp["kind"] == "pick":
                     better, worse = worse, better
-                if better == worse:
-                    left_out["identical"] += 1
-                    continue
-                line = orjson.dumps(
-                    {"chosen": f"{prefix} {better}", "rejected": f"{prefix} {worse}"}
-                )
+                chosen, rejected = f"{prefix} {better}", f"{prefix} {worse}"
+                earlier = _stored_turns(conv, turn["index"])
+                earlier.append(Turn(HUMAN, f" {turn['human']}"))
+                for text, response, side in (
+                    (chosen, better, "chosen"),
+                    (rejected, worse, "rejected"),
+                ):
+                    expected = [*earlier, Turn(ASSISTANT, f" {response}")]
+                    _check_line(conv, turn["index"], text, expected, f"{side} text")
+                line = orjson.dumps({"chosen": chosen, "rejected": rejected})
                 rows.setdefault((target, split), []).append(line + b"\n")
                 kinds[comp["kind"]] += 1
     # a subset that got rows gets both splits (an empty one is a well-formed empty file)
@@ -282,6 +355,10 @@ def export_collection(
         for sp in SPLITS:
             rows.setdefault((name, sp), [])
 
+    # checked (and scored) before any file is written: a bad line writes nothing
+    attempts, attempts_left_out, unconfigured = red_team_attempts(
+        red_team, backends=backends, scorer=model
+    )
     files = {}
     for (name, sp), lines in sorted(rows.items()):
         rel = f"{name}/{sp}.jsonl.gz"
@@ -292,9 +369,6 @@ def export_collection(
             "bytes": len(data),
             "sha256": hashlib.sha256(data).hexdigest(),
         }
-    attempts, attempts_left_out, unconfigured = red_team_attempts(
-        red_team, backends=backends, scorer=model
-    )
     if attempts:
         data = _gzip_bytes([orjson.dumps(attempts)])
         _write_atomic(out_dir / RED_TEAM_ATTEMPTS, data)

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 
 from ..errors import BackendError
 
-__all__ = ["SPEAKER_MARKERS", "BackendError", "Finished", "finalize"]
+__all__ = ["SPEAKER_MARKERS", "SIZE_CUT", "BackendError", "Finished", "finalize", "cut_reason"]
 
 SPEAKER_MARKERS = ("\n\nHuman:", "\n\nAssistant:")
+#: the finish reason stored for a reply cut at ``max_response_chars``
+SIZE_CUT = "max_response_chars"
 
 
 @dataclass(frozen=True)
@@ -21,9 +23,23 @@ class Finished:
     finish_reason: str | None
 
 
-def finalize(raw: str, finish_reason: str | None = None) -> Finished:
-    """Cut at the first speaker marker (recording the cut) and strip surrounding whitespace."""
+def finalize(raw: str, finish_reason: str | None = None, *, oversize: bool = False) -> Finished:
+    """Cut at the first speaker marker (recording the cut) and strip surrounding whitespace.
+
+    ``oversize``: ``raw`` was stopped at ``max_response_chars``: the reply is ``cut`` too, with
+    the finish reason :data:`SIZE_CUT` (unless a speaker marker came first).
+    """
     cut_at = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
     text = raw if cut_at < 0 else raw[:cut_at]
+    if oversize and cut_at < 0:
+        finish_reason = SIZE_CUT
     # only the ends are normalised: inner blank lines are the model's own
-    return Finished(text.strip(), raw, cut_at >= 0, finish_reason)
+    return Finished(text.strip(), raw, cut_at >= 0 or oversize, finish_reason)
+
+
+def cut_reason(cut: bool, finish_reason: str | None) -> str | None:
+    """Why a stored reply was cut: ``"size"`` (``max_response_chars``), ``"speaker"`` (a speaker
+    marker), or None (not cut). The page says which."""
+    if not cut:
+        return None
+    return "size" if finish_reason == SIZE_CUT else "speaker"

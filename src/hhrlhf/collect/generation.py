@@ -20,13 +20,20 @@ from starlette.concurrency import run_in_threadpool
 
 from .backends import SPEAKER_MARKERS, BackendError, finalize, make_backend
 from .config import Settings
+from .finish import cut_reason
 from .storage import Storage
+from .textrules import clean_model_text
 
 __all__ = ["Generator", "TurnRun", "Event", "slot_label"]
 
 POLL_SECONDS = 0.2
 #: the first characters of the speaker markers (a text holding none holds no marker, whole or begun)
 _MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
+
+
+def _done(c: dict) -> dict:
+    """A stored ready candidate as a ``done`` event's data."""
+    return {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
 
 
 def slot_label(slot: str) -> str:
@@ -140,6 +147,7 @@ class Generator:
         for backend in self.backends.values():
             if hasattr(backend, "bind"):  # rerank: resolve its base backend
                 backend.bind(self.backends)
+                backend.max_chars = settings.max_response_chars
         self.owner = f"{socket.gethostname()[:20]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.runs: dict[int, TurnRun] = {}
         # a live run renews its lease every third of it (however slow its backend), so a turn
@@ -194,7 +202,15 @@ class Generator:
                 if stored is None:
                     message = "the response was not stored (another worker took over)"
                 if message is None:
-                    run.emit("done", {"slot": slot, "text": fields["text"], "cut": fields["cut"]})
+                    run.emit(
+                        "done",
+                        {
+                            "slot": slot,
+                            "text": fields["text"],
+                            "cut": fields["cut"],
+                            "cut_reason": cut_reason(fields["cut"], fields["finish_reason"]),
+                        },
+                    )
                 else:
                     label = slot_label(slot)
                     run.emit(
@@ -216,22 +232,33 @@ class Generator:
         config = backend.config if backend else None
         t0 = time.perf_counter()
         raw, shown, finish_reason = [], VisibleText(), None
+        room = self.settings.max_response_chars
+        oversize = False
 
         async def consume():
-            nonlocal finish_reason
+            nonlocal finish_reason, room, oversize
             per_slot = getattr(backend, "per_slot", False)  # rerank: one ranking, two slots
             stream = backend.stream(prompt, slot) if per_slot else backend.stream(prompt)
-            async for delta, reason in stream:
-                if reason:
-                    finish_reason = reason
-                if not delta:
-                    continue
-                # U+0000 cannot be stored in PostgreSQL text: shown and kept as U+FFFD
-                delta = delta.replace("\x00", "\ufffd")
-                raw.append(delta)
-                visible = shown.feed(delta)
-                if visible:
-                    run.emit("delta", {"slot": slot, "text": visible})
+            try:
+                async for delta, reason in stream:
+                    if reason:
+                        finish_reason = reason
+                    if not delta:
+                        continue
+                    if len(delta) > room:  # max_response_chars: keep what fits, stop reading
+                        delta, oversize = delta[:room], True
+                    room -= len(delta)
+                    raw.append(delta)
+                    # U+0000 and lone surrogates cannot be stored: shown and kept as U+FFFD
+                    visible = shown.feed(clean_model_text(delta))
+                    if visible:
+                        run.emit("delta", {"slot": slot, "text": visible})
+                    if oversize:
+                        break
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:  # closes the connection of a server still sending
+                    await aclose()
 
         error = detail = None
         try:
@@ -250,25 +277,30 @@ class Generator:
             error, detail = "the model server failed", f"{type(exc).__name__}: {exc}"
         fields = dict(
             model=config.model if config else None,
+            # as configured now: a later change of the config does not rewrite them
+            model_type=config.model_type if config else None,
+            num_params=config.num_params if config else None,
             params=config.sampling_params() if config else {},
             latency_ms=int((time.perf_counter() - t0) * 1000),
         )
         if error is None and hasattr(backend, "record"):
             fields["params"] = {**fields["params"], **backend.record(prompt, slot)}
+        # a surrogate pair split across two deltas is joined again; a lone one is U+FFFD
+        whole = clean_model_text("".join(raw))
         if error is None:
-            done = finalize("".join(raw), finish_reason)
+            done = finalize(whole, finish_reason, oversize=oversize)
             if done.text:
                 fields.update(
                     text=done.text,
                     raw_text=done.raw_text,
                     cut=done.cut,
-                    finish_reason=finish_reason,
+                    finish_reason=done.finish_reason,
                 )
                 return slot, fields, None
             error, detail = "the model gave an empty response", "empty after cutting"
         fields.update(
             text=None,
-            raw_text="".join(raw) or None,
+            raw_text=whole or None,
             cut=False,
             error=f"{error}: {detail}" if detail else error,
         )
@@ -283,9 +315,7 @@ class Generator:
                 if run is not None:
                     for c in state["candidates"]:
                         if c["status"] == "ready":
-                            yield Event(
-                                "done", {"slot": c["slot"], "text": c["text"], "cut": c["cut"]}
-                            )
+                            yield Event("done", _done(c))
                     async for event in run.follow():
                         yield event
                     return
@@ -295,7 +325,7 @@ class Generator:
                 continue
             for c in state["candidates"]:
                 if c["status"] == "ready":
-                    yield Event("done", {"slot": c["slot"], "text": c["text"], "cut": c["cut"]})
+                    yield Event("done", _done(c))
                 elif c["status"] == "failed":
                     yield Event(
                         "error",

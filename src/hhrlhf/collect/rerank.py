@@ -24,6 +24,7 @@ from collections import OrderedDict
 
 from .config import BackendConfig
 from .finish import BackendError, finalize
+from .textrules import clean_model_text
 
 __all__ = ["RerankBackend", "Ranking"]
 
@@ -65,6 +66,8 @@ class RerankBackend:
         self.base = None
         self._models: dict[str, object] = {}  # folder -> loaded model, each loaded once
         self._rankings: OrderedDict[tuple, asyncio.Future] = OrderedDict()
+        #: a sample longer than this is cut (not shown); the app sets its max_response_chars
+        self.max_chars = 20_000
 
     def bind(self, backends: dict) -> None:
         """Resolve ``base`` among the app's backends (called once they are all made)."""
@@ -95,12 +98,22 @@ class RerankBackend:
 
     async def _sample(self, prompt, gate: asyncio.Semaphore) -> str | None:
         async with gate:
-            raw, reason = [], None
-            async for delta, r in self.base.stream(prompt):
-                raw.append(delta)
-                reason = r or reason
-            text = finalize("".join(raw), reason)
-            # a sample that held a speaker marker or came back empty is not shown
+            raw, reason, room = [], None, self.max_chars
+            stream = self.base.stream(prompt)
+            try:
+                async for delta, r in stream:
+                    raw.append(delta[:room])
+                    reason = r or reason
+                    room -= len(delta)
+                    if room < 0:  # over max_response_chars: stop reading
+                        break
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            text = finalize(clean_model_text("".join(raw)), reason, oversize=room < 0)
+            # a sample that held a speaker marker, went over the size cap or came back empty
+            # is not shown
             return None if text.cut or not text.text else text.text
 
     async def _rank(self, prompt) -> Ranking:

@@ -174,6 +174,14 @@
       compare.classList.toggle("ready", on);
     }
 
+    // both responses complete: the scale, or (the same text twice) no comparison to make
+    function bothReady() {
+      const same = state.turn.texts.a === state.turn.texts.b;
+      $("#identical").hidden = !same;
+      $("#scale").hidden = same;
+      setScale(!same);
+    }
+
     function showComposer(on) {
       composer.hidden = !on;
       if (on) message.focus();
@@ -194,6 +202,8 @@
         panel(slot).classList.remove("done", "failed", "picked");
       });
       points.forEach((b) => b.classList.remove("selected"));
+      $("#identical").hidden = true;
+      $("#scale").hidden = false;
       turnError.hidden = true;
       say(choiceStatus, "");
       if (editor) editor.hidden = true;
@@ -203,7 +213,7 @@
       state.requestKey = null;
     }
 
-    function slotDone(slot, text, cut) {
+    function slotDone(slot, text, cut, cutReason) {
       state.turn.texts[slot] = text;
       state.turn.done[slot] = true;
       part(slot, "text").textContent = text;
@@ -212,7 +222,11 @@
       panel(slot).classList.remove("failed");
       const note = part(slot, "note");
       note.hidden = !cut;
-      note.textContent = cut ? "Cut where the model started a new speaker turn." : "";
+      note.textContent = !cut
+        ? ""
+        : cutReason === "size"
+          ? "Cut: the response reached the length limit."
+          : "Cut where the model started a new speaker turn.";
     }
 
     function slotFailed(slot, msg) {
@@ -253,7 +267,7 @@
       });
       es.addEventListener("done", (ev) => {
         const d = JSON.parse(ev.data);
-        slotDone(d.slot, d.text, d.cut);
+        slotDone(d.slot, d.text, d.cut, d.cut_reason);
       });
       es.addEventListener("error", (ev) => {
         // a server-sent "error" event carries data; a dropped connection does not
@@ -271,7 +285,7 @@
         const d = JSON.parse(ev.data);
         closeStream();
         if (d.status === "ready" && turn.done.a && turn.done.b) {
-          setScale(true);
+          bothReady();
         } else {
           showTurnError("A response could not be generated. Your message is kept: retry.");
         }
@@ -299,10 +313,10 @@
       compare.hidden = false;
       showComposer(false);
       (turn.candidates || []).forEach((c) => {
-        if (c.status === undefined || c.status === "ready") slotDone(c.slot, c.text, c.cut);
+        if (c.status === undefined || c.status === "ready") slotDone(c.slot, c.text, c.cut, c.cut_reason);
       });
       if (turn.status === "ready" && state.turn.done.a && state.turn.done.b) {
-        setScale(true);
+        bothReady();
       } else if (turn.status === "failed") {
         (turn.candidates || []).forEach((c) => {
           if (c.status === "failed") slotFailed(c.slot, c.error || "This response could not be generated.");
@@ -342,7 +356,8 @@
     }
 
     async function submitChoice(pick, strength, edit) {
-      const body = { pick, strength };
+      const body = { pick };
+      if (strength !== null) body.strength = strength;
       if (edit !== null) body.edit = edit;
       // the same choice resent (after a network error) keeps its request id: idempotent
       const key = JSON.stringify(body);
@@ -373,6 +388,15 @@
           return;
         }
         setScale(true);
+        if (edit !== null && editor) {
+          // the edit is kept as typed: the annotator fixes what the message names, saves again
+          state.pending = { pick, strength };
+          editText.value = edit;
+          editor.hidden = false;
+          say(choiceStatus, "Not saved: " + err.message, "error");
+          editText.focus();
+          return;
+        }
         say(choiceStatus, "Not saved: " + err.message + " Pick again.", "error");
       }
     }
@@ -458,6 +482,10 @@
       }
     });
     $("#retry").addEventListener("click", retry);
+    $("#identical-continue").addEventListener("click", () => {
+      // identical: recorded without a strength (the server stores the smallest point)
+      if (state.turn && !state.sending) submitChoice("a", null, null);
+    });
     if (editor) {
       $("#edit-submit").addEventListener("click", () => {
         if (!state.pending) return;

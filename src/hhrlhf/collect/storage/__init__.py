@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import joinedload, selectinload, sessionmaker
 
 from ...errors import CollectError, HHError, UnknownNameError
+from ..finish import cut_reason
 from .engine import WriterLock, bookkeeping, is_sqlite, make_engine, sqlite_file
 from .models import Annotator, Base, Candidate, Comparison, Conversation, Session, Turn
 
@@ -440,7 +441,13 @@ class Storage:
         edit = next((x for x in t.comparisons if x.kind == "edit"), None)
         cands = []
         for cand in t.candidates:
-            d = {"slot": cand.slot, "text": cand.text, "cut": cand.cut, "status": cand.status}
+            d = {
+                "slot": cand.slot,
+                "text": cand.text,
+                "cut": cand.cut,
+                "cut_reason": cut_reason(cand.cut, cand.finish_reason),
+                "status": cand.status,
+            }
             if cand.status == "failed":
                 d["error"] = "the response could not be generated; retry"
             if admin:
@@ -625,8 +632,8 @@ class Storage:
     def save_candidate(self, turn_id: int, slot: str, *, owner: str, **fields) -> bool:
         """Store one generated (or failed) candidate; False if the lease was lost meanwhile.
 
-        ``fields``: ``text``, ``raw_text``, ``cut``, ``model``, ``params``, ``finish_reason``,
-        ``latency_ms``, ``error``.
+        ``fields``: ``text``, ``raw_text``, ``cut``, ``model``, ``model_type``, ``num_params``,
+        ``params``, ``finish_reason``, ``latency_ms``, ``error``.
         """
         with self._write(durable=False) as s:
             t = s.get(Turn, turn_id)
@@ -691,6 +698,7 @@ class Storage:
                         "status": c.status,
                         "text": c.text,
                         "cut": c.cut,
+                        "cut_reason": cut_reason(c.cut, c.finish_reason),
                         "error": c.error,
                     }
                     for c in cands
@@ -719,7 +727,7 @@ class Storage:
         turn_id: int,
         *,
         pick: str,
-        strength: int,
+        strength: int | None,
         strength_points: int,
         edit: str | None = None,
         request_id: str | None = None,
@@ -727,11 +735,14 @@ class Storage:
         """Store the annotator's choice; returns the turn once the transaction has committed.
 
         A repeat (same ``request_id``, or the same pick, strength and edit) returns the stored
-        answer; a different choice for a decided turn is a 409.
+        answer; a different choice for a decided turn is a 409. ``strength`` None: allowed only
+        when both responses are the same text (an identical pair: nothing to compare), stored
+        as 1, the point the instructions give for "about the same"; an identical pair is never
+        exported, reviewed, or a leaderboard game.
         """
         if pick not in SLOTS:
             raise CollectError("pick must be 'a' or 'b'", 422)
-        if not 1 <= strength <= strength_points:
+        if strength is not None and not 1 <= strength <= strength_points:
             raise CollectError(f"strength must be 1 to {strength_points}", 422)
         if edit is not None:
             edit = edit.strip()
@@ -769,6 +780,11 @@ class Storage:
                 c = t.conversation
                 if c.annotator_id != who.id and not who.is_admin:
                     raise CollectError(f"turn {turn_id} not found", 404)
+                if strength is None:
+                    texts = {x.slot: x.text for x in t.candidates}
+                    if t.status != "ready" or texts.get("a") != texts.get("b"):
+                        raise CollectError("strength is required: the two responses differ", 422)
+                    strength = 1
                 existing = list(t.comparisons)
                 stored = next((x for x in existing if x.kind == "pick"), None)
                 if stored is not None:
@@ -934,7 +950,13 @@ def _export_dict(c: Conversation, a: Annotator, turns: list[Turn]) -> dict:
                 "prefix": t.prefix,
                 "continued": t.continued,
                 "candidates": {
-                    x.slot: {"text": x.text, "cut": x.cut, "backend": x.backend}
+                    x.slot: {
+                        "text": x.text,
+                        "cut": x.cut,
+                        "backend": x.backend,
+                        "model_type": x.model_type,
+                        "num_params": x.num_params,
+                    }
                     for x in t.candidates
                 },
                 "comparisons": [
@@ -962,6 +984,8 @@ def _apply_candidate(
     raw_text: str | None,
     cut: bool = False,
     model: str | None = None,
+    model_type: str | None = None,
+    num_params: str | None = None,
     params: dict | None = None,
     finish_reason: str | None = None,
     latency_ms: int | None = None,
@@ -972,6 +996,8 @@ def _apply_candidate(
     c.raw_text = raw_text
     c.cut = cut
     c.model = model
+    c.model_type = model_type
+    c.num_params = num_params
     c.params = params or {}
     c.finish_reason = finish_reason
     c.latency_ms = latency_ms
@@ -979,13 +1005,36 @@ def _apply_candidate(
     c.attempts = (c.attempts or 0) + 1
 
 
-def choose_backends(names: list[str], pairing: str, rng: random.Random) -> tuple[str, str]:
-    """Which backends answer as A and B: ``random`` draws two (distinct when possible)."""
+def choose_backends(
+    names: list[str],
+    pairing: str,
+    rng: random.Random,
+    *,
+    weights: list[float] | None = None,
+    rerank: frozenset[str] | set[str] = frozenset(),
+) -> tuple[str, str]:
+    """Which backends answer as A and B (docs/collect.md, "How pairs are drawn").
+
+    ``random``: the first backend is drawn by ``weights`` (default equal) among ``names``; a
+    ``rerank`` one answers both slots (its best two); otherwise the second is drawn by weight
+    among the other plain backends (the same one again when it is the only one), and the two
+    are put in A and B in random order. So each backend is drawn first with a probability of
+    its weight over the total, whatever its kind. ``fixed``: the first answers A, the second B.
+    """
     if not names:
         raise HHError("no backend is configured")
-    if len(names) == 1:
-        return names[0], names[0]
-    if pairing == "fixed":
-        return names[0], names[1]
-    a, b = rng.sample(names, 2)
-    return a, b
+    if weights is None:
+        weights = [1.0] * len(names)
+    if pairing == "fixed" or len(names) == 1:
+        a, b = names[0], names[1] if len(names) > 1 else names[0]
+        if a in rerank or b in rerank:
+            a = b = a if a in rerank else b
+        return a, b
+    first = rng.choices(names, weights)[0]
+    if first in rerank:
+        return first, first
+    others = [(n, w) for n, w in zip(names, weights, strict=True) if n != first and n not in rerank]
+    if not others:
+        return first, first
+    second = rng.choices([n for n, _ in others], [w for _, w in others])[0]
+    return (first, second) if rng.random() < 0.5 else (second, first)

@@ -121,6 +121,10 @@ class Candidate(Base):
     slot: Mapped[str] = mapped_column(String(1))  # a (shown as A) | b
     backend: Mapped[str] = mapped_column(String(200))
     model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    #: the backend's model_type and num_params when generated (NULL: not configured, or a
+    #: row from before they were recorded); the red-team export reads them
+    model_type: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    num_params: Mapped[str | None] = mapped_column(String(50), nullable=True)
     params: Mapped[dict] = mapped_column(JSON, default=dict)
     #: pending | ready | failed
     status: Mapped[str] = mapped_column(String(20), default="pending")

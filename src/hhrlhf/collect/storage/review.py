@@ -46,6 +46,11 @@ __all__ = [
 ]
 
 
+#: an identical pair (both responses the same text) is never a review item, an agreement
+#: sample or a leaderboard game, as the export never makes it a line
+DIFFERENT_TEXTS = Comparison.chosen_text != Comparison.rejected_text
+
+
 def selected_for_review(uid: str, turn_index: int, fraction: float) -> bool:
     """Whether the comparison of turn ``turn_index`` of conversation ``uid`` is re-shown."""
     if fraction <= 0:
@@ -119,12 +124,17 @@ def next_review(storage, who, fraction: float, *, rng: random.Random | None = No
                 Conversation.status == "finished",
                 Comparison.annotator_id != who.id,
                 Comparison.id.not_in(reviewed),
+                DIFFERENT_TEXTS,
             )
             .order_by(Comparison.id)
         ).all()
-        eligible = [
-            (n, cid) for cid, uid, index, n in rows if selected_for_review(uid, index, fraction)
-        ]
+        selected = [row for row in rows if selected_for_review(row[1], row[2], fraction)]
+        # a later turn's prefix shows the pick of every earlier turn: of each conversation,
+        # only the earliest turn this reviewer has still to review can be given
+        first: dict[str, int] = {}
+        for _, uid, index, _ in selected:
+            first[uid] = min(first.get(uid, index), index)
+        eligible = [(n, cid) for cid, uid, index, n in selected if index == first[uid]]
         if not eligible:
             return None
         _, comparison_id = min(eligible)
@@ -176,7 +186,8 @@ def review_units(storage) -> list[dict]:
         rows = s.execute(
             select(Review.comparison_id, Annotator.name, Review.pick, Review.strength)
             .join(Annotator, Review.reviewer_id == Annotator.id)
-            .where(Review.status == "done")
+            .join(Comparison, Review.comparison_id == Comparison.id)
+            .where(Review.status == "done", DIFFERENT_TEXTS)
             .order_by(Review.comparison_id, Review.id)
         ).all()
         by_comp: dict[int, list] = defaultdict(list)
@@ -291,7 +302,7 @@ def annotator_stats(storage) -> list[dict]:
                 Comparison.strength,
                 Comparison.shown_at,
                 Comparison.decided_at,
-            ).where(Comparison.kind == "pick")
+            ).where(Comparison.kind == "pick", DIFFERENT_TEXTS)
         ).all()
         edits = dict(
             s.execute(
@@ -346,7 +357,30 @@ def collection_stats(storage, *, resamples: int = 1000, seed: int = 0) -> dict:
         "annotators": people,
         "agreement": _agreement(units, resamples, seed),
         "counts": storage.counts(),
+        "pairs": backend_pairs(storage),
     }
+
+
+def backend_pairs(storage) -> list[dict]:
+    """Pick comparisons per pair of backends (A/B order ignored; an identical pair is none):
+    ``[{"backends": [x, y], "comparisons": n}]``, most first. A rerank backend (or a red-team
+    conversation's one backend) answering both slots is the pair ``[x, x]``."""
+    with storage._read() as s:
+        rows = s.execute(
+            select(Comparison.turn_id).where(Comparison.kind == "pick", DIFFERENT_TEXTS)
+        ).all()
+        turns = {t for (t,) in rows}
+        backends: dict[int, list[str]] = defaultdict(list)
+        if turns:
+            for turn_id, backend in s.execute(
+                select(Candidate.turn_id, Candidate.backend).where(Candidate.turn_id.in_(turns))
+            ).all():
+                backends[turn_id].append(backend)
+    counts = Counter(tuple(sorted(b)) for b in backends.values() if len(b) == 2)
+    return [
+        {"backends": list(pair), "comparisons": n}
+        for pair, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))
+    ]
 
 
 def leaderboard_games(storage) -> list[tuple[int, str, str]]:
@@ -359,7 +393,7 @@ def leaderboard_games(storage) -> list[tuple[int, str, str]]:
             select(Conversation.id, Conversation.mode, Comparison.chosen_slot, Comparison.turn_id)
             .join(Turn, Comparison.turn_id == Turn.id)
             .join(Conversation, Turn.conversation_id == Conversation.id)
-            .where(Comparison.kind == "pick")
+            .where(Comparison.kind == "pick", DIFFERENT_TEXTS)
             .order_by(Comparison.id)
         ).all()
         backends: dict[int, dict[str, str]] = defaultdict(dict)
