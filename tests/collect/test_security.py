@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from logins import login, login_form, session_cookie
 from sqlalchemy import MetaData, select
 
 from hhrlhf.cli import cli
@@ -64,7 +65,7 @@ def test_every_kind_of_response_carries_the_headers(make_client, settings, alice
 
     from hhrlhf.collect.app import create_app
 
-    app = create_app(replace(settings, rate_login_per_minute=2), storage=storage)
+    app = create_app(replace(settings, rate_login_per_minute=3), storage=storage)
 
     @app.get("/boom")
     def boom():
@@ -89,7 +90,7 @@ def test_every_kind_of_response_carries_the_headers(make_client, settings, alice
         "static css": client.get("/static/collect.css"),
         "static 404": client.get("/static/nope.js"),
         "login page": client.get("/login?token=bad"),
-        "login redirect": client.get(f"/login?token={token}", follow_redirects=False),
+        "login redirect": login(client, token),
         "home page": client.get("/"),
         "help page": client.get("/help"),
         "conversation page": client.get(f"/conversations/{cid['id']}"),
@@ -120,9 +121,9 @@ def test_an_id_beyond_64_bits_is_not_found(client, alice, route, n):
 
 
 def _login(client, token) -> str:
-    r = client.get(f"/login?token={token}", follow_redirects=False)
+    r = login(client, token)
     assert r.status_code == 303
-    return r.headers["set-cookie"]
+    return session_cookie(r)
 
 
 def _attrs(cookie: str) -> set[str]:
@@ -149,12 +150,14 @@ def test_the_session_cookie_is_httponly_samesite_and_secure_over_https(
     # FORWARDED_ALLOW_IPS, 127.0.0.1 by default) make the scheme https
     app = ProxyHeadersMiddleware(create_app(settings, storage=storage), trusted_hosts="*")
     with TestClient(app, base_url="http://testserver") as c:
-        r = c.get(
-            f"/login?token={token}",
+        form = login_form(c.get(f"/login?token={token}").text)
+        r = c.post(
+            "/login",
+            data={"token": token, "form": form},
             headers={"X-Forwarded-Proto": "https", "X-Forwarded-For": "10.0.0.1"},
             follow_redirects=False,
         )
-        assert r.status_code == 303 and "secure" in _attrs(r.headers["set-cookie"])
+        assert r.status_code == 303 and "secure" in _attrs(session_cookie(r))
         assert "secure" not in _attrs(_login(c, token))  # no header: plain http
 
 
@@ -461,7 +464,9 @@ def test_request_id_annotator_name_login_token_and_body_are_limited(client, stor
     assert storage.annotator_by_name("n" * 201) is None
     # a login token far too long for any real one is refused without a session
     r = client.get("/login?token=" + "t" * 10_000, follow_redirects=False)
-    assert r.status_code == 401 and "set-cookie" not in r.headers
+    assert r.status_code == 401 and not session_cookie(r)
+    r = client.post("/login", data={"token": "t" * 10_000, "form": login_form(r.text)})
+    assert r.status_code == 401 and not session_cookie(r)
     # the whole body: 413 naming it, with or without a Content-Length (chunked)
     big = b'{"task_description": "' + b"q" * 300_000 + b'"}'
     before = storage.counts()

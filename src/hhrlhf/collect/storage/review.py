@@ -30,7 +30,7 @@ from ..agreement import (
     signed_strength,
 )
 from ..leaderboard import leaderboard
-from .models import Annotator, Candidate, Comparison, Conversation, Review, Turn
+from .models import Annotator, Candidate, Comparison, Conversation, Review, Session, Turn
 
 __all__ = [
     "selected_for_review",
@@ -384,17 +384,53 @@ def model_leaderboard(storage, *, resamples: int = 1000, seed: int = 0) -> dict:
 
 
 def set_annotator(
-    storage, name: str, *, role: str | None = None, attributes: dict | None = None
+    storage,
+    name: str,
+    *,
+    role: str | None = None,
+    attributes: dict | None = None,
+    disabled: bool | None = None,
+    keep_an_admin: bool = False,
 ) -> dict:
-    """Change an annotator's role and/or merge attributes (a ``None`` value removes a key)."""
+    """Change an annotator's role, disabled flag and/or merge attributes (a ``None`` value
+    removes a key), in one transaction.
+
+    ``keep_an_admin``: refuse (409) a change that would leave no enabled admin, so the last
+    admin cannot demote or disable themself. The enabled admins' rows are locked first
+    (PostgreSQL: ``FOR UPDATE``; SQLite: the one writer), so two admins demoting each other at
+    once cannot both succeed.
+    """
     if role is not None and role not in ("annotator", "admin"):
         raise CollectError(f"role must be 'annotator' or 'admin', not {role!r}", 422)
     with storage._write() as s:
+        admins = []
+        if keep_an_admin:
+            admins = list(
+                s.scalars(
+                    select(Annotator.id)
+                    .where(Annotator.role == "admin", Annotator.disabled.is_(False))
+                    .order_by(Annotator.id)
+                    .with_for_update()
+                )
+            )
         a = s.scalar(select(Annotator).where(Annotator.name == name))
         if a is None:
             raise CollectError(f"no annotator named {name!r}", 404)
+        stays_admin = (role or a.role) == "admin" and not (
+            a.disabled if disabled is None else disabled
+        )
+        if keep_an_admin and a.id in admins and len(admins) == 1 and not stays_admin:
+            raise CollectError(
+                f"{a.name!r} is the last admin: make another annotator an admin first "
+                "(an app without an admin cannot manage annotators)",
+                409,
+            )
         if role is not None:
             a.role = role
+        if disabled is not None:
+            a.disabled = disabled
+            if disabled:
+                s.execute(Session.__table__.delete().where(Session.annotator_id == a.id))
         if attributes:
             merged = dict(a.attributes or {})
             for k, v in attributes.items():
