@@ -478,3 +478,35 @@ def test_request_id_annotator_name_login_token_and_body_are_limited(client, stor
         )
         assert r.status_code == 413 and "request body too large" in r.json()["error"]
     assert storage.counts() == before
+
+
+# -- caching and HSTS ---------------------------------------------------------------------
+
+
+def test_pages_and_answers_that_carry_a_csrf_token_are_never_stored(client, alice, storage):
+    _, _, token = alice
+    login_page = client.get(f"/login?token={token}")
+    assert login_page.headers["cache-control"] == "no-store"  # its one-time form value
+    assert client.get("/").headers["cache-control"] == "no-store"  # the login prompt
+    assert login(client, token).status_code == 303
+    csrf = client.get("/api/v1/me")
+    assert csrf.json()["csrf_token"] and csrf.headers["cache-control"] == "no-store"
+    for path in ("/", "/help", "/review"):
+        r = client.get(path)
+        assert 'name="csrf-token"' in r.text, path
+        assert r.headers["cache-control"] == "no-store", path
+    assert "no-store" not in client.get("/static/collect.css").headers.get("cache-control", "")
+
+
+def test_hsts_only_when_asked(make_client, settings, alice):
+    _, h, _ = alice
+    plain = make_client(settings)
+    assert "strict-transport-security" not in plain.get("/api/v1/health").headers
+    hsts = make_client(replace(settings, hsts=True))
+    for r in (
+        hsts.get("/api/v1/health"),
+        hsts.get("/"),
+        hsts.get("/api/v1/conversations/424242", headers=h),
+        hsts.post("/api/v1/conversations", content=b"x" * 300_000, headers=h),
+    ):
+        assert r.headers["strict-transport-security"] == "max-age=31536000", r.status_code

@@ -78,7 +78,34 @@ def _storage(db_url: str | None, *, migrate: bool = False):
     help="Also browse HH data at /data: a folder laid out like upstream, one file, "
     "'sample' (the bundled sample) or 'cache' (the download cache).",
 )
-def serve(db_url, config_path, demo, host, port, workers, demo_delay, data):
+@click.option(
+    "--forwarded-allow-ips",
+    "forwarded_allow_ips",
+    envvar="FORWARDED_ALLOW_IPS",
+    default=None,
+    metavar="ADDRESSES",
+    help="Proxies whose X-Forwarded-For/-Proto are believed (comma-separated addresses or "
+    "networks, '*' for any, '' for none; as uvicorn's option). Default: the config's "
+    "forwarded_allow_ips, else 127.0.0.1.",
+)
+@click.option(
+    "--hsts",
+    is_flag=True,
+    default=False,
+    help="Send Strict-Transport-Security (only when the site is served over https).",
+)
+def serve(
+    db_url,
+    config_path,
+    demo,
+    host,
+    port,
+    workers,
+    demo_delay,
+    data,
+    forwarded_allow_ips,
+    hsts,
+):
     """Run the collection app: create or migrate the database, print the URL, serve.
 
     \b
@@ -126,6 +153,11 @@ def serve(db_url, config_path, demo, host, port, workers, demo_delay, data):
         env["HH_COLLECT_DATA"] = data
     else:
         os.environ.pop("HH_COLLECT_DATA", None)
+    if forwarded_allow_ips is not None:
+        env["HH_COLLECT_FORWARDED_ALLOW_IPS"] = forwarded_allow_ips
+    else:
+        os.environ.pop("HH_COLLECT_FORWARDED_ALLOW_IPS", None)
+    env["HH_COLLECT_HSTS"] = "1" if hsts else "0"
     if config_path:
         env["HH_COLLECT_CONFIG"] = os.path.abspath(config_path)
     else:
@@ -140,7 +172,7 @@ def serve(db_url, config_path, demo, host, port, workers, demo_delay, data):
         port=port,
         workers=workers,
         log_level="warning",
-        proxy_headers=True,
+        proxy_headers=False,  # the app reads the proxy headers itself (forwarded_allow_ips)
     )
 
 

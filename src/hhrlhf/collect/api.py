@@ -80,7 +80,10 @@ def health():
 @router.get("/me")
 def me(request: Request, who: Who):
     _, csrf, via = current_annotator(request)
-    return {"name": who.name, "role": who.role, "csrf_token": csrf, "auth": via}
+    return JSONResponse(
+        {"name": who.name, "role": who.role, "csrf_token": csrf, "auth": via},
+        headers={"cache-control": "no-store"},
+    )
 
 
 @router.post("/conversations", status_code=201)

@@ -92,7 +92,10 @@ def _render(request: Request, name: str, status: int = 200, **context):
     context.setdefault("who", who)
     context.setdefault("csrf_token", found[1] if found and who else None)
     context.setdefault("settings", request.app.state.settings)
-    return templates.TemplateResponse(request, name, context, status_code=status)
+    response = templates.TemplateResponse(request, name, context, status_code=status)
+    if context["csrf_token"]:
+        response.headers["cache-control"] = "no-store"  # a shared cache must not keep the token
+    return response
 
 
 def _login_required(request: Request):
