@@ -51,6 +51,8 @@ class DataIndex:
     _found: dict = field(default_factory=dict, repr=False)
     #: the red-team reports drawn, by (query, plots)
     reports: dict = field(default_factory=dict, repr=False)
+    #: at most REPORT_SLOTS reports computed at once (the rest: the cache, or 503)
+    report_gate: ReportGate = field(default_factory=lambda: ReportGate(), repr=False)
 
     @classmethod
     def load(cls, data) -> DataIndex:
@@ -141,6 +143,59 @@ class DataIndex:
             found.append(i)
         _keep(self._found, q, found, 32)
         return found
+
+
+#: red-team reports computed at the same time, per data source; more requests for reports not
+#: in the cache are answered 503 with Retry-After, so they cannot take every thread of the pool
+REPORT_SLOTS = 2
+#: what a refused report request is told to wait, in seconds
+REPORT_RETRY_AFTER = 5
+#: reports (and report pages) kept per data source
+REPORT_CACHE = 8
+
+
+class ReportBusy(CollectError):
+    """503: every report slot is busy, or this very report is being computed; retry later."""
+
+    def __init__(self, message: str, retry_after: int = REPORT_RETRY_AFTER):
+        self.retry_after = retry_after
+        super().__init__(message, 503)
+
+
+class ReportGate:
+    """A cache in front of a costly computation, computing at most ``slots`` values at once.
+
+    :meth:`get` answers from the cache when it can; otherwise it computes in the calling
+    thread if a slot is free and nobody is computing the same key, else raises
+    :class:`ReportBusy` at once (no thread waits for another's computation).
+    """
+
+    def __init__(self, slots: int = REPORT_SLOTS):
+        self._slots = threading.BoundedSemaphore(slots)
+        self._lock = threading.Lock()
+        self._running: set = set()
+
+    def get(self, cache: dict, key, compute):
+        value = cache.get(key)
+        if value is not None:
+            return value
+        with self._lock:
+            value = cache.get(key)
+            if value is not None:
+                return value
+            if key in self._running:
+                raise ReportBusy("this report is being computed; try again in a few seconds")
+            if not self._slots.acquire(blocking=False):
+                raise ReportBusy("the server is computing other reports; try again shortly")
+            self._running.add(key)
+        try:
+            value = compute()
+            _keep(cache, key, value, REPORT_CACHE)
+            return value
+        finally:
+            with self._lock:
+                self._running.discard(key)
+            self._slots.release()
 
 
 def _keep(cache: dict, key, value, size: int) -> None:
@@ -525,17 +580,26 @@ def api_attempts_report(request: Request, who: Who):
     return _report_numbers(index, query)
 
 
-def _report_numbers(index: DataIndex, query) -> dict:
-    report = index.reports.get((query, "json"))
-    if report is None:
+def _report_numbers(index: DataIndex, query, *, gated: bool = True) -> dict:
+    """The report of the attempts ``query`` keeps, from the cache or computed (at most
+    :data:`REPORT_SLOTS` at once; ``gated=False`` inside a computation that holds a slot)."""
+
+    def compute() -> dict:
         from ..redteam.report import compute_report
 
         kept = [a for a in index.attempts if query.matches(a)]
         if not kept:
             raise CollectError("no attempt matches these filters: nothing to report", 404)
-        report = compute_report(kept, source=f"{index.label} ({len(kept)} attempts)")
-        _keep(index.reports, (query, "json"), report, 8)
-    return report
+        return compute_report(kept, source=f"{index.label} ({len(kept)} attempts)")
+
+    key = (query, "json")
+    if not gated:
+        report = index.reports.get(key)
+        if report is None:
+            report = compute()
+            _keep(index.reports, key, report, REPORT_CACHE)
+        return report
+    return index.report_gate.get(index.reports, key, compute)
 
 
 # ---- pages ---------------------------------------------------------------------------------
@@ -712,19 +776,21 @@ def attempts_report(request: Request):
         params = request.query_params
         query = _attempt_query(params)
         plots = params.get("plots") == "1"
-        html = index.reports.get((query, plots))
-        if html is None:
-            report = _report_numbers(index, query)
-            numbers = [(k, v) for k, v in params.multi_items() if k != "plots"]
-            json_href = "/api/v1/data/attempts/report" + (
-                f"?{urlencode(numbers)}" if numbers else ""
-            )
-            html = _report_html(index, query, report, plots, json_href)
-            _keep(index.reports, (query, plots), html, 8)
+        numbers = [(k, v) for k, v in params.multi_items() if k != "plots"]
+        json_href = "/api/v1/data/attempts/report" + (f"?{urlencode(numbers)}" if numbers else "")
+
+        def compute() -> str:
+            report = _report_numbers(index, query, gated=False)  # this holds a slot already
+            return _report_html(index, query, report, plots, json_href)
+
+        html = index.report_gate.get(index.reports, (query, plots), compute)
     except _Refused as refused:
         return refused.response
     except HHError as exc:
-        return _error(request, exc)
+        page = _error(request, exc)
+        if isinstance(exc, ReportBusy):
+            page.headers["retry-after"] = str(exc.retry_after)
+        return page
     return HTMLResponse(html, headers={"content-security-policy": report_policy(html)})
 
 
