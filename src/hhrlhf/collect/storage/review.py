@@ -90,44 +90,31 @@ def _load(s, review_id: int):
 
 def next_review(storage, who, fraction: float, *, rng: random.Random | None = None) -> dict | None:
     """The reviewer's open review task, else a new one (fewest reviews, assigned or done, first;
-    then the oldest), else ``None``."""
+    then the oldest), else ``None``.
+
+    The scan of every finished comparison runs in a read transaction (SQLite: beside the
+    writer, never holding the write lock); the write transaction only re-checks the
+    reviewer's open task (their row locked, so one reviewer's two requests at once are served
+    one after the other) and inserts the review. Counts a concurrent assignment changed meanwhile
+    can make the pick a little less even, never wrong: a reviewer never gets a comparison twice
+    (unique constraint) nor two open tasks.
+    """
     rng = rng or random.Random()
     with storage._read() as s:
-        open_id = s.scalar(
-            select(Review.id)
-            .where(Review.reviewer_id == who.id, Review.status == "assigned")
-            .order_by(Review.id)
-        )
+        open_id = _open_review(s, who.id)
         if open_id is not None:
             return _task(*_load(s, open_id))
-    if fraction <= 0:
-        return None
-    with storage._write() as s:
-        reviewed = select(Review.comparison_id).where(Review.reviewer_id == who.id)
-        done = (
-            select(Review.comparison_id, func.count().label("n"))
-            .group_by(Review.comparison_id)
-            .subquery()
-        )
-        rows = s.execute(
-            select(Comparison.id, Conversation.uid, Turn.index, func.coalesce(done.c.n, 0))
-            .join(Turn, Comparison.turn_id == Turn.id)
-            .join(Conversation, Turn.conversation_id == Conversation.id)
-            .outerjoin(done, done.c.comparison_id == Comparison.id)
-            .where(
-                Comparison.kind == "pick",
-                Conversation.status == "finished",
-                Comparison.annotator_id != who.id,
-                Comparison.id.not_in(reviewed),
-            )
-            .order_by(Comparison.id)
-        ).all()
-        eligible = [
-            (n, cid) for cid, uid, index, n in rows if selected_for_review(uid, index, fraction)
-        ]
-        if not eligible:
+        if fraction <= 0:
             return None
-        _, comparison_id = min(eligible)
+        eligible = _review_candidates(s, who.id, fraction)
+    if not eligible:
+        return None
+    _, comparison_id = min(eligible)
+    with storage._write() as s:
+        s.execute(select(Annotator.id).where(Annotator.id == who.id).with_for_update())
+        open_id = _open_review(s, who.id)  # another request of this reviewer was first
+        if open_id is not None:
+            return _task(*_load(s, open_id))
         r = Review(
             comparison_id=comparison_id,
             reviewer_id=who.id,
@@ -141,6 +128,38 @@ def next_review(storage, who, fraction: float, *, rng: random.Random | None = No
         except IntegrityError as exc:  # the same reviewer asked twice at once
             raise CollectError("a review task was just assigned; ask again", 409) from exc
         return _task(*_load(s, r.id))
+
+
+def _open_review(s, reviewer_id: int) -> int | None:
+    return s.scalar(
+        select(Review.id)
+        .where(Review.reviewer_id == reviewer_id, Review.status == "assigned")
+        .order_by(Review.id)
+    )
+
+
+def _review_candidates(s, reviewer_id: int, fraction: float) -> list[tuple[int, int]]:
+    """``(reviews so far, comparison id)`` of every comparison this reviewer may review."""
+    reviewed = select(Review.comparison_id).where(Review.reviewer_id == reviewer_id)
+    done = (
+        select(Review.comparison_id, func.count().label("n"))
+        .group_by(Review.comparison_id)
+        .subquery()
+    )
+    rows = s.execute(
+        select(Comparison.id, Conversation.uid, Turn.index, func.coalesce(done.c.n, 0))
+        .join(Turn, Comparison.turn_id == Turn.id)
+        .join(Conversation, Turn.conversation_id == Conversation.id)
+        .outerjoin(done, done.c.comparison_id == Comparison.id)
+        .where(
+            Comparison.kind == "pick",
+            Conversation.status == "finished",
+            Comparison.annotator_id != reviewer_id,
+            Comparison.id.not_in(reviewed),
+        )
+        .order_by(Comparison.id)
+    ).all()
+    return [(n, cid) for cid, uid, index, n in rows if selected_for_review(uid, index, fraction)]
 
 
 def _now():
