@@ -111,8 +111,18 @@ def test_every_kind_of_response_carries_the_headers(make_client, settings, alice
 
 
 @pytest.mark.parametrize("route", ["/api/v1/conversations/{n}", "/conversations/{n}"])
-@pytest.mark.parametrize("n", ["9223372036854775808", "-9223372036854775809", "1" + "0" * 40])
-def test_an_id_beyond_64_bits_is_not_found(client, alice, route, n):
+@pytest.mark.parametrize(
+    "n",
+    [
+        "2147483648",  # one past PostgreSQL's integer column (was a 503 there)
+        "99999999999",
+        "-2147483649",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "1" + "0" * 40,
+    ],
+)
+def test_an_id_beyond_the_id_columns_is_not_found(client, alice, route, n):
     _, h, _ = alice
     r = client.get(route.format(n=n), headers=h)
     assert r.status_code == 404 and "not found" in r.json()["error"]
