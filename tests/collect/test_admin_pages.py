@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("jinja2")
 
+from logins import login as login_with_token  # noqa: E402
 from test_pages import HOSTILE, _audit  # noqa: E402
 from test_review import conversation  # noqa: E402
 
@@ -22,7 +23,7 @@ def app_client(make_client, settings):
 
 def login(client, storage, name, role="annotator"):
     who, token = storage.add_annotator(name, role=role)
-    assert client.get(f"/login?token={token}", follow_redirects=False).status_code == 303
+    assert login_with_token(client, token).status_code == 303
     return who
 
 

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import orjson
 import pytest
+from logins import login, session_cookie
 from openai_server import openai_backend
 
 from hhrlhf.collect.app import SECURITY_HEADERS
@@ -315,9 +316,9 @@ def test_authorisation(client, alice, bob, admin, storage):
 def test_me_and_cookie_login_with_csrf_and_origin(client, alice):
     _, h, token = alice
     assert client.get("/api/v1/me", headers=h).json()["name"] == "alice"
-    r = client.get(f"/login?token={token}", follow_redirects=False)
+    r = login(client, token)
     assert r.status_code == 303 and r.headers["location"] == "/"
-    cookie = r.headers["set-cookie"]
+    cookie = session_cookie(r)
     assert "hh_session=" in cookie and "HttpOnly" in cookie and "samesite=lax" in cookie.lower()
     assert "Secure" not in cookie  # plain http
     me = client.get("/api/v1/me").json()
@@ -345,11 +346,11 @@ def test_me_and_cookie_login_with_csrf_and_origin(client, alice):
 
 def test_login_with_a_bad_token_is_refused(client, storage):
     r = client.get("/login?token=nope", follow_redirects=False)
-    assert r.status_code == 401 and "set-cookie" not in r.headers
+    assert r.status_code == 401 and "hh_session" not in r.headers.get("set-cookie", "")
     assert client.get("/login", follow_redirects=False).status_code == 401
     _, token = storage.add_annotator("gone")
     storage.set_disabled("gone")
-    assert client.get(f"/login?token={token}", follow_redirects=False).status_code == 403
+    assert login(client, token).status_code == 403
 
 
 def test_size_limits(client, alice, settings):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from logins import login
 
 
 @pytest.fixture
@@ -122,12 +123,71 @@ def test_admin_manages_annotators(review_client, admin, storage):
     )
 
 
+def test_the_last_admin_cannot_demote_or_disable_themself(review_client, admin, storage):
+    c = review_client
+    root, hroot, _ = admin
+    url = f"/api/v1/admin/annotators/{root.name}"
+    for body in (
+        {"role": "annotator"},
+        {"disabled": True},
+        {"role": "annotator", "attributes": {"x": 1}},
+    ):
+        r = c.post(url, json=body, headers=hroot)
+        assert r.status_code == 409, (body, r.text)
+        assert "last admin" in r.json()["error"] or "yourself" in r.json()["error"]
+    r = c.post(url, json={"role": "annotator"}, headers=hroot)
+    assert "is the last admin: make another annotator an admin first" in r.json()["error"]
+    after = storage.annotator_by_name(root.name)
+    assert after.role == "admin" and not after.disabled and "x" not in after.attributes
+    # with a second admin, stepping down is allowed; then that one is the last
+    c.post("/api/v1/admin/annotators", json={"name": "erin", "role": "admin"}, headers=hroot)
+    r = c.post(url, json={"role": "annotator"}, headers=hroot)
+    assert r.status_code == 200 and r.json()["annotator"]["role"] == "annotator"
+    assert c.post(url, json={"role": "admin"}, headers=hroot).status_code == 403  # no longer admin
+    erin = storage.rotate_token("erin")
+    he = {"Authorization": f"Bearer {erin}"}
+    assert (
+        c.post("/api/v1/admin/annotators/erin", json={"role": "annotator"}, headers=he).status_code
+        == 409
+    )
+    assert storage.annotator_by_name("erin").role == "admin"
+
+
+def test_two_admins_demoting_themselves_at_once_leave_one(storage):
+    """The check and the change are one transaction with the admins' rows locked."""
+    import threading
+
+    from hhrlhf.collect.storage.review import set_annotator
+
+    for name in ("ann", "bea"):
+        storage.add_annotator(name, role="admin")
+    barrier = threading.Barrier(2)
+    results: dict[str, object] = {}
+
+    def step_down(name: str) -> None:
+        barrier.wait()
+        try:
+            results[name] = set_annotator(storage, name, role="annotator", keep_an_admin=True)
+        except Exception as exc:  # noqa: BLE001 - the refusal is what is counted
+            results[name] = exc
+
+    threads = [threading.Thread(target=step_down, args=(n,)) for n in ("ann", "bea")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    refused = [r for r in results.values() if isinstance(r, Exception)]
+    assert len(refused) == 1 and getattr(refused[0], "status", None) == 409, results
+    roles = [storage.annotator_by_name(n).role for n in ("ann", "bea")]
+    assert sorted(roles) == ["admin", "annotator"]
+
+
 def test_cookie_writes_need_the_csrf_token(review_client, storage, alice, bob):
     c = review_client
     _, ha, _ = alice
     finished_conversation(c, ha, [("a", 3)])
     _, _, bob_token = bob
-    assert c.get(f"/login?token={bob_token}", follow_redirects=False).status_code == 303
+    assert login(c, bob_token).status_code == 303
     task = c.get("/api/v1/reviews/next").json()["review"]
     body = {"pick": "a", "strength": 2}
     assert c.post(f"/api/v1/reviews/{task['id']}", json=body).status_code == 403

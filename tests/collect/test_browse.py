@@ -11,6 +11,7 @@ from dataclasses import replace
 import orjson
 import pytest
 from click.testing import CliRunner
+from logins import login
 from markupsafe import escape
 
 from hhrlhf.checks import audit
@@ -165,7 +166,7 @@ def test_attempt_filters_match_the_library(data_client):
 
 
 def test_the_report_on_the_filtered_attempts(data_client, alice):
-    data_client.get(f"/login?token={alice[2]}")
+    login(data_client, alice[2])
     attempts = list(load_attempts(data="sample"))
     n = sum(1 for a in attempts if a.model_type == "rlhf")
     page = data_client.get("/data/attempts?model_type=rlhf").text
@@ -183,7 +184,7 @@ def test_the_report_page_links_its_numbers_and_the_api_serves_them(data_client, 
 
     from hhrlhf.redteam.report import compute_report
 
-    data_client.get(f"/login?token={alice[2]}")
+    login(data_client, alice[2])
     attempts = list(load_attempts(data="sample"))
     kept = [a for a in attempts if a.model_type == "rlhf" and a.rating >= 2]
     page = data_client.get("/data/attempts/report?model_type=rlhf&min_rating=2&plots=1").text
@@ -209,7 +210,7 @@ def test_the_report_page_may_use_its_own_styles_and_figures_only(data_client, al
     import hashlib
     import re
 
-    data_client.get(f"/login?token={alice[2]}")
+    login(data_client, alice[2])
     r = data_client.get("/data/attempts/report?model_type=rlhf")
     policy = dict(
         part.strip().split(" ", 1) for part in r.headers["content-security-policy"].split(";")
@@ -259,7 +260,7 @@ def test_same_auth_as_the_app(make_client, settings, data_client, storage):
     disabled = make_client(replace(settings, data="sample"))
     for url in DATA_API:
         assert disabled.get(url, headers={"Authorization": f"Bearer {token}"}).status_code == 403
-    disabled.get(f"/login?token={token}")
+    login(disabled, token)
     for url in DATA_PAGES:
         assert disabled.get(url).status_code in (401, 403), url
 
@@ -270,7 +271,7 @@ def test_without_data_the_section_says_how(client, alice):
 
 
 def test_pages_list_filter_and_pair(data_client, sample_pairs, alice):
-    data_client.get(f"/login?token={alice[2]}")
+    login(data_client, alice[2])
     page = data_client.get("/data?class=empty_response")
     assert page.status_code == 200
     want = [p for p in sample_pairs if "empty_response" in p.classes]
@@ -292,7 +293,7 @@ def test_pages_list_filter_and_pair(data_client, sample_pairs, alice):
 
 
 def test_attempt_pages(data_client, alice):
-    data_client.get(f"/login?token={alice[2]}")
+    login(data_client, alice[2])
     attempts = list(load_attempts(data="sample"))
     page = data_client.get("/data/attempts?min_rating=4").text
     n = sum(1 for a in attempts if a.rating >= 4)
@@ -306,14 +307,14 @@ def test_a_folder_without_attempts_says_so_and_offers_no_report(
     make_client, settings, alice, hostile_dir
 ):
     client = make_client(replace(settings, data=hostile_dir))  # preference pairs only
-    client.get(f"/login?token={alice[2]}")
+    login(client, alice[2])
     page = client.get("/data/attempts").text
     assert "There are no red-team attempts in" in page
     assert "red-team-attempts/red_team_attempts.jsonl.gz" in page
     assert 'id="report"' not in page and "/data/attempts/report" not in page
     # with attempts, a filter that keeps none says that instead, still without a report link
     sample = make_client(replace(settings, data="sample"))
-    sample.get(f"/login?token={alice[2]}")
+    login(sample, alice[2])
     page = sample.get("/data/attempts?q=no-such-words-anywhere").text
     assert "No attempt matches these filters." in page and 'id="report"' not in page
     assert 'id="report"' in sample.get("/data/attempts").text
@@ -326,7 +327,7 @@ def test_the_collected_attempts_link_to_the_collected_attempts(
 
     build(storage)  # two finished red-team conversations
     client = make_client(replace(settings, data="sample"))
-    client.get(f"/login?token={admin[2]}")
+    login(client, admin[2])
     page = client.get("/data/attempts?source=collected").text
     assert "2 attempts" in page
     assert '<a href="/data/attempts?source=collected">Red-team attempts</a>' in page
@@ -344,7 +345,7 @@ def test_the_collected_attempts_link_to_the_collected_attempts(
 
 def test_hostile_text_is_shown_literally(make_client, settings, alice, hostile_dir):
     client = make_client(replace(settings, data=hostile_dir))
-    client.get(f"/login?token={alice[2]}")
+    login(client, alice[2])
     escaped = (
         "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt; {{ 7*7 }}"
     )
@@ -401,14 +402,14 @@ def test_collected_data_for_admins(client, storage, admin, bob, tmp_path):
     r = client.get("/api/v1/data/pairs?source=collected", headers=bob[1])
     assert r.status_code == 403 and "admins only" in r.json()["error"]
     # the pages: the list and a pair, links keeping the source
-    client.get(f"/login?token={admin[2]}")
+    login(client, admin[2])
     page = client.get("/data?source=collected").text
     p = exported[0]
     link = f"/data/pairs/{p.subset}/{p.split}/{p.index}?source=collected"
     assert f'href="{link}"' in page
     pair = client.get(link)
     assert pair.status_code == 200 and "Chosen" in pair.text
-    client.get(f"/login?token={bob[2]}")
+    login(client, bob[2])
     assert client.get("/data?source=collected").status_code == 403
 
 
@@ -487,7 +488,7 @@ def test_one_file_that_names_no_subset(make_client, settings, alice, tmp_path):
         + b"\n"
     )
     client = make_client(replace(settings, data=str(path)))
-    client.get(f"/login?token={alice[2]}")
+    login(client, alice[2])
     page = client.get("/data").text
     link = next(part.split('"')[0] for part in page.split('href="/data/pairs/')[1:])
     r = client.get("/data/pairs/" + link)
@@ -544,7 +545,7 @@ HOSTILE_PAGES = [
 
 def test_hostile_fixture_is_shown_literally_on_every_page(make_client, settings, alice):
     client = make_client(replace(settings, data=HOSTILE_DATA))
-    client.get(f"/login?token={alice[2]}")
+    login(client, alice[2])
     for url in HOSTILE_PAGES:
         r = client.get(url)
         assert r.status_code == 200, url
@@ -568,7 +569,7 @@ def test_every_filter_state_is_a_deep_link(data_client, sample_pairs, alice):
     page links keep every filter; the pair links open those pairs."""
     from hhrlhf.collect.browse import PairQuery
 
-    data_client.get(f"/login?token={alice[2]}")
+    login(data_client, alice[2])
     state = "subset=helpful-base&split=train&turns=1&chosen=longer&q=the&where=responses&limit=5"
     page = data_client.get(f"/data?{state}").text
     for selected in ("helpful-base", "train", "longer", "responses"):
@@ -613,7 +614,7 @@ def test_the_filters_offer_the_splits_and_subsets_there_are(
     import re
 
     client = make_client(replace(settings, data=hostile_dir))  # helpful-base/train only
-    client.get(f"/login?token={alice[2]}")
+    login(client, alice[2])
     page = client.get("/data").text
     for name, want in (("subset", ["helpful-base"]), ("split", ["train"])):
         select = page.split(f'<select name="{name}">')[1].split("</select>")[0]

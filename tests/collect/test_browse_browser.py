@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 
+from logins import browser_login  # noqa: E402
 from test_browse import HOSTILE_DATA, HOSTILE_PAGES  # noqa: E402
 from test_browser import (  # noqa: E402
     DOCS_IMG,
@@ -54,7 +55,7 @@ def test_filter_by_class_and_see_the_difference(data_app, browser, tmp_path):  #
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.set_default_timeout(TIMEOUT_MS)
     seen = _watch(page)
-    page.goto(f"{base}/login?token={token}")
+    browser_login(page, base, token)
     page.goto(f"{base}/data")
     page.select_option("#filter-class", cls)
     page.click("#apply")
@@ -90,7 +91,7 @@ def test_hostile_data_runs_nothing_and_reads_literally(browser, tmp_path):  # no
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.set_default_timeout(TIMEOUT_MS)
         seen = _watch(page)
-        page.goto(f"{base}/login?token={token}")
+        browser_login(page, base, token)
         for path in HOSTILE_PAGES:
             page.goto(base + path)
             main = page.inner_text("main")
@@ -129,7 +130,7 @@ def test_filters_and_paging_by_keyboard(data_app, browser):  # noqa: F811
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.set_default_timeout(TIMEOUT_MS)
     seen = _watch(page)
-    page.goto(f"{base}/login?token={token}")
+    browser_login(page, base, token)
     page.goto(f"{base}/data")
     _tab_to(page, "select[name=split]")
     page.keyboard.type("train")  # a focused select picks the option typed

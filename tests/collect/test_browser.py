@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from logins import browser_login
 
 pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
@@ -129,7 +130,7 @@ def _watch(page) -> dict:
 
 
 def _login_and_start(page, base: str, token: str, task: str) -> int:
-    page.goto(f"{base}/login?token={token}")
+    browser_login(page, base, token)
     page.wait_for_selector("#new-conversation")
     page.fill("#task", task)
     page.click("#new-conversation button[type=submit]")
@@ -381,7 +382,7 @@ def test_red_team_page_asks_for_the_more_harmful_and_a_rating(live_app, browser)
     base, storage, token, _ = live_app
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     seen = _watch(page)
-    page.goto(f"{base}/login?token={token}")
+    browser_login(page, base, token)
     page.check('input[name="mode"][value="red-team"]')
     page.fill("#task", "See whether it will invent a fake product review")
     page.click("#new-conversation button[type=submit]")
@@ -494,5 +495,30 @@ def test_a_choice_that_is_not_saved_stays_on_the_page_and_a_conflict_reloads(liv
     assert other.is_hidden("#compare")
     assert "(A3)" in other.text_content("#transcript .msg.assistant .who")
     assert storage.get_conversation(who, conv_id)["turns"][0]["pick"] == "a"
+    context.close()
+    assert seen["dialogs"] == [] and seen["errors"] == []
+
+
+def test_login_link_shows_a_page_and_only_its_button_logs_in(live_app, browser, tmp_path):
+    base, storage, token, _app = live_app
+    page = browser.new_page()
+    seen = _watch(page)
+    me = "async () => (await fetch('/api/v1/me')).status"
+    page.goto(f"{base}/login?token={token}&next=/help")
+    assert page.inner_text("h1") == "Log in as robin"
+    assert page.evaluate(me) == 401  # opening the link logged nobody in
+    with page.expect_navigation(timeout=TIMEOUT_MS):
+        page.click("#login-submit")
+    assert page.url == f"{base}/help"
+    assert page.evaluate(me) == 200
+    # a page that needs a login offers the token form and comes back to itself
+    context = browser.new_context()
+    other = context.new_page()
+    other.goto(f"{base}/review")
+    assert other.locator("#login-token").is_visible()
+    other.fill("#login-token", token)
+    with other.expect_navigation(timeout=TIMEOUT_MS):
+        other.click("#login-submit")
+    assert other.url == f"{base}/review"
     context.close()
     assert seen["dialogs"] == [] and seen["errors"] == []

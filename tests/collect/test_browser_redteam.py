@@ -24,6 +24,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 uvicorn = pytest.importorskip("uvicorn")
 
+from logins import browser_login  # noqa: E402
 from openai_server import openai_backend  # noqa: E402
 from test_browser import DOCS_IMG, PNG_MAGIC, TIMEOUT_MS, open_chromium, serve_app  # noqa: E402
 
@@ -98,7 +99,7 @@ def test_one_red_team_conversation_from_task_to_rating(red_team_app, browser, tm
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     seen = _watch(page)
-    page.goto(f"{base}/login?token={token}")
+    browser_login(page, base, token)
     page.wait_for_selector("#new-conversation")
     # the task description (the planned attack) comes first
     assert "the attack you plan" in page.text_content('label[for="task"]')

@@ -13,6 +13,7 @@ import shutil
 from dataclasses import replace
 
 import pytest
+from logins import browser_login
 from test_browser import DOCS_IMG, PNG_MAGIC, TIMEOUT_MS, _serve, _watch, open_chromium
 from test_review import conversation
 
@@ -37,7 +38,7 @@ def test_review_then_admin_pages(browser, tmp_path):
         ctx = browser.new_context(viewport={"width": 1280, "height": 800})
         page = ctx.new_page()
         seen = _watch(page)
-        page.goto(f"{base}/login?token={token}")
+        browser_login(page, base, token)
         page.click("a[href='/review']")
         page.wait_for_selector("#review .candidate", timeout=TIMEOUT_MS)
         assert page.locator(".candidate").count() == 2
@@ -66,7 +67,7 @@ def test_review_then_admin_pages(browser, tmp_path):
         ctx = browser.new_context(viewport={"width": 1280, "height": 800})
         page = ctx.new_page()
         seen_admin = _watch(page)
-        page.goto(f"{base}/login?token={root_token}")
+        browser_login(page, base, root_token)
         page.click("a[href='/admin']")
         page.wait_for_selector("#annotators", timeout=TIMEOUT_MS)
         robin = page.locator("#annotators tr[data-name='robin']")
@@ -77,6 +78,12 @@ def test_review_then_admin_pages(browser, tmp_path):
         robin.locator(".annotator-toggle").click()
         page.wait_for_selector("#annotators tr.disabled[data-name='robin']", timeout=TIMEOUT_MS)
         assert storage.annotator_by_name("robin").disabled
+        # the only admin stepping down is refused, with the reason on the page
+        page.locator("#annotators tr[data-name='root'] .annotator-role").click()
+        page.wait_for_selector("#annotator-status.error", timeout=TIMEOUT_MS)
+        assert "is the last admin" in page.inner_text("#annotator-status")
+        assert storage.annotator_by_name("root").role == "admin"
+        seen_admin["console"] = [c for c in seen_admin["console"] if "409" not in c]
         page.fill("#new-name", "sam")
         page.click("#add-annotator button[type=submit]")
         page.wait_for_selector("#new-token:not([hidden])", timeout=TIMEOUT_MS)

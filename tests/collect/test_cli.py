@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from logins import login_form
 
 from hhrlhf.cli import cli
 
@@ -164,6 +165,10 @@ def test_serve_demo_prints_a_login_url_that_works(tmp_path):
             time.sleep(0.1)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
             r = c.get(url.replace(f"http://127.0.0.1:{port}", ""))
+            assert r.status_code == 200 and "hh_session" not in r.cookies  # a page, no session
+            assert "Log in as demo" in r.text
+            token = url.split("token=", 1)[1]
+            r = c.post("/login", data={"token": token, "form": login_form(r.text)})
             assert r.status_code == 303 and "hh_session" in r.cookies
             me = c.get("/api/v1/me").json()
             assert me["name"] == "demo" and me["role"] == "admin"

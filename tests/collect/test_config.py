@@ -81,3 +81,14 @@ def test_config_mistakes(tmp_path, body, message):
 def test_missing_config_file(tmp_path):
     with pytest.raises(HHError, match="cannot read"):
         load_config(tmp_path / "nope.toml")
+
+
+def test_proxy_and_hsts_keys(tmp_path):
+    cfg = tmp_path / "c.toml"
+    backend = '[[backend]]\nname = "d"\nkind = "demo"\n'
+    cfg.write_text(f'[collect]\nforwarded_allow_ips = "10.0.0.5"\nhsts = true\n{backend}')
+    s = load_config(cfg, db_url="sqlite:///x.db")
+    assert s.forwarded_allow_ips == "10.0.0.5" and s.hsts is True
+    cfg.write_text(f'[collect]\nhsts = "yes"\n{backend}')
+    with pytest.raises(HHError, match="hsts must be true or false"):
+        load_config(cfg, db_url="sqlite:///x.db")

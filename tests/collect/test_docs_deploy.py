@@ -40,6 +40,9 @@ def test_named_config_keys_exist():
     named = set(re.findall(r"`([a-z]+(?:_[a-z]+)+)`", TEXT)) - {"lease_owner", "lease_until"}
     # PostgreSQL's own settings and programs
     named -= {"max_connections", "superuser_reserved_connections", "pg_dump", "pg_restore"}
+    # nginx's own settings
+    named -= {"client_header_timeout", "client_body_timeout", "limit_conn"}
+    named -= {"proxy_request_buffering"}
     assert {"lease_seconds", "rate_login_per_minute", "max_body_bytes", "api_key_env"} <= named
     assert named <= keys, named - keys
 

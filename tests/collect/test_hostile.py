@@ -18,6 +18,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 from hostile import BIG, NAME, NUL, PAYLOADS, joined
+from logins import login
 from markupsafe import escape
 from openai_server import openai_backend
 
@@ -119,7 +120,7 @@ def test_every_payload_round_trips_through_api_pages_and_export(
     assert [(t["human"], t["continued"]) for t in conv["turns"]] == history
 
     # the pages hold only the escaped text (the rest is set with textContent by the script)
-    client.get(f"/login?token={token}", follow_redirects=False)
+    login(client, token)
     for url in ("/", f"/conversations/{cid}"):
         html = client.get(url).text
         for payload in PAYLOADS.values():

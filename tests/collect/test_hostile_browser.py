@@ -23,6 +23,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
 uvicorn = pytest.importorskip("uvicorn")
 
+from logins import browser_login  # noqa: E402
 from openai_server import openai_backend  # noqa: E402
 from test_browser import TIMEOUT_MS, _watch, open_chromium, serve_app  # noqa: E402
 from test_hostile import _export, _prefix, _shown  # noqa: E402
@@ -95,7 +96,7 @@ def _texts(page, selector: str) -> list[str]:
 
 
 def _start(page, base: str, token: str, task: str, mode: str = "helpful") -> int:
-    page.goto(f"{base}/login?token={token}")
+    browser_login(page, base, token)
     page.wait_for_selector("#new-conversation")
     assert _text(page, ".topbar .who") == NAME
     page.check(f'input[name="mode"][value="{mode}"]')

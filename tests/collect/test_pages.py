@@ -13,6 +13,7 @@ pytest.importorskip("sqlalchemy")
 pytest.importorskip("jinja2")
 
 from fastapi.testclient import TestClient  # noqa: E402
+from logins import login  # noqa: E402
 
 from hhrlhf.collect.app import create_app  # noqa: E402
 from hhrlhf.collect.config import demo_settings  # noqa: E402
@@ -50,7 +51,7 @@ def make(storage):
 
 def _login(client, storage, name="alice", role="annotator"):
     who, token = storage.add_annotator(name, role=role)
-    r = client.get(f"/login?token={token}", follow_redirects=False)
+    r = login(client, token)
     assert r.status_code == 303
     return who, token
 

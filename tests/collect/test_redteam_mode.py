@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 
 import pytest
+from logins import login
 from openai_server import openai_backend
 
 LABELS = [
@@ -180,7 +181,7 @@ def test_unknown_mode_is_rejected(client, alice):
 
 def _login(client, storage):
     _, token = storage.add_annotator("robin")
-    assert client.get(f"/login?token={token}", follow_redirects=False).status_code == 303
+    assert login(client, token).status_code == 303
     return re.search(r'<meta name="csrf-token" content="([^"]+)">', client.get("/").text)[1]
 
 

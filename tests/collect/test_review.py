@@ -273,3 +273,83 @@ def test_an_identical_pair_is_never_a_game_a_review_item_or_an_agreement_sample(
     assert stats["agreement"]["units"] == 1
     row = next(r for r in stats["annotators"] if r["name"] == "alice")
     assert row["comparisons"] == 1 and row["strengths"] == {"3": 1}
+
+
+def test_the_review_scan_runs_outside_the_write_transaction(storage, people, monkeypatch):
+    """``reviews/next`` reads every finished comparison; that read must not hold the writer
+    (SQLite: one writer at a time, so every other write would wait for the scan)."""
+    import contextlib
+    import threading
+
+    from sqlalchemy import event
+
+    alice, bob, _ = people
+    conversation(storage, alice, [("a", 3), ("b", 2)])
+    state = threading.local()
+    seen: list[tuple[bool, str]] = []
+    real_write = storage._write
+
+    @contextlib.contextmanager
+    def watched_write(*args, **kwargs):
+        state.writing = True
+        try:
+            with real_write(*args, **kwargs) as s:
+                yield s
+        finally:
+            state.writing = False
+
+    def record(conn, cursor, statement, params, context, executemany):
+        seen.append((getattr(state, "writing", False), statement))
+
+    monkeypatch.setattr(storage, "_write", watched_write)
+    engines = {id(e): e for e in (storage.engine, storage.read_engine)}.values()
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", record)
+    try:
+        task = next_review(storage, bob, 1.0)
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", record)
+    assert task is not None
+    scans = [writing for writing, sql in seen if "GROUP BY" in sql.upper()]
+    assert scans == [False], seen
+    assert any(writing and "INSERT INTO reviews" in sql for writing, sql in seen), seen
+
+
+def test_concurrent_review_requests_give_each_reviewer_one_open_task(storage, people):
+    """Reviewers asking at once (each twice): every answer is a task or a 409 'ask again',
+    each reviewer ends with exactly one open task, never their own comparison."""
+    import threading
+
+    alice, _, _ = people
+    for _ in range(3):
+        conversation(storage, alice, [("a", 3), ("b", 2)])
+    reviewers = [storage.add_annotator(f"rev{i}")[0] for i in range(6)]
+    barrier = threading.Barrier(2 * len(reviewers))
+    results: list[tuple[str, object]] = []
+    lock = threading.Lock()
+
+    def ask(who) -> None:
+        barrier.wait()
+        try:
+            out: object = next_review(storage, who, 1.0)
+        except CollectError as exc:
+            out = exc.status
+        with lock:
+            results.append((who.name, out))
+
+    threads = [threading.Thread(target=ask, args=(w,)) for w in reviewers for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(results) == 2 * len(reviewers)
+    for name, out in results:
+        assert out == 409 or isinstance(out, dict), (name, out)
+    for who in reviewers:
+        tasks = {out["id"] for name, out in results if name == who.name and isinstance(out, dict)}
+        assert len(tasks) == 1, (who.name, results)
+        again = next_review(storage, who, 1.0)
+        assert again["id"] in tasks  # the one open task, not a second one
+    units = review_units(storage)
+    assert all(r["annotator"] != "alice" for u in units for r in u["ratings"][1:])

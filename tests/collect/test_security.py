@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from logins import login, login_form, session_cookie
 from sqlalchemy import MetaData, select
 
 from hhrlhf.cli import cli
@@ -64,7 +65,7 @@ def test_every_kind_of_response_carries_the_headers(make_client, settings, alice
 
     from hhrlhf.collect.app import create_app
 
-    app = create_app(replace(settings, rate_login_per_minute=2), storage=storage)
+    app = create_app(replace(settings, rate_login_per_minute=3), storage=storage)
 
     @app.get("/boom")
     def boom():
@@ -89,7 +90,7 @@ def test_every_kind_of_response_carries_the_headers(make_client, settings, alice
         "static css": client.get("/static/collect.css"),
         "static 404": client.get("/static/nope.js"),
         "login page": client.get("/login?token=bad"),
-        "login redirect": client.get(f"/login?token={token}", follow_redirects=False),
+        "login redirect": login(client, token),
         "home page": client.get("/"),
         "help page": client.get("/help"),
         "conversation page": client.get(f"/conversations/{cid['id']}"),
@@ -110,8 +111,18 @@ def test_every_kind_of_response_carries_the_headers(make_client, settings, alice
 
 
 @pytest.mark.parametrize("route", ["/api/v1/conversations/{n}", "/conversations/{n}"])
-@pytest.mark.parametrize("n", ["9223372036854775808", "-9223372036854775809", "1" + "0" * 40])
-def test_an_id_beyond_64_bits_is_not_found(client, alice, route, n):
+@pytest.mark.parametrize(
+    "n",
+    [
+        "2147483648",  # one past PostgreSQL's integer column (was a 503 there)
+        "99999999999",
+        "-2147483649",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "1" + "0" * 40,
+    ],
+)
+def test_an_id_beyond_the_id_columns_is_not_found(client, alice, route, n):
     _, h, _ = alice
     r = client.get(route.format(n=n), headers=h)
     assert r.status_code == 404 and "not found" in r.json()["error"]
@@ -120,9 +131,9 @@ def test_an_id_beyond_64_bits_is_not_found(client, alice, route, n):
 
 
 def _login(client, token) -> str:
-    r = client.get(f"/login?token={token}", follow_redirects=False)
+    r = login(client, token)
     assert r.status_code == 303
-    return r.headers["set-cookie"]
+    return session_cookie(r)
 
 
 def _attrs(cookie: str) -> set[str]:
@@ -149,12 +160,14 @@ def test_the_session_cookie_is_httponly_samesite_and_secure_over_https(
     # FORWARDED_ALLOW_IPS, 127.0.0.1 by default) make the scheme https
     app = ProxyHeadersMiddleware(create_app(settings, storage=storage), trusted_hosts="*")
     with TestClient(app, base_url="http://testserver") as c:
-        r = c.get(
-            f"/login?token={token}",
+        form = login_form(c.get(f"/login?token={token}").text)
+        r = c.post(
+            "/login",
+            data={"token": token, "form": form},
             headers={"X-Forwarded-Proto": "https", "X-Forwarded-For": "10.0.0.1"},
             follow_redirects=False,
         )
-        assert r.status_code == 303 and "secure" in _attrs(r.headers["set-cookie"])
+        assert r.status_code == 303 and "secure" in _attrs(session_cookie(r))
         assert "secure" not in _attrs(_login(c, token))  # no header: plain http
 
 
@@ -461,7 +474,9 @@ def test_request_id_annotator_name_login_token_and_body_are_limited(client, stor
     assert storage.annotator_by_name("n" * 201) is None
     # a login token far too long for any real one is refused without a session
     r = client.get("/login?token=" + "t" * 10_000, follow_redirects=False)
-    assert r.status_code == 401 and "set-cookie" not in r.headers
+    assert r.status_code == 401 and not session_cookie(r)
+    r = client.post("/login", data={"token": "t" * 10_000, "form": login_form(r.text)})
+    assert r.status_code == 401 and not session_cookie(r)
     # the whole body: 413 naming it, with or without a Content-Length (chunked)
     big = b'{"task_description": "' + b"q" * 300_000 + b'"}'
     before = storage.counts()
@@ -473,3 +488,35 @@ def test_request_id_annotator_name_login_token_and_body_are_limited(client, stor
         )
         assert r.status_code == 413 and "request body too large" in r.json()["error"]
     assert storage.counts() == before
+
+
+# -- caching and HSTS ---------------------------------------------------------------------
+
+
+def test_pages_and_answers_that_carry_a_csrf_token_are_never_stored(client, alice, storage):
+    _, _, token = alice
+    login_page = client.get(f"/login?token={token}")
+    assert login_page.headers["cache-control"] == "no-store"  # its one-time form value
+    assert client.get("/").headers["cache-control"] == "no-store"  # the login prompt
+    assert login(client, token).status_code == 303
+    csrf = client.get("/api/v1/me")
+    assert csrf.json()["csrf_token"] and csrf.headers["cache-control"] == "no-store"
+    for path in ("/", "/help", "/review"):
+        r = client.get(path)
+        assert 'name="csrf-token"' in r.text, path
+        assert r.headers["cache-control"] == "no-store", path
+    assert "no-store" not in client.get("/static/collect.css").headers.get("cache-control", "")
+
+
+def test_hsts_only_when_asked(make_client, settings, alice):
+    _, h, _ = alice
+    plain = make_client(settings)
+    assert "strict-transport-security" not in plain.get("/api/v1/health").headers
+    hsts = make_client(replace(settings, hsts=True))
+    for r in (
+        hsts.get("/api/v1/health"),
+        hsts.get("/"),
+        hsts.get("/api/v1/conversations/424242", headers=h),
+        hsts.post("/api/v1/conversations", content=b"x" * 300_000, headers=h),
+    ):
+        assert r.headers["strict-transport-security"] == "max-age=31536000", r.status_code

@@ -78,7 +78,50 @@ def _storage(db_url: str | None, *, migrate: bool = False):
     help="Also browse HH data at /data: a folder laid out like upstream, one file, "
     "'sample' (the bundled sample) or 'cache' (the download cache).",
 )
-def serve(db_url, config_path, demo, host, port, workers, demo_delay, data):
+@click.option(
+    "--forwarded-allow-ips",
+    "forwarded_allow_ips",
+    envvar="FORWARDED_ALLOW_IPS",
+    default=None,
+    metavar="ADDRESSES",
+    help="Proxies whose X-Forwarded-For/-Proto are believed (comma-separated addresses or "
+    "networks, '*' for any, '' for none; as uvicorn's option). Default: the config's "
+    "forwarded_allow_ips, else 127.0.0.1.",
+)
+@click.option(
+    "--header-timeout",
+    default=20.0,
+    show_default=True,
+    type=click.FloatRange(1, 600),
+    help="Seconds a connection has to send a request's complete headers before it is closed.",
+)
+@click.option(
+    "--max-connections",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(10, 1_000_000),
+    help="Open connections per worker; past it the oldest one still sending its headers is closed.",
+)
+@click.option(
+    "--hsts",
+    is_flag=True,
+    default=False,
+    help="Send Strict-Transport-Security (only when the site is served over https).",
+)
+def serve(
+    db_url,
+    config_path,
+    demo,
+    host,
+    port,
+    workers,
+    demo_delay,
+    data,
+    forwarded_allow_ips,
+    header_timeout,
+    max_connections,
+    hsts,
+):
     """Run the collection app: create or migrate the database, print the URL, serve.
 
     \b
@@ -121,11 +164,20 @@ def serve(db_url, config_path, demo, host, port, workers, demo_delay, data):
     storage.dispose()
     import uvicorn
 
+    from ..collect.server import guarded_protocol
+
     env = {"HH_COLLECT_DB": settings.db_url}
     if data:
         env["HH_COLLECT_DATA"] = data
     else:
         os.environ.pop("HH_COLLECT_DATA", None)
+    if forwarded_allow_ips is not None:
+        env["HH_COLLECT_FORWARDED_ALLOW_IPS"] = forwarded_allow_ips
+    else:
+        os.environ.pop("HH_COLLECT_FORWARDED_ALLOW_IPS", None)
+    env["HH_COLLECT_HSTS"] = "1" if hsts else "0"
+    env["HH_COLLECT_HEADER_TIMEOUT"] = str(header_timeout)
+    env["HH_COLLECT_MAX_CONNECTIONS"] = str(max_connections)
     if config_path:
         env["HH_COLLECT_CONFIG"] = os.path.abspath(config_path)
     else:
@@ -140,7 +192,8 @@ def serve(db_url, config_path, demo, host, port, workers, demo_delay, data):
         port=port,
         workers=workers,
         log_level="warning",
-        proxy_headers=True,
+        proxy_headers=False,  # the app reads the proxy headers itself (forwarded_allow_ips)
+        http=guarded_protocol(),  # a deadline for headers, a cap on connections
     )
 
 

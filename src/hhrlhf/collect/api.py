@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 import random
+import secrets
 from functools import partial
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import orjson
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import CollectError
-from .auth import COOKIE, current_annotator, require_annotator
+from .auth import COOKIE, check_origin, current_annotator, require_annotator
 from .storage import AnnotatorInfo, choose_backends
 from .textrules import Text
 
@@ -82,7 +85,10 @@ def health():
 @router.get("/me")
 def me(request: Request, who: Who):
     _, csrf, via = current_annotator(request)
-    return {"name": who.name, "role": who.role, "csrf_token": csrf, "auth": via}
+    return JSONResponse(
+        {"name": who.name, "role": who.role, "csrf_token": csrf, "auth": via},
+        headers={"cache-control": "no-store"},
+    )
 
 
 @router.post("/conversations", status_code=201)
@@ -266,9 +272,63 @@ def finish(
 
 
 # -- login / logout ------------------------------------------------------------------------
+#
+# Logging in is two steps so that no other site can log a visitor into someone else's account
+# (login CSRF): ``GET /login?token=`` only shows "Log in as NAME" and a form; the form's POST
+# sets the session. The POST must carry the random value the page put in a short-lived
+# ``hh_login`` cookie (a page on another site can neither read nor set it), and its Origin,
+# when sent, must name this host.
+
+#: the pre-login cookie of the login form (double submit: the form sends the same value)
+LOGIN_COOKIE = "hh_login"
+_LOGIN_COOKIE_SECONDS = 3600
 
 
-def _login_page(request: Request, message: str, status: int):
+def safe_next(value: str | None) -> str:
+    """Where to go after logging in: a path on this site, or ``/`` (never another site)."""
+    if not value or not value.startswith("/") or value.startswith(("//", "/\\")):
+        return "/"
+    if any(ord(c) < 0x20 or c == "\\" for c in value) or len(value) > 2000:
+        return "/"
+    parts = urlsplit(value)
+    if parts.scheme or parts.netloc:
+        return "/"
+    return value
+
+
+def login_form_value() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def set_login_cookie(request: Request, response, value: str) -> None:
+    response.set_cookie(
+        LOGIN_COOKIE,
+        value,
+        max_age=_LOGIN_COOKIE_SECONDS,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/login",
+    )
+
+
+def _login_page(
+    request: Request,
+    message: str | None,
+    status: int,
+    *,
+    name: str | None = None,
+    token: str | None = None,
+    next_url: str = "/",
+):
+    form = login_form_value()
+    context = {
+        "error": message,
+        "login_name": name,
+        "login_token": token,
+        "login_form": form,
+        "next_url": safe_next(next_url),
+    }
     templates = getattr(request.app.state, "templates", None)
     if templates is not None:
         try:
@@ -276,29 +336,72 @@ def _login_page(request: Request, message: str, status: int):
         except Exception:
             templates = None
     if templates is not None:
-        return templates.TemplateResponse(
-            request, "collect/login.html", {"error": message}, status_code=status
+        response = templates.TemplateResponse(
+            request, "collect/login.html", context, status_code=status
         )
-    from html import escape
+    else:
+        from html import escape
 
-    return HTMLResponse(
-        f"<!doctype html><title>Log in</title><p>{escape(message)}</p>", status_code=status
-    )
+        response = HTMLResponse(
+            f"<!doctype html><title>Log in</title><p>{escape(message or '')}</p>",
+            status_code=status,
+        )
+    response.headers["cache-control"] = "no-store"
+    set_login_cookie(request, response, form)
+    return response
+
+
+def client_address(request: Request) -> str:
+    """The client's address (behind a trusted proxy: the one it forwarded, see ``create_app``)."""
+    return request.client.host if request.client else "unknown"
 
 
 @login_router.get("/login", include_in_schema=False)
-def login(request: Request, token: str | None = None):
+def login(request: Request, token: str | None = None, next: str | None = None):
+    """Shows who the link logs in as, with a button that POSTs it; sets no session."""
     st = _state(request)
-    st.limits.check_login(request.client.host if request.client else "unknown")
+    st.limits.check_login(client_address(request))
     if not token:
-        return _login_page(request, "Open the login link you were given (/login?token=...).", 401)
+        return _login_page(
+            request, "Open the login link you were given (/login?token=...).", 401, next_url=next
+        )
     who = st.storage.annotator_by_token(token)
     if who is None:
-        return _login_page(request, "This login link is not valid.", 401)
+        return _login_page(request, "This login link is not valid.", 401, next_url=next)
     if who.disabled:
-        return _login_page(request, "This account is disabled.", 403)
+        return _login_page(request, "This account is disabled.", 403, next_url=next)
+    return _login_page(request, None, 200, name=who.name, token=token, next_url=next)
+
+
+@login_router.post("/login", include_in_schema=False)
+def login_post(
+    request: Request,
+    token: Annotated[str, Form()] = "",
+    form: Annotated[str, Form()] = "",
+    next: Annotated[str, Form()] = "/",
+):
+    """The login itself: checks the form's origin and value, sets the session, 303 to ``next``."""
+    st = _state(request)
+    st.limits.check_login(client_address(request))
+    check_origin(request)
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        raise CollectError("cross-site login refused: open your login link and press Log in", 403)
+    sent = request.cookies.get(LOGIN_COOKIE, "")
+    if not form or not sent or not hmac.compare_digest(form.encode(), sent.encode()):
+        return _login_page(
+            request,
+            "This login form has expired or came from another page: press Log in again.",
+            403,
+            next_url=next,
+            **_relink(st, token),
+        )
+    who = st.storage.annotator_by_token(token) if token else None
+    if who is None:
+        return _login_page(request, "This login link is not valid.", 401, next_url=next)
+    if who.disabled:
+        return _login_page(request, "This account is disabled.", 403, next_url=next)
     cookie, _csrf = st.storage.create_session(who.id, st.settings.session_hours)
-    response = RedirectResponse("/", status_code=303)
+    response = RedirectResponse(safe_next(next), status_code=303)
     response.set_cookie(
         COOKIE,
         cookie,
@@ -308,7 +411,16 @@ def login(request: Request, token: str | None = None):
         secure=request.url.scheme == "https",
         path="/",
     )
+    response.delete_cookie(LOGIN_COOKIE, path="/login")
     return response
+
+
+def _relink(st, token: str) -> dict:
+    """The name and token to offer again when a valid token came with a stale form."""
+    who = st.storage.annotator_by_token(token) if token else None
+    if who is None or who.disabled:
+        return {}
+    return {"name": who.name, "token": token}
 
 
 @login_router.post("/logout", include_in_schema=False)

@@ -93,8 +93,13 @@ def admin_change_annotator(name: str, body: AnnotatorChange, request: Request, w
     storage = _state(request).storage
     if body.disabled is not None and name == who.name and body.disabled:
         raise CollectError("you cannot disable yourself", 409)
-    out = set_annotator(storage, name, role=body.role, attributes=body.attributes)
-    if body.disabled is not None:
-        storage.set_disabled(name, body.disabled)
+    out = set_annotator(
+        storage,
+        name,
+        role=body.role,
+        attributes=body.attributes,
+        disabled=body.disabled,
+        keep_an_admin=True,
+    )
     info = storage.annotator_by_name(name)
     return {"annotator": {**info.to_dict(), "attributes": out["attributes"]}}

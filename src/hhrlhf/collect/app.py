@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ..errors import HHError
 from .api import login_router, new_rng
@@ -33,6 +34,9 @@ from .textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 __all__ = ["create_app", "create_app_from_env", "settle_heap", "SECURITY_HEADERS"]
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+
+#: Strict-Transport-Security with ``hsts`` on (``hh serve --hsts``): a year, this host only
+HSTS = "max-age=31536000"
 
 
 class GuardMiddleware:
@@ -193,7 +197,10 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
             {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
         )
 
-    harden(app, SECURITY_HEADERS)  # headers even on a crash; out-of-range ids are 404
+    headers = dict(SECURITY_HEADERS)
+    if settings.hsts:
+        headers["strict-transport-security"] = HSTS
+    harden(app, headers)  # headers even on a crash; out-of-range ids are 404
     app.include_router(api_router)
     app.include_router(importlib.import_module("hhrlhf.collect.api_review").router)
     app.include_router(login_router)
@@ -218,6 +225,9 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
             )
 
     app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)
+    # the client's address and scheme: from X-Forwarded-For / -Proto only when the connection
+    # comes from a configured proxy (hh serve turns uvicorn's own handling off; this is it)
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
     return app
 
 
@@ -233,6 +243,11 @@ def create_app_from_env() -> FastAPI:
     data = os.environ.get("HH_COLLECT_DATA")
     if data:
         settings = replace(settings, data=data)
+    proxies = os.environ.get("HH_COLLECT_FORWARDED_ALLOW_IPS")
+    if proxies is not None:
+        settings = replace(settings, forwarded_allow_ips=proxies)
+    if os.environ.get("HH_COLLECT_HSTS") == "1":
+        settings = replace(settings, hsts=True)
     app = create_app(settings)
     settle_heap()
     return app

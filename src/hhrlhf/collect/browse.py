@@ -11,7 +11,6 @@ rest of the app. Filters live in the query string, so every page state is a shar
 from __future__ import annotations
 
 import base64
-import difflib
 import hashlib
 import re
 import threading
@@ -31,7 +30,7 @@ from .api import Who
 from .auth import optional_annotator
 from .security import SECURITY_HEADERS
 
-__all__ = ["DataIndex", "PairQuery", "diff_segments", "router"]
+__all__ = ["DataIndex", "PairQuery", "WordDiff", "diff_segments", "router", "word_diff"]
 
 MAX_LIMIT = 200
 
@@ -52,6 +51,8 @@ class DataIndex:
     _found: dict = field(default_factory=dict, repr=False)
     #: the red-team reports drawn, by (query, plots)
     reports: dict = field(default_factory=dict, repr=False)
+    #: at most REPORT_SLOTS reports computed at once (the rest: the cache, or 503)
+    report_gate: ReportGate = field(default_factory=lambda: ReportGate(), repr=False)
 
     @classmethod
     def load(cls, data) -> DataIndex:
@@ -142,6 +143,59 @@ class DataIndex:
             found.append(i)
         _keep(self._found, q, found, 32)
         return found
+
+
+#: red-team reports computed at the same time, per data source; more requests for reports not
+#: in the cache are answered 503 with Retry-After, so they cannot take every thread of the pool
+REPORT_SLOTS = 2
+#: what a refused report request is told to wait, in seconds
+REPORT_RETRY_AFTER = 5
+#: reports (and report pages) kept per data source
+REPORT_CACHE = 8
+
+
+class ReportBusy(CollectError):
+    """503: every report slot is busy, or this very report is being computed; retry later."""
+
+    def __init__(self, message: str, retry_after: int = REPORT_RETRY_AFTER):
+        self.retry_after = retry_after
+        super().__init__(message, 503)
+
+
+class ReportGate:
+    """A cache in front of a costly computation, computing at most ``slots`` values at once.
+
+    :meth:`get` answers from the cache when it can; otherwise it computes in the calling
+    thread if a slot is free and nobody is computing the same key, else raises
+    :class:`ReportBusy` at once (no thread waits for another's computation).
+    """
+
+    def __init__(self, slots: int = REPORT_SLOTS):
+        self._slots = threading.BoundedSemaphore(slots)
+        self._lock = threading.Lock()
+        self._running: set = set()
+
+    def get(self, cache: dict, key, compute):
+        value = cache.get(key)
+        if value is not None:
+            return value
+        with self._lock:
+            value = cache.get(key)
+            if value is not None:
+                return value
+            if key in self._running:
+                raise ReportBusy("this report is being computed; try again in a few seconds")
+            if not self._slots.acquire(blocking=False):
+                raise ReportBusy("the server is computing other reports; try again shortly")
+            self._running.add(key)
+        try:
+            value = compute()
+            _keep(cache, key, value, REPORT_CACHE)
+            return value
+        finally:
+            with self._lock:
+                self._running.discard(key)
+            self._slots.release()
 
 
 def _keep(cache: dict, key, value, size: int) -> None:
@@ -250,25 +304,121 @@ def pair_json(p: PreferencePair) -> dict:
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
 MAX_DIFF_TOKENS = 20_000
+#: the most steps (diagonals tried plus matching tokens followed) one word diff may take; a
+#: pair needing more is shown with a coarse diff (the common start and end kept, the middle
+#: marked), and the page says so. 600,000 steps are about 0.3 s of CPU.
+MAX_DIFF_STEPS = 600_000
+
+
+@dataclass(frozen=True, slots=True)
+class WordDiff:
+    """A word diff: each side as ``(changed, text)`` segments that join back to its text;
+    ``exact`` is False for the coarse diff of a pair too costly to compare word by word."""
+
+    chosen: list[tuple[bool, str]]
+    rejected: list[tuple[bool, str]]
+    exact: bool
+    steps: int
+
+
+def _segments(tokens: list[str], changed: list[bool]) -> list[tuple[bool, str]]:
+    out: list[tuple[bool, str]] = []
+    start = 0
+    for i in range(1, len(tokens) + 1):
+        if i == len(tokens) or changed[i] != changed[start]:
+            out.append((changed[start], "".join(tokens[start:i])))
+            start = i
+    return out
+
+
+def _myers(a: list, b: list, budget: int) -> tuple[list[bool] | None, list[bool] | None, int]:
+    """Which tokens of ``a`` and ``b`` are outside a shortest edit script (Myers' O((N+M)D)
+    greedy algorithm), and the steps taken; ``(None, None, steps)`` once over ``budget``."""
+    n, m = len(a), len(b)
+    off = n + m + 1
+    v = [0] * (2 * off + 2)
+    trace: list[list[int]] = []
+    steps = 0
+    for d in range(n + m + 1):
+        trace.append(v[off - d - 1 : off + d + 2])
+        for k in range(-d, d + 1, 2):
+            if k == -d or (k != d and v[off + k - 1] < v[off + k + 1]):
+                x = v[off + k + 1]
+            else:
+                x = v[off + k - 1] + 1
+            y = x - k
+            start = x
+            while x < n and y < m and a[x] == b[y]:
+                x += 1
+                y += 1
+            steps += 1 + x - start  # the diagonal tried and the matching tokens followed
+            v[off + k] = x
+            if x >= n and y >= m:
+                return (*_backtrack(trace, d, n, m), steps)
+            if steps > budget:
+                return None, None, steps
+    raise AssertionError("unreachable: d = n + m always reaches the end")  # pragma: no cover
+
+
+def _backtrack(trace: list[list[int]], final: int, n: int, m: int):
+    a_changed, b_changed = [False] * n, [False] * m
+    x, y = n, m
+    for d in range(final, 0, -1):
+        saved = trace[d]  # the furthest x per diagonal after d - 1 edits, from k = -d - 1
+
+        def get(k: int, saved=saved, d=d) -> int:
+            return saved[k + d + 1]
+
+        k = x - y
+        down = k == -d or (k != d and get(k - 1) < get(k + 1))
+        prev_k = k + 1 if down else k - 1
+        prev_x = get(prev_k)
+        prev_y = prev_x - prev_k
+        if down:
+            b_changed[prev_y] = True
+        else:
+            a_changed[prev_x] = True
+        x, y = prev_x, prev_y
+    return a_changed, b_changed
+
+
+def word_diff(chosen: str, rejected: str, *, max_steps: int = MAX_DIFF_STEPS) -> WordDiff:
+    """The word-level differences of two responses, at a bounded cost.
+
+    A shortest edit script over words, spaces and punctuation (Myers), after the common start
+    and end are set aside; when that needs more than ``max_steps`` steps (long, repetitive or
+    very different texts) or the texts exceed :data:`MAX_DIFF_TOKENS`, the coarse diff: the
+    common start and end unchanged, everything between marked (``exact=False``).
+    """
+    a, b = _TOKEN.findall(chosen), _TOKEN.findall(rejected)
+    if "".join(a) != chosen or "".join(b) != rejected:  # pragma: no cover - the regex covers all
+        return WordDiff([(True, chosen)], [(True, rejected)], False, 0)
+    head = 0
+    while head < len(a) and head < len(b) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    a_mid: list[bool] | None = None
+    b_mid: list[bool] | None = None
+    steps = head + tail
+    if len(a) + len(b) <= MAX_DIFF_TOKENS:
+        a_mid, b_mid, taken = _myers(mid_a, mid_b, max_steps)
+        steps += taken
+    exact = a_mid is not None and b_mid is not None
+    if a_mid is None or b_mid is None:
+        a_mid, b_mid = [True] * len(mid_a), [True] * len(mid_b)
+    a_changed = [False] * head + a_mid + [False] * tail
+    b_changed = [False] * head + b_mid + [False] * tail
+    return WordDiff(_segments(a, a_changed), _segments(b, b_changed), exact, steps)
 
 
 def diff_segments(chosen: str, rejected: str) -> tuple[list, list]:
     """Word-level differences: ``(chosen_segments, rejected_segments)``, each a list of
     ``(changed: bool, text)``; the texts of each list join back to the input exactly."""
-    a, b = _TOKEN.findall(chosen), _TOKEN.findall(rejected)
-    if "".join(a) != chosen or "".join(b) != rejected:  # pragma: no cover - the regex covers all
-        return [(True, chosen)], [(True, rejected)]
-    if len(a) + len(b) > MAX_DIFF_TOKENS:
-        return [(chosen != rejected, chosen)], [(chosen != rejected, rejected)]
-    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    left, right = [], []
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
-        changed = op != "equal"
-        if i2 > i1:
-            left.append((changed, "".join(a[i1:i2])))
-        if j2 > j1:
-            right.append((changed, "".join(b[j1:j2])))
-    return left, right
+    d = word_diff(chosen, rejected)
+    return d.chosen, d.rejected
 
 
 def collected_index(storage) -> DataIndex:
@@ -430,17 +580,26 @@ def api_attempts_report(request: Request, who: Who):
     return _report_numbers(index, query)
 
 
-def _report_numbers(index: DataIndex, query) -> dict:
-    report = index.reports.get((query, "json"))
-    if report is None:
+def _report_numbers(index: DataIndex, query, *, gated: bool = True) -> dict:
+    """The report of the attempts ``query`` keeps, from the cache or computed (at most
+    :data:`REPORT_SLOTS` at once; ``gated=False`` inside a computation that holds a slot)."""
+
+    def compute() -> dict:
         from ..redteam.report import compute_report
 
         kept = [a for a in index.attempts if query.matches(a)]
         if not kept:
             raise CollectError("no attempt matches these filters: nothing to report", 404)
-        report = compute_report(kept, source=f"{index.label} ({len(kept)} attempts)")
-        _keep(index.reports, (query, "json"), report, 8)
-    return report
+        return compute_report(kept, source=f"{index.label} ({len(kept)} attempts)")
+
+    key = (query, "json")
+    if not gated:
+        report = index.reports.get(key)
+        if report is None:
+            report = compute()
+            _keep(index.reports, key, report, REPORT_CACHE)
+        return report
+    return index.report_gate.get(index.reports, key, compute)
 
 
 # ---- pages ---------------------------------------------------------------------------------
@@ -563,7 +722,7 @@ def pair_page(subset: str, split: str, row: int, request: Request):
         return refused.response
     except HHError as exc:
         return _error(request, exc)
-    left, right = diff_segments(p.chosen_response, p.rejected_response)
+    diff = word_diff(p.chosen_response, p.rejected_response)
     collected = request.query_params.get("source") == "collected"
     return _page(
         request,
@@ -571,8 +730,9 @@ def pair_page(subset: str, split: str, row: int, request: Request):
         "browse/pair.html",
         pair=p,
         turns=p.prompt_dialogue.turns,
-        chosen_segments=left,
-        rejected_segments=right,
+        chosen_segments=diff.chosen,
+        rejected_segments=diff.rejected,
+        diff_exact=diff.exact,
         classes=[(c, PAIR_CLASSES[c]) for c in sorted(p.classes)],
         json_url=f"/api/v1/data/pairs/{quote(subset)}/{quote(split)}/{row}"
         + ("?source=collected" if collected else ""),
@@ -616,19 +776,21 @@ def attempts_report(request: Request):
         params = request.query_params
         query = _attempt_query(params)
         plots = params.get("plots") == "1"
-        html = index.reports.get((query, plots))
-        if html is None:
-            report = _report_numbers(index, query)
-            numbers = [(k, v) for k, v in params.multi_items() if k != "plots"]
-            json_href = "/api/v1/data/attempts/report" + (
-                f"?{urlencode(numbers)}" if numbers else ""
-            )
-            html = _report_html(index, query, report, plots, json_href)
-            _keep(index.reports, (query, plots), html, 8)
+        numbers = [(k, v) for k, v in params.multi_items() if k != "plots"]
+        json_href = "/api/v1/data/attempts/report" + (f"?{urlencode(numbers)}" if numbers else "")
+
+        def compute() -> str:
+            report = _report_numbers(index, query, gated=False)  # this holds a slot already
+            return _report_html(index, query, report, plots, json_href)
+
+        html = index.report_gate.get(index.reports, (query, plots), compute)
     except _Refused as refused:
         return refused.response
     except HHError as exc:
-        return _error(request, exc)
+        page = _error(request, exc)
+        if isinstance(exc, ReportBusy):
+            page.headers["retry-after"] = str(exc.retry_after)
+        return page
     return HTMLResponse(html, headers={"content-security-policy": report_policy(html)})
 
 

@@ -95,6 +95,11 @@ class Settings:
     max_body_bytes: int = 256 * 1024
     rate_login_per_minute: int = 20
     rate_writes_per_minute: int = 600
+    #: proxies whose X-Forwarded-For / -Proto are believed (uvicorn's --forwarded-allow-ips:
+    #: comma-separated addresses or networks, "*" for any; "" for none)
+    forwarded_allow_ips: str = "127.0.0.1"
+    #: send Strict-Transport-Security (only behind TLS: browsers then refuse plain http)
+    hsts: bool = False
     seed: int | None = None
     demo: bool = False
     #: HH data to browse at /data (a folder, a file, "sample"); None: no data section
@@ -155,6 +160,8 @@ _COLLECT_KEYS = {
     "max_body_bytes": int,
     "rate_login_per_minute": int,
     "rate_writes_per_minute": int,
+    "forwarded_allow_ips": str,
+    "hsts": bool,
     "seed": int,
     "db": str,
 }
@@ -187,7 +194,10 @@ def _check_table(path, where: str, table: dict, keys: dict) -> None:
             raise ConfigError(
                 path, f"{where}: unknown key {key!r}; expected one of: {', '.join(keys)}"
             )
-        if not isinstance(value, keys[key]) or isinstance(value, bool):
+        if keys[key] is bool:
+            if not isinstance(value, bool):
+                raise ConfigError(path, f"{where}: {key} must be true or false")
+        elif not isinstance(value, keys[key]) or isinstance(value, bool):
             raise ConfigError(path, f"{where}: {key} has the wrong type ({type(value).__name__})")
 
 

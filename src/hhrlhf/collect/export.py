@@ -35,6 +35,7 @@ import gzip
 import hashlib
 import io
 import os
+import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Mapping
@@ -109,6 +110,48 @@ def _prepare_out(out_dir: Path, targets: list[str], force: bool) -> None:
             pass
     except OSError as exc:
         raise OutputError(out_dir, f"cannot write there: {exc.strerror or exc}") from exc
+
+
+def _stage_beside(out_dir: Path) -> Path | None:
+    """A new, empty folder beside ``out_dir`` to write the export into; None when the parent
+    folder cannot hold one (the export is then written in place, file by file)."""
+    try:
+        stage = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.export-"))
+    except OSError:
+        return None
+    plain_mode(stage, folder=True)
+    return stage
+
+
+def _old_export_files(out_dir: Path, targets: list[str]) -> set[str]:
+    """The files of the export already in ``out_dir`` (its manifest's list, and the names any
+    export writes): they are replaced as a whole, never mixed with the new ones."""
+    names = set(targets)
+    try:
+        old = orjson.loads((out_dir / MANIFEST).read_bytes())
+        names |= {str(rel) for rel in old.get("files", {})}
+    except (OSError, ValueError, AttributeError):
+        pass
+    return names
+
+
+def _swap_in(stage: Path, out_dir: Path, old_files: set[str]) -> None:
+    """Put the finished export in ``stage`` where ``out_dir`` is: anything else the folder held
+    (not the old export's files) is carried over, then the folders are swapped by rename."""
+    if not out_dir.is_dir():
+        os.rename(stage, out_dir)
+        return
+    for path in sorted(out_dir.rglob("*")):
+        rel = path.relative_to(out_dir).as_posix()
+        if path.is_dir() or rel in old_files or (stage / rel).exists():
+            continue
+        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, stage / rel)
+    backup = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.old-"))
+    os.rmdir(backup)
+    os.rename(out_dir, backup)  # from here until the next rename the old export is in backup
+    os.rename(stage, out_dir)
+    shutil.rmtree(backup, ignore_errors=True)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -270,8 +313,13 @@ def export_collection(
     force: bool = False,
     backends: Mapping[str, BackendConfig] | None = None,
     scorer=None,
+    _in_place: bool = False,
 ) -> dict:
     """Write the export under ``out_dir``; returns the manifest (also written as ``manifest.json``).
+
+    The files are written into a new folder beside ``out_dir`` and swapped in when all are
+    written, so an export that fails or is interrupted leaves ``out_dir`` as it was (with
+    ``force``: the old export, whole), never a mix of old and new files.
 
     ``backends`` (name -> :class:`~hhrlhf.collect.config.BackendConfig`) gives the red-team
     attempts their ``model_type``/``num_params``; ``scorer`` (a saved preference model's folder,
@@ -290,6 +338,28 @@ def export_collection(
         f"{s}/{sp}.jsonl.gz" for s in (subset, red_team_subset) for sp in SPLITS
     ]
     _prepare_out(out_dir, targets, force)
+    stage = None if _in_place else _stage_beside(out_dir)
+    if stage is not None:
+        try:
+            manifest = export_collection(
+                storage,
+                stage,
+                min_strength=min_strength,
+                test_fraction=test_fraction,
+                subset=subset,
+                red_team_subset=red_team_subset,
+                include_unfinished=include_unfinished,
+                agreed_only=agreed_only,
+                force=True,
+                backends=backends,
+                scorer=scorer,
+                _in_place=True,
+            )
+            _swap_in(stage, out_dir, _old_export_files(out_dir, targets))
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
+        return manifest
     storage.check_current()
     model = _load_scorer(scorer)  # a bad --scorer fails before any file is written
     agreed = reviewed = None

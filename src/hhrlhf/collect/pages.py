@@ -92,7 +92,10 @@ def _render(request: Request, name: str, status: int = 200, **context):
     context.setdefault("who", who)
     context.setdefault("csrf_token", found[1] if found and who else None)
     context.setdefault("settings", request.app.state.settings)
-    return templates.TemplateResponse(request, name, context, status_code=status)
+    response = templates.TemplateResponse(request, name, context, status_code=status)
+    if context["csrf_token"]:
+        response.headers["cache-control"] = "no-store"  # a shared cache must not keep the token
+    return response
 
 
 def _login_required(request: Request):
@@ -101,7 +104,10 @@ def _login_required(request: Request):
         message, status = "This account is disabled.", 403
     else:
         message, status = "Open the login link you were given (/login?token=...).", 401
-    return _render(request, "collect/login.html", status, error=message)
+    from .api import _login_page
+
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return _login_page(request, message, status, next_url=target)
 
 
 @router.get("/", response_class=HTMLResponse)

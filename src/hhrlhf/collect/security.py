@@ -6,8 +6,8 @@ are included:
 - the security headers go on every response, an unexpected 500 included (Starlette's error
   middleware answers outside any ``add_middleware`` middleware, so the headers are added
   outermost too);
-- a path id beyond a 64-bit integer (``/api/v1/conversations/99999999999999999999``) is a 404
-  like any other unknown id, not a crash in the database driver.
+- a path id beyond the id columns' range (32 bits: ``/api/v1/conversations/99999999999``) is
+  a 404 like any other unknown id, not an error of the database driver (a 503).
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ SECURITY_HEADERS = {
     "referrer-policy": "same-origin",
 }
 
-#: the largest id a database integer column holds
-MAX_ID = 2**63 - 1
+#: the largest id the id columns hold: they are ``INTEGER``, 32 bits on PostgreSQL (a larger
+#: number there is a driver error, not a missing row); SQLite's ids, counted from 1, never
+#: come near it either
+MAX_ID = 2**31 - 1
 
 
 def _check_ids(request: Request) -> None:

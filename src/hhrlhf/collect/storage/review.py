@@ -30,7 +30,7 @@ from ..agreement import (
     signed_strength,
 )
 from ..leaderboard import leaderboard
-from .models import Annotator, Candidate, Comparison, Conversation, Review, Turn
+from .models import Annotator, Candidate, Comparison, Conversation, Review, Session, Turn
 
 __all__ = [
     "selected_for_review",
@@ -95,49 +95,31 @@ def _load(s, review_id: int):
 
 def next_review(storage, who, fraction: float, *, rng: random.Random | None = None) -> dict | None:
     """The reviewer's open review task, else a new one (fewest reviews, assigned or done, first;
-    then the oldest), else ``None``."""
+    then the oldest), else ``None``.
+
+    The scan of every finished comparison runs in a read transaction (SQLite: beside the
+    writer, never holding the write lock); the write transaction only re-checks the
+    reviewer's open task (their row locked, so one reviewer's two requests at once are served
+    one after the other) and inserts the review. Counts a concurrent assignment changed meanwhile
+    can make the pick a little less even, never wrong: a reviewer never gets a comparison twice
+    (unique constraint) nor two open tasks.
+    """
     rng = rng or random.Random()
     with storage._read() as s:
-        open_id = s.scalar(
-            select(Review.id)
-            .where(Review.reviewer_id == who.id, Review.status == "assigned")
-            .order_by(Review.id)
-        )
+        open_id = _open_review(s, who.id)
         if open_id is not None:
             return _task(*_load(s, open_id))
-    if fraction <= 0:
-        return None
-    with storage._write() as s:
-        reviewed = select(Review.comparison_id).where(Review.reviewer_id == who.id)
-        done = (
-            select(Review.comparison_id, func.count().label("n"))
-            .group_by(Review.comparison_id)
-            .subquery()
-        )
-        rows = s.execute(
-            select(Comparison.id, Conversation.uid, Turn.index, func.coalesce(done.c.n, 0))
-            .join(Turn, Comparison.turn_id == Turn.id)
-            .join(Conversation, Turn.conversation_id == Conversation.id)
-            .outerjoin(done, done.c.comparison_id == Comparison.id)
-            .where(
-                Comparison.kind == "pick",
-                Conversation.status == "finished",
-                Comparison.annotator_id != who.id,
-                Comparison.id.not_in(reviewed),
-                DIFFERENT_TEXTS,
-            )
-            .order_by(Comparison.id)
-        ).all()
-        selected = [row for row in rows if selected_for_review(row[1], row[2], fraction)]
-        # a later turn's prefix shows the pick of every earlier turn: of each conversation,
-        # only the earliest turn this reviewer has still to review can be given
-        first: dict[str, int] = {}
-        for _, uid, index, _ in selected:
-            first[uid] = min(first.get(uid, index), index)
-        eligible = [(n, cid) for cid, uid, index, n in selected if index == first[uid]]
-        if not eligible:
+        if fraction <= 0:
             return None
-        _, comparison_id = min(eligible)
+        eligible = _review_candidates(s, who.id, fraction)
+    if not eligible:
+        return None
+    _, comparison_id = min(eligible)
+    with storage._write() as s:
+        s.execute(select(Annotator.id).where(Annotator.id == who.id).with_for_update())
+        open_id = _open_review(s, who.id)  # another request of this reviewer was first
+        if open_id is not None:
+            return _task(*_load(s, open_id))
         r = Review(
             comparison_id=comparison_id,
             reviewer_id=who.id,
@@ -151,6 +133,45 @@ def next_review(storage, who, fraction: float, *, rng: random.Random | None = No
         except IntegrityError as exc:  # the same reviewer asked twice at once
             raise CollectError("a review task was just assigned; ask again", 409) from exc
         return _task(*_load(s, r.id))
+
+
+def _open_review(s, reviewer_id: int) -> int | None:
+    return s.scalar(
+        select(Review.id)
+        .where(Review.reviewer_id == reviewer_id, Review.status == "assigned")
+        .order_by(Review.id)
+    )
+
+
+def _review_candidates(s, reviewer_id: int, fraction: float) -> list[tuple[int, int]]:
+    """``(reviews so far, comparison id)`` of every comparison this reviewer may review."""
+    reviewed = select(Review.comparison_id).where(Review.reviewer_id == reviewer_id)
+    done = (
+        select(Review.comparison_id, func.count().label("n"))
+        .group_by(Review.comparison_id)
+        .subquery()
+    )
+    rows = s.execute(
+        select(Comparison.id, Conversation.uid, Turn.index, func.coalesce(done.c.n, 0))
+        .join(Turn, Comparison.turn_id == Turn.id)
+        .join(Conversation, Turn.conversation_id == Conversation.id)
+        .outerjoin(done, done.c.comparison_id == Comparison.id)
+        .where(
+            Comparison.kind == "pick",
+            Conversation.status == "finished",
+            Comparison.annotator_id != reviewer_id,
+            Comparison.id.not_in(reviewed),
+            DIFFERENT_TEXTS,
+        )
+        .order_by(Comparison.id)
+    ).all()
+    selected = [row for row in rows if selected_for_review(row[1], row[2], fraction)]
+    # a later turn's prefix shows the pick of every earlier turn: of each conversation, only
+    # the earliest turn this reviewer has still to review can be given
+    first: dict[str, int] = {}
+    for _, uid, index, _ in selected:
+        first[uid] = min(first.get(uid, index), index)
+    return [(n, cid) for cid, uid, index, n in selected if index == first[uid]]
 
 
 def _now():
@@ -418,17 +439,53 @@ def model_leaderboard(storage, *, resamples: int = 1000, seed: int = 0) -> dict:
 
 
 def set_annotator(
-    storage, name: str, *, role: str | None = None, attributes: dict | None = None
+    storage,
+    name: str,
+    *,
+    role: str | None = None,
+    attributes: dict | None = None,
+    disabled: bool | None = None,
+    keep_an_admin: bool = False,
 ) -> dict:
-    """Change an annotator's role and/or merge attributes (a ``None`` value removes a key)."""
+    """Change an annotator's role, disabled flag and/or merge attributes (a ``None`` value
+    removes a key), in one transaction.
+
+    ``keep_an_admin``: refuse (409) a change that would leave no enabled admin, so the last
+    admin cannot demote or disable themself. The enabled admins' rows are locked first
+    (PostgreSQL: ``FOR UPDATE``; SQLite: the one writer), so two admins demoting each other at
+    once cannot both succeed.
+    """
     if role is not None and role not in ("annotator", "admin"):
         raise CollectError(f"role must be 'annotator' or 'admin', not {role!r}", 422)
     with storage._write() as s:
+        admins = []
+        if keep_an_admin:
+            admins = list(
+                s.scalars(
+                    select(Annotator.id)
+                    .where(Annotator.role == "admin", Annotator.disabled.is_(False))
+                    .order_by(Annotator.id)
+                    .with_for_update()
+                )
+            )
         a = s.scalar(select(Annotator).where(Annotator.name == name))
         if a is None:
             raise CollectError(f"no annotator named {name!r}", 404)
+        stays_admin = (role or a.role) == "admin" and not (
+            a.disabled if disabled is None else disabled
+        )
+        if keep_an_admin and a.id in admins and len(admins) == 1 and not stays_admin:
+            raise CollectError(
+                f"{a.name!r} is the last admin: make another annotator an admin first "
+                "(an app without an admin cannot manage annotators)",
+                409,
+            )
         if role is not None:
             a.role = role
+        if disabled is not None:
+            a.disabled = disabled
+            if disabled:
+                s.execute(Session.__table__.delete().where(Session.annotator_id == a.id))
         if attributes:
             merged = dict(a.attributes or {})
             for k, v in attributes.items():

@@ -1,0 +1,144 @@
+"""The HTTP protocol ``hh serve`` runs: uvicorn's own, with a deadline for a request's headers
+and a cap on open connections.
+
+uvicorn closes a connection that stays idle after a response (``timeout_keep_alive``), but a
+connection that never finishes its first request's headers has no deadline, and nothing caps
+how many are open: a few hundred sockets trickling bytes would stay forever. Here:
+
+- a connection must send a request's complete headers within ``header_timeout`` seconds of
+  opening, or of its previous response; otherwise it is closed (a request being answered, an
+  event stream included, is never cut);
+- past ``max_connections`` open connections, a new one closes the oldest connection still
+  waiting for its headers (or itself, when none is), so idle sockets cannot crowd out
+  requests that are being made.
+
+Both are read from ``HH_COLLECT_HEADER_TIMEOUT`` and ``HH_COLLECT_MAX_CONNECTIONS``, which
+``hh serve --header-timeout/--max-connections`` set for every worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["HEADER_TIMEOUT", "MAX_CONNECTIONS", "GuardedH11Protocol", "guarded_protocol"]
+
+#: seconds a connection has to send a request's complete headers
+HEADER_TIMEOUT = 20.0
+#: open connections per worker before the oldest one still waiting for headers is closed
+MAX_CONNECTIONS = 1000
+
+
+class _HeaderDeadline:
+    """Mixin over a uvicorn HTTP protocol (``cycle``, ``loop``, ``transport``, ``connections``)."""
+
+    cycle: object
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    connections: set
+
+    def _guard_setup(self) -> None:
+        self.header_timeout = float(os.environ.get("HH_COLLECT_HEADER_TIMEOUT") or HEADER_TIMEOUT)
+        self.max_connections = int(os.environ.get("HH_COLLECT_MAX_CONNECTIONS") or MAX_CONNECTIONS)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._armed_cycle: object = None
+        self._waiting_since = time.monotonic()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._armed_cycle = self.cycle
+        self._waiting_since = time.monotonic()
+        self._header_timer = self.loop.call_later(self.header_timeout, self._header_deadline)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def waiting_for_headers(self) -> bool:
+        """No request started since the deadline was set, and none is being answered."""
+        cycle = self.cycle
+        return cycle is self._armed_cycle and (
+            cycle is None or bool(getattr(cycle, "response_complete", True))
+        )
+
+    def _header_deadline(self) -> None:
+        self._header_timer = None
+        if self.waiting_for_headers() and not self.transport.is_closing():
+            self.transport.close()
+
+    def _make_room(self) -> None:
+        if len(self.connections) <= self.max_connections:
+            return
+        live = [p for p in self.connections if not p.transport.is_closing()]
+        if len(live) <= self.max_connections:  # the rest are closing already
+            return
+        idle = [
+            p
+            for p in live
+            if p is not self and isinstance(p, _HeaderDeadline) and p.waiting_for_headers()
+        ]
+        victim = min(idle, key=lambda p: p._waiting_since, default=self)
+        victim.transport.close()
+
+
+class GuardedH11Protocol(_HeaderDeadline, H11Protocol):
+    """uvicorn's h11 protocol with the header deadline and the connection cap."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._guard_setup()
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+        self._make_room()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm()
+
+
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # httptools is not installed: uvicorn runs h11
+    HttpToolsProtocol = None  # type: ignore[assignment, misc]
+
+if HttpToolsProtocol is not None:
+
+    class GuardedHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):  # type: ignore[misc, valid-type]
+        """uvicorn's httptools protocol with the header deadline and the connection cap."""
+
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self._guard_setup()
+
+        def connection_made(self, transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+            self._make_room()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+
+def guarded_protocol() -> str:
+    """The protocol for ``uvicorn.run(http=...)``, as an import string (workers import it):
+    httptools' when it is installed (what uvicorn would pick), else h11's, with the guards."""
+    if HttpToolsProtocol is not None:
+        return "hhrlhf.collect.server:GuardedHttpToolsProtocol"
+    return "hhrlhf.collect.server:GuardedH11Protocol"

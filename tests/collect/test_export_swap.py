@@ -1,0 +1,61 @@
+"""``hh collect export --force`` writes a new folder and swaps it in: a failure midway leaves
+the old export whole, never a mix of old and new files."""
+
+from __future__ import annotations
+
+import pytest
+from test_review import conversation
+
+from hhrlhf.collect import export as export_module
+from hhrlhf.collect.export import MANIFEST, export_collection
+
+
+def _snapshot(folder) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_failed_forced_export_leaves_the_old_one_whole(storage, tmp_path, monkeypatch):
+    alice, _ = storage.add_annotator("alice")
+    conversation(storage, alice, [("a", 3)])
+    out = tmp_path / "exports" / "out"
+    export_collection(storage, out)
+    (out / "notes.txt").write_text("ours\n")
+    before = _snapshot(out)
+    assert MANIFEST in before and "helpful-base/train.jsonl.gz" in before
+    conversation(storage, alice, [("b", 4), ("a", 2)])  # the next export differs
+
+    def broken(*args, **kwargs):  # runs after the comparison files are written
+        raise OSError("disk full")
+
+    monkeypatch.setattr(export_module, "red_team_attempts", broken)
+    with pytest.raises(OSError, match="disk full"):
+        export_collection(storage, out, force=True)
+    assert _snapshot(out) == before
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # no half-written folder left
+    monkeypatch.undo()
+    manifest = export_collection(storage, out, force=True)
+    after = _snapshot(out)
+    assert manifest["rows"] == 3 and after["notes.txt"] == b"ours\n"
+    assert after["helpful-base/train.jsonl.gz"] != before["helpful-base/train.jsonl.gz"] or (
+        after["helpful-base/test.jsonl.gz"] != before["helpful-base/test.jsonl.gz"]
+    )
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
+
+
+def test_files_of_the_old_export_that_the_new_one_lacks_are_gone(storage, tmp_path):
+    alice, _ = storage.add_annotator("alice")
+    conversation(storage, alice, [("a", 3)])
+    conversation(storage, alice, [("a", 3)], mode="red-team")
+    out = tmp_path / "out"
+    first = export_collection(storage, out)
+    assert "harmless-base/train.jsonl.gz" in first["files"]
+    # the same comparisons under another red-team subset name: the old subset must not linger
+    second = export_collection(storage, out, force=True, red_team_subset="helpful-online")
+    assert "helpful-online/train.jsonl.gz" in second["files"]
+    names = set(_snapshot(out))
+    assert "harmless-base/train.jsonl.gz" not in names
+    assert names == set(second["files"]) | {MANIFEST}
