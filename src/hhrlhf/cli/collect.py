@@ -406,11 +406,7 @@ def leaderboard_cmd(db_url, battles, resamples, style_control, robustness, as_js
         emit_json(out)
         return
     if not out["models"]:
-        click.echo(
-            "no votes in the file"
-            if battles
-            else "no comparisons between two different backends yet"
-        )
+        click.echo("no comparisons between two different backends yet")
         return
     print_table(
         [

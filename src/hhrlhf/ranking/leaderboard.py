@@ -107,13 +107,12 @@ def rank(
             from ..errors import DataFormatError
 
             k = int(missing[0])
-            where, unit = (cols.lines[k] + 1, "line") if cols.refs is None else (k + 1, "vote")
             raise DataFormatError(
                 cols.source,
-                where,
+                cols.lines[k] + 1,
                 f"style control needs both response lengths; {len(missing):,} vote(s) lack "
                 "them, the first here (length_a/length_b or conv_metadata)",
-                unit=unit,
+                unit=cols.unit,
             )
         total = la + lb
         diff = np.divide(la - lb, total, out=np.zeros(n), where=total > 0)

@@ -53,8 +53,8 @@ def _beaten(model: BradleyTerry, counts: np.ndarray, top: int) -> tuple[int | No
 def _plan(
     model: BradleyTerry, counts: np.ndarray, theta: np.ndarray, beta: np.ndarray, top: int
 ) -> list[int] | None:
-    """Cells of the votes to remove next (one entry per vote), or None when no contender
-    can be reached by removing votes."""
+    """Cells of the votes to remove next (one entry per vote), or None when no vote is
+    predicted to narrow the leader's gap to any contender."""
     c = model.cells
     grad, hess, p = model.parts(counts[None], theta[None], beta[None])
     m = c.n_models
@@ -68,6 +68,7 @@ def _plan(
     score = (c.y - p[0])[:, None] * z
     shift = -np.linalg.solve(hess[0], score.T).T  # (C, K): parameter change per vote removed
     best: list[int] | None = None
+    partial: tuple[float, list[int]] | None = None  # (share of the gap reached, votes)
     available = counts > 0.5
     present = model.played(counts) > 0
     for s in range(m):
@@ -83,14 +84,20 @@ def _plan(
         reach = np.cumsum(n * -effect[order])
         last = int(np.searchsorted(reach, gap))
         if last >= len(order):
-            continue  # even every helpful vote is predicted not to be enough
+            # even every helpful vote is predicted not to be enough: the prediction is linear,
+            # so take the half of the predicted reach that costs fewest votes and look again
+            half = int(np.searchsorted(reach, reach[-1] / 2)) + 1
+            share = float(reach[-1] / gap)
+            if partial is None or share > partial[0]:
+                partial = (share, np.repeat(order[:half], n[:half]).tolist())
+            continue
         before = reach[last - 1] if last else 0.0
         k_last = int(np.ceil((gap - before) / -effect[order[last]])) + 0
         k_last = max(1, min(k_last, int(n[last])))
         plan = np.repeat(order[:last], n[:last]).tolist() + [int(order[last])] * k_last
         if best is None or len(plan) < len(best):
             best = plan
-    return best
+    return best if best is not None or partial is None else partial[1]
 
 
 def flip_top(

@@ -59,6 +59,7 @@ class VoteColumns:
 
     def __init__(self, source: str = "<votes>") -> None:
         self.source = source
+        self.unit = "vote"  # what a position counts in errors: "line" for a file
         self.models: list[str] = []
         self._index: dict[str, int] = {}
         self.a = array("i")
@@ -157,6 +158,7 @@ def read_battles(path: str | os.PathLike) -> VoteColumns:
     """
     path = str(path)
     cols = VoteColumns(path)
+    cols.unit = "line"
     lines = cols.lines
     for lineno, obj in read_objects(path):
         _add(cols, obj, lineno, path, "line")
