@@ -109,3 +109,18 @@ def test_empty_battles_file_is_an_error(tmp_path):
         r.exit_code == 1
         and r.output == f"error: {path}: empty file (blank lines only, no records)\n"
     )
+
+
+def test_the_documented_example_is_the_real_output(monkeypatch):
+    root = Path(__file__).parents[2]
+    doc = (root / "docs" / "collect.md").read_text(encoding="utf-8")
+    section = doc.split("## Model leaderboard\n", 1)[1]
+    command = (
+        "$ hh collect leaderboard --battles tests/data/battles.jsonl --style-control --robustness\n"
+    )
+    shown = section.split(command, 1)[1].split("\n$ ", 1)[0]
+    monkeypatch.chdir(root)
+    args = command.removeprefix("$ hh ").split()
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.rstrip("\n") == shown.rstrip("\n")

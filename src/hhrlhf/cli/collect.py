@@ -439,9 +439,14 @@ def _leaderboard_notes(out: dict) -> list[str]:
     )
     if out["style"]:
         s = out["style"]["length"]
+        ci = (
+            ""
+            if s["ci_low"] is None
+            else f"95% interval {s['ci_low']:+.3f} to {s['ci_high']:+.3f}; "
+        )
         lines.append(
             f"style control: length coefficient {s['coef']:+.3f} "
-            f"(95% interval {s['ci_low']} to {s['ci_high']}; {s['elo_per_unit']:+.0f} Elo per unit)"
+            f"({ci}{s['elo_per_unit']:+.0f} Elo per unit)"
         )
     if "robustness" in out:
         lines.append(robustness_sentence(out["robustness"]))
