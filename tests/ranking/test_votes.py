@@ -75,6 +75,11 @@ BAD = {
         '{"model_a": "x", "model_b": "y", "winner": "tie", "length_a": -1, "length_b": 3}',
         "length_a must be a non-negative number",
     ),
+    "length true": (
+        '{"model_a": "x", "model_b": "y", "winner": "tie", "length_a": true, "length_b": 3}',
+        "length_a must be a non-negative number",
+    ),
+    "winner a list": ('{"model_a": "x", "model_b": "y", "winner": []}', "unknown winner []"),
     "not an object": ("[1, 2]", "expected a JSON object, got list"),
     "bad tstamp": (
         '{"model_a": "x", "model_b": "y", "winner": "tie", "tstamp": "noon"}',
@@ -138,3 +143,20 @@ def test_groups_all_or_none():
         collect_votes([Vote("x", "y", "model_a", group=1), Vote("x", "y", "model_a")])
     cols = collect_votes([Vote("x", "y", "model_a", group="c1", ref={"turn": 5})])
     assert cols.groups == ["c1"] and cols.ref(0) == {"turn": 5}
+
+
+def test_a_flat_length_beside_token_counts(tmp_path):
+    # the first line registers the models (the careful path), the next ones take the quick one
+    path = tmp_path / "votes.jsonl"
+    path.write_text(
+        '{"model_a": "x", "model_b": "y", "winner": "model_a"}\n'
+        '{"model_a": "y", "model_b": "x", "winner": "tie", "length_a": 7,'
+        ' "conv_metadata": {"sum_assistant_b_tokens": 9}}\n'
+        '{"model_a": "y", "model_b": "x", "winner": "model_b",'
+        ' "conv_metadata": {"sum_assistant_a_tokens": 2, "sum_assistant_b_tokens": 3}}\n'
+        '{"model_a": "x", "model_b": "y", "winner": "model_a", "length_a": 4, "length_b": 5.5}\n'
+    )
+    cols = read_battles(path)
+    assert [(cols.length_a[k], cols.length_b[k]) for k in (1, 2, 3)] == [(7, 9), (2, 3), (4, 5.5)]
+    assert math.isnan(cols.length_a[0]) and list(cols.outcome) == [0, 2, 1, 0]
+    assert [cols.models[i] for i in cols.a] == ["x", "y", "y", "x"]

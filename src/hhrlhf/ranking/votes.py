@@ -159,10 +159,47 @@ def read_battles(path: str | os.PathLike) -> VoteColumns:
     path = str(path)
     cols = VoteColumns(path)
     cols.unit = "line"
-    lines = cols.lines
+    # the usual line takes the inline path below (no call per line beyond the JSON decoder);
+    # anything else (a new model, a missing or odd field) goes through _add, which checks
+    # everything and raises the error naming the line
+    index = cols._index
+    a_add, b_add, o_add = cols.a.append, cols.b.append, cols.outcome.append
+    la_add, lb_add, t_add = cols.length_a.append, cols.length_b.append, cols.tstamp.append
+    line_add = cols.lines.append
+    winners, nan, number = WINNERS, _NAN, (int, float)
     for lineno, obj in read_objects(path):
-        _add(cols, obj, lineno, path, "line")
-        lines.append(lineno - 1)
+        line_add(lineno - 1)
+        try:
+            ia = index[obj["model_a"]]
+            ib = index[obj["model_b"]]
+            code = winners[obj["winner"]]
+            la = obj.get("length_a")
+            lb = obj.get("length_b")
+            if la is None and lb is None and "conv_metadata" in obj:
+                meta = obj["conv_metadata"]
+                la = meta.get("sum_assistant_a_tokens")
+                lb = meta.get("sum_assistant_b_tokens")
+            t = obj.get("tstamp")
+            if (
+                ia == ib
+                or (la is None) is not (lb is None)
+                or (la is not None and not (la.__class__ in number and lb.__class__ in number))
+                or (t is not None and t.__class__ not in number)
+            ):
+                raise TypeError
+            if la is None:
+                la = lb = nan
+            elif la < 0 or lb < 0:
+                raise TypeError
+        except (KeyError, TypeError, AttributeError):
+            _add(cols, obj, lineno, path, "line")
+            continue
+        a_add(ia)
+        b_add(ib)
+        o_add(code)
+        la_add(la)
+        lb_add(lb)
+        t_add(nan if t is None else t)
     return cols
 
 
