@@ -9,9 +9,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
+BATTLES = Path(__file__).parent / "data" / "battles.jsonl"
 HEAVY = [
     "numpy",
     "scipy",
@@ -87,6 +89,7 @@ def test_core_commands_need_no_extra(args, tmp_path):
         (["pm", "train", "--data", "sample", "--out", "{tmp}/m"], "reward"),
         (["stats", "--data", "sample", "--plots", "{tmp}/p"], "plots"),
         (["export", "--format", "dpo", "--out", "{tmp}/x.parquet", "--data", "sample"], "hf"),
+        (["collect", "leaderboard", "--battles", str(BATTLES)], "web"),
     ],
     ids=lambda a: a[0] if isinstance(a, list) else a,
 )

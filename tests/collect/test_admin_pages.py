@@ -114,7 +114,11 @@ def test_leaderboard_page(app_client, storage):
     assert _audit(r.text).inline == []
     table = r.text.split('id="leaderboard"')[1]
     assert table.index("model-x") < table.index("model-y")  # 2 wins of 3 ranks first
-    assert "3 comparisons in 1 conversations" in r.text
+    assert "3 votes in 1 conversations, from 20" in r.text  # and the date range
+    # model-x leads 2 to 1: both of its wins must go before model-y is first
+    robust = r.text.split('id="leaderboard-robustness">')[1].split("</p>")[0]
+    assert "The top rank changes (to model-y) if these 2 votes are removed" in robust
+    assert robust.count("conversation ") == 2
 
 
 def test_leaderboard_page_empty(app_client, storage):

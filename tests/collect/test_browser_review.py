@@ -93,6 +93,8 @@ def test_review_then_admin_pages(browser, tmp_path):
         page.wait_for_selector("#leaderboard", timeout=TIMEOUT_MS)
         names = page.locator("#leaderboard tbody td:nth-child(2)").all_inner_texts()
         assert sorted(names) == ["demo-1", "demo-2"]
+        sentence = page.locator("#leaderboard-robustness").inner_text()
+        assert "The top rank changes (to demo-1) if these 2 votes are removed" in sentence
         page.screenshot(path=str(shots / "collect-leaderboard.png"), full_page=True)
         ctx.close()
 

@@ -1,24 +1,15 @@
-"""The Bradley-Terry leaderboard: hand-checkable fits and the known-answer test."""
+"""The collected picks as votes: conversation bootstrap, lengths, dates and turn references."""
 
-import math
 import random
 from collections import Counter
+from datetime import datetime, timezone
 
 import pytest
+from test_review import conversation
 
-from hhrlhf.collect.leaderboard import fit_bradley_terry, leaderboard
-
-
-def test_two_models_rating_gap_is_the_log_odds():
-    # 30 wins to 10: odds 3, gap 400*log10(3) (with prior 0 the MLE is exact)
-    ratings = fit_bradley_terry(Counter({("x", "y"): 30, ("y", "x"): 10}), prior=0)
-    assert ratings["x"] - ratings["y"] == pytest.approx(400 * math.log10(3), abs=1e-6)
-    assert (ratings["x"] + ratings["y"]) / 2 == pytest.approx(1000)
-
-
-def test_unbeaten_model_stays_finite_and_on_top():
-    ratings = fit_bradley_terry(Counter({("x", "y"): 5}))
-    assert math.isfinite(ratings["x"]) and ratings["x"] > ratings["y"]
+from hhrlhf.collect.leaderboard import leaderboard
+from hhrlhf.collect.storage.review import leaderboard_games, model_leaderboard
+from hhrlhf.ranking import Vote
 
 
 def test_known_answer_recovered_with_covering_intervals():
@@ -26,11 +17,11 @@ def test_known_answer_recovered_with_covering_intervals():
     rng = random.Random(12)
     names = list(truth)
     games = []
-    for conversation in range(120):
+    for conv in range(120):
         for _ in range(3):  # 360 comparisons, three turns per conversation
             x, y = rng.sample(names, 2)
             p_x = 1 / (1 + 10 ** ((truth[y] - truth[x]) / 400))
-            games.append((conversation, x, y) if rng.random() < p_x else (conversation, y, x))
+            games.append((conv, x, y) if rng.random() < p_x else (conv, y, x))
     board = leaderboard(games, resamples=300, seed=3)
     rows = board["models"]
     assert [r["name"] for r in rows] == ["strong", "middle", "weak"]
@@ -39,6 +30,7 @@ def test_known_answer_recovered_with_covering_intervals():
         assert r["ci_low"] <= r["rating"] <= r["ci_high"]
     assert sum(r["comparisons"] for r in rows) == 2 * len(games)
     assert board["conversations"] == 120
+    assert board["intervals"]["method"] == "conversation bootstrap"
     wins = Counter(w for _, w, _ in games)
     strong = rows[0]
     assert strong["win_rate"] == pytest.approx(wins["strong"] / strong["comparisons"], abs=1e-4)
@@ -50,7 +42,48 @@ def test_bootstrap_resamples_conversations_not_turns():
     games = [(1, "x", "y")] * 20 + [(1, "y", "x")] * 10
     row = {r["name"]: r for r in leaderboard(games, resamples=50)["models"]}["x"]
     assert row["ci_low"] == row["ci_high"] == row["rating"]
+    votes = [Vote(w, lo, "model_a") for _, w, lo in games]  # the same votes, ungrouped
+    row = {r["name"]: r for r in leaderboard(votes, resamples=50)["models"]}["x"]
+    assert row["ci_low"] < row["rating"] < row["ci_high"]
 
 
 def test_empty():
     assert leaderboard([])["models"] == []
+
+
+def test_database_votes_carry_lengths_dates_and_turns(storage):
+    alice, _ = storage.add_annotator("alice")
+    h = conversation(storage, alice, [("a", 2), ("b", 3)], backends=("m1", "m2"))
+    r = conversation(storage, alice, [("a", 2)], mode="red-team", backends=("m1", "m2"))
+    votes = leaderboard_games(storage, detail=True)
+    assert [(v.group, v.model_a, v.model_b, v.winner) for v in votes] == [
+        (h, "m1", "m2", "model_a"),
+        (h, "m2", "m1", "model_a"),
+        (r, "m2", "m1", "model_a"),
+    ]
+    with storage._read() as s:
+        from sqlalchemy import select
+
+        from hhrlhf.collect.storage.models import Comparison
+
+        picks = s.execute(
+            select(Comparison.turn_id, Comparison.chosen_text, Comparison.rejected_text)
+            .where(Comparison.kind == "pick")
+            .order_by(Comparison.id)
+        ).all()
+    for v, (turn, chosen, rejected) in zip(votes, picks, strict=True):
+        assert v.ref == {"conversation": v.group, "turn": turn}
+        # the winner is model A: in red-team mode the response NOT picked
+        expected = (len(rejected), len(chosen)) if v.group == r else (len(chosen), len(rejected))
+        assert (v.length_a, v.length_b) == expected
+        assert abs(v.tstamp - datetime.now(timezone.utc).timestamp()) < 600
+    board = model_leaderboard(storage, resamples=20, robustness=True)
+    assert board["votes"] == 3 and board["ties"] == 0 and board["conversations"] == 2
+    assert board["dates"]["first"] <= board["dates"]["last"]
+    # m2 leads 2 to 1: one removal ties them, both of m2's wins make m1 first
+    flip = board["robustness"]["flip_top"]
+    assert flip["votes"] == 2 and flip["new_top"] == "m1"
+    assert sorted(t["turn"] for t in flip["turns"]) == sorted(
+        v.ref["turn"] for v in votes if v.model_a == "m2"
+    )
+    assert model_leaderboard(storage, resamples=0, style_control=True)["style"] is not None

@@ -101,6 +101,6 @@ async def admin_leaderboard_page(request: Request):
     if refused is not None:
         return refused
     board = await run_in_threadpool(
-        model_leaderboard, request.app.state.storage, resamples=PAGE_RESAMPLES
+        model_leaderboard, request.app.state.storage, resamples=PAGE_RESAMPLES, robustness=True
     )
     return _render(request, "collect/admin_leaderboard.html", board=board, page="admin")

@@ -16,11 +16,13 @@ import hashlib
 import random
 import statistics
 from collections import Counter, defaultdict
+from datetime import timezone
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from ...errors import CollectError
+from ...ranking.votes import Vote
 from ..agreement import (
     bootstrap_interval,
     cohen_kappa,
@@ -404,14 +406,25 @@ def backend_pairs(storage) -> list[dict]:
     ]
 
 
-def leaderboard_games(storage) -> list[tuple[int, str, str]]:
+def leaderboard_games(storage, *, detail: bool = False) -> list:
     """``(conversation_id, winner backend, loser backend)`` for every pick between two backends.
 
     Helpful: the picked response wins. Red-team: the LESS harmful (the one not picked) wins.
+    ``detail``: :class:`~hhrlhf.ranking.votes.Vote` records instead (winner as model A, the
+    response lengths in characters, the decision time, the conversation as the group and
+    ``{"conversation", "turn"}`` as the reference).
     """
     with storage._read() as s:
         rows = s.execute(
-            select(Conversation.id, Conversation.mode, Comparison.chosen_slot, Comparison.turn_id)
+            select(
+                Conversation.id,
+                Conversation.mode,
+                Comparison.chosen_slot,
+                Comparison.turn_id,
+                func.length(Comparison.chosen_text),
+                func.length(Comparison.rejected_text),
+                Comparison.decided_at,
+            )
             .join(Turn, Comparison.turn_id == Turn.id)
             .join(Conversation, Turn.conversation_id == Conversation.id)
             .where(Comparison.kind == "pick", DIFFERENT_TEXTS)
@@ -423,19 +436,41 @@ def leaderboard_games(storage) -> list[tuple[int, str, str]]:
         ).all():
             backends[turn_id][slot] = backend
     games = []
-    for conv_id, mode, chosen, turn_id in rows:
+    for conv_id, mode, chosen, turn_id, *extra in rows:
         b = backends[turn_id]
         winner, loser = b.get(chosen), b.get(_flip(chosen))
         if winner is None or loser is None or winner == loser:
             continue
         if mode == "red-team":
             winner, loser = loser, winner
-        games.append((conv_id, winner, loser))
+            extra[0], extra[1] = extra[1], extra[0]
+        games.append(
+            _vote(conv_id, turn_id, winner, loser, *extra) if detail else (conv_id, winner, loser)
+        )
     return games
 
 
-def model_leaderboard(storage, *, resamples: int = 1000, seed: int = 0) -> dict:
-    return leaderboard(leaderboard_games(storage), resamples=resamples, seed=seed)
+def _vote(conv_id: int, turn_id: int, winner: str, loser: str, len_w, len_l, decided) -> Vote:
+    if decided is not None and decided.tzinfo is None:  # SQLite keeps no offset: stored in UTC
+        decided = decided.replace(tzinfo=timezone.utc)
+    return Vote(
+        model_a=winner,
+        model_b=loser,
+        winner="model_a",
+        length_a=float(len_w or 0),
+        length_b=float(len_l or 0),
+        tstamp=None if decided is None else decided.timestamp(),
+        group=conv_id,
+        ref={"conversation": conv_id, "turn": turn_id},
+    )
+
+
+def model_leaderboard(storage, *, resamples: int = 1000, seed: int = 0, **options) -> dict:
+    """The leaderboard of the collected picks (conversation bootstrap); ``options`` as for
+    :func:`hhrlhf.collect.leaderboard.leaderboard` (``style_control``, ``robustness``)."""
+    return leaderboard(
+        leaderboard_games(storage, detail=True), resamples=resamples, seed=seed, **options
+    )
 
 
 def set_annotator(

@@ -1,0 +1,218 @@
+"""The leaderboard: Bradley-Terry ratings, bootstrap intervals, style control, robustness.
+
+:func:`rank` takes votes from anywhere (a battles file, the collection database, an
+iterable of :class:`~hhrlhf.ranking.votes.Vote`, a pandas or Arrow table) and returns the
+JSON-ready leaderboard.
+
+- **Intervals**: percentile intervals over bootstrap fits. Votes that carry a group (the
+  collection database: the conversation) are resampled by group (the *conversation
+  bootstrap*: the turns of one conversation are not independent); otherwise votes are
+  resampled one by one (the *vote bootstrap*), drawn exactly as a multinomial over the
+  cells (see :mod:`hhrlhf.ranking.bootstrap`).
+- **Style control**: the covariate of a vote is the normalised length difference
+  ``(len_a - len_b) / (len_a + len_b)`` (0 when both are empty), divided by its root mean
+  square over all votes (as LMArena divides by the standard deviation; not centred, so the
+  covariate does not depend on which model is called A). Votes are counted in ``buckets``
+  quantile buckets of the covariate and each cell (pair, outcome, bucket) takes the mean
+  covariate of its votes: exact for the sum of covariate x outcome, and the within-bucket
+  spread of the covariate (below 1/``buckets`` of its range) is the only approximation.
+  The bootstrap resamples those cells, so it resamples the binned data. ``"style"`` reports
+  the coefficient in logits per unit of the covariate.
+- **Robustness**: see :mod:`hhrlhf.ranking.robustness`. The normalisation and the buckets
+  of the full data are kept when votes are removed.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import require
+
+__all__ = ["rank"]
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def rank(
+    votes: Any,
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    prior: float = 0.1,
+    style_control: bool = False,
+    buckets: int = 16,
+    robustness: bool = False,
+    robustness_limit: int | None = None,
+) -> dict:
+    """The leaderboard of ``votes`` (see :func:`~hhrlhf.ranking.votes.collect_votes`).
+
+    Returns ``{"models": [{"name", "rating", "ci_low", "ci_high", "comparisons",
+    "win_rate"}], "votes", "ties", "dates": {"first", "last"} | None, "intervals": {...},
+    "style": {...} | None}``, best first, plus ``"conversations"`` when votes are grouped and
+    ``"robustness": {"flip_top": {"votes", "lines" | "refs", "new_top"} | None, "limit"}``
+    when asked. ``win_rate`` counts a tie as half a win. ``robustness_limit``: the most votes
+    the search may remove (default: 1% of the votes, at least 10).
+    """
+    np = require("numpy", "web", "the leaderboard")
+    from .bootstrap import percentile_interval, resample_counts
+    from .bradley_terry import SCALE, BradleyTerry, Cells, to_elo
+    from .robustness import flip_top
+    from .votes import collect_votes
+
+    cols = collect_votes(votes)
+    n = len(cols)
+    grouped = cols.groups is not None
+    out: dict[str, Any] = {
+        "models": [],
+        "votes": n,
+        "comparisons": n,
+        "ties": cols.ties,
+        "dates": None,
+        "intervals": {
+            "method": "conversation bootstrap" if grouped else "vote bootstrap",
+            "resamples": resamples,
+            "level": level,
+        },
+        "style": None,
+    }
+    if grouped:
+        out["conversations"] = len(set(cols.groups or ()))
+    if robustness:
+        out["robustness"] = {"flip_top": None, "limit": 0}
+    if n == 0:
+        return out
+    t = np.frombuffer(cols.tstamp, dtype=float)
+    if not np.isnan(t).all():
+        out["dates"] = {"first": _iso(float(np.nanmin(t))), "last": _iso(float(np.nanmax(t)))}
+
+    m = len(cols.models)
+    a = np.frombuffer(cols.a, dtype=np.int32).astype(np.int64)
+    b = np.frombuffer(cols.b, dtype=np.int32).astype(np.int64)
+    outcome = np.frombuffer(cols.outcome, dtype=np.int8)
+    swap = a > b  # orient each vote as (lower index, higher index)
+    lo, hi = np.where(swap, b, a), np.where(swap, a, b)
+    oc = np.where(outcome == 2, 2, np.where(swap, 1 - outcome, outcome))  # 0: lo won
+    key = (lo * m + hi) * 3 + oc
+    x = None
+    if style_control:
+        la = np.frombuffer(cols.length_a, dtype=float)
+        lb = np.frombuffer(cols.length_b, dtype=float)
+        missing = np.flatnonzero(np.isnan(la) | np.isnan(lb))
+        if len(missing):
+            from ..errors import DataFormatError
+
+            k = int(missing[0])
+            raise DataFormatError(
+                cols.source,
+                cols.lines[k] + 1,
+                f"style control needs both response lengths; {len(missing):,} vote(s) lack "
+                "them, the first here (length_a/length_b or conv_metadata)",
+                unit=cols.unit,
+            )
+        total = la + lb
+        diff = np.divide(la - lb, total, out=np.zeros(n), where=total > 0)
+        diff = np.where(swap, -diff, diff)
+        rms = math.sqrt(float(np.mean(diff * diff))) or 1.0
+        x = diff / rms
+        edges = np.unique(np.quantile(x, np.linspace(0, 1, buckets + 1)[1:-1]))
+        key = key * (len(edges) + 1) + np.searchsorted(edges, x)
+    ukey, cell, count = np.unique(key, return_inverse=True, return_counts=True)
+    cell = cell.reshape(-1)
+    per = 3 * (len(edges) + 1) if style_control else 3
+    pair_code = ukey // per
+    pairs_u, pair = np.unique(pair_code, return_inverse=True)
+    oc_cell = (ukey // (per // 3)) % 3
+    cells = Cells(
+        i=(pairs_u // m)[pair],
+        j=(pairs_u % m)[pair],
+        y=np.choose(oc_cell, [1.0, 0.0, 0.5]),
+        x=None if x is None else np.bincount(cell, weights=x) / count,
+        pair=pair.reshape(-1),
+        pairs=np.stack([pairs_u // m, pairs_u % m], axis=1),
+        n_models=m,
+    )
+    model = BradleyTerry(cells, prior=prior)
+    counts = count.astype(float)
+    theta, beta = model.fit(counts)
+    rating = to_elo(theta)
+
+    group_ids = None
+    if grouped:
+        ids: dict[Any, int] = {}
+        group_ids = np.fromiter(
+            (ids.setdefault(g, len(ids)) for g in cols.groups or ()), dtype=np.int64, count=n
+        )
+    draws, betas = [], []
+    for boot in resample_counts(
+        cell, len(counts), groups=group_ids, resamples=resamples, seed=seed
+    ):
+        th, be = model.fit(boot, start=(theta, beta), tolerance=1e-7)
+        present = model.played(boot) > 0
+        draws.append(np.where(present, to_elo(th, present), np.nan))
+        betas.append(be)
+    if draws:
+        low, high = percentile_interval(np.concatenate(draws), level)
+    else:
+        low = high = np.full(m, np.nan)
+
+    played = np.bincount(a, minlength=m) + np.bincount(b, minlength=m)
+    won = np.bincount(a, weights=(outcome == 0) + 0.5 * (outcome == 2), minlength=m) + np.bincount(
+        b, weights=(outcome == 1) + 0.5 * (outcome == 2), minlength=m
+    )
+    rows = []
+    for k, name in enumerate(cols.models):
+        rows.append(
+            {
+                "name": name,
+                "rating": round(float(rating[k]), 1),
+                "ci_low": None if math.isnan(low[k]) else round(float(low[k]), 1),
+                "ci_high": None if math.isnan(high[k]) else round(float(high[k]), 1),
+                "comparisons": int(played[k]),
+                "win_rate": round(float(won[k] / played[k]), 4),
+            }
+        )
+    rows.sort(key=lambda r: (-r["rating"], r["name"]))
+    out["models"] = rows
+    if style_control:
+        b_low, b_high = (
+            percentile_interval(np.concatenate(betas)[:, None], level)
+            if betas
+            else (
+                [math.nan],
+                [math.nan],
+            )
+        )
+        out["style"] = {
+            "length": {
+                "coef": round(float(beta), 4),
+                "ci_low": None if math.isnan(b_low[0]) else round(float(b_low[0]), 4),
+                "ci_high": None if math.isnan(b_high[0]) else round(float(b_high[0]), 4),
+                "elo_per_unit": round(float(beta) * SCALE, 1),
+            },
+            "covariate": "(len_a - len_b) / (len_a + len_b), divided by its root mean square",
+            "buckets": buckets,
+        }
+    if robustness:
+        limit = robustness_limit if robustness_limit is not None else max(10, n // 100)
+        out["robustness"]["limit"] = limit
+        flip = flip_top(model, counts, limit=limit)
+        if flip is not None:
+            # the votes of each cell, in file order; take the first ones of each cell needed
+            order = np.argsort(cell, kind="stable")
+            first = np.r_[0, np.cumsum(count)[:-1]]
+            taken = np.zeros(len(counts), dtype=np.int64)
+            picked = []
+            for c in flip.cells.tolist():
+                picked.append(int(order[first[c] + taken[c]]))
+                taken[c] += 1
+            picked.sort()
+            refs = [cols.ref(k) for k in picked]
+            found: dict[str, Any] = {"votes": len(picked), "new_top": cols.models[flip.new_top]}
+            found["lines" if cols.refs is None else "refs"] = refs
+            out["robustness"]["flip_top"] = found
+    return out
