@@ -68,7 +68,7 @@ def test_export_dpo_then_import_gives_upstream_bytes(sample, tmp_path):
 
 def test_export_no_source_and_both_splits(sample, tmp_path):
     out = tmp_path / "x.jsonl"
-    run(
+    r = run(
         "export",
         "helpful-base",
         "--format",
@@ -79,8 +79,66 @@ def test_export_no_source_and_both_splits(sample, tmp_path):
         "--data",
         sample,
     )
-    rows = [json.loads(x) for x in out.read_text().splitlines()]
-    assert len(rows) == 80 and set(rows[0]) == {"chosen", "rejected"}
+    # two splits never share a file: one per split, named from --out, and stderr says so
+    assert not out.exists()
+    assert "2 splits selected (train, test): one file per split" in r.stderr
+    train = [json.loads(x) for x in (tmp_path / "x.train.jsonl").read_text().splitlines()]
+    test = [json.loads(x) for x in (tmp_path / "x.test.jsonl").read_text().splitlines()]
+    assert (len(train), len(test)) == (60, 20) and set(train[0]) == {"chosen", "rejected"}
+    assert f"wrote 60 train rows in format messages to {tmp_path / 'x.train.jsonl'}" in r.stderr
+
+
+@pytest.mark.parametrize("fmt", ["dpo", "raw", "trl-conversational", "sft", "openai"])
+@pytest.mark.parametrize("name", ["p.jsonl", "p.jsonl.gz", "p.parquet"])
+def test_export_one_file_per_split_for_every_format_and_container(sample, tmp_path, fmt, name):
+    if name.endswith(".parquet"):
+        pytest.importorskip("pyarrow", reason="parquet needs hhrlhf[hf]")
+    from hhrlhf.convert.files import read_rows
+
+    run("export", "--format", fmt, "--out", tmp_path / name, "--data", sample)
+    stem, ending = name.split(".", 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"{stem}.test.{ending}",
+        f"{stem}.train.{ending}",
+    ]
+    for split, n in (("train", 240), ("test", 80)):
+        rows = [r for _, r in read_rows(tmp_path / f"{stem}.{split}.{ending}")]
+        assert len(rows) == n and {r["split"] for r in rows} == {split}
+        # subsets share a split's file (as upstream's default configuration does), told apart
+        # by the subset key
+        assert len({r["subset"] for r in rows}) == 4
+
+
+def test_export_split_files_are_checked_before_any_is_written(sample, tmp_path):
+    (tmp_path / "p.test.jsonl").write_text("mine\n")
+    r = run("export", "--format", "dpo", "--out", tmp_path / "p.jsonl", "--data", sample, code=1)
+    assert r.stderr.startswith("error:") and "p.test.jsonl" in r.stderr and "--force" in r.stderr
+    assert not (tmp_path / "p.train.jsonl").exists()
+    assert (tmp_path / "p.test.jsonl").read_text() == "mine\n"
+    run("export", "--format", "dpo", "--out", tmp_path / "p.jsonl", "--data", sample, "--force")
+    assert len((tmp_path / "p.test.jsonl").read_text().splitlines()) == 80
+
+
+def test_export_one_split_keeps_the_out_name(sample, tmp_path):
+    r = run(
+        "export", "--split", "train", "--format", "dpo", "--out", tmp_path / "t.jsonl",
+        "--data", sample,
+    )  # fmt: skip
+    assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 240
+    assert "splits selected" not in r.stderr
+
+
+def test_export_to_stdout_one_split_only(sample, tmp_path):
+    r = run("export", "helpful-base", "--split", "test", "--format", "dpo", "--out", "-",
+            "--data", sample)  # fmt: skip
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(rows) == 20 and {x["split"] for x in rows} == {"test"}
+    assert "wrote 20 rows in format dpo to stdout" in r.stderr
+    r = run("export", "--format", "dpo", "--out", "-", "--data", sample, code=1)
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "--split" in lines[0]
+    assert not (Path.cwd() / "-").exists()
 
 
 def test_export_hf(sample, tmp_path):
@@ -225,7 +283,8 @@ def test_export_parquet_and_hf_through_load_arrow_equal_the_rows(sample, tmp_pat
         s: list(format_rows(hhrlhf.iter_pairs(split=s, data=sample), fmt, source=not no_source))
         for s in ("train", "test")
     }
-    assert pq.read_table(out).to_pylist() == expected["train"] + expected["test"]
+    for s in ("train", "test"):
+        assert pq.read_table(tmp_path / f"x.{s}.parquet").to_pylist() == expected[s]
     run(
         "export", "helpful-base", "--format", fmt, "--hf", tmp_path / "hf", "--data", sample, *extra
     )
