@@ -308,6 +308,14 @@ def _training_overlap(target, files) -> list[str] | None:
     metavar="FRACTION",
     help="Evaluate only the pairs `hh pm train --holdout FRACTION` held out of this data.",
 )
+@click.option(
+    "--max-length",
+    type=click.IntRange(8, None),
+    default=512,
+    show_default=True,
+    help="Transformers models: tokens per text; a longer prompt loses its beginning, never "
+    "the response.",
+)
 @data_option
 @subset_option
 @lenient_option
@@ -326,6 +334,7 @@ def eval_command(
     plot_path,
     jobs,
     holdout,
+    max_length,
     data,
     file_subset,
     lenient,
@@ -363,7 +372,9 @@ def eval_command(
     else:
         from ..reward.hf import HFRewardModel
 
-        target, name = HFRewardModel(hf_model), hf_model
+        target, name = HFRewardModel(hf_model, max_length=max_length), hf_model
+    if getattr(target, "backend", None) == "transformers":
+        target.max_length = max_length
     trained = _trained_pairs(target, model_path, pairs, holdout)
     if trained is None:
         overlap = _training_overlap(target, files)
@@ -373,6 +384,15 @@ def eval_command(
         overlap = training_overlap(getattr(target, "meta", None), files)
     report = evaluate_model(target, pairs, seed=seed, n_boot=n_boot, bins=bins, n_jobs=jobs)
     report["model"] = name
+    cut = getattr(target, "pair_truncation", None)
+    if cut:
+        report["truncation"] = cut
+        click.echo(
+            f"truncated {cut['truncated']:,} of {cut['pairs']:,} pairs to {cut['max_length']} "
+            f"tokens (the prompt's beginning cut; {cut['response_cut']:,} with a response "
+            "too long to keep whole: --max-length)",
+            err=True,
+        )
     if trained is not None:
         report["evaluated_on_training_data"] = trained > 0
         report["training_pairs_evaluated"] = trained
