@@ -309,3 +309,89 @@ def test_export_parquet_bad_file_is_one_error_line(tmp_path):
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert "line 2" in result.output and "'chosen' must be a string" in result.output
     assert not (tmp_path / "o.parquet").exists()
+
+
+@pytest.fixture
+def non_alternating(tmp_path) -> Path:
+    """Two Human turns in a row (row 0), two Assistant turns in a row (row 1), a plain row."""
+    rows = [
+        (t("Hi", "Hello") + "\n\nHuman: Are you there?\n\nHuman: Hello?\n\nAssistant:", " Yes.", " No."),
+        (t("Hi", "Hello") + "\n\nAssistant: Still here.\n\nHuman: Good\n\nAssistant:", " Ok", " Bye"),
+        (t("Tea?") + "\n\nAssistant:", " Green tea.", " Coffee."),
+    ]  # fmt: skip
+    path = tmp_path / "na" / "helpful-base" / "test.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "".join(json.dumps({"chosen": p + c, "rejected": p + r}) + "\n" for p, c, r in rows)
+    )
+    return tmp_path / "na"
+
+
+def _conversations(fmt: str, row: dict) -> list[list[dict]]:
+    if fmt == "trl-conversational":
+        return [row["prompt"] + row["chosen"], row["prompt"] + row["rejected"]]
+    if fmt == "openai":
+        msgs = row["input"]["messages"]
+        return [msgs + row["preferred_output"], msgs + row["non_preferred_output"]]
+    if fmt == "sft":
+        return [row["messages"]]
+    return [row["chosen"], row["rejected"]]
+
+
+def _alternates(messages) -> bool:
+    roles = [m["role"] for m in messages]
+    return all(r == ("user" if i % 2 == 0 else "assistant") for i, r in enumerate(roles))
+
+
+@pytest.mark.parametrize("fmt", ["trl-conversational", "messages", "sft", "openai"])
+def test_merge_consecutive_makes_roles_alternate(non_alternating, tmp_path, fmt):
+    plain = run("export", "--format", fmt, "--out", "-", "--data", non_alternating)
+    rows = [json.loads(x) for x in plain.stdout.splitlines()]
+    assert not all(_alternates(c) for r in rows for c in _conversations(fmt, r))
+    r = run(
+        "export", "--format", fmt, "--out", "-", "--data", non_alternating, "--merge-consecutive"
+    )
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert all(_alternates(c) for row in rows for c in _conversations(fmt, row))
+    first = _conversations(fmt, rows[0])[0]
+    assert first[2] == {"role": "user", "content": "Are you there?\n\nHello?"}
+    second = _conversations(fmt, rows[1])[0]
+    assert second[1] == {"role": "assistant", "content": "Hello\n\nStill here."}
+    assert _conversations(fmt, rows[2])[0][0] == {"role": "user", "content": "Tea?"}
+    assert (
+        "--merge-consecutive: joined same-role turns in 2 row(s): "
+        "helpful-base/test/0, helpful-base/test/1" in r.stderr
+    )
+
+
+def test_merge_consecutive_is_refused_for_text_formats(non_alternating):
+    r = run("export", "--format", "dpo", "--out", "-", "--data", non_alternating,
+            "--merge-consecutive", code=2)  # fmt: skip
+    assert "--merge-consecutive" in r.stderr and "trl-conversational" in r.stderr
+
+
+def test_merge_consecutive_library_function():
+    from hhrlhf.convert.base import merge_consecutive, merge_row
+
+    msgs = [
+        {"role": "user", "content": "a"},
+        {"role": "user", "content": ""},
+        {"role": "user", "content": "b"},
+        {"role": "assistant", "content": "c"},
+    ]
+    assert merge_consecutive(msgs) == [
+        {"role": "user", "content": "a\n\nb"},
+        {"role": "assistant", "content": "c"},
+    ]
+    assert msgs[0] == {"role": "user", "content": "a"}  # not changed in place
+    row, changed = merge_row({"input": {"messages": msgs}, "index": 3})
+    assert changed and len(row["input"]["messages"]) == 2 and row["index"] == 3
+
+
+def test_check_names_the_non_alternating_rows(non_alternating):
+    r = run("check", "--data", non_alternating, "--no-near-dups")
+    line = [x for x in r.stdout.splitlines() if x.startswith("non_alternating rows")]
+    assert line and line[0].endswith("helpful-base/test/0, helpful-base/test/1")
+    assert "--merge-consecutive" in line[0]
+    got = json.loads(run("check", "--data", non_alternating, "--no-near-dups", "--json").stdout)
+    assert got["non_alternating_rows"] == ["helpful-base/test/0", "helpful-base/test/1"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..convert import FORMATS
+from ..convert.formats import MESSAGE_FORMATS
 from ..errors import HHError
 from ..outputs import replace_dir
 from ..subsets import RED_TEAM
@@ -83,10 +84,18 @@ def _records(subsets, split, data, fmt):
     help="Write a Hugging Face DatasetDict here (save_to_disk) instead of a file.",
 )
 @click.option("--no-source", is_flag=True, help="Leave out the subset/split/index of each row.")
+@click.option(
+    "--merge-consecutive",
+    is_flag=True,
+    help="Message formats: join two or more same-role turns in a row into one message "
+    '(contents joined by "\n\n"), for chat templates that require alternating roles.',
+)
 @data_option
 @subset_option
 @force_option
-def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset, force):
+def export(
+    subsets, split, fmt_name, out, hf_dir, no_source, merge_consecutive, data, file_subset, force
+):
     """Export pairs (or red-team attempts) in the format a trainer wants.
 
     \b
@@ -106,7 +115,15 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset, 
         check_outputs(force, hf=(hf_dir, "dir"))
     subsets = file_subsets(subsets, file_subset, data)
     fmt = get_format(fmt_name)
+    if merge_consecutive and fmt.name not in MESSAGE_FORMATS:
+        raise click.BadParameter(
+            f"joins chat messages; format {fmt.name!r} holds text "
+            f"(message formats: {', '.join(MESSAGE_FORMATS)})",
+            param_hint="--merge-consecutive",
+        )
     splits = _records(subsets, split, data, fmt)
+    merged: list = []
+    merging = {"merge_consecutive": merge_consecutive, "merged": merged}
     if hf_dir:
         if fmt.name in ARROW_FORMATS:
             # straight from the files into Arrow columns (the same rows, errors and order)
@@ -120,9 +137,10 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset, 
                 dd = export_arrow(tables, hf_dir=tmp, source=not no_source)
         else:
             with replace_dir(hf_dir) as tmp:
-                dd = export_hf(splits, fmt, tmp, source=not no_source)
+                dd = export_hf(splits, fmt, tmp, source=not no_source, **merging)
         sizes = ", ".join(f"{k}: {len(v)}" for k, v in dd.items())
         _chatter(f"wrote DatasetDict ({sizes}) in format {fmt.name} to {hf_dir}")
+        _report_merged(merged, merge_consecutive)
         return
     if to_stdout:
         # one split only: a file of several splits is the trap this command avoids
@@ -134,11 +152,13 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset, 
             )
         n = 0
         write = sys.stdout.buffer.write
-        for row in format_rows(next(iter(splits.values())), fmt, source=not no_source):
+        rows = format_rows(next(iter(splits.values())), fmt, source=not no_source, **merging)
+        for row in rows:
             write(fmt.encode(row))
             n += 1
         sys.stdout.flush()
         _chatter(f"wrote {n} rows in format {fmt.name} to stdout")
+        _report_merged(merged, merge_consecutive)
         return
     # a single-file --out never mixes splits: several splits get one file each
     targets = {s: Path(out) for s in splits}
@@ -160,9 +180,22 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset, 
             table = load_arrow(list(subsets) or None, split=s, data=data, columns=fmt.name)
             n = export_arrow({s: table}, target, source=not no_source)
         else:
-            n = export_records(records, fmt, target, source=not no_source)
+            n = export_records(records, fmt, target, source=not no_source, **merging)
         what = f"{n} {s} rows" if len(splits) > 1 else f"{n} rows"
         _chatter(f"wrote {what} in format {fmt.name} to {target}")
+    _report_merged(merged, merge_consecutive)
+
+
+def _report_merged(merged: list, on: bool) -> None:
+    """One stderr line: how many rows --merge-consecutive changed, and which."""
+    if not on:
+        return
+    names = [f"{r.subset}/{r.split}/{r.index}" for r in merged[:20]]
+    more = f" and {len(merged) - 20} more" if len(merged) > 20 else ""
+    _chatter(
+        f"--merge-consecutive: joined same-role turns in {len(merged)} row(s)"
+        + (f": {', '.join(names)}{more}" if merged else "")
+    )
 
 
 @click.command("import")
