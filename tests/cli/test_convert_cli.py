@@ -68,7 +68,7 @@ def test_export_dpo_then_import_gives_upstream_bytes(sample, tmp_path):
 
 def test_export_no_source_and_both_splits(sample, tmp_path):
     out = tmp_path / "x.jsonl"
-    run(
+    r = run(
         "export",
         "helpful-base",
         "--format",
@@ -79,8 +79,66 @@ def test_export_no_source_and_both_splits(sample, tmp_path):
         "--data",
         sample,
     )
-    rows = [json.loads(x) for x in out.read_text().splitlines()]
-    assert len(rows) == 80 and set(rows[0]) == {"chosen", "rejected"}
+    # two splits never share a file: one per split, named from --out, and stderr says so
+    assert not out.exists()
+    assert "2 splits selected (train, test): one file per split" in r.stderr
+    train = [json.loads(x) for x in (tmp_path / "x.train.jsonl").read_text().splitlines()]
+    test = [json.loads(x) for x in (tmp_path / "x.test.jsonl").read_text().splitlines()]
+    assert (len(train), len(test)) == (60, 20) and set(train[0]) == {"chosen", "rejected"}
+    assert f"wrote 60 train rows in format messages to {tmp_path / 'x.train.jsonl'}" in r.stderr
+
+
+@pytest.mark.parametrize("fmt", ["dpo", "raw", "trl-conversational", "sft", "openai"])
+@pytest.mark.parametrize("name", ["p.jsonl", "p.jsonl.gz", "p.parquet"])
+def test_export_one_file_per_split_for_every_format_and_container(sample, tmp_path, fmt, name):
+    if name.endswith(".parquet"):
+        pytest.importorskip("pyarrow", reason="parquet needs hhrlhf[hf]")
+    from hhrlhf.convert.files import read_rows
+
+    run("export", "--format", fmt, "--out", tmp_path / name, "--data", sample)
+    stem, ending = name.split(".", 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"{stem}.test.{ending}",
+        f"{stem}.train.{ending}",
+    ]
+    for split, n in (("train", 240), ("test", 80)):
+        rows = [r for _, r in read_rows(tmp_path / f"{stem}.{split}.{ending}")]
+        assert len(rows) == n and {r["split"] for r in rows} == {split}
+        # subsets share a split's file (as upstream's default configuration does), told apart
+        # by the subset key
+        assert len({r["subset"] for r in rows}) == 4
+
+
+def test_export_split_files_are_checked_before_any_is_written(sample, tmp_path):
+    (tmp_path / "p.test.jsonl").write_text("mine\n")
+    r = run("export", "--format", "dpo", "--out", tmp_path / "p.jsonl", "--data", sample, code=1)
+    assert r.stderr.startswith("error:") and "p.test.jsonl" in r.stderr and "--force" in r.stderr
+    assert not (tmp_path / "p.train.jsonl").exists()
+    assert (tmp_path / "p.test.jsonl").read_text() == "mine\n"
+    run("export", "--format", "dpo", "--out", tmp_path / "p.jsonl", "--data", sample, "--force")
+    assert len((tmp_path / "p.test.jsonl").read_text().splitlines()) == 80
+
+
+def test_export_one_split_keeps_the_out_name(sample, tmp_path):
+    r = run(
+        "export", "--split", "train", "--format", "dpo", "--out", tmp_path / "t.jsonl",
+        "--data", sample,
+    )  # fmt: skip
+    assert len((tmp_path / "t.jsonl").read_text().splitlines()) == 240
+    assert "splits selected" not in r.stderr
+
+
+def test_export_to_stdout_one_split_only(sample, tmp_path):
+    r = run("export", "helpful-base", "--split", "test", "--format", "dpo", "--out", "-",
+            "--data", sample)  # fmt: skip
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(rows) == 20 and {x["split"] for x in rows} == {"test"}
+    assert "wrote 20 rows in format dpo to stdout" in r.stderr
+    r = run("export", "--format", "dpo", "--out", "-", "--data", sample, code=1)
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "--split" in lines[0]
+    assert not (Path.cwd() / "-").exists()
 
 
 def test_export_hf(sample, tmp_path):
@@ -225,7 +283,8 @@ def test_export_parquet_and_hf_through_load_arrow_equal_the_rows(sample, tmp_pat
         s: list(format_rows(hhrlhf.iter_pairs(split=s, data=sample), fmt, source=not no_source))
         for s in ("train", "test")
     }
-    assert pq.read_table(out).to_pylist() == expected["train"] + expected["test"]
+    for s in ("train", "test"):
+        assert pq.read_table(tmp_path / f"x.{s}.parquet").to_pylist() == expected[s]
     run(
         "export", "helpful-base", "--format", fmt, "--hf", tmp_path / "hf", "--data", sample, *extra
     )
@@ -250,3 +309,89 @@ def test_export_parquet_bad_file_is_one_error_line(tmp_path):
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert "line 2" in result.output and "'chosen' must be a string" in result.output
     assert not (tmp_path / "o.parquet").exists()
+
+
+@pytest.fixture
+def non_alternating(tmp_path) -> Path:
+    """Two Human turns in a row (row 0), two Assistant turns in a row (row 1), a plain row."""
+    rows = [
+        (t("Hi", "Hello") + "\n\nHuman: Are you there?\n\nHuman: Hello?\n\nAssistant:", " Yes.", " No."),
+        (t("Hi", "Hello") + "\n\nAssistant: Still here.\n\nHuman: Good\n\nAssistant:", " Ok", " Bye"),
+        (t("Tea?") + "\n\nAssistant:", " Green tea.", " Coffee."),
+    ]  # fmt: skip
+    path = tmp_path / "na" / "helpful-base" / "test.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "".join(json.dumps({"chosen": p + c, "rejected": p + r}) + "\n" for p, c, r in rows)
+    )
+    return tmp_path / "na"
+
+
+def _conversations(fmt: str, row: dict) -> list[list[dict]]:
+    if fmt == "trl-conversational":
+        return [row["prompt"] + row["chosen"], row["prompt"] + row["rejected"]]
+    if fmt == "openai":
+        msgs = row["input"]["messages"]
+        return [msgs + row["preferred_output"], msgs + row["non_preferred_output"]]
+    if fmt == "sft":
+        return [row["messages"]]
+    return [row["chosen"], row["rejected"]]
+
+
+def _alternates(messages) -> bool:
+    roles = [m["role"] for m in messages]
+    return all(r == ("user" if i % 2 == 0 else "assistant") for i, r in enumerate(roles))
+
+
+@pytest.mark.parametrize("fmt", ["trl-conversational", "messages", "sft", "openai"])
+def test_merge_consecutive_makes_roles_alternate(non_alternating, tmp_path, fmt):
+    plain = run("export", "--format", fmt, "--out", "-", "--data", non_alternating)
+    rows = [json.loads(x) for x in plain.stdout.splitlines()]
+    assert not all(_alternates(c) for r in rows for c in _conversations(fmt, r))
+    r = run(
+        "export", "--format", fmt, "--out", "-", "--data", non_alternating, "--merge-consecutive"
+    )
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert all(_alternates(c) for row in rows for c in _conversations(fmt, row))
+    first = _conversations(fmt, rows[0])[0]
+    assert first[2] == {"role": "user", "content": "Are you there?\n\nHello?"}
+    second = _conversations(fmt, rows[1])[0]
+    assert second[1] == {"role": "assistant", "content": "Hello\n\nStill here."}
+    assert _conversations(fmt, rows[2])[0][0] == {"role": "user", "content": "Tea?"}
+    assert (
+        "--merge-consecutive: joined same-role turns in 2 row(s): "
+        "helpful-base/test/0, helpful-base/test/1" in r.stderr
+    )
+
+
+def test_merge_consecutive_is_refused_for_text_formats(non_alternating):
+    r = run("export", "--format", "dpo", "--out", "-", "--data", non_alternating,
+            "--merge-consecutive", code=2)  # fmt: skip
+    assert "--merge-consecutive" in r.stderr and "trl-conversational" in r.stderr
+
+
+def test_merge_consecutive_library_function():
+    from hhrlhf.convert.base import merge_consecutive, merge_row
+
+    msgs = [
+        {"role": "user", "content": "a"},
+        {"role": "user", "content": ""},
+        {"role": "user", "content": "b"},
+        {"role": "assistant", "content": "c"},
+    ]
+    assert merge_consecutive(msgs) == [
+        {"role": "user", "content": "a\n\nb"},
+        {"role": "assistant", "content": "c"},
+    ]
+    assert msgs[0] == {"role": "user", "content": "a"}  # not changed in place
+    row, changed = merge_row({"input": {"messages": msgs}, "index": 3})
+    assert changed and len(row["input"]["messages"]) == 2 and row["index"] == 3
+
+
+def test_check_names_the_non_alternating_rows(non_alternating):
+    r = run("check", "--data", non_alternating, "--no-near-dups")
+    line = [x for x in r.stdout.splitlines() if x.startswith("non_alternating rows")]
+    assert line and line[0].endswith("helpful-base/test/0, helpful-base/test/1")
+    assert "--merge-consecutive" in line[0]
+    got = json.loads(run("check", "--data", non_alternating, "--no-near-dups", "--json").stdout)
+    assert got["non_alternating_rows"] == ["helpful-base/test/0", "helpful-base/test/1"]

@@ -101,7 +101,8 @@ def test_custom_subset_name_in_every_command(tmp_path):
     )
     assert shown["subset"] == "my-campaign" and shown["split"] == "train"
     run("export", "my-campaign", "--format", "dpo", "--out", tmp_path / "x.jsonl", "--data", CUSTOM)
-    assert len((tmp_path / "x.jsonl").read_text().splitlines()) == 5
+    assert len((tmp_path / "x.train.jsonl").read_text().splitlines()) == 3
+    assert len((tmp_path / "x.test.jsonl").read_text().splitlines()) == 2
     check = json.loads(run("check", "my-campaign", "--data", CUSTOM, "--json").stdout)
     assert list(check["files"]) == ["my-campaign/train", "my-campaign/test"]
     run("clean", "my-campaign", "--out", tmp_path / "clean", "--data", CUSTOM)
@@ -152,7 +153,7 @@ def test_empty_splits_are_read_by_every_command(tmp_path):
     manifest = json.loads(run("clean", "--out", tmp_path / "c", "--data", EMPTY, "--json").stdout)
     assert manifest["rows"] == 0 and len(manifest["files"]) == 2
     run("export", "--format", "dpo", "--out", tmp_path / "x.jsonl", "--data", EMPTY)
-    assert (tmp_path / "x.jsonl").read_text() == ""
+    assert (tmp_path / "x.train.jsonl").read_text() == (tmp_path / "x.test.jsonl").read_text() == ""
     info = json.loads(run("info", "--data", EMPTY, "--json").stdout)
     assert [f["rows"] for f in info["files"]] == [0, 0]
 

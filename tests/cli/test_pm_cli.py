@@ -248,3 +248,106 @@ def test_eval_on_training_data_warns_and_says_so_in_json(model_dir):
     rep = json.loads(r.stdout)
     assert rep["evaluated_on_training_data"] is False and rep["training_data_files"] == []
     assert "training data" not in r.stderr
+
+
+def test_eval_on_training_data_is_loud_in_the_table_too(model_dir):
+    r = ok("pm", "eval", "harmless-base", "--split", "train", "--data", "sample",
+           "--model", model_dir, "--bootstrap", "10")  # fmt: skip
+    assert r.stdout.startswith("WARNING: 60 of 60 pairs below were trained on")
+    assert "model (TRAINED ON 60)  overall" in r.stdout
+    r = ok("pm", "eval", "harmless-base", "--split", "train", "--data", "sample",
+           "--model", model_dir, "--bootstrap", "10", "--json")  # fmt: skip
+    assert json.loads(r.stdout)["training_pairs_evaluated"] == 60
+
+
+def test_the_fingerprints_follow_the_pairs_not_the_file(model_dir, tmp_path):
+    """The same pairs in another file (a copy) are still training pairs."""
+    import shutil
+
+    copy = tmp_path / "copy" / "harmless-base" / "test.jsonl.gz"
+    copy.parent.mkdir(parents=True)
+    shutil.copy(__import__("hhrlhf").layout.SAMPLE_DIR / "harmless-base" / "train.jsonl.gz", copy)
+    r = ok("pm", "eval", "--data", tmp_path / "copy", "--model", model_dir,
+           "--bootstrap", "10", "--json")  # fmt: skip
+    rep = json.loads(r.stdout)
+    assert rep["evaluated_on_training_data"] is True and rep["training_pairs_evaluated"] == 60
+    assert "60 of 60 pairs were in this model's training set" in r.stderr
+
+
+def _test_only(tmp_path):
+    import shutil
+
+    from hhrlhf.layout import SAMPLE_DIR
+
+    root = tmp_path / "only-test"
+    for sub in ("harmless-base", "helpful-base"):
+        (root / sub).mkdir(parents=True)
+        shutil.copy(SAMPLE_DIR / sub / "test.jsonl.gz", root / sub / "test.jsonl.gz")
+    return root
+
+
+def test_holdout_is_stable_grouped_by_prompt_and_evaluated_apart(tmp_path):
+    from hhrlhf import load_dataset
+    from hhrlhf.reward.holdout import prompt_key, split_holdout
+
+    data = _test_only(tmp_path)
+    pairs = list(load_dataset(split="test", data=data))
+    train, held = split_holdout(pairs, 0.3)
+    # the same on every run, whatever the order, and no prompt on both sides
+    again = split_holdout(list(reversed(pairs)), 0.3)
+    assert {id(p) for p in held} == {id(p) for p in again[1]}
+    assert not {prompt_key(p) for p in train} & {prompt_key(p) for p in held}
+    assert 0 < len(held) < len(pairs)
+    r = ok("pm", "train", "--data", data, "--out", tmp_path / "m", "--holdout", "0.3",
+           "--max-iter", "20", "--json")  # fmt: skip
+    meta = json.loads(r.stdout)
+    assert meta["metrics"]["pairs"] == len(train)
+    assert meta["training_data"]["holdout"] == {
+        "fraction": 0.3, "held_out_pairs": len(held), "by": "prompt"
+    }  # fmt: skip
+    assert meta["held_out"]["pairs"] == len(held)
+    assert f"{len(held)} pairs held out by prompt (--holdout 0.3)" in r.stderr
+    # the held-out side is clean; the whole file is not, and eval says how to fix it
+    r = ok("pm", "eval", "--data", data, "--model", tmp_path / "m", "--holdout", "0.3",
+           "--bootstrap", "10", "--json")  # fmt: skip
+    rep = json.loads(r.stdout)
+    assert rep["overall"]["n"] == len(held) and rep["evaluated_on_training_data"] is False
+    r = ok("pm", "eval", "--data", data, "--model", tmp_path / "m", "--bootstrap", "10",
+           "--json")  # fmt: skip
+    assert json.loads(r.stdout)["training_pairs_evaluated"] == len(train)
+    assert "pass --holdout 0.3 to evaluate the pairs it held out" in r.stderr
+
+
+def test_training_on_a_test_only_folder_says_how_to_hold_out(tmp_path):
+    r = ok("pm", "train", "--data", _test_only(tmp_path), "--out", tmp_path / "m",
+           "--max-iter", "5")  # fmt: skip
+    assert "no train split" in r.stderr and "--holdout 0.2" in r.stderr and "hh pm cv" in r.stderr
+
+
+def test_holdout_out_of_range_is_a_usage_error(tmp_path):
+    r = run("pm", "train", "--data", "sample", "--out", tmp_path / "m", "--holdout", "1.5")
+    assert r.exit_code == 2 and "--holdout" in r.output
+
+
+def test_cv_folds_are_grouped_seeded_and_reported(tmp_path):
+    from hhrlhf import load_dataset
+    from hhrlhf.reward.holdout import kfold, prompt_key
+
+    data = _test_only(tmp_path)
+    pairs = list(load_dataset(split="test", data=data))
+    folds = kfold(pairs, 3, seed=0)
+    assert sorted(i for _, te in folds for i in te) == list(range(len(pairs)))
+    for tr, te in folds:
+        assert not {prompt_key(pairs[i]) for i in tr} & {prompt_key(pairs[i]) for i in te}
+    assert kfold(pairs, 3, seed=0) == folds and kfold(pairs, 3, seed=1) != folds
+    r = ok("pm", "cv", "--data", data, "--folds", "3", "--max-iter", "20", "--json")
+    got = json.loads(r.stdout)
+    assert [f["test_pairs"] for f in got["per_fold"]] == [len(te) for _, te in folds]
+    assert got["grouped_by"] == "prompt" and got["pairs"] == len(pairs)
+    accs = [f["model"]["accuracy"] for f in got["per_fold"]]
+    assert got["summary"]["model"]["mean_accuracy"] == pytest.approx(sum(accs) / 3)
+    assert "fold 3/3: accuracy" in r.stderr
+    r = ok("pm", "cv", "--data", data, "--folds", "3", "--max-iter", "20")
+    assert r.stdout.startswith(f"3-fold CV on {len(pairs)} pairs (grouped by prompt, seed 0)")
+    r = run("pm", "cv", "--data", data, "--folds", "1")
+    assert r.exit_code == 2

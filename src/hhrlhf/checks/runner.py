@@ -62,10 +62,16 @@ class AuditResult:
             out.setdefault(file_key(source[0], source[1]), Counter()).update(list(names))
         return {k: dict(sorted(v.items())) for k, v in out.items()}
 
+    def rows_of(self, name: str) -> list[str]:
+        """``subset/split/index`` of every row flagged with class ``name``, in order."""
+        return [f"{s[0]}/{s[1]}/{s[2]}" for s, names in self.flags.items() if name in names]
+
     def to_json(self) -> dict:
         fc = self.file_counts()
         return {
             "counts": self.counts,
+            # the rows strict chat templates reject (hh export --merge-consecutive joins them)
+            "non_alternating_rows": self.rows_of("non_alternating"),
             "rows": self.rows,
             "flagged_rows": len(self.flags),
             "files": {

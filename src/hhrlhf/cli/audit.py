@@ -100,6 +100,13 @@ def _print_counts(result) -> None:
         print_table(rows, ["class", "rows", "severity", "meaning"])
     else:
         click.echo("no class flagged")
+    odd = result.rows_of("non_alternating")
+    if odd:
+        more = f" and {len(odd) - 20} more (--report lists all)" if len(odd) > 20 else ""
+        click.echo(
+            f"non_alternating rows (strict chat templates reject them; hh export "
+            f"--merge-consecutive joins same-role turns): {', '.join(odd[:20])}{more}"
+        )
 
 
 @click.command()

@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from ..convert import FORMATS
+from ..convert.formats import MESSAGE_FORMATS
+from ..errors import HHError
 from ..outputs import replace_dir
 from ..subsets import RED_TEAM
 from .options import (
@@ -70,7 +72,9 @@ def _records(subsets, split, data, fmt):
     "out",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Output file; the container follows the name: .jsonl, .jsonl.gz, .parquet.",
+    help="Output file; the container follows the name: .jsonl, .jsonl.gz, .parquet. "
+    "Several splits selected: one file per split, named from it (x.jsonl -> x.train.jsonl, "
+    "x.test.jsonl). '-': stdout (JSONL, one split).",
 )
 @click.option(
     "--hf",
@@ -80,10 +84,18 @@ def _records(subsets, split, data, fmt):
     help="Write a Hugging Face DatasetDict here (save_to_disk) instead of a file.",
 )
 @click.option("--no-source", is_flag=True, help="Leave out the subset/split/index of each row.")
+@click.option(
+    "--merge-consecutive",
+    is_flag=True,
+    help="Message formats: join two or more same-role turns in a row into one message "
+    '(contents joined by "\n\n"), for chat templates that require alternating roles.',
+)
 @data_option
 @subset_option
 @force_option
-def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset, force):
+def export(
+    subsets, split, fmt_name, out, hf_dir, no_source, merge_consecutive, data, file_subset, force
+):
     """Export pairs (or red-team attempts) in the format a trainer wants.
 
     \b
@@ -92,43 +104,98 @@ def export(subsets, split, fmt_name, out, hf_dir, no_source, data, file_subset, 
       hh export --format trl-conversational --hf hh-trl --data sample
       hh export red-team-attempts --format redteam --out rt.parquet --data sample
     """
-    from ..convert import export_hf, export_records, get_format
+    from ..convert import export_hf, export_records, format_rows, get_format
     from ..convert.export import ARROW_FORMATS, export_arrow
-    from ..convert.files import container_of
+    from ..convert.files import CONTAINERS, container_of, split_path
 
     if (out is None) == (hf_dir is None):
         raise click.UsageError("give exactly one of --out FILE or --hf DIR")
-    check_outputs(force, out=(out, "file"), hf=(hf_dir, "dir"))
+    to_stdout = out == "-"
+    if not to_stdout:
+        check_outputs(force, hf=(hf_dir, "dir"))
     subsets = file_subsets(subsets, file_subset, data)
     fmt = get_format(fmt_name)
+    if merge_consecutive and fmt.name not in MESSAGE_FORMATS:
+        raise click.BadParameter(
+            f"joins chat messages; format {fmt.name!r} holds text "
+            f"(message formats: {', '.join(MESSAGE_FORMATS)})",
+            param_hint="--merge-consecutive",
+        )
     splits = _records(subsets, split, data, fmt)
-    if fmt.name in ARROW_FORMATS and (hf_dir or container_of(out) == "parquet"):
-        # straight from the files into Arrow columns (the same rows, errors and order)
-        from ..dataset import load_arrow
-
-        tables = {
-            s: load_arrow(list(subsets) or None, split=s, data=data, columns=fmt.name)
-            for s in splits
-        }
-        got = export_arrow(tables, out, hf_dir=hf_dir, source=not no_source)
-        if hf_dir:
-            sizes = ", ".join(f"{k}: {len(v)}" for k, v in got.items())
-            _chatter(f"wrote DatasetDict ({sizes}) in format {fmt.name} to {hf_dir}")
-        else:
-            _chatter(f"wrote {got} rows in format {fmt.name} to {out}")
-        return
+    merged: list = []
+    merging = {"merge_consecutive": merge_consecutive, "merged": merged}
     if hf_dir:
-        with replace_dir(hf_dir) as tmp:
-            dd = export_hf(splits, fmt, tmp, source=not no_source)
+        if fmt.name in ARROW_FORMATS:
+            # straight from the files into Arrow columns (the same rows, errors and order)
+            from ..dataset import load_arrow
+
+            tables = {
+                s: load_arrow(list(subsets) or None, split=s, data=data, columns=fmt.name)
+                for s in splits
+            }
+            with replace_dir(hf_dir) as tmp:
+                dd = export_arrow(tables, hf_dir=tmp, source=not no_source)
+        else:
+            with replace_dir(hf_dir) as tmp:
+                dd = export_hf(splits, fmt, tmp, source=not no_source, **merging)
         sizes = ", ".join(f"{k}: {len(v)}" for k, v in dd.items())
         _chatter(f"wrote DatasetDict ({sizes}) in format {fmt.name} to {hf_dir}")
+        _report_merged(merged, merge_consecutive)
         return
-    import itertools
+    if to_stdout:
+        # one split only: a file of several splits is the trap this command avoids
+        if len(splits) > 1:
+            raise HHError(
+                f"--out - writes one split, and {len(splits)} are selected "
+                f"({', '.join(splits)}): pass --split {next(iter(splits))}, or an --out file "
+                "(one file per split)"
+            )
+        n = 0
+        write = sys.stdout.buffer.write
+        rows = format_rows(next(iter(splits.values())), fmt, source=not no_source, **merging)
+        for row in rows:
+            write(fmt.encode(row))
+            n += 1
+        sys.stdout.flush()
+        _chatter(f"wrote {n} rows in format {fmt.name} to stdout")
+        _report_merged(merged, merge_consecutive)
+        return
+    # a single-file --out never mixes splits: several splits get one file each
+    targets = {s: Path(out) for s in splits}
+    if len(splits) > 1 and any(out.endswith(e) for e in CONTAINERS):
+        targets = {s: split_path(out, s) for s in splits}
+    for target in dict.fromkeys(targets.values()):
+        check_outputs(force, out=(target, "file"))
+    container_of(out)  # an unknown ending is an error before any work
+    if len(splits) > 1:
+        _chatter(
+            f"{len(splits)} splits selected ({', '.join(splits)}): one file per split, "
+            f"named from {out} (--split SPLIT writes one file under that name)"
+        )
+    for s, records in splits.items():
+        target = targets[s]
+        if fmt.name in ARROW_FORMATS and container_of(target) == "parquet":
+            from ..dataset import load_arrow
 
-    n = export_records(
-        itertools.chain.from_iterable(splits.values()), fmt, out, source=not no_source
+            table = load_arrow(list(subsets) or None, split=s, data=data, columns=fmt.name)
+            n = export_arrow({s: table}, target, source=not no_source)
+        else:
+            n = export_records(records, fmt, target, source=not no_source, **merging)
+        what = f"{n} {s} rows" if len(splits) > 1 else f"{n} rows"
+        _chatter(f"wrote {what} in format {fmt.name} to {target}")
+    _report_merged(merged, merge_consecutive)
+
+
+def _report_merged(merged: list, on: bool) -> None:
+    """One stderr line: how many rows --merge-consecutive changed, and which."""
+    if not on:
+        return
+    names = [f"{r.subset}/{r.split}/{r.index}" for r in merged[:20]]
+    more = f" and {len(merged) - 20} more" if len(merged) > 20 else ""
+    _chatter(
+        f"--merge-consecutive: joined same-role turns in {len(merged)} row(s)"
+        + (f": {', '.join(names)}{more}" if merged else "")
     )
-    _chatter(f"wrote {n} rows in format {fmt.name} to {out}")
 
 
 @click.command("import")

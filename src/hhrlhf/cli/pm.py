@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..dataset import iter_attempts, resolve_source
+from ..errors import HHError
 from ..outputs import replace_dir
 from ..reward.backends import BACKENDS, get_backend
 from .options import (
@@ -41,7 +42,7 @@ def pm():
     """
 
 
-def _load(subsets, file_subset, split, data, preferred: str, lenient, skipped):
+def _load(subsets, file_subset, split, data, preferred: str, lenient, skipped, holdout_hint=False):
     """``(files, pairs)``: the preference files to read (a note on stderr when the preferred
     split is not there) and their pairs."""
     from ..reward.data import load_pairs, select_pair_files
@@ -49,6 +50,11 @@ def _load(subsets, file_subset, split, data, preferred: str, lenient, skipped):
     subsets = file_subsets(subsets, file_subset, data)
     files, note = select_pair_files(subsets, split, data, preferred)
     if note:
+        if holdout_hint:
+            note += (
+                " (nothing is held out: pass --holdout 0.2 to keep a fifth of the prompts "
+                "out, or run hh pm cv for a cross-validated accuracy)"
+            )
         click.echo(note, err=True)
     return files, load_pairs(files, lenient=lenient, skipped=skipped)
 
@@ -92,6 +98,14 @@ def _training_data(files, data, pairs) -> dict:
 @click.option("--base-model", default=None, help="HF model id/path (transformers backend).")
 @click.option("--epochs", type=float, default=1.0, show_default=True, help="transformers backend.")
 @click.option("--max-steps", type=int, default=-1, help="transformers backend: stop after N steps.")
+@click.option(
+    "--holdout",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    metavar="FRACTION",
+    help="Hold out about FRACTION of the prompts (a stable hash of each prompt: the same "
+    "prompt lands on the same side on every run, and never on both) and report accuracy on them.",
+)
 @data_option
 @subset_option
 @lenient_option
@@ -110,6 +124,7 @@ def train(
     base_model,
     epochs,
     max_steps,
+    holdout,
     data,
     file_subset,
     lenient,
@@ -122,6 +137,7 @@ def train(
     \b
     Example:
       hh pm train harmless-base helpful-base --split train --data sample --out pm-model --lambda 2
+      hh pm train harmless-base --data sample --split test --holdout 0.2 --out pm-model
     """
     spec = get_backend(backend)
     if "base_model" in spec.required and not base_model:
@@ -129,9 +145,27 @@ def train(
     check_outputs(force, out=(out, "dir"))
     from ..reward.backends import train_model
 
-    files, pairs = _load(subsets, file_subset, split, data, "train", lenient, skipped)
+    files, pairs = _load(
+        subsets, file_subset, split, data, "train", lenient, skipped, holdout_hint=holdout is None
+    )
+    held: list = []
+    if holdout is not None:
+        from ..reward.holdout import split_holdout
+
+        pairs, held = split_holdout(pairs, holdout)
+        if not pairs or not held:
+            raise HHError(
+                f"--holdout {holdout} leaves {len(pairs)} pairs to train on and {len(held)} "
+                "held out: choose another fraction, or select more data"
+            )
     info = _training_data(files, data, pairs)
-    click.echo(f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})", err=True)
+    if held:
+        info["holdout"] = {"fraction": holdout, "held_out_pairs": len(held), "by": "prompt"}
+    click.echo(
+        f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})"
+        + (f"; {len(held):,} pairs held out by prompt (--holdout {holdout})" if held else ""),
+        err=True,
+    )
     given = {
         "harm_weight": harm_weight,
         "l2": l2,
@@ -151,8 +185,12 @@ def train(
             **{k: given[k] for k in spec.options if k in given},
         )
     meta = model.meta
+    held_out = _held_out_accuracy(model, held) if held else None
     if as_json:
-        emit_json({"model": str(out), "backend": backend, **meta})
+        emit_json(
+            {"model": str(out), "backend": backend, **meta}
+            | ({"held_out": held_out} if held_out else {})
+        )
     else:
         m = meta["metrics"]
         acc = m.get("train_accuracy")
@@ -161,6 +199,25 @@ def train(
             + (f", train accuracy {acc:.3f}" if acc is not None else "")
             + f", {m['train_seconds']:.1f}s"
         )
+        if held_out:
+            click.echo(
+                f"held-out accuracy {held_out['accuracy']:.3f} on {held_out['pairs']:,} pairs "
+                f"({held_out['ties']} ties); evaluate them again with: hh pm eval --model {out} "
+                f"--holdout {holdout} (and the same data)"
+            )
+
+
+def _held_out_accuracy(model, held) -> dict:
+    """Accuracy (ties not correct) of ``model`` on the held-out pairs."""
+    import numpy as np
+
+    c, r = model.score_pairs(held)
+    margin = np.asarray(c, dtype=float) - np.asarray(r, dtype=float)
+    return {
+        "pairs": len(held),
+        "accuracy": float(np.mean(margin > 0)),
+        "ties": int(np.sum(margin == 0)),
+    }
 
 
 def _fmt_acc(s: dict) -> dict:
@@ -244,6 +301,21 @@ def _training_overlap(target, files) -> list[str] | None:
     help="Write a PNG (reliability + accuracy), needs matplotlib.",
 )
 @click.option("--jobs", type=int, default=1, show_default=True)
+@click.option(
+    "--holdout",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    metavar="FRACTION",
+    help="Evaluate only the pairs `hh pm train --holdout FRACTION` held out of this data.",
+)
+@click.option(
+    "--max-length",
+    type=click.IntRange(8, None),
+    default=512,
+    show_default=True,
+    help="Transformers models: tokens per text; a longer prompt loses its beginning, never "
+    "the response.",
+)
 @data_option
 @subset_option
 @lenient_option
@@ -261,6 +333,8 @@ def eval_command(
     bins,
     plot_path,
     jobs,
+    holdout,
+    max_length,
     data,
     file_subset,
     lenient,
@@ -281,6 +355,13 @@ def eval_command(
     if len(given) != 1:
         raise click.UsageError("give exactly one of --model, --scores, --hf-model")
     files, pairs = _load(subsets, file_subset, split, data, "test", lenient, skipped)
+    if holdout is not None:
+        from ..reward.holdout import split_holdout
+
+        pairs = split_holdout(pairs, holdout)[1]
+        if not pairs:
+            raise HHError(f"--holdout {holdout} holds out no pair of this data")
+        click.echo(f"evaluating the {len(pairs):,} pairs held out by --holdout {holdout}", err=True)
     t0 = time.perf_counter()
     if model_path:
         from ..reward.backends import load_model
@@ -291,11 +372,32 @@ def eval_command(
     else:
         from ..reward.hf import HFRewardModel
 
-        target, name = HFRewardModel(hf_model), hf_model
-    overlap = _training_overlap(target, files)
+        target, name = HFRewardModel(hf_model, max_length=max_length), hf_model
+    if getattr(target, "backend", None) == "transformers":
+        target.max_length = max_length
+    trained = _trained_pairs(target, model_path, pairs, holdout)
+    if trained is None:
+        overlap = _training_overlap(target, files)
+    else:  # the pairs say more than the files (a --holdout model shares its file)
+        from ..reward.saved import training_overlap
+
+        overlap = training_overlap(getattr(target, "meta", None), files)
     report = evaluate_model(target, pairs, seed=seed, n_boot=n_boot, bins=bins, n_jobs=jobs)
     report["model"] = name
-    report["evaluated_on_training_data"] = None if overlap is None else bool(overlap)
+    cut = getattr(target, "pair_truncation", None)
+    if cut:
+        report["truncation"] = cut
+        click.echo(
+            f"truncated {cut['truncated']:,} of {cut['pairs']:,} pairs to {cut['max_length']} "
+            f"tokens (the prompt's beginning cut; {cut['response_cut']:,} with a response "
+            "too long to keep whole: --max-length)",
+            err=True,
+        )
+    if trained is not None:
+        report["evaluated_on_training_data"] = trained > 0
+        report["training_pairs_evaluated"] = trained
+    else:
+        report["evaluated_on_training_data"] = None if overlap is None else bool(overlap)
     report["training_data_files"] = overlap or []
     report["seconds"] = round(time.perf_counter() - t0, 3)
     if plot_path:
@@ -306,7 +408,164 @@ def eval_command(
     if as_json:
         emit_json(report)
     else:
-        print_report(report, "model")
+        if trained:
+            click.echo(
+                f"WARNING: {trained:,} of {len(pairs):,} pairs below were trained on: "
+                "not a held-out estimate"
+            )
+        print_report(report, f"model (TRAINED ON {trained:,})" if trained else "model")
+
+
+def _trained_pairs(target, model_path, pairs, holdout) -> int | None:
+    """How many of ``pairs`` the saved model was trained on (its pair fingerprints), with a
+    warning on stderr when any; None when the model keeps no fingerprints."""
+    from ..reward.holdout import read_fingerprints, trained_on
+
+    fingerprints = read_fingerprints(model_path) if model_path else None
+    if fingerprints is None:
+        return None
+    n = len(trained_on(pairs, fingerprints))
+    if n:
+        record = (getattr(target, "meta", None) or {}).get("training_data")
+        fraction = ((record or {}).get("holdout") or {}).get("fraction")
+        hint = (
+            f"; it was trained with --holdout {fraction}: pass --holdout {fraction} to evaluate "
+            "the pairs it held out"
+            if fraction and holdout is None
+            else ""
+        )
+        click.echo(
+            f"warning: evaluating on training data: {n:,} of {len(pairs):,} pairs were in this "
+            f"model's training set, so the accuracy is not a held-out estimate{hint}",
+            err=True,
+        )
+    return n
+
+
+@pm.command()
+@click.argument("subsets", nargs=-1)
+@click.option(
+    "--split",
+    default=None,
+    metavar="SPLIT",
+    help="Split to cross-validate on (default: train where there is one, else the splits there).",
+)
+@click.option("--folds", type=click.IntRange(2, None), default=5, show_default=True)
+@seed_option("Draws the folds (another seed, other folds).")
+@click.option(
+    "--lambda",
+    "harm_weight",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Weight of harmless-base pairs: L = L_help + lambda * L_harm.",
+)
+@click.option("--l2", type=float, default=5e-4, show_default=True, help="Ridge penalty.")
+@click.option("--max-iter", type=int, default=300, show_default=True, help="L-BFGS iterations.")
+@click.option("--jobs", type=int, default=1, show_default=True, help="Featurisation processes.")
+@data_option
+@subset_option
+@lenient_option
+@json_option
+@pass_skipped
+def cv(
+    subsets,
+    split,
+    folds,
+    seed,
+    harm_weight,
+    l2,
+    max_iter,
+    jobs,
+    data,
+    file_subset,
+    lenient,
+    as_json,
+    skipped,
+):
+    """K-fold cross-validated accuracy of the linear PM, the baselines on the same folds.
+
+    Folds are grouped by prompt (pairs sharing a prompt are in the same fold) and seeded: an
+    honest accuracy where there is no separate test split. Each fold trains on the others
+    and is scored on itself; ties count as not correct.
+
+    \b
+    Example:
+      hh pm cv harmless-base --split test --folds 5 --data sample
+    """
+    import numpy as np
+
+    from ..reward.evaluate import BASELINES
+    from ..reward.holdout import kfold
+    from ..reward.model import train_pm
+
+    files, pairs = _load(subsets, file_subset, split, data, "train", lenient, skipped)
+    splits = kfold(pairs, folds, seed)
+    if any(not te or not tr for tr, te in splits):
+        raise HHError(
+            f"{len(pairs)} pairs ({len({p.prompt for p in pairs})} prompts) cannot fill "
+            f"{folds} folds: use fewer --folds or more data"
+        )
+    names = ["model", *(b for b in BASELINES if b != "random")]
+    rows = []
+    for j, (tr, te) in enumerate(splits):
+        train_pairs, test_pairs = [pairs[i] for i in tr], [pairs[i] for i in te]
+        model = train_pm(
+            train_pairs,
+            l2=l2,
+            harm_weight=harm_weight,
+            max_iter=max_iter,
+            n_jobs=jobs,
+            desc=f"fold {j + 1}/{folds}",
+        )
+        row: dict = {"fold": j + 1, "train_pairs": len(tr), "test_pairs": len(te)}
+        for name in names:
+            c, r = (
+                model.score_pairs(test_pairs, n_jobs=jobs)
+                if name == "model"
+                else BASELINES[name](test_pairs, seed)
+            )
+            margin = np.asarray(c, dtype=float) - np.asarray(r, dtype=float)
+            row[name] = {"accuracy": float(np.mean(margin > 0)), "ties": int(np.sum(margin == 0))}
+        rows.append(row)
+        click.echo(
+            f"fold {j + 1}/{folds}: accuracy {row['model']['accuracy']:.3f} on {len(te):,} pairs",
+            err=True,
+        )
+    summary = {
+        name: {
+            "mean_accuracy": float(np.mean([r[name]["accuracy"] for r in rows])),
+            "std": float(np.std([r[name]["accuracy"] for r in rows])),
+            "ties": sum(r[name]["ties"] for r in rows),
+        }
+        for name in names
+    }
+    result = {
+        "pairs": len(pairs),
+        "folds": folds,
+        "seed": seed,
+        "grouped_by": "prompt",
+        "data": [f.rel for f in files],
+        "hyperparameters": {"l2": l2, "harm_weight": harm_weight, "max_iter": max_iter},
+        "per_fold": rows,
+        "summary": summary,
+    }
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"{folds}-fold CV on {len(pairs):,} pairs (grouped by prompt, seed {seed})")
+    print_table(
+        [
+            {
+                "model": name,
+                "mean accuracy": f"{100 * v['mean_accuracy']:.1f}%",
+                "std": f"{100 * v['std']:.1f}",
+                "per fold": " ".join(f"{100 * r[name]['accuracy']:.1f}" for r in rows),
+                "ties": v["ties"],
+            }
+            for name, v in summary.items()
+        ]
+    )
 
 
 @pm.command()

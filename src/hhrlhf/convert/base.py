@@ -31,6 +31,9 @@ __all__ = [
     "prompt_messages",
     "response_messages",
     "require_key",
+    "MERGE_JOIN",
+    "merge_consecutive",
+    "merge_row",
 ]
 
 #: The keys every exported row carries unless ``source=False`` (``--no-source``).
@@ -82,6 +85,50 @@ def response_messages(pair: PreferencePair, side: str) -> list[dict[str, str]]:
         return messages_of(getattr(pair, side))
     text = pair.chosen_response if side == "chosen" else pair.rejected_response
     return [{"role": "assistant", "content": text.strip()}]
+
+
+#: What ``--merge-consecutive`` puts between the contents of two same-role turns it joins.
+MERGE_JOIN = "\n\n"
+
+
+def merge_consecutive(
+    messages: list[dict[str, str]], join: str = MERGE_JOIN
+) -> list[dict[str, str]]:
+    """``messages`` with every run of same-role messages joined into one (contents joined by
+    ``join``; an empty content adds nothing), so roles alternate as strict chat templates
+    require. Messages are copied, never changed in place."""
+    out: list[dict[str, str]] = []
+    for m in messages:
+        if out and out[-1]["role"] == m["role"]:
+            parts = [c for c in (out[-1]["content"], m["content"]) if c]
+            out[-1] = {**out[-1], "content": join.join(parts)}
+        else:
+            out.append(dict(m))
+    return out
+
+
+def _is_messages(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and "role" in m and "content" in m for m in value)
+    )
+
+
+def merge_row(row: dict, join: str = MERGE_JOIN) -> tuple[dict, bool]:
+    """``(row, changed)``: every message list in ``row`` (also one level down, as in
+    ``{"input": {"messages": [...]}}``) with its same-role runs joined (:func:`merge_consecutive`)."""
+    changed = False
+    out = dict(row)
+    for key, value in row.items():
+        if _is_messages(value):
+            merged = merge_consecutive(value, join)
+            changed |= len(merged) != len(value)
+            out[key] = merged
+        elif isinstance(value, dict):
+            out[key], inner = merge_row(value, join)
+            changed |= inner
+    return out, changed
 
 
 def require_key(row: Any, key: str, kind: type | tuple[type, ...] | None = None):

@@ -26,13 +26,26 @@ __all__ = [
 
 
 def export_records(
-    records: Iterable, fmt: str | Format, out: str | os.PathLike, *, source: bool = True
+    records: Iterable,
+    fmt: str | Format,
+    out: str | os.PathLike,
+    *,
+    source: bool = True,
+    merge_consecutive: bool = False,
+    merged: list | None = None,
 ) -> int:
-    """Write ``records`` to ``out`` (.jsonl, .jsonl.gz or .parquet); returns the row count."""
+    """Write ``records`` to ``out`` (.jsonl, .jsonl.gz or .parquet); returns the row count.
+    ``merge_consecutive`` and ``merged``: as in :func:`format_rows`."""
     from ..progress import progress
 
     fmt = get_format(fmt)
-    rows = progress(format_rows(records, fmt, source=source), desc=f"export {out}", unit="rows")
+    rows = progress(
+        format_rows(
+            records, fmt, source=source, merge_consecutive=merge_consecutive, merged=merged
+        ),
+        desc=f"export {out}",
+        unit="rows",
+    )
     return write_rows(rows, out, encode=fmt.encode)
 
 
@@ -42,15 +55,28 @@ def export_hf(
     out_dir: str | os.PathLike,
     *,
     source: bool = True,
+    merge_consecutive: bool = False,
+    merged: list | None = None,
 ):
-    """Save ``{"train": records, "test": records}`` as a ``DatasetDict`` (``save_to_disk``)."""
+    """Save ``{"train": records, "test": records}`` as a ``DatasetDict`` (``save_to_disk``).
+    ``merge_consecutive`` and ``merged``: as in :func:`format_rows`."""
     from .tables import rows_to_hf
 
     datasets = require("datasets", "hf", "--hf")
     fmt = get_format(fmt)
     dd = datasets.DatasetDict(
         {
-            name: rows_to_hf(list(format_rows(recs, fmt, source=source)))
+            name: rows_to_hf(
+                list(
+                    format_rows(
+                        recs,
+                        fmt,
+                        source=source,
+                        merge_consecutive=merge_consecutive,
+                        merged=merged,
+                    )
+                )
+            )
             for name, recs in splits.items()
         }
     )

@@ -19,7 +19,7 @@ from ..errors import DataFormatError, NoDataError, UnknownNameError, require
 from ..outputs import plain_mode
 from ..reader import Lenient, read_objects
 
-__all__ = ["CONTAINERS", "container_of", "write_rows", "read_rows"]
+__all__ = ["CONTAINERS", "container_of", "split_path", "write_rows", "read_rows"]
 
 #: File name endings and the container each one means.
 CONTAINERS = {".jsonl.gz": "jsonl.gz", ".jsonl": "jsonl", ".parquet": "parquet"}
@@ -31,6 +31,16 @@ def container_of(path: str | os.PathLike) -> str:
         if name.endswith(ending):
             return kind
     raise UnknownNameError("file ending", name, list(CONTAINERS))
+
+
+def split_path(path: str | os.PathLike, split: str) -> Path:
+    """The file of one split when one ``--out`` name stands for several splits: the split goes
+    before the container ending (``pairs.jsonl`` -> ``pairs.train.jsonl``, ``pairs.jsonl.gz``
+    -> ``pairs.train.jsonl.gz``)."""
+    path = Path(path)
+    kind = container_of(path)
+    ending = next(e for e, k in CONTAINERS.items() if k == kind)
+    return path.with_name(f"{path.name[: -len(ending)]}.{split}{ending}")
 
 
 def _encode(row: dict) -> bytes:

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import RecordKindError, UnknownNameError
+from ..errors import HHError, RecordKindError, UnknownNameError
 from ..records import PreferencePair, RedTeamAttempt
-from .base import Format
+from .base import Format, merge_row
 from .dpo import DpoFormat
 from .messages import MessagesFormat
 from .openai import OpenAIFormat
@@ -27,7 +27,7 @@ from .sft import SftFormat
 from .trl_conversational import TrlConversationalFormat
 from .trl_standard import TrlStandardFormat
 
-__all__ = ["FORMATS", "get_format", "format_rows"]
+__all__ = ["FORMATS", "MESSAGE_FORMATS", "get_format", "format_rows"]
 
 #: Format name -> the :class:`~hhrlhf.convert.base.Format` that writes and reads its rows.
 FORMATS: dict[str, Format] = {
@@ -68,15 +68,40 @@ def _check_kind(fmt: Format, record: object) -> None:
         )
 
 
+#: Formats whose rows hold chat messages (what ``merge_consecutive`` applies to).
+MESSAGE_FORMATS = ("trl-conversational", "messages", "sft", "openai", "redteam")
+
+
 def format_rows(
-    records: Iterable[PreferencePair | RedTeamAttempt], fmt: str | Format, *, source: bool = True
+    records: Iterable[PreferencePair | RedTeamAttempt],
+    fmt: str | Format,
+    *,
+    source: bool = True,
+    merge_consecutive: bool = False,
+    merged: list[Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The rows of ``records`` in ``fmt`` (a generator; nothing is held in memory)."""
+    """The rows of ``records`` in ``fmt`` (a generator; nothing is held in memory).
+
+    ``merge_consecutive`` (message formats only, :data:`MESSAGE_FORMATS`) joins same-role runs
+    of messages into one, their contents joined by ``"\n\n"``
+    (:func:`~hhrlhf.convert.base.merge_consecutive`); the records it changed are appended to
+    ``merged``.
+    """
     fmt = get_format(fmt)
+    if merge_consecutive and fmt.name not in MESSAGE_FORMATS:
+        raise HHError(
+            f"--merge-consecutive joins chat messages; format {fmt.name!r} holds text "
+            f"(message formats: {', '.join(MESSAGE_FORMATS)})"
+        )
     first = True
     export_row = fmt.export_row
     for record in records:
         if first:
             _check_kind(fmt, record)
             first = False
-        yield export_row(record, source=source)
+        row = export_row(record, source=source)
+        if merge_consecutive:
+            row, changed = merge_row(row)
+            if changed and merged is not None:
+                merged.append(record)
+        yield row

@@ -182,7 +182,9 @@ def train_model(
     """Train a ``backend`` model on ``pairs``, write its directory ``out`` and return it.
 
     ``options`` are the backend's training options (:attr:`Backend.options`); one it does not
-    take is a :class:`TypeError`, and a missing required one a :class:`ValueError`.
+    take is a :class:`TypeError`, and a missing required one a :class:`ValueError`. The
+    directory also keeps the fingerprints of the training pairs
+    (:data:`~hhrlhf.reward.holdout.FINGERPRINTS_FILE`).
     """
     spec = get_backend(backend)
     unknown = sorted(set(options) - set(spec.options))
@@ -193,4 +195,9 @@ def train_model(
     missing = [o for o in spec.required if options.get(o) is None]
     if missing:
         raise ValueError(f"the {spec.name} backend needs {', '.join(missing)}")
-    return spec.train(pairs, Path(out), training_data=training_data, progress=progress, **options)
+    from .holdout import write_fingerprints
+
+    pairs = list(pairs)
+    model = spec.train(pairs, Path(out), training_data=training_data, progress=progress, **options)
+    write_fingerprints(pairs, out)  # lets an evaluation notice the pairs it was trained on
+    return model

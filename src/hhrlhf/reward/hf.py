@@ -75,6 +75,13 @@ class HFRewardModel:
         self.model.to(self.device).eval()
         self.max_length = max_length
         self.batch_size = batch_size
+        #: What the last scoring cut: ``{"texts", "prompt_cut", "response_cut", "max_length"}``.
+        self.truncation: dict = {}
+        self._flags: list[tuple[bool, bool]] = []
+        self._special_ids: tuple[list[int], list[int]] | None = None
+        #: What the last :meth:`score_pairs` cut: ``{"pairs", "truncated", "response_cut",
+        #: "max_length"}`` (a pair counts once when either side was cut).
+        self.pair_truncation: dict = {}
 
     def score_texts(self, texts) -> list[float]:
         torch = _torch()
@@ -96,22 +103,91 @@ class HFRewardModel:
                 out += logits[:, 0].float().cpu().tolist()
         return out
 
+    def _fit(self, prompt_ids: list[int], response_ids: list[int]) -> tuple[list[int], bool, bool]:
+        """Token ids of prompt + response within :attr:`max_length` (special tokens and the
+        EOS included): the prompt is cut from the left, so its end (the turns the response
+        answers) and the whole response stay; a response that alone is too long keeps its
+        beginning. Returns ``(ids, prompt cut, response cut)``."""
+        tok = self.tokenizer
+        eos = [tok.eos_token_id] if self.add_eos and tok.eos_token_id is not None else []
+        head, tail = self._specials()
+        room = max(self.max_length - len(head) - len(tail) - len(eos), 1)
+        response_cut = len(response_ids) > room
+        response_ids = response_ids[:room]
+        keep = room - len(response_ids)
+        prompt_cut = len(prompt_ids) > keep
+        prompt_ids = prompt_ids[len(prompt_ids) - keep :] if keep else []
+        ids = head + prompt_ids + response_ids + eos + tail
+        return ids, prompt_cut, response_cut
+
+    def _specials(self) -> tuple[list[int], list[int]]:
+        """The special tokens the tokenizer puts before and after one text (a BOS, [CLS] and
+        [SEP], ...), found by tokenizing a word with and without them."""
+        if self._special_ids is None:
+            tok = self.tokenizer
+            with_special = tok("hello", add_special_tokens=True)["input_ids"]
+            plain = tok("hello", add_special_tokens=False)["input_ids"]
+            head: list[int] = []
+            tail: list[int] = []
+            for k in range(len(with_special) - len(plain) + 1):
+                if with_special[k : k + len(plain)] == plain:
+                    head, tail = with_special[:k], with_special[k + len(plain) :]
+                    break
+            self._special_ids = (list(head), list(tail))
+        return self._special_ids
+
+    def score_prompted(self, prompts, responses) -> list[float]:
+        """Scores of each response after its prompt, truncated as :meth:`_fit` says; the counts
+        of cut texts are in :attr:`truncation`."""
+        torch = _torch()
+        tok = self.tokenizer
+        prompts, responses = list(prompts), list(responses)
+        p_ids = tok(prompts, add_special_tokens=False)["input_ids"] if prompts else []
+        r_ids = tok(responses, add_special_tokens=False)["input_ids"] if responses else []
+        fitted = [self._fit(p, r) for p, r in zip(p_ids, r_ids, strict=True)]
+        self._flags = [(pc, rc) for _, pc, rc in fitted]
+        self.truncation = {
+            "texts": len(fitted),
+            "prompt_cut": sum(1 for _, pc, _ in fitted if pc),
+            "response_cut": sum(1 for _, _, rc in fitted if rc),
+            "max_length": self.max_length,
+        }
+        out: list[float] = []
+        with torch.no_grad():
+            for i in range(0, len(fitted), self.batch_size):
+                batch = [{"input_ids": ids} for ids, _, _ in fitted[i : i + self.batch_size]]
+                enc = tok.pad(batch, return_tensors="pt").to(self.device)
+                logits = self.model(**enc).logits
+                out += logits[:, 0].float().cpu().tolist()
+        return out
+
     def score(self, prompts, responses, *, n_jobs: int = 1):
-        """Scores of each response after its prompt (the whole text), as a numpy array.
+        """Scores of each response after its prompt, as a numpy array. A text longer than
+        :attr:`max_length` tokens loses the beginning of its prompt, never its response
+        (unless the response alone is too long); see :attr:`truncation`.
 
         ``n_jobs`` is accepted for the :class:`~hhrlhf.reward.backends.RewardModel` contract;
         the work is batched on :attr:`device` instead (one process)."""
         np = require("numpy", "reward", "scoring")
-        return np.array(self.score_texts(p + r for p, r in zip(prompts, responses, strict=False)))
+        return np.array(self.score_prompted(prompts, responses))
 
     def score_pairs(self, pairs, *, n_jobs: int = 1):
         """(chosen scores, rejected scores) for a list of :class:`~hhrlhf.PreferencePair`
-        (``n_jobs`` as in :meth:`score`)."""
+        (``n_jobs`` as in :meth:`score`). :attr:`pair_truncation` counts the pairs cut."""
         pairs = list(pairs)
-        s = self.score_texts([p.chosen for p in pairs] + [p.rejected for p in pairs])
+        n = len(pairs)
         np = require("numpy", "reward", "scoring")
-        s = np.array(s)
-        return s[: len(pairs)], s[len(pairs) :]
+        prompts = [p.prompt for p in pairs] * 2
+        responses = [p.chosen_response for p in pairs] + [p.rejected_response for p in pairs]
+        s = np.array(self.score_prompted(prompts, responses))
+        flags = self._flags
+        self.pair_truncation = {
+            "pairs": n,
+            "truncated": sum(1 for i in range(n) if any(flags[i]) or any(flags[n + i])),
+            "response_cut": sum(1 for i in range(n) if flags[i][1] or flags[n + i][1]),
+            "max_length": self.max_length,
+        }
+        return s[:n], s[n:]
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> Path:

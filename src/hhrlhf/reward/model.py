@@ -144,12 +144,14 @@ def train_pm(
     n_jobs: int = 1,
     training_data: dict | None = None,
     progress=None,
+    desc: str = "fitting",
 ) -> PreferenceModel:
     """Fit a linear PM on preference pairs with the Bradley-Terry loss.
 
     ``harm_weight`` is lambda in ``L = L_help + lambda L_harm``; ``l2`` the ridge penalty on
     the mean loss; ``n_jobs`` parallelises featurisation. ``training_data`` (subsets, splits,
-    rows, checksums) is recorded in ``model.json``. ``progress`` is called with short strings.
+    rows, checksums) is recorded in ``model.json``. ``progress`` is called with short strings;
+    ``desc`` names the fit's progress bar.
     """
     np = require("numpy", "reward", "the preference model")
     optimize = require("scipy.optimize", "reward", "the preference model")
@@ -175,7 +177,7 @@ def train_pm(
     weights = pair_weights([p.subset for p in pairs], harm_weight)
     from ..progress import progress as progress_bar
 
-    with progress_bar(total=max_iter, desc="fitting", unit="iterations") as bar:
+    with progress_bar(total=max_iter, desc=desc, unit="iterations") as bar:
         result = optimize.minimize(
             bt_objective,
             np.zeros(diffs.shape[1]),
