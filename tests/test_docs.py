@@ -22,6 +22,12 @@ def test_cli_reference_is_current():
     assert current == cli_reference.render(), "run: python scripts/cli_reference.py"
 
 
+def test_cli_reference_names_the_command_hh():
+    text = cli_reference.render()
+    assert "Usage: hh check [OPTIONS]" in text and "Usage: hh [OPTIONS] COMMAND" in text
+    assert "Usage: cli" not in text
+
+
 def test_every_command_is_documented_with_an_example():
     reference = (ROOT / "docs" / "cli-reference.md").read_text()
     for path in cli_reference.walk(cli, []):

@@ -108,19 +108,37 @@ def test_lenient_stats_reports_skips():
     assert (
         "skipped: " in result.stderr
         and "line 3" in result.stderr
-        and "1 row(s) skipped" in result.stderr
+        and "read 2 of 3 rows (1 skipped)" in result.stderr
     )
 
 
-def test_demo_runs_on_the_sample(tmp_path):
+def test_demo_runs_on_the_sample_and_replaces_its_own_earlier_output(tmp_path):
+    from hhrlhf.demo import DEMO_MARKER, start_demo_output
+
+    # an earlier run's folder (marked by the demo), with a file this run does not write
+    start_demo_output(tmp_path / "demo")
+    (tmp_path / "demo" / "stale.txt").write_text("from an earlier run")
     result = run("demo", "--out", str(tmp_path / "demo"))
     assert "outputs are in" in result.stdout
+    assert "replacing" in result.stderr and "an earlier hh demo's output" in result.stderr
     assert (tmp_path / "demo" / "stats.json").is_file()
+    assert (tmp_path / "demo" / DEMO_MARKER).is_file()
+    assert not (tmp_path / "demo" / "stale.txt").exists()
     assert "prompt + chosen_response == chosen: True" in result.stdout
     # off a terminal, the quick export and check steps say what they did once, in their own
     # summary lines, without a progress line per file before them
     assert "export: 20 harmless-base/test pairs as dpo" in result.stdout
     assert "check harmless-base/train" not in result.stderr, result.stderr
+
+
+def test_demo_never_removes_a_folder_it_did_not_make(tmp_path):
+    mine = tmp_path / "hh-demo-out"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    result = run("demo", "--out", str(mine), ok=False)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {mine}: --out: folder (not empty) exists")
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
 
 
 def test_python_m_and_version():
