@@ -188,6 +188,37 @@ def test_show_json_keeps_the_data_exact_and_escaped_by_json():
     assert "\x1b[2J" in json.loads(out)["chosen_response"]
 
 
+@pytest.fixture
+def hidden_text(tmp_path) -> Path:
+    """One pair whose chosen response holds a bidi override, a zero-width space and a C1
+    control: it displays differently than it reads."""
+    folder = tmp_path / "harmless-base"
+    folder.mkdir()
+    prompt = "\n\nHuman: Name the file.\n\nAssistant:"
+    row = {
+        "chosen": prompt + " report\u202eexe.txt, pass\u200bword\x85 done",
+        "rejected": prompt + " report.txt",
+    }
+    (folder / "test.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+HIDDEN = ("\u202e", "\u200b", "\x85")
+
+
+def test_show_escapes_bidi_zero_width_and_c1_characters(hidden_text):
+    out = run("show", "harmless-base", "--data", str(hidden_text), "--index", "0").stdout
+    assert not any(c in out for c in HIDDEN)
+    assert "report\\u202eexe.txt, pass\\u200bword\\x85 done" in out
+
+
+def test_show_json_escapes_them_as_json_escapes_of_the_same_text(hidden_text):
+    out = run("show", "harmless-base", "--data", str(hidden_text), "--index", "0", "--json").stdout
+    assert not any(c in out for c in HIDDEN)
+    assert "report\\u202eexe.txt, pass\\u200bword\\u0085 done" in out
+    assert json.loads(out)["chosen_response"] == " report\u202eexe.txt, pass\u200bword\x85 done"
+
+
 def test_info_never_prints_none_for_a_missing_file(tmp_path):
     (tmp_path / "harmless-base").mkdir()
     (tmp_path / "harmless-base" / "test.jsonl").write_text(

@@ -8,7 +8,7 @@ import sys
 import click
 import orjson
 
-from ..text import printable
+from ..text import json_safe, printable
 
 __all__ = [
     "data_option",
@@ -108,15 +108,15 @@ def split_option(default=None, help="Split to use (train or test); default: all.
 
 
 def emit_json(obj) -> None:
-    """Write ``obj`` as indented JSON to stdout."""
-    sys.stdout.write(
-        orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
-    )
+    """Write ``obj`` as indented JSON to stdout; invisible and control characters in strings
+    are ``\\uNNNN`` escapes (:func:`hhrlhf.text.json_safe`)."""
+    text = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    sys.stdout.write(json_safe(text) + "\n")
 
 
 def json_line(obj) -> str:
     """``obj`` as one compact JSON line (no newline), for output that prints JSON lines."""
-    return orjson.dumps(obj).decode()
+    return json_safe(orjson.dumps(obj).decode())
 
 
 def _cell(value) -> str:
