@@ -219,6 +219,18 @@ def test_show_json_escapes_them_as_json_escapes_of_the_same_text(hidden_text):
     assert json.loads(out)["chosen_response"] == " report\u202eexe.txt, pass\u200bword\x85 done"
 
 
+def test_stats_of_an_empty_split_print_n_a_not_zeros(tmp_path):
+    folder = tmp_path / "helpful-base"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text((GOOD / "pairs.jsonl").read_text(encoding="utf-8"))
+    (folder / "test.jsonl").write_text("")
+    lines = run("stats", "--data", str(tmp_path)).stdout.splitlines()
+    train = next(line for line in lines if line.startswith("helpful-base/train"))
+    test = next(line for line in lines if line.startswith("helpful-base/test"))
+    assert "n/a" not in train and "%" in train
+    assert test.split()[1:5] == ["0", "n/a", "n/a", "n/a"]
+
+
 def test_info_never_prints_none_for_a_missing_file(tmp_path):
     (tmp_path / "harmless-base").mkdir()
     (tmp_path / "harmless-base" / "test.jsonl").write_text(

@@ -256,13 +256,14 @@ def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force)
     }
     rows = []
     for key, s in result.items():
+        empty = s["rows"] == 0  # no median or share to show: n/a, not zeros that look like data
         rows.append(
             {
                 "subset/split": key,
                 "rows": s["rows"],
-                "med chosen": s["chosen_response_chars"]["median"],
-                "med rejected": s["rejected_response_chars"]["median"],
-                "chosen longer": f"{100 * s['chosen_longer_share']:.1f}%",
+                "med chosen": "n/a" if empty else s["chosen_response_chars"]["median"],
+                "med rejected": "n/a" if empty else s["rejected_response_chars"]["median"],
+                "chosen longer": "n/a" if empty else f"{100 * s['chosen_longer_share']:.1f}%",
                 **{short[name]: s["classes"][name] for name in PAIR_CLASSES},
             }
         )

@@ -135,7 +135,8 @@ def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None
 
     def numeric(v: str) -> bool:
         return (
-            v == "-" or v.lstrip("-").replace(".", "").replace(",", "").replace("%", "").isdigit()
+            v in ("-", "n/a")
+            or v.lstrip("-").replace(".", "").replace(",", "").replace("%", "").isdigit()
         )
 
     def line(values):
