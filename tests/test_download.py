@@ -867,3 +867,20 @@ def _hold(lock: Path, log: Path, i: int) -> None:
         time.sleep(0.05)
         with open(log, "a") as f:
             f.write(f"out{i}\n")
+
+
+def test_cli_offline_lists_the_status_of_every_file_then_fails(fake_registry, upstream, env):
+    assert invoke("harmless-base", "--split", "test").exit_code == 0  # one file in the cache
+    upstream.requests.clear()
+    result = invoke("all", "--offline")
+    assert result.exit_code == 1 and upstream.requests == []
+    err = result.stderr.splitlines()
+    assert len([x for x in err if x.startswith(("cached: ", "not cached: "))]) == 9
+    assert "cached: harmless-base/test.jsonl.gz (verified)" in err
+    assert "not cached: red-team-attempts/red_team_attempts.jsonl.gz (missing)" in err
+    assert result.stdout.splitlines() == [str(env / "cache" / "harmless-base" / "test.jsonl.gz")]
+    assert str(result.exception) == (
+        "offline mode: 8 of 9 files are not in the cache and will not be downloaded"
+    )
+    rows = json.loads(invoke("all", "--offline", "--json").stdout)
+    assert [r["status"] for r in rows].count("missing") == 8 and len(rows) == 9

@@ -131,10 +131,13 @@ class DownloadError(HHError):
 class OfflineError(HHError):
     """A file is needed from the network but offline mode (``HH_RLHF_OFFLINE=1``/``--offline``) is on."""
 
-    def __init__(self, what: str):
+    def __init__(self, what: str, *, many: bool = False):
         self.what = what
-        self.hint = "unset HH_RLHF_OFFLINE (or drop --offline) to download it, or use --data PATH"
-        super().__init__(f"offline mode: {what} is not in the cache and will not be downloaded")
+        it, verb = ("them", "are") if many else ("it", "is")
+        self.hint = (
+            f"unset HH_RLHF_OFFLINE (or drop --offline) to download {it}, or use --data PATH"
+        )
+        super().__init__(f"offline mode: {what} {verb} not in the cache and will not be downloaded")
 
 
 class NotCachedError(HHError):
