@@ -33,7 +33,7 @@ def render() -> str:
         "a test fails when this file is out of date.\n",
     ]
     for path in [[], *walk(cli, [])]:
-        result = runner.invoke(cli, [*path, "--help"], terminal_width=100)
+        result = runner.invoke(cli, [*path, "--help"], terminal_width=100, prog_name="hh")
         title = " ".join(["hh", *path])
         parts.append(f"\n## {title}\n\n```\n{result.output.rstrip()}\n```\n")
     return "".join(parts)

@@ -140,3 +140,43 @@ def test_sample_has_every_file_with_pairs():
             assert p.prompt + p.rejected_response == p.rejected
     attempts = hhrlhf.load_dataset("red-team-attempts", split="train", data="sample")
     assert len(attempts) >= 100
+
+
+def test_datasets_like_columns_len_and_slices(upstream):
+    ds = hhrlhf.load_dataset(data=upstream)
+    test = ds["test"]
+    assert ds.num_rows == {"train": 12, "test": 12}
+    assert ds.column_names["test"] == ["chosen", "rejected", "subset", "split", "index"]
+    assert test["prompt"] == [p.prompt for p in test] and len(test["prompt"]) == 12
+    assert test["chosen"][0] == test[0].chosen and test["subset"][::3] == list(PREFERENCE_SUBSETS)
+    assert test["chosen_response"] == [p.chosen_response for p in test]
+    part = test[2:5]
+    assert isinstance(part, RecordList) and (part.subset, part.split) == (None, "test")
+    assert list(part) == list(test)[2:5] and part["index"] == [2, 0, 1]
+    assert isinstance(test[-1], PreferencePair)
+    assert isinstance(test.select([3, 0]), RecordList) and test.select([3, 0])["index"] == [0, 0]
+    some = test.filter(lambda p: p.subset == "harmless-base")
+    assert isinstance(some, RecordList) and some["subset"] == ["harmless-base"] * 3
+    shuffled = test.shuffle(seed=1)
+    assert isinstance(shuffled, RecordList) and sorted(shuffled, key=id) == sorted(test, key=id)
+    assert shuffled == test.shuffle(seed=1)
+    with pytest.raises(HHError, match="unknown column 'promt'; expected one of: chosen"):
+        test["promt"]
+    attempts = hhrlhf.load_dataset("red-team-attempts", data=upstream)["train"]
+    assert attempts["rating"] == [a.rating for a in attempts]
+    assert "task_description" in attempts.column_names
+
+
+def test_to_hf_in_a_trainer_format_on_a_split_and_on_the_dict(upstream):
+    datasets = pytest.importorskip("datasets")
+    ds = hhrlhf.load_dataset("harmless-base", data=upstream)
+    dd = ds.to_hf(format="dpo", source=False)
+    assert isinstance(dd, datasets.DatasetDict) and set(dd) == {"train", "test"}
+    assert dd["test"].column_names == ["prompt", "chosen", "rejected"]
+    assert dd["test"][0]["prompt"] + dd["test"][0]["chosen"] == ds["test"][0].chosen
+    conv = ds["test"].to_hf(format="trl-conversational")
+    assert isinstance(conv, datasets.Dataset) and conv.num_rows == 3
+    assert conv[0]["prompt"][0]["role"] == "user"
+    assert ds["test"][:2].to_hf().num_rows == 2
+    whole = ds.to_hf()
+    assert whole["train"].column_names == ["chosen", "rejected", "subset", "split", "index"]

@@ -7,11 +7,40 @@ from pathlib import Path
 
 import pytest
 
-from hhrlhf.demo import DEMO_FORMATS, convert_demo, open_demo_data, pick_pair, write_stats
+from hhrlhf.demo import (
+    DEMO_FORMATS,
+    DEMO_MARKER,
+    convert_demo,
+    is_demo_output,
+    open_demo_data,
+    pick_pair,
+    start_demo_output,
+    write_stats,
+)
 from hhrlhf.errors import HHError
 from hhrlhf.stats import pair_stats
 
 LAYOUTS = Path(__file__).parent / "data" / "layouts"
+
+
+def test_start_demo_output_replaces_only_a_folder_the_demo_marked(tmp_path):
+    out = tmp_path / "out"
+    assert start_demo_output(out) is False and is_demo_output(out)
+    (out / "old.txt").write_text("an earlier run")
+    assert start_demo_output(out) is True
+    assert [p.name for p in out.iterdir()] == [DEMO_MARKER]
+    # a user's folder of that name, even one holding a file of the marker's name, is kept
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    (mine / DEMO_MARKER).write_text("not the demo's text")
+    assert not is_demo_output(mine)
+    assert start_demo_output(mine) is False
+    assert (mine / "notes.txt").read_text() == "keep me"
+    # a link to a marked folder is not the demo's folder: never followed to remove
+    link = tmp_path / "link"
+    link.symlink_to(out, target_is_directory=True)
+    assert not is_demo_output(link)
 
 
 def test_open_demo_data_loads_the_sample_pairs_by_split(capsys):

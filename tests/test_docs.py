@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import click
+import pytest
 
 from hhrlhf.cli import cli
 
@@ -20,6 +21,12 @@ spec.loader.exec_module(cli_reference)
 def test_cli_reference_is_current():
     current = (ROOT / "docs" / "cli-reference.md").read_text()
     assert current == cli_reference.render(), "run: python scripts/cli_reference.py"
+
+
+def test_cli_reference_names_the_command_hh():
+    text = cli_reference.render()
+    assert "Usage: hh check [OPTIONS]" in text and "Usage: hh [OPTIONS] COMMAND" in text
+    assert "Usage: cli" not in text
 
 
 def test_every_command_is_documented_with_an_example():
@@ -51,3 +58,18 @@ def test_every_project_file_the_source_cites_exists():
             if not (ROOT / name).is_file():
                 missing.append(f"{path.relative_to(ROOT)}: {name}")
     assert not missing
+
+
+def test_collect_quick_start_names_the_revision_hh_serve_migrates_to(tmp_path):
+    """docs/collect.md shows `hh serve`'s first line: the revision it migrates a new database to."""
+    pytest.importorskip("alembic")
+    from hhrlhf.collect.storage import Storage
+
+    storage = Storage(f"sqlite:///{tmp_path / 'hh-collect.db'}")
+    try:
+        storage.upgrade()
+        revision = storage.revision()
+    finally:
+        storage.dispose()
+    doc = (ROOT / "docs" / "collect.md").read_text(encoding="utf-8")
+    assert f"database: sqlite:///hh-collect.db (migrated to {revision})\n" in doc

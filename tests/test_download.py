@@ -816,3 +816,71 @@ def test_unwritable_cache_is_one_error_before_any_transfer(upstream, tmp_path):
     result = invoke("harmless-base", "--split", "test", "--cache-dir", "/proc/hh-no-cache")
     assert result.exit_code == 1 and isinstance(result.exception, HHError)
     assert "cannot write in /proc" in str(result.exception)
+
+
+def _locks(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.lock"))
+
+
+def test_no_lock_file_is_left_after_a_failed_or_a_finished_download(upstream):
+    data = payload(31, 2000)
+    spec = fake(data)
+    upstream.serve(spec, data, plan=["404"])
+    root = dl.cached_path(spec).parent.parent
+    with pytest.raises(DownloadError):
+        dl.ensure_file(spec, revision=None)
+    assert _locks(root) == []
+    upstream.serve(spec, data)
+    assert dl.ensure_file(spec).read_bytes() == data
+    assert _locks(root) == []
+
+
+def test_a_lock_removed_by_its_holder_is_not_shared(tmp_path):
+    """Two processes never hold the lock at once, though the holder removes the file: a
+    waiter that locked the removed file locks the new one instead."""
+    import multiprocessing
+
+    lock = tmp_path / "x.lock"
+    log = tmp_path / "log"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_hold, args=(lock, log, i)) for i in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    events = log.read_text().split()
+    assert len(events) == 8
+    # enter and leave strictly alternate: no two holders overlap
+    assert all(
+        events[k].startswith("in") and events[k + 1].startswith("out") for k in range(0, 8, 2)
+    )
+    assert not lock.exists()
+
+
+def _hold(lock: Path, log: Path, i: int) -> None:
+    import time
+
+    with dl._locked(lock):
+        with open(log, "a") as f:
+            f.write(f"in{i}\n")
+        time.sleep(0.05)
+        with open(log, "a") as f:
+            f.write(f"out{i}\n")
+
+
+def test_cli_offline_lists_the_status_of_every_file_then_fails(fake_registry, upstream, env):
+    assert invoke("harmless-base", "--split", "test").exit_code == 0  # one file in the cache
+    upstream.requests.clear()
+    result = invoke("all", "--offline")
+    assert result.exit_code == 1 and upstream.requests == []
+    err = result.stderr.splitlines()
+    assert len([x for x in err if x.startswith(("cached: ", "not cached: "))]) == 9
+    assert "cached: harmless-base/test.jsonl.gz (verified)" in err
+    assert "not cached: red-team-attempts/red_team_attempts.jsonl.gz (missing)" in err
+    assert result.stdout.splitlines() == [str(env / "cache" / "harmless-base" / "test.jsonl.gz")]
+    assert str(result.exception) == (
+        "offline mode: 8 of 9 files are not in the cache and will not be downloaded"
+    )
+    rows = json.loads(invoke("all", "--offline", "--json").stdout)
+    assert [r["status"] for r in rows].count("missing") == 8 and len(rows) == 9

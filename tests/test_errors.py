@@ -156,3 +156,47 @@ def test_truncated_stream_error_says_what_was_lost_as_json():
     }
     assert exc.problem.startswith("cut short: 4 line(s) read (the last good line is 4)")
     assert exc.lost_json(path=False) == {k: v for k, v in lost.items() if k != "path"}
+
+
+SUBSET_NAMES = [
+    "harmless-base",
+    "helpful-base",
+    "helpful-online",
+    "helpful-rejection-sampled",
+    "red-team-attempts",
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "known", "suggestion"),
+    [
+        ("subset", "harmles-base", SUBSET_NAMES, "harmless-base"),
+        ("subset", "Helpful_Base", SUBSET_NAMES, "helpful-base"),
+        ("subset", "red-team", SUBSET_NAMES, "red-team-attempts"),
+        ("subset", "helpful", SUBSET_NAMES, None),  # the start of three names: no guess
+        ("subset", "cooking", SUBSET_NAMES, None),
+        ("split", "tset", ["train", "test"], "test"),
+        ("split", "trian", ["train", "test"], "train"),
+        ("split", "dev", ["train", "test"], None),
+    ],
+)
+def test_unknown_name_suggests_a_close_name(kind, name, known, suggestion):
+    exc = UnknownNameError(kind, name, known)
+    assert exc.suggestion == suggestion
+    assert str(exc).endswith(f"; did you mean {suggestion!r}?") is (suggestion is not None)
+
+
+def test_a_typo_in_a_subset_or_split_says_did_you_mean_in_one_line():
+    from click.testing import CliRunner
+
+    from hhrlhf.cli import cli
+
+    r = CliRunner().invoke(cli, ["show", "harmles-base", "--data", "sample"])
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [
+        "error: sample: no subset 'harmles-base'; subsets there: harmless-base, helpful-base, "
+        "helpful-online, helpful-rejection-sampled, red-team-attempts; "
+        "did you mean 'harmless-base'?"
+    ]
+    r = CliRunner().invoke(cli, ["stats", "helpful-base", "--split", "tset", "--data", "sample"])
+    assert r.exit_code == 1 and r.stderr.rstrip().endswith("did you mean 'test'?")

@@ -37,7 +37,6 @@ SKIP = {
     "hh download": "network",
     "hh info": "without --data it reads the download cache",
     "hh show helpful-base --sample 3 --seed 1": "without --data it reads the download cache",
-    "hh pm rerank --model pm-model --in candidates.jsonl": "candidates.jsonl is not in the README",
     "hh serve": "starts a server that runs until it is stopped (tests/collect runs it)",
     "hh collect export": "reads the database a person filled through hh serve",
 }
@@ -96,6 +95,15 @@ STEPS = [
 def test_the_readme_has_sessions_to_check():
     ran = [cmd for _, cmd, shown in STEPS if not skipped(cmd) and shown]
     assert len(ran) >= 7, ran
+
+
+def test_docs_pm_shows_the_readme_rerank_session():
+    """docs/pm.md repeats the README's rerank session (the file it makes, the table it prints)."""
+    readme = README.read_text(encoding="utf-8")
+    pm = (ROOT / "docs" / "pm.md").read_text(encoding="utf-8")
+    start = readme.index('$ echo \'{"id": "bread"')
+    session = readme[start : readme.index("```", start)]
+    assert "hh pm rerank" in session and session in pm
 
 
 def test_readme_console_outputs_are_real(tmp_path):

@@ -20,6 +20,32 @@ def test_printable_escapes_c0_c1_and_del_but_keeps_newline_and_tab():
     assert not any(0x7F <= ord(ch) < 0xA0 for ch in out)
 
 
+def test_printable_escapes_bidi_controls_and_zero_width_characters():
+    hidden = [0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F), 0x2060]
+    hidden += [*range(0x2066, 0x206A), 0xFEFF]
+    raw = "x".join(chr(c) for c in hidden)
+    out = printable(raw)
+    assert out == "x".join(f"\\u{c:04x}" for c in hidden)
+    assert printable(raw, keep_newlines=False) == out
+    # the bidi override that makes "txt.exe" read as "exe.txt" shows as an escape
+    assert printable("report\u202eexe.txt") == "report\\u202eexe.txt"
+    # a character beside them that only looks unusual is left alone
+    assert printable("\u2010 \u202f \u00ad") == "\u2010 \u202f \u00ad"
+
+
+def test_json_safe_escapes_what_json_leaves_and_keeps_the_values():
+    import json
+
+    value = {"a": "one\u202etwo\u200b\x85\x7f\x1b", "b": "café"}
+    encoded = json.dumps(value, ensure_ascii=False)
+    safe = text_mod.json_safe(encoded)
+    assert json.loads(safe) == value
+    assert "\\u202e" in safe and "\\u200b" in safe and "\\u0085" in safe and "\\u007f" in safe
+    assert not any(ord(c) in text_mod.INVISIBLE or 0x7F <= ord(c) < 0xA0 for c in safe)
+    plain = '{"b": "café"}'
+    assert text_mod.json_safe(plain) is plain
+
+
 def test_printable_table_mode_escapes_newline_and_tab():
     assert printable("a\nb\tc", keep_newlines=False) == "a\\x0ab\\x09c"
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from .errors import RecordKindError, UnknownNameError
 from .layout import SAMPLE_DIR, DataFile, DataSource, resolve_source, select_files
 from .reader import Lenient, SkippedRow, read_attempts, read_pairs
-from .records import PreferencePair, RedTeamAttempt
+from .records import RED_TEAM_KEYS, PreferencePair, RedTeamAttempt
 from .subsets import RED_TEAM
 
 __all__ = [
@@ -35,10 +35,29 @@ __all__ = [
 ]
 
 
-class RecordList(list):
-    """The records of one split: a plain list, plus converters to the usual table libraries.
+#: The columns of a split of preference pairs: the fields a table holds (``column_names``),
+#: then what each pair computes (the turn-level prompt and responses, and so on).
+PAIR_COLUMNS = ("chosen", "rejected", "subset", "split", "index")
+PAIR_DERIVED_COLUMNS = (
+    "prompt",
+    "chosen_response",
+    "rejected_response",
+    "human_turns",
+    "classes",
+)
+ATTEMPT_COLUMNS = (*RED_TEAM_KEYS, "index")
 
-    Its ``repr`` is one short line (subset, split, rows, fields), never the records.
+
+class RecordList(list):
+    """The records of one split: a list of records, datasets-like where that is cheap.
+
+    Like a ``datasets.Dataset``: ``len``, ``rl["prompt"]`` (a column, as a list),
+    ``rl[2:5]`` (a slice, still a :class:`RecordList`), ``column_names``, ``num_rows``,
+    ``select``, ``filter``, ``shuffle(seed=)`` and ``to_hf(format=...)`` (a real
+    ``datasets.Dataset`` in a trainer's format). Unlike one: ``rl[0]`` and iteration give
+    the records themselves (:class:`~hhrlhf.records.PreferencePair`), not dicts, and the
+    records live in memory (``to_hf`` for Arrow and ``map``). Its ``repr`` is one short line
+    (subset, split, rows, fields), never the records.
     """
 
     subset: str | None = None
@@ -48,6 +67,9 @@ class RecordList(list):
         super().__init__(records)
         self.subset = subset
         self.split = split
+
+    def _like(self, records) -> RecordList:
+        return RecordList(records, subset=self.subset, split=self.split)
 
     @property
     def fields(self) -> list[str]:
@@ -60,30 +82,127 @@ class RecordList(list):
             return list(first.to_dict(real_keys=True))
         return list(first) if isinstance(first, dict) else []
 
+    @property
+    def column_names(self) -> list[str]:
+        """The columns ``to_hf()`` gives (pairs: chosen, rejected, subset, split, index)."""
+        if not self:
+            return []
+        first = list.__getitem__(self, 0)
+        if isinstance(first, PreferencePair):
+            return list(PAIR_COLUMNS)
+        if isinstance(first, RedTeamAttempt):
+            return list(ATTEMPT_COLUMNS)
+        return list(first) if isinstance(first, dict) else []
+
+    @property
+    def num_rows(self) -> int:
+        return len(self)
+
+    def _columns(self) -> list[str]:
+        names = self.column_names
+        if self and isinstance(list.__getitem__(self, 0), PreferencePair):
+            names += PAIR_DERIVED_COLUMNS
+        return names
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return self.column(key)
+        if isinstance(key, slice):
+            return self._like(list.__getitem__(self, key))
+        return list.__getitem__(self, key)
+
+    def column(self, name: str) -> list:
+        """One column as a list, as ``rl[name]`` gives it: a field (``chosen``, ``index``,
+        a red-team key) or, for pairs, ``prompt``, ``chosen_response``, ``rejected_response``,
+        ``human_turns`` or ``classes``. An unknown name raises
+        :class:`~hhrlhf.errors.UnknownNameError` listing the columns."""
+        known = self._columns()
+        if not self:
+            return []
+        if name not in known:
+            raise UnknownNameError("column", name, known)
+        first = list.__getitem__(self, 0)
+        if isinstance(first, dict):
+            return [r[name] for r in self]
+        return [getattr(r, name) for r in self]
+
+    def select(self, indices: Iterable[int]) -> RecordList:
+        """The records at ``indices``, in that order (``datasets.Dataset.select``)."""
+        return self._like(list.__getitem__(self, i) for i in indices)
+
+    def filter(self, function) -> RecordList:
+        """The records for which ``function(record)`` is true."""
+        return self._like(r for r in self if function(r))
+
+    def shuffle(self, seed: int | None = None) -> RecordList:
+        """A shuffled copy (:class:`random.Random` with ``seed``: the same seed gives the same
+        order here, not the order ``datasets`` gives for that seed)."""
+        import random
+
+        out = self._like(self)
+        random.Random(seed).shuffle(out)
+        return out
+
+    def __add__(self, other):
+        return self._like(list(self) + list(other))
+
+    def copy(self) -> RecordList:
+        return self._like(self)
+
     def __repr__(self) -> str:
         return (
             f"RecordList(subset={self.subset!r}, split={self.split!r}, rows={len(self)}, "
             f"fields={self.fields!r})"
         )
 
-    def to_pandas(self):
+    def to_pandas(self, format=None, *, source: bool = True):
+        """A ``pandas.DataFrame``: every field, or the rows of an export ``format``."""
         from .convert.tables import to_pandas
 
-        return to_pandas(self)
+        return to_pandas(self, format=format, source=source)
 
-    def to_arrow(self):
+    def to_arrow(self, format=None, *, source: bool = True):
+        """A ``pyarrow.Table``: every field, or the rows of an export ``format``."""
         from .convert.tables import to_arrow
 
-        return to_arrow(self)
+        return to_arrow(self, format=format, source=source)
 
-    def to_hf(self):
+    def to_hf(self, format=None, *, source: bool = True):
+        """A ``datasets.Dataset``: every field, or the rows of an export ``format`` (``"dpo"``,
+        ``"trl-standard"``, ``"trl-conversational"``, ...), as a trainer takes them;
+        ``source=False`` leaves out subset, split and index."""
         from .convert.tables import to_hf
 
-        return to_hf(self)
+        return to_hf(self, format=format, source=source)
 
 
 class DatasetDict(dict):
-    """``{split: RecordList}``, as ``load_dataset`` returns it, with a short ``repr``."""
+    """``{split: RecordList}``, as ``load_dataset`` returns it, with a short ``repr``.
+
+    Like ``datasets.DatasetDict``: ``dd["test"]``, ``column_names`` and ``num_rows`` per
+    split, and ``to_hf(format=...)``, a real ``datasets.DatasetDict`` of every split in a
+    trainer's format.
+    """
+
+    @property
+    def column_names(self) -> dict[str, list[str]]:
+        return {k: v.column_names for k, v in self.items()}
+
+    @property
+    def num_rows(self) -> dict[str, int]:
+        return {k: len(v) for k, v in self.items()}
+
+    def to_hf(self, format=None, *, source: bool = True):
+        """A ``datasets.DatasetDict`` of every split (see :meth:`RecordList.to_hf`)."""
+        from .errors import require
+
+        datasets = require("datasets", "hf", "to_hf()")
+        return datasets.DatasetDict(
+            {
+                k: (v if isinstance(v, RecordList) else RecordList(v)).to_hf(format, source=source)
+                for k, v in self.items()
+            }
+        )
 
     def __repr__(self) -> str:
         inner = "".join(

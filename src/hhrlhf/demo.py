@@ -38,10 +38,46 @@ __all__ = [
     "redteam_demo",
     "PmDemo",
     "pm_demo",
+    "DEMO_MARKER",
+    "is_demo_output",
+    "start_demo_output",
 ]
+
+#: The file that marks a folder as an ``hh demo`` output, which a later demo may replace.
+DEMO_MARKER = ".hh-demo"
+_MARKER_TEXT = "Written by hh demo; the next hh demo with this --out replaces this folder.\n"
 
 #: The export formats the convert step writes.
 DEMO_FORMATS = ("dpo", "trl-conversational")
+
+
+def is_demo_output(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a real folder (not a link) that ``hh demo`` made: it holds
+    :data:`DEMO_MARKER` as a plain file with the text the demo writes there."""
+    path = Path(path)
+    marker = path / DEMO_MARKER
+    if path.is_symlink() or not path.is_dir() or marker.is_symlink() or not marker.is_file():
+        return False
+    try:
+        return marker.read_text(encoding="utf-8") == _MARKER_TEXT
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def start_demo_output(path: str | os.PathLike) -> bool:
+    """Make ``path`` a fresh demo output folder, marked with :data:`DEMO_MARKER`.
+
+    A folder an earlier demo made (:func:`is_demo_output`) is removed first, so running the
+    demo twice works; any other existing folder is written into as it is (the caller refuses
+    a non-empty one without ``--force``) and never removed. Returns whether one was replaced.
+    """
+    path = Path(path)
+    replaced = is_demo_output(path)
+    if replaced:
+        shutil.rmtree(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / DEMO_MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
+    return replaced
 
 
 @dataclass

@@ -556,25 +556,43 @@ def _check_download(
 
 @contextlib.contextmanager
 def _locked(lock_path: Path) -> Iterator[None]:
-    """An exclusive advisory lock (POSIX ``flock``); a no-op where that is not available."""
+    """An exclusive advisory lock (POSIX ``flock``); a no-op where that is not available.
+
+    The lock file is removed when the lock is released, whether the work succeeded or failed,
+    so no empty ``.lock`` file is left in the cache. Removing it is safe because a process
+    that locked a file checks that the path still names that file (not one a previous holder
+    unlinked) and otherwise locks the new one.
+    """
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
         return
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
-    except OSError as exc:  # ELOOP: a symbolic link planted where the lock goes
-        err = HHError(f"{lock_path}: cannot open the lock file ({exc.strerror or exc})")
-        err.hint = f"remove {lock_path} if it is a symbolic link, and try again"
-        raise err from None
-    with os.fdopen(fd, "r+b") as fh:
+    while True:
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
+        except OSError as exc:  # ELOOP: a symbolic link planted where the lock goes
+            err = HHError(f"{lock_path}: cannot open the lock file ({exc.strerror or exc})")
+            err.hint = f"remove {lock_path} if it is a symbolic link, and try again"
+            raise err from None
+        fh = os.fdopen(fd, "r+b")
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            named = os.stat(lock_path, follow_symlinks=False)
+        except FileNotFoundError:
+            named = None
+        held = os.fstat(fh.fileno())
+        if named is not None and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+            break
+        fh.close()  # the holder before us removed this file: lock the one at the path now
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock_path)
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        fh.close()
 
 
 def _env_number(name: str, default: float) -> float:

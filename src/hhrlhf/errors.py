@@ -7,6 +7,7 @@ clear line. The CLI prints ``str(error)`` and exits non-zero.
 
 from __future__ import annotations
 
+import difflib
 import os
 from types import ModuleType
 
@@ -133,10 +134,13 @@ class DownloadError(HHError):
 class OfflineError(HHError):
     """A file is needed from the network but offline mode (``HH_RLHF_OFFLINE=1``/``--offline``) is on."""
 
-    def __init__(self, what: str):
+    def __init__(self, what: str, *, many: bool = False):
         self.what = what
-        self.hint = "unset HH_RLHF_OFFLINE (or drop --offline) to download it, or use --data PATH"
-        super().__init__(f"offline mode: {what} is not in the cache and will not be downloaded")
+        it, verb = ("them", "are") if many else ("it", "is")
+        self.hint = (
+            f"unset HH_RLHF_OFFLINE (or drop --offline) to download {it}, or use --data PATH"
+        )
+        super().__init__(f"offline mode: {what} {verb} not in the cache and will not be downloaded")
 
 
 class NotCachedError(HHError):
@@ -153,8 +157,13 @@ class UnknownNameError(HHError, KeyError):
     not among the ``known`` ones.
 
     ``kind`` says what the name is ("subset", "split", ...); ``where`` (optional) says where it
-    was looked for (a directory, a file), and the message then lists what is there. The
-    former two-argument form ``UnknownSubsetError(name, known)`` still works (kind "name").
+    was looked for (a directory, a file), and the message then lists what is there. A known
+    name close to the given one (a typo) is ``suggestion``, and the message ends with "did you
+    mean ...?". The former two-argument form ``UnknownSubsetError(name, known)`` still works
+    (kind "name").
+
+    >>> str(UnknownNameError("subset", "harmles-base", ["harmless-base", "helpful-base"]))
+    "unknown subset 'harmles-base'; expected one of: harmless-base, helpful-base; did you mean 'harmless-base'?"
     """
 
     def __init__(
@@ -171,15 +180,31 @@ class UnknownNameError(HHError, KeyError):
         self.name = name
         self.known = list(known)
         self.where = where
+        self.suggestion = _closest(name, self.known)
         if where is None:
             msg = f"unknown {kind} {name!r}; expected one of: {', '.join(self.known)}"
         else:
             there = ", ".join(self.known) or "nothing"
             msg = f"{where}: no {kind} {name!r}; {kind}s there: {there}"
+        if self.suggestion is not None:
+            msg += f"; did you mean {self.suggestion!r}?"
         super().__init__(msg)
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return str(self.args[0])
+
+
+def _closest(name: object, known: list) -> str | None:
+    """The known name most like ``name`` (case aside), when one is close enough to be a typo."""
+    if not isinstance(name, str):
+        return None
+    by_lower = {str(k).lower(): str(k) for k in known}
+    match = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.75)
+    if not match and len(name) >= 3:  # the start of one name only ("red-team")
+        match = [k for k in by_lower if k.startswith(name.lower())]
+    if len(match) != 1 or by_lower[match[0]] == name:
+        return None
+    return by_lower[match[0]]
 
 
 #: The former name of :class:`UnknownNameError`, kept for callers.

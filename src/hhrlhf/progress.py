@@ -8,16 +8,29 @@ seconds prints nothing, since the command's own summary already says what it did
 never touched, so machine output stays clean.
 
 The library is silent by default: the ``hh`` command turns progress on (:func:`enable`)
-unless it is given ``--quiet``.
+unless it is given ``--quiet``, which also silences the progress bars of ``datasets`` and
+``huggingface_hub`` (saving a ``DatasetDict``, loading a model): :func:`quiet_libraries`.
+
+Counts are whole units (``3/40 iterations``, never ``3.00``), and work that ends early (a
+fit that converges before its iteration limit) ends its bar at 100% with :meth:`Progress.finish`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
 
-__all__ = ["progress", "enable", "enabled", "Progress", "INTERVAL", "SUMMARY_AFTER"]
+__all__ = [
+    "progress",
+    "enable",
+    "enabled",
+    "quiet_libraries",
+    "Progress",
+    "INTERVAL",
+    "SUMMARY_AFTER",
+]
 
 #: Seconds between two progress lines when stderr is not a terminal.
 INTERVAL = 5.0
@@ -26,6 +39,40 @@ INTERVAL = 5.0
 SUMMARY_AFTER = 1.0
 
 _enabled = False
+
+
+#: Libraries whose own progress bars ``enable(False)`` turns off too: the module, the
+#: environment variable it reads when imported, and its module holding the two switches.
+_THIRD_PARTY = (
+    ("datasets", "HF_DATASETS_DISABLE_PROGRESS_BARS", "datasets.utils"),
+    ("huggingface_hub", "HF_HUB_DISABLE_PROGRESS_BARS", "huggingface_hub.utils"),
+)
+_silenced: dict[str, str] = {}  # module -> how: "env" (variable set) or "call"
+
+
+def quiet_libraries(quiet: bool = True) -> None:
+    """Turn the progress bars of ``datasets`` and ``huggingface_hub`` off (``quiet``) or back
+    on, if this module turned them off. A library not imported yet is told by its environment
+    variable (it is not imported here: that would slow every command down); one imported
+    already, by its ``disable_progress_bars()``. A variable the user set is left alone."""
+    import importlib
+
+    for module, env, switches in _THIRD_PARTY:
+        if quiet and module not in _silenced:
+            if module in sys.modules:
+                importlib.import_module(switches).disable_progress_bars()
+                _silenced[module] = "call"
+            elif env not in os.environ:
+                os.environ[env] = "1"
+                _silenced[module] = "env"
+        elif not quiet and module in _silenced:
+            how = _silenced.pop(module)
+            if how == "env":
+                os.environ.pop(env, None)
+                if module not in sys.modules:
+                    continue
+            if os.environ.get(env) is None:
+                importlib.import_module(switches).enable_progress_bars()
 
 
 def enable(on: bool = True) -> None:
@@ -56,9 +103,8 @@ class Progress:
         if stream is not None and stream.isatty():
             from tqdm import tqdm
 
-            self._bar = tqdm(
-                total=total, desc=desc, unit=unit, unit_scale=True, leave=False, file=stream
-            )
+            # whole units: tqdm's unit_scale would show 3 iterations as "3.00"
+            self._bar = tqdm(total=total, desc=desc, unit=" " + unit, leave=False, file=stream)
         else:
             self._lines = True
 
@@ -76,6 +122,15 @@ class Progress:
             if now - self._last >= INTERVAL:
                 self._last = now
                 print(f"{self.desc}: {self._count()} ...", file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        """The work is done before the total (a fit that converged): the total becomes what
+        was counted, so the bar ends at 100%."""
+        if self.total is not None and self.n < self.total:
+            self.total = self.n
+            if self._bar is not None:
+                self._bar.total = self.n
+                self._bar.refresh()
 
     def close(self) -> None:
         if self._closed:

@@ -3,9 +3,15 @@
 Transcripts are data, not terminal commands: :func:`printable` escapes every control character
 (C0 except newline and tab, DEL, and C1) as a visible ``\\xNN`` escape, the way Python's
 ``repr`` spells it, so ``ESC ] 0 ; title BEL`` prints as the text ``\\x1b]0;title\\x07`` and
-never retitles the window or clears the screen. Every human-readable output of the ``hh``
-command goes through it (``hh show``, ``hh redteam query``, every table); JSON output needs no
-help, as JSON escapes control characters itself.
+never retitles the window or clears the screen. It escapes the invisible format characters as
+``\\uNNNN`` too (:data:`INVISIBLE`: bidi embeddings, overrides and isolates, which make text
+display in another order than it reads, and zero-width characters, which hide inside words),
+so what a terminal shows is what the data holds. Every human-readable output of the ``hh``
+command goes through it (``hh show``, ``hh redteam query``, every table).
+
+JSON escapes only C0 controls, so :func:`json_safe` escapes the rest (DEL, C1 and
+:data:`INVISIBLE`) in encoded JSON as ``\\uNNNN``: the decoded values are the same strings,
+and the printed JSON shows no invisible or terminal-controlling character (``--json`` output).
 
 :func:`wrap` fills a paragraph like :func:`textwrap.wrap` (same lines on ordinary text) but in
 time linear in the text: ``textwrap`` copies the rest of an over-long word once per output
@@ -17,21 +23,35 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["printable", "wrap", "wrap_paragraphs"]
+__all__ = ["INVISIBLE", "printable", "json_safe", "wrap", "wrap_paragraphs"]
 
+#: Invisible format characters that change how text displays or hide inside it: the bidi
+#: marks, embeddings, overrides and isolates (U+061C, U+200E-U+200F, U+202A-U+202E,
+#: U+2066-U+2069) and the zero-width characters (U+200B-U+200D, U+2060, U+FEFF).
+INVISIBLE = frozenset(
+    [0x061C, *range(0x200B, 0x2010), *range(0x202A, 0x202F), 0x2060, *range(0x2066, 0x206A)]
+    + [0xFEFF]
+)
 _CONTROL = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]
-_ESCAPES = {c: f"\\x{c:02x}" for c in _CONTROL}
-_TABLE_KEEP = {c: _ESCAPES[c] for c in _CONTROL if c not in (0x09, 0x0A)}
-_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_ANY_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
+_ESCAPES = {c: f"\\x{c:02x}" for c in _CONTROL} | {c: f"\\u{c:04x}" for c in INVISIBLE}
+_TABLE_KEEP = {c: e for c, e in _ESCAPES.items() if c not in (0x09, 0x0A)}
+_INVISIBLE_CLASS = "".join(f"\\u{c:04x}" for c in sorted(INVISIBLE))
+_CONTROL_RE = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_INVISIBLE_CLASS}]")
+_ANY_CONTROL_RE = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_INVISIBLE_CLASS}]")
+#: what JSON leaves as it is and a terminal should not see: DEL, C1 and the invisible ones
+_JSON_UNSAFE_RE = re.compile(f"[\\x7f-\\x9f{_INVISIBLE_CLASS}]")
 
 
 def printable(text: str, *, keep_newlines: bool = True) -> str:
     """``text`` with its control characters escaped as visible ``\\xNN`` text.
 
     Escaped: C0 controls (U+0000-U+001F) except newline and tab, DEL (U+007F) and C1 controls
-    (U+0080-U+009F). With ``keep_newlines=False`` (table cells) newline and tab are escaped too.
-    Text without control characters is returned unchanged (the same object).
+    (U+0080-U+009F) as ``\\xNN``; the :data:`INVISIBLE` characters (bidi controls, zero-width
+    characters) as ``\\uNNNN``. With ``keep_newlines=False`` (table cells) newline and tab are
+    escaped too. Text without such characters is returned unchanged (the same object).
+
+    >>> printable("abc\\u202edcba\\u200b!")
+    'abc\\\\u202edcba\\\\u200b!'
     """
     if keep_newlines:
         if _CONTROL_RE.search(text) is None:
@@ -40,6 +60,21 @@ def printable(text: str, *, keep_newlines: bool = True) -> str:
     if _ANY_CONTROL_RE.search(text) is None:
         return text
     return text.translate(_ESCAPES)
+
+
+def json_safe(encoded: str) -> str:
+    """Encoded JSON with DEL, C1 controls and :data:`INVISIBLE` characters written as
+    ``\\uNNNN`` escapes: the same JSON values, nothing invisible or terminal-controlling.
+
+    Those characters occur only inside strings in valid JSON, where the escape means the
+    character itself. JSON without them is returned unchanged (the same object).
+
+    >>> json_safe('{"a": "x\\u202ey"}')
+    '{"a": "x\\\\u202ey"}'
+    """
+    if _JSON_UNSAFE_RE.search(encoded) is None:
+        return encoded
+    return _JSON_UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
 
 
 _SPACES = re.compile("( +)")

@@ -193,11 +193,23 @@ def test_import_bad_row_names_line(tmp_path):
     assert "bad.jsonl, line 2" in r.stderr
     r = run("import", f, "--format", "dpo", "--lenient")
     assert r.stdout == '{"chosen": "p a", "rejected": "p b"}\n'
-    assert "1 row(s) skipped" in r.stderr
+    assert r.stderr.splitlines()[-1] == "read 1 of 2 rows (1 skipped)"
+
+
+def test_import_lenient_that_skips_every_row_fails(tmp_path):
+    f = tmp_path / "bad.jsonl"
+    f.write_text('{"prompt": 3}\nnot json\n')
+    r = run("import", f, "--format", "dpo", "--lenient", code=1)
+    assert r.stdout == ""
+    assert "line 1" in r.stderr and "line 2" in r.stderr
+    assert "read 0 of 2 rows (2 skipped)" in r.stderr
+    assert r.stderr.splitlines()[-1] == f"error: {f}: every row was skipped (2 of 2)"
+    r = run("import", f, "--format", "dpo", "--lenient", "--out", tmp_path / "o.jsonl", code=1)
+    assert "every row was skipped" in r.stderr
 
 
 def test_check_json_counts(dupes):
-    r = run("check", "helpful-base", "--json", "--data", dupes)
+    r = run("check", "helpful-base", "--json", "--data", dupes, code=1)
     out = json.loads(r.stdout)
     assert out["rows"] == 4
     assert out["counts"]["duplicate_pair"] == 1 and out["counts"]["train_test_leak"] == 1
@@ -207,7 +219,7 @@ def test_check_json_counts(dupes):
 
 def test_check_table_and_report(dupes, tmp_path):
     report = tmp_path / "flagged.jsonl"
-    r = run("check", "helpful-base", "--report", report, "--data", dupes)
+    r = run("check", "helpful-base", "--report", report, "--data", dupes, code=1)
     assert "4 rows in 2 file(s); 2 flagged" in r.stdout
     assert "duplicate_pair" in r.stdout
     rows = [json.loads(x) for x in report.read_text().splitlines()]
@@ -222,6 +234,31 @@ def test_check_fail_on(dupes):
     r = run("check", "helpful-base", "--fail-on", "duplicate_pair", "--data", dupes, code=1)
     assert "failing: duplicate_pair (1)" in r.stderr
     run("check", "helpful-base", "--fail-on", "bad_json,empty_response", "--data", dupes)
+
+
+def test_check_fails_on_error_classes_by_default(dupes, tmp_path):
+    # duplicate_pair is an error class, train_test_leak a warning: like a linter, exit 1
+    r = run("check", "helpful-base", "--data", dupes, code=1)
+    assert "failing: duplicate_pair (1) (error classes; --fail-on none exits 0)" in r.stderr
+    assert "duplicate_pair" in r.stdout  # the table is still printed
+    r = run("check", "helpful-base", "--fail-on", "none", "--data", dupes)
+    assert "failing" not in r.stderr
+    r = run("check", "helpful-base", "--fail-on", "warning", "--data", dupes, code=1)
+    assert "failing: duplicate_pair (1), train_test_leak (1)" in r.stderr
+    run("check", "helpful-base", "--fail-on", "none,duplicate_pair", "--data", dupes, code=2)
+    clean = tmp_path / "clean"
+    (clean / "helpful-base").mkdir(parents=True)
+    for split in ("train", "test"):
+        with gzip.open(clean / "helpful-base" / f"{split}.jsonl.gz", "wt") as f:
+            f.write(json.dumps({"chosen": t(split, "yes"), "rejected": t(split, "no")}) + "\n")
+    run("check", "helpful-base", "--data", clean)
+    broken = tmp_path / "broken" / "helpful-base"
+    broken.mkdir(parents=True)
+    (broken / "test.jsonl").write_text(
+        json.dumps({"chosen": t("a", "b"), "rejected": t("a", "c")}) + "\nnot json\n"
+    )
+    r = run("check", "helpful-base", "--data", broken.parent, code=1)
+    assert "failing: bad_json (1)" in r.stderr
 
 
 def test_unknown_class_is_a_usage_error(dupes, tmp_path):

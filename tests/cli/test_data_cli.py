@@ -108,19 +108,37 @@ def test_lenient_stats_reports_skips():
     assert (
         "skipped: " in result.stderr
         and "line 3" in result.stderr
-        and "1 row(s) skipped" in result.stderr
+        and "read 2 of 3 rows (1 skipped)" in result.stderr
     )
 
 
-def test_demo_runs_on_the_sample(tmp_path):
+def test_demo_runs_on_the_sample_and_replaces_its_own_earlier_output(tmp_path):
+    from hhrlhf.demo import DEMO_MARKER, start_demo_output
+
+    # an earlier run's folder (marked by the demo), with a file this run does not write
+    start_demo_output(tmp_path / "demo")
+    (tmp_path / "demo" / "stale.txt").write_text("from an earlier run")
     result = run("demo", "--out", str(tmp_path / "demo"))
     assert "outputs are in" in result.stdout
+    assert "replacing" in result.stderr and "an earlier hh demo's output" in result.stderr
     assert (tmp_path / "demo" / "stats.json").is_file()
+    assert (tmp_path / "demo" / DEMO_MARKER).is_file()
+    assert not (tmp_path / "demo" / "stale.txt").exists()
     assert "prompt + chosen_response == chosen: True" in result.stdout
     # off a terminal, the quick export and check steps say what they did once, in their own
     # summary lines, without a progress line per file before them
     assert "export: 20 harmless-base/test pairs as dpo" in result.stdout
     assert "check harmless-base/train" not in result.stderr, result.stderr
+
+
+def test_demo_never_removes_a_folder_it_did_not_make(tmp_path):
+    mine = tmp_path / "hh-demo-out"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    result = run("demo", "--out", str(mine), ok=False)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {mine}: --out: folder (not empty) exists")
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
 
 
 def test_python_m_and_version():
@@ -168,6 +186,49 @@ def test_show_json_keeps_the_data_exact_and_escaped_by_json():
     out = run("show", "harmless-base", "--data", str(CONTROL), "--index", "0", "--json").stdout
     assert "\x1b" not in out and "\x07" not in out and "\\u001b]0;title\\u0007" in out
     assert "\x1b[2J" in json.loads(out)["chosen_response"]
+
+
+@pytest.fixture
+def hidden_text(tmp_path) -> Path:
+    """One pair whose chosen response holds a bidi override, a zero-width space and a C1
+    control: it displays differently than it reads."""
+    folder = tmp_path / "harmless-base"
+    folder.mkdir()
+    prompt = "\n\nHuman: Name the file.\n\nAssistant:"
+    row = {
+        "chosen": prompt + " report\u202eexe.txt, pass\u200bword\x85 done",
+        "rejected": prompt + " report.txt",
+    }
+    (folder / "test.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+HIDDEN = ("\u202e", "\u200b", "\x85")
+
+
+def test_show_escapes_bidi_zero_width_and_c1_characters(hidden_text):
+    out = run("show", "harmless-base", "--data", str(hidden_text), "--index", "0").stdout
+    assert not any(c in out for c in HIDDEN)
+    assert "report\\u202eexe.txt, pass\\u200bword\\x85 done" in out
+
+
+def test_show_json_escapes_them_as_json_escapes_of_the_same_text(hidden_text):
+    out = run("show", "harmless-base", "--data", str(hidden_text), "--index", "0", "--json").stdout
+    assert not any(c in out for c in HIDDEN)
+    assert "report\\u202eexe.txt, pass\\u200bword\\u0085 done" in out
+    assert json.loads(out)["chosen_response"] == " report\u202eexe.txt, pass\u200bword\x85 done"
+
+
+def test_stats_of_an_empty_split_print_n_a_not_zeros(tmp_path):
+    folder = tmp_path / "helpful-base"
+    folder.mkdir()
+    (folder / "train.jsonl").write_text((GOOD / "pairs.jsonl").read_text(encoding="utf-8"))
+    (folder / "test.jsonl").write_text("")
+    lines = run("stats", "--data", str(tmp_path)).stdout.splitlines()
+    train = next(line for line in lines if line.startswith("helpful-base/train"))
+    test = next(line for line in lines if line.startswith("helpful-base/test"))
+    assert "n/a" not in train and "%" in train
+    assert test.split()[1:5] == ["0", "n/a", "n/a", "n/a"]
 
 
 def test_info_never_prints_none_for_a_missing_file(tmp_path):

@@ -230,7 +230,7 @@ def test_score_lenient_skips_bad_rows_and_counts_unscored(model_dir):
     assert summary["dialogues"] == 3 and summary["scored"] == 2 and summary["no_score"] == 1
     assert summary["skipped_rows"] == 2
     assert "line 2" in r.stderr and "line 3" in r.stderr and "transcript" in r.stderr
-    assert "2 row(s) skipped" in r.stderr
+    assert "read 3 of 5 rows (2 skipped)" in r.stderr
     r = ok("pm", "score", "--model", model_dir, "--in", path, "--lenient")
     assert "scored 2 of 3 dialogues (1 without an assistant turn got no score)" in r.stdout
 

@@ -114,7 +114,7 @@ def test_query_bad_record_names_file_and_record(tmp_path):
     assert f"error: {path}, record 2: 'rating' must be a number" in r.stderr
     r = run("redteam", "query", "--data", path, "--lenient", "--jsonl")
     assert len(r.stdout.splitlines()) == 1
-    assert "1 row(s) skipped" in r.stderr
+    assert "read 1 of 2 rows (1 skipped)" in r.stderr
 
 
 def test_report_writes_files(red_file, tmp_path):

@@ -66,6 +66,11 @@ def test_export_command(db_url, tmp_path, storage):
     assert r.exit_code == 1 and "--force" in r.stderr and "Traceback" not in r.output
     r = run("collect", "export", "--db", db_url, "--out", str(out), "--force", "--json")
     assert r.exit_code == 0 and '"left_out"' in r.stdout
+    # an --out with a trailing slash (as a shell completes it) gives no double slash
+    r = run("collect", "export", "--db", db_url, "--out", f"{out}/", "--force")
+    assert r.exit_code == 0, r.output
+    assert f"{out}/helpful-base: train" in r.stdout and f"(see {out}/manifest.json)" in r.stdout
+    assert "//" not in r.stdout
 
 
 def test_export_errors_are_one_line(db_url, tmp_path, storage):

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from ..errors import UnknownNameError
 from .base import Check, CheckClass
 from .duplicates import DuplicatePairs, DuplicatePrompts
+from .invisible import InvisibleCharacters
 from .leak import TrainTestLeak
 from .near_duplicates import NearDuplicateLeak
 from .pair import PairClasses
@@ -27,6 +28,7 @@ CHECKS: dict[str, type[Check]] = {
     for c in (
         PairShape,
         PairClasses,
+        InvisibleCharacters,
         DuplicatePairs,
         DuplicatePrompts,
         TrainTestLeak,

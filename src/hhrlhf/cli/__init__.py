@@ -48,7 +48,12 @@ def _loader() -> str:
 @click.version_option(
     __version__, prog_name="hh", message=f"%(prog)s, version %(version)s; loader: {_loader()}"
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress bars or progress lines on stderr.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress bars or progress lines on stderr (those of datasets included).",
+)
 def cli(quiet):
     """hh: Anthropic's HH-RLHF data, loaded exactly, converted, audited and learned from.
 
@@ -61,9 +66,10 @@ def cli(quiet):
     Long work (check, export, pm train, redteam report) shows a progress bar on a terminal and
     a line every few seconds on stderr otherwise; --quiet turns both off.
     """
-    from ..progress import enable
+    from ..progress import enable, quiet_libraries
 
     enable(not quiet)
+    quiet_libraries(quiet)  # datasets' and huggingface_hub's own bars too
 
 
 def _register() -> None:

@@ -43,6 +43,27 @@ def _class_names(values, option: str) -> list[str]:
         ) from None
 
 
+#: ``--fail-on`` words that name a severity instead of a class (each includes the ones before).
+_FAIL_SEVERITIES = {"error": ("error",), "warning": ("error", "warning")}
+
+
+def _fail_classes(values: tuple[str, ...]) -> list[str]:
+    """The classes ``hh check`` fails on: every error class by default; 'none' for none."""
+    from ..checks import CLASSES
+
+    words = [w.strip() for v in values for w in v.split(",") if w.strip()] or ["error"]
+    out: list[str] = []
+    for word in words:
+        if word == "none":
+            if len(words) > 1:
+                raise click.BadParameter("'none' cannot be combined", param_hint="--fail-on")
+        elif word in _FAIL_SEVERITIES:
+            out += [n for n, k in CLASSES.items() if k.severity in _FAIL_SEVERITIES[word]]
+        else:
+            out += _class_names([word], "--fail-on")
+    return list(dict.fromkeys(out))
+
+
 def _report_skipped_checks(skipped: dict[str, str]) -> None:
     """One stderr line naming the checks that could not run on the data at hand, and why."""
     if skipped:
@@ -120,7 +141,10 @@ def _print_counts(result) -> None:
     help="Write one JSON line per flagged row (source, classes, excerpt).",
 )
 @_classes_option(
-    "--fail-on", "fail_on", "Exit 1 when any row has CLASS (repeat, or comma-separate)."
+    "--fail-on",
+    "fail_on",
+    "Exit 1 when any row has CLASS (repeat, or comma-separate); 'error' (the default) "
+    "means every error-severity class, 'warning' adds the warning classes, 'none' never fails.",
 )
 @_threshold_option("Jaccard threshold for near_duplicate_leak.")
 @click.option(
@@ -143,11 +167,15 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subs
       hh check --data sample
       hh check all --json --report flagged.jsonl --data sample
       hh check --fail-on duplicate_pair,train_test_leak --data sample || echo "fix the data"
+      hh check --fail-on none --data sample    # report only, exit 0
+
+    Exits 1 when a row has an error-severity class (a line that is not JSON, an identical
+    pair...), as linters do; --fail-on picks the classes instead.
     """
     from ..checks import audit
 
     selection = _selection(subsets, file_subset, split, data, threshold)
-    fail_classes = _class_names(fail_on, "--fail-on")
+    fail_classes = _fail_classes(fail_on)
     check_outputs(force, report=(report, "file"))
     result = audit(**selection, near_duplicates=near_dups)
     _report_skipped_checks(result.skipped)
@@ -162,7 +190,8 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subs
         _print_counts(result)
     failed = [c for c in fail_classes if result.counts[c]]
     if failed:
-        _chatter("failing: " + ", ".join(f"{c} ({result.counts[c]})" for c in failed))
+        hint = "" if fail_on else " (error classes; --fail-on none exits 0)"
+        _chatter("failing: " + ", ".join(f"{c} ({result.counts[c]})" for c in failed) + hint)
         sys.exit(1)
 
 

@@ -642,12 +642,13 @@ def export(
         return
     for name, splits in manifest["subsets"].items():
         click.echo(
-            f"{out_dir}/{name}: train {splits['train']:,} rows, test {splits['test']:,} rows"
+            f"{os.path.join(out_dir, name)}: train {splits['train']:,} rows, "
+            f"test {splits['test']:,} rows"
         )
     rt = manifest["red_team_attempts"]
     if rt["rows"] or any(rt["left_out"].values()):
         click.echo(
-            f"{out_dir}/red-team-attempts: {rt['rows']:,} attempts"
+            f"{os.path.join(out_dir, 'red-team-attempts')}: {rt['rows']:,} attempts"
             + (f", scored by {rt['scorer']}" if rt["scorer"] else ", scores null (no --scorer)")
             + "; left out: "
             + ", ".join(f"{k} {v:,}" for k, v in rt["left_out"].items())
@@ -665,7 +666,7 @@ def export(
     click.echo(
         "left out: "
         + ", ".join(f"{k} {v:,}" for k, v in lo.items())
-        + f" (see {out_dir}/manifest.json)"
+        + f" (see {os.path.join(out_dir, 'manifest.json')})"
     )
 
 

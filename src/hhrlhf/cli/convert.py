@@ -15,8 +15,11 @@ from ..subsets import RED_TEAM
 from .options import (
     check_outputs,
     data_option,
+    fail_if_all_skipped,
     file_subsets,
     force_option,
+    note_rows_read,
+    report_skipped,
     subset_option,
 )
 
@@ -251,20 +254,22 @@ def import_(file, fmt_name, out, with_source, lenient, force):
     else:
         rows = (r.to_dict(source=with_source) for r in records)
     raw = get_format("raw")
+    skipped = policy.skipped if policy is not None else []
     try:
         if out:
             n = write_rows(rows, out, encode=raw.encode)
             _chatter(f"wrote {n} rows to {out}")
         else:
+            n = 0
             for row in rows:
                 sys.stdout.buffer.write(raw.encode(row))
+                n += 1
             sys.stdout.flush()
+        note_rows_read(n)
     finally:
-        skipped = policy.skipped if policy is not None else []
-        for s in skipped:
-            _chatter(f"skipped: {s}")
-        if skipped:
-            _chatter(f"{len(skipped)} row(s) skipped")
+        report_skipped(skipped, lenient=policy is not None)
+    if policy is not None:
+        fail_if_all_skipped(skipped)
 
 
 def demo_step(data: str, out: Path) -> None:

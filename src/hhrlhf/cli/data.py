@@ -22,6 +22,7 @@ from .options import (
     force_option,
     json_option,
     lenient_option,
+    note_rows_read,
     pass_lenient,
     print_table,
     seed_option,
@@ -230,9 +231,9 @@ def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force)
         raise click.BadParameter("red-team-attempts has no pairs: see `hh redteam report`")
     for f in files:
         pairs = read_pairs(f.path, subset=f.subset, split=f.split, lenient=lenient)
-        result[f"{f.subset or f.path.name}/{f.split}"] = pair_stats(
-            pairs, keep_lengths=bool(plots_dir)
-        )
+        key = f"{f.subset or f.path.name}/{f.split}"
+        result[key] = pair_stats(pairs, keep_lengths=bool(plots_dir))
+        note_rows_read(result[key]["rows"])
     if plots_dir:
         from ..plots import write_stats_plots
 
@@ -255,13 +256,14 @@ def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force)
     }
     rows = []
     for key, s in result.items():
+        empty = s["rows"] == 0  # no median or share to show: n/a, not zeros that look like data
         rows.append(
             {
                 "subset/split": key,
                 "rows": s["rows"],
-                "med chosen": s["chosen_response_chars"]["median"],
-                "med rejected": s["rejected_response_chars"]["median"],
-                "chosen longer": f"{100 * s['chosen_longer_share']:.1f}%",
+                "med chosen": "n/a" if empty else s["chosen_response_chars"]["median"],
+                "med rejected": "n/a" if empty else s["rejected_response_chars"]["median"],
+                "chosen longer": "n/a" if empty else f"{100 * s['chosen_longer_share']:.1f}%",
                 **{short[name]: s["classes"][name] for name in PAIR_CLASSES},
             }
         )

@@ -34,7 +34,7 @@ def _optional(data: str, out: Path, module: str, extra: str) -> None:
     type=click.Path(file_okay=False),
     default="hh-demo-out",
     show_default=True,
-    help="Where the demo writes its outputs.",
+    help="Where the demo writes its outputs; a folder an earlier hh demo wrote is replaced.",
 )
 @click.option(
     "--data",
@@ -51,12 +51,14 @@ def demo_command(out_dir, data, force):
     Example:
       hh demo --out /tmp/hh-demo
     """
-    from ..demo import open_demo_data, pick_pair, write_stats
+    from ..demo import is_demo_output, open_demo_data, pick_pair, start_demo_output, write_stats
 
-    check_outputs(force, out=(out_dir, "dir"))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if not is_demo_output(out_dir):  # an earlier demo's folder is replaced, no other one
+        check_outputs(force, out=(out_dir, "dir"))
     demo = open_demo_data(data)
+    out = Path(out_dir)
+    if start_demo_output(out):
+        click.echo(f"replacing {out_dir} (an earlier hh demo's output)", err=True)
     ds, src, label = demo.pairs, demo.source, demo.label
 
     _step(f"1. the data (hh info --data {label})")

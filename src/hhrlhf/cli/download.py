@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from .. import download as dl
+from ..errors import OfflineError
 from .options import emit_json, json_option
 
 __all__ = ["download_command"]
@@ -82,7 +83,10 @@ def download_command(
       hh download                                  # all five subsets, nine files
       hh download helpful-base --split test        # one file
       hh download harmless-base --source github --json
-      HH_RLHF_OFFLINE=1 hh download default        # check the cache, no network
+      HH_RLHF_OFFLINE=1 hh download all            # the status of every file, no network
+
+    Offline, every file is listed with its status ("missing" when it is not cached) and the
+    command fails at the end when one is missing.
     """
     names = list(subsets) if subsets else ["all"]
     specs = dl.select_files(names, list(splits) or None)
@@ -90,9 +94,24 @@ def download_command(
     verify = not no_verify
     root = dl.cache_dir(cache_dir)
     rows = []
+    missing: list[str] = []
     for spec in specs:
         target = dl.cached_path(spec, cache_dir=root, revision=revision)
         was_cached = target.is_file()
+        if not was_cached and dl.is_offline(offline or None):  # say so, and go on to the next
+            status = dl.checksum_status(spec, cache_dir=root, revision=revision)
+            click.echo(f"not cached: {spec.path} ({status})", err=True)
+            missing.append(spec.path)
+            rows.append(
+                {
+                    "subset": spec.subset,
+                    "split": spec.split,
+                    "path": None,
+                    "sha256": None,
+                    "status": status,
+                }
+            )
+            continue
         path = dl.ensure_file(
             spec,
             cache_dir=root,
@@ -118,7 +137,12 @@ def download_command(
         emit_json(rows)
     else:
         for row in rows:
-            click.echo(row["path"])
+            if row["path"] is not None:
+                click.echo(row["path"])
+    if missing:
+        if len(missing) == 1:
+            raise OfflineError(missing[0])
+        raise OfflineError(f"{len(missing)} of {len(specs)} files", many=True)
 
 
 commands = [download_command]

@@ -8,7 +8,7 @@ import sys
 import click
 import orjson
 
-from ..text import printable
+from ..text import json_safe, printable
 
 __all__ = [
     "data_option",
@@ -26,6 +26,8 @@ __all__ = [
     "print_table",
     "pass_lenient",
     "report_skipped",
+    "note_rows_read",
+    "fail_if_all_skipped",
 ]
 
 
@@ -106,15 +108,15 @@ def split_option(default=None, help="Split to use (train or test); default: all.
 
 
 def emit_json(obj) -> None:
-    """Write ``obj`` as indented JSON to stdout."""
-    sys.stdout.write(
-        orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
-    )
+    """Write ``obj`` as indented JSON to stdout; invisible and control characters in strings
+    are ``\\uNNNN`` escapes (:func:`hhrlhf.text.json_safe`)."""
+    text = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    sys.stdout.write(json_safe(text) + "\n")
 
 
 def json_line(obj) -> str:
     """``obj`` as one compact JSON line (no newline), for output that prints JSON lines."""
-    return orjson.dumps(obj).decode()
+    return json_safe(orjson.dumps(obj).decode())
 
 
 def _cell(value) -> str:
@@ -133,7 +135,8 @@ def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None
 
     def numeric(v: str) -> bool:
         return (
-            v == "-" or v.lstrip("-").replace(".", "").replace(",", "").replace("%", "").isdigit()
+            v in ("-", "n/a")
+            or v.lstrip("-").replace(".", "").replace(",", "").replace("%", "").isdigit()
         )
 
     def line(values):
@@ -145,42 +148,82 @@ def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None
     click.echo("\n".join(out), file=file)
 
 
-def report_skipped(skipped) -> None:
-    """Lenient mode: every skipped row, with its reason, on stderr."""
+_ROWS_READ = "hhrlhf.rows_read"
+
+
+def note_rows_read(n: int) -> None:
+    """Count ``n`` rows a command read and kept, for the closing "read N of M rows" line of
+    its ``--lenient`` run (M adds the skipped rows)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta[_ROWS_READ] = ctx.meta.get(_ROWS_READ, 0) + n
+
+
+def _rows_read() -> int | None:
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get(_ROWS_READ)
+
+
+def report_skipped(skipped, *, lenient: bool = True) -> None:
+    """Lenient mode: every skipped row, with its reason, on stderr, then "read N of M rows"
+    (when the command counted its rows with :func:`note_rows_read`)."""
     for row in skipped:
         click.echo(f"skipped: {row}", err=True)
-    if skipped:
+    read = _rows_read() if lenient else None
+    if read is not None:
+        total = read + len(skipped)
+        click.echo(f"read {read:,} of {total:,} rows ({len(skipped):,} skipped)", err=True)
+    elif skipped:
         click.echo(f"{len(skipped)} row(s) skipped", err=True)
+
+
+def fail_if_all_skipped(skipped) -> None:
+    """A lenient run that skipped every row it read read nothing: one error, exit 1."""
+    if skipped and _rows_read() == 0:
+        from ..errors import NoDataError
+
+        paths = ", ".join(dict.fromkeys(str(s.path) for s in skipped))
+        raise NoDataError(paths, f"every row was skipped ({len(skipped):,} of {len(skipped):,})")
+
+
+def _finish(skipped, lenient: bool, run):
+    try:
+        result = run()
+    except BaseException:
+        report_skipped(skipped, lenient=lenient)
+        raise
+    report_skipped(skipped, lenient=lenient)
+    if lenient:
+        fail_if_all_skipped(skipped)
+    return result
 
 
 def pass_lenient(f):
     """Turn the ``--lenient`` flag into the command's ``lenient`` policy (a
     :class:`~hhrlhf.reader.Lenient`, None when strict) and report its skipped rows on stderr
-    when the command returns."""
+    when the command returns (see :func:`report_skipped`); a run that skipped every row it
+    read fails."""
 
     @functools.wraps(f)
     def wrapper(*args, lenient: bool = False, **kwargs):
         from ..reader import Lenient
 
         policy = Lenient.of(lenient)
-        try:
-            return f(*args, lenient=policy, **kwargs)
-        finally:
-            if policy is not None:
-                report_skipped(policy.skipped)
+        if policy is None:
+            return f(*args, lenient=None, **kwargs)
+        return _finish(policy.skipped, True, lambda: f(*args, lenient=policy, **kwargs))
 
     return wrapper
 
 
 def pass_skipped(f):
-    """Give the command a ``skipped`` list and report it when the command returns."""
+    """Give the command a ``skipped`` list and report it when the command returns (with the
+    "read N of M rows" line and the all-skipped failure when ``lenient`` is on)."""
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         skipped: list = []
-        try:
-            return f(*args, skipped=skipped, **kwargs)
-        finally:
-            report_skipped(skipped)
+        lenient = bool(kwargs.get("lenient"))
+        return _finish(skipped, lenient, lambda: f(*args, skipped=skipped, **kwargs))
 
     return wrapper

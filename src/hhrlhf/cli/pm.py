@@ -20,6 +20,7 @@ from .options import (
     json_line,
     json_option,
     lenient_option,
+    note_rows_read,
     pass_skipped,
     print_table,
     seed_option,
@@ -56,7 +57,9 @@ def _load(subsets, file_subset, split, data, preferred: str, lenient, skipped, h
                 "out, or run hh pm cv for a cross-validated accuracy)"
             )
         click.echo(note, err=True)
-    return files, load_pairs(files, lenient=lenient, skipped=skipped)
+    pairs = load_pairs(files, lenient=lenient, skipped=skipped)
+    note_rows_read(len(pairs))
+    return files, pairs
 
 
 def _training_data(files, data, pairs) -> dict:
@@ -612,6 +615,7 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, fo
     model = load_model(model_path)
     if in_path:
         ids, dialogues = read_dialogues(in_path, limit=limit, lenient=lenient, skipped=skipped)
+        note_rows_read(len(dialogues))
         rows = [
             {"id": i, **s}
             for i, s in zip(ids, score_dialogues(model, dialogues, n_jobs=jobs), strict=True)
@@ -623,6 +627,7 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, fo
             attempts.append(a)
             if limit and len(attempts) >= limit:
                 break
+        note_rows_read(len(attempts))
         result = score_attempts(model, attempts, n_jobs=jobs)
         rows, correlation = result["rows"], result["correlation"]
     summary = score_summary(rows, correlation, len(skipped))

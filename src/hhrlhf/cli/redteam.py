@@ -19,6 +19,7 @@ from .options import (
     force_option,
     json_line,
     lenient_option,
+    note_rows_read,
     out_dir_option,
     pass_lenient,
     print_table,
@@ -110,6 +111,7 @@ def report(data, out_dir, success_threshold, seed, resamples, max_k, lenient, fo
     check_outputs(force, out=(out_dir, "dir"))
     src = resolve_source(data)
     attempts = list(iter_attempts(data=src, lenient=lenient))
+    note_rows_read(len(attempts))
     with replace_dir(out_dir) as tmp:  # --force replaces the old report whole
         written = write_report(
             attempts,
@@ -304,7 +306,14 @@ def query(
             dropped[problem[0]] += 1
             click.echo(f"dropped: attempt {a.index}: {printable(problem[1])}", err=True)
 
-    attempts = iter_attempts(data=data, lenient=lenient)
+    def counted(attempts):
+        n = 0
+        for a in attempts:
+            n += 1
+            yield a
+        note_rows_read(n)
+
+    attempts = counted(iter_attempts(data=data, lenient=lenient))
     for a in filter_attempts(in_range(attempts), q):
         matches += 1
         if limit and matches > limit:

@@ -187,6 +187,8 @@ def train_pm(
             options={"maxiter": max_iter},
             callback=lambda _: bar.update(1),
         )
+        if result.success:  # converged before max_iter: the bar ends at 100%
+            bar.finish()
     w = result.x
     margin = np.asarray(diffs @ w).ravel()
     t_total = time.perf_counter() - t0
