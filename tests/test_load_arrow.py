@@ -290,3 +290,39 @@ def test_real_file(columns):
     tables = load_files_arrow(jobs, columns=columns)
     _assert_tables(tables, _expected(jobs, columns), columns)
     assert tables[0].num_rows == 2312
+
+
+_IMPORTS_AFTER = """
+import sys, hhrlhf
+skipped = []
+tables = hhrlhf.load_arrow(data=sys.argv[1], lenient=True, skipped=skipped)
+one = hhrlhf.load_arrow(data=sys.argv[1], split="test", lenient=True)
+assert sum(t.num_rows for t in tables.values()) > 0 and one.num_rows > 0
+print(sorted(m for m in ("pandas", "datasets") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("bad_line", [False, True], ids=["clean", "with-a-bad-line"])
+def test_load_arrow_imports_neither_pandas_nor_datasets(tmp_path, block_parser, bad_line):
+    """pyarrow imports pandas (about half a second) when it converts Python objects
+    (``pa.array``, ``pa.repeat``); a load builds its arrays from buffers instead, on every
+    path: native, pure Python, and the reference reader's fallback for a file with a bad row."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "data"
+    synth.write_corpus(root, scale="sample")
+    if bad_line:
+        path = root / "helpful-base" / "test.jsonl.gz"
+        lines = gzip.decompress(path.read_bytes()).splitlines()
+        path.write_bytes(gzip.compress(b"\n".join([lines[0], b"{not json", *lines[1:]]) + b"\n"))
+    env = {**os.environ, "HH_RLHF_NATIVE": "1" if block_parser == "native" else "0"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(hhrlhf.__file__).parents[1])])
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_AFTER, str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]", out.stderr

@@ -47,10 +47,11 @@ from __future__ import annotations
 
 import gc
 import os
+from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import fields
-from itertools import repeat
+from itertools import accumulate, repeat
 from operator import itemgetter
 
 import orjson
@@ -379,10 +380,49 @@ def _job_table(pa, columns: str, strings: list[list], indices: list, n: int, sub
     arrays = [pa.chunked_array(chunks, pa.string()) for chunks in strings]
 
     def label(value):
-        return pa.repeat(value, n) if value is not None else pa.nulls(n, pa.string())
+        return _const_strings(pa, value, n) if value is not None else pa.nulls(n, pa.string())
 
     arrays += [label(subset), label(split), pa.chunked_array(indices, pa.int64())]
     return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
+
+
+# Arrays are built from buffers: ``pa.array`` and ``pa.repeat`` of Python objects make
+# pyarrow import pandas (about half a second) to check for its types, which a load needs not.
+_INT32_MAX = (1 << 31) - 1
+
+
+def _str_array(pa, strings: Sequence[str | None]):
+    """A ``string`` array of ``strings`` (None: null), from one UTF-8 buffer and its offsets."""
+    if None in strings:  # a file's records all have a subset and split, or none
+        if all(s is None for s in strings):
+            return pa.nulls(len(strings), pa.string())
+        return pa.array(strings, pa.string())  # pragma: no cover - records made by hand
+    encoded = [s.encode("utf-8") for s in strings]
+    offsets = array("q", accumulate(map(len, encoded), initial=0))
+    if offsets[-1] > _INT32_MAX:  # pragma: no cover - over 2 GiB in one column
+        return pa.array(strings, pa.string())
+    return pa.Array.from_buffers(
+        pa.string(),
+        len(encoded),
+        [None, pa.py_buffer(array("i", offsets)), pa.py_buffer(b"".join(encoded))],
+    )
+
+
+def _int_array(pa, values: Sequence[int]):
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(array("q", values))])
+
+
+def _const_strings(pa, value: str, n: int):
+    """``n`` times the string ``value``, as a ``string`` array."""
+    data = value.encode("utf-8")
+    if len(data) * n > _INT32_MAX:  # pragma: no cover
+        return pa.array([value] * n, pa.string())
+    offsets = (
+        array("i", range(0, len(data) * (n + 1), len(data))) if data else array("i", [0]) * (n + 1)
+    )
+    return pa.Array.from_buffers(
+        pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)]
+    )
 
 
 def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo"):
@@ -392,11 +432,11 @@ def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo"):
 
     pa = require("pyarrow", "hf", "Arrow tables")
     names = ARROW_COLUMNS[columns]
-    arrays = [pa.array(col, pa.string()) for col in _pairs_columns(pairs, columns == "dpo")]
+    arrays = [_str_array(pa, col) for col in _pairs_columns(pairs, columns == "dpo")]
     arrays += [
-        pa.array([p.subset for p in pairs], pa.string()),
-        pa.array([p.split for p in pairs], pa.string()),
-        pa.array([p.index for p in pairs], pa.int64()),
+        _str_array(pa, [p.subset for p in pairs]),
+        _str_array(pa, [p.split for p in pairs]),
+        _int_array(pa, [p.index for p in pairs]),
     ]
     return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
 
@@ -426,8 +466,8 @@ def _arrow_stream(pa, blocks: Iterator[bytes], columns: str, subset, split, nati
             if not pairs:
                 continue
             for out, col in zip(strings, _pairs_columns(pairs, dpo), strict=True):
-                out.append(pa.array(col, string))
-            indices.append(pa.array([p.index for p in pairs], int64))
+                out.append(_str_array(pa, col))
+            indices.append(_int_array(pa, [p.index for p in pairs]))
             n += len(pairs)
             continue
         cols, idx, count, n_lines = got
