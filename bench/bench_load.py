@@ -23,6 +23,8 @@ Routes over the eight preference files (169,352 pairs at full scale):
   ``chosen_response`` and ``rejected_response`` (Python strings), the collector on;
 * ``load_arrow``: ``hhrlhf.load_arrow(data=corpus)``, ``{split: pyarrow.Table}`` with the
   aligned dpo columns (prompt, chosen, rejected) and subset, split, index;
+* ``hhrlhf (1 thread)``, ``load_arrow (1 thread)``: the same with ``HH_RLHF_THREADS=1``
+  (one file after the other; by default the files are loaded in one thread per core);
 * ``hhrlhf (pure Python)``: ``load_dataset`` with ``HH_RLHF_NATIVE=0`` (no C extension);
 * ``hhrlhf (reference)``: ``load_dataset(fast=False)``, the streaming reader collected;
 * raw readers, no alignment (only parsing the two strings): ``polars.read_ndjson`` per file,
@@ -201,6 +203,8 @@ ROUTES = {
     "hhrlhf": (route_hhrlhf, {}, None),
     "hhrlhf + strings": (route_strings, {}, None),
     "load_arrow": (route_arrow, {}, "pyarrow"),
+    "hhrlhf (1 thread)": (route_hhrlhf, {"HH_RLHF_THREADS": "1"}, None),
+    "load_arrow (1 thread)": (route_arrow, {"HH_RLHF_THREADS": "1"}, "pyarrow"),
     "hhrlhf (pure Python)": (route_hhrlhf, {"HH_RLHF_NATIVE": "0"}, None),
     "hhrlhf (reference)": (lambda root: route_hhrlhf(root, fast=False), {}, None),
     "polars read_ndjson": (route_polars, {}, "polars"),
@@ -558,6 +562,8 @@ def render(
         "`chosen_response`, `rejected_response` as Python strings (collector on).",
         "- load_arrow: `hhrlhf.load_arrow(data=corpus)`: `{split: pyarrow.Table}` with the "
         "aligned dpo columns; the child checks that neither pandas nor datasets was imported.",
+        "- (1 thread): the same with `HH_RLHF_THREADS=1`, one file after the other (by "
+        "default a load uses one thread per core, one file each).",
         "- hhrlhf (pure Python): `load_dataset` with `HH_RLHF_NATIVE=0` (no C extension); "
         "hhrlhf (reference): `fast=False`, the streaming reader collected.",
         "- Raw readers, no alignment (they only parse the two strings): `polars.read_ndjson` "
