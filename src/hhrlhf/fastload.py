@@ -20,10 +20,10 @@ line. This module does them a block of lines at a time:
   checked, aligned and built with ``map`` over C-level callables (no per-line frames);
 * the alignment is :func:`hhrlhf.transcript.prompt_length`, whose fast path answers the
   usual pair with two ``memrchr`` calls and one prefix comparison (proof in its docstring);
-* files are independent, so they are loaded in parallel threads, one per core
-  (``HH_RLHF_THREADS`` sets how many; 1 loads one file after the other): ISA-L inflates and
-  the C parser decodes without the GIL. Fallbacks to the reference reader run afterwards,
-  in file order, so errors and lenient reports do not depend on the threads;
+* files are independent, so ``HH_RLHF_THREADS=N`` loads them in N parallel threads (ISA-L
+  inflates and the C parser decodes without the GIL); by default one file after the other,
+  which measured faster on a shared 2-core machine. Fallbacks to the reference reader run
+  afterwards, in file order, so errors and lenient reports do not depend on the threads;
 * records are filled through their slot descriptors, and the cyclic garbage collector is
   paused meanwhile: the records hold only strings and ints, so collection passes over
   hundreds of thousands of fresh objects would find nothing to free.
@@ -330,10 +330,12 @@ def iter_file(
 
 
 def threads(n_files: int) -> int:
-    """Threads a load uses for ``n_files`` files: ``HH_RLHF_THREADS`` when set (1: one file
-    after the other), else one per core, at most one per file."""
+    """Threads a load uses for ``n_files`` files: ``HH_RLHF_THREADS`` (at most one per file),
+    by default 1, one file after the other. On a shared 2-core machine two threads made the
+    load slower, not faster (bench/RESULTS-load.md): a thread holding the GIL while the OS
+    runs other work stalls the other. On idle cores, ``HH_RLHF_THREADS`` may pay."""
     value = os.environ.get("HH_RLHF_THREADS", "").strip()
-    wanted = int(value) if value.isdigit() and int(value) > 0 else (os.cpu_count() or 1)
+    wanted = int(value) if value.isdigit() and int(value) > 0 else 1
     return max(1, min(wanted, n_files))
 
 
