@@ -42,8 +42,15 @@ format: $(VENV)/.installed-dev
 docs: $(VENV)/.installed-dev
 	$(BIN)/python scripts/cli_reference.py
 
-bench: $(VENV)/.installed-all
-	$(BIN)/python bench/make_corpus.py --out bench/corpus
+$(VENV)/.installed-bench: $(VENV)/.installed-all
+	$(BIN)/pip install -q --group bench
+	touch $@
+
+# The load figures of bench/RESULTS-load.md. With HH_RLHF_REAL (the folder holding the real
+# harmless-base/test.jsonl.gz) the corpus is resampled from real text; without it, synthetic.
+bench: $(VENV)/.installed-bench
+	$(BIN)/python bench/make_corpus.py --out bench/corpus \
+		$(if $(HH_RLHF_REAL),--from $(HH_RLHF_REAL)/harmless-base/test.jsonl.gz)
 	$(BIN)/python bench/bench_load.py --corpus bench/corpus
 
 clean:

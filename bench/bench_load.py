@@ -1,41 +1,39 @@
-"""Benchmark: load every preference pair, aligned, against the gzip+orjson floor and ``datasets``.
+"""Benchmark: load every preference pair, aligned, against the gzip+orjson floor and raw readers.
 
 Usage::
 
-    python bench/make_corpus.py --out bench/corpus      # once: the full-scale synthetic corpus
-    python bench/bench_load.py --corpus bench/corpus    # writes bench/RESULTS-load.md
+    python bench/make_corpus.py --out bench/corpus --from REAL/harmless-base/test.jsonl.gz
+    python bench/bench_load.py --corpus bench/corpus     # writes bench/RESULTS-load.md
 
-What is timed, in one run, interleaved (floor, hhrlhf, reference, datasets; again...), best
-of ``--repeats``:
+(``make bench`` does both, resampling the real file when ``HH_RLHF_REAL`` names its folder.)
 
-* ``floor``: ``gzip.open`` + ``orjson.loads`` per line over the eight preference files,
-  keeping the two strings of every pair, no alignment;
-* ``hhrlhf``: ``hhrlhf.load_dataset(data=corpus)``: every pair as a ``PreferencePair`` with its
-  prompt end computed at load time (``prompt``/``chosen_response``/``rejected_response`` are
-  slices at that offset), both splits, with the native block parser (``hhrlhf._jsonl``);
-* ``hhrlhf (pure Python)``: the same with the native parser turned off, as on an install
-  without a C compiler;
-* ``hhrlhf (reference)``: the same with ``fast=False`` (the streaming reader collected);
-* ``datasets``: ``datasets.load_dataset("json", data_files=..., cache_dir=<fresh temp dir>)``,
-  a new cache directory for each run so that it parses the files instead of reading its cache
-  (raw strings only, no alignment); ``datasets + split map``: the same, then a batched
-  ``map`` splitting prompt and responses;
-* ``hhrlhf + strings (GC on|off)``: ``load_dataset``, then a row dict of every pair's
-  prompt, chosen and rejected response, with the cyclic garbage collector on (as users run)
-  or off;
-* ``load_arrow``: ``hhrlhf.load_arrow(data=corpus)``, the dpo columns as Arrow tables.
+Every route runs in a fresh Python process, its imports included, as a user pays them; the
+child times itself from its first line to the end of the load (the interpreter's own start,
+the same for every route, is left out), and exits without freeing what it loaded. The routes
+run in ``--rounds`` interleaved rounds (each round starts one route later, so drifts in the
+machine's load spread over all of them); the results are medians with min and max, and each
+route's wall time divided by the floor's *of the same round* (median of those ratios).
 
-Then, alone: the user's loop right after a load with untracked records (as loaded) and with
-the same records tracked again, and each step of a load.
+Routes over the eight preference files (169,352 pairs at full scale):
 
-Peak RSS is measured in child processes with ``resource.getrusage(RUSAGE_SELF).ru_maxrss``:
-streaming every pair with ``hhrlhf.iter_pairs`` (touching each pair's prompt end), the
-interpreter with ``hhrlhf`` imported and nothing read (the baseline), the full load and the
-full ``load_arrow`` (its target is relative to the decompressed text size). With
-``HH_RLHF_REAL`` set, the real ``harmless-base/test.jsonl.gz`` is timed the same way as a small
-sanity line. Wall time is what the target is about; CPU time (all threads and child
-processes) is shown beside it because the machine may be shared while the benchmark runs, and
-so are this process's minor page faults.
+* ``floor``: ``gzip.open`` + ``orjson.loads`` per line, keeping the two strings of every pair;
+* ``hhrlhf``: ``hhrlhf.load_dataset(data=corpus)``: every pair a ``PreferencePair`` with its
+  turn-level prompt end computed at load;
+* ``hhrlhf + strings``: the same, then a row dict of every pair's ``prompt``,
+  ``chosen_response`` and ``rejected_response`` (Python strings), the collector on;
+* ``load_arrow``: ``hhrlhf.load_arrow(data=corpus)``, ``{split: pyarrow.Table}`` with the
+  aligned dpo columns (prompt, chosen, rejected) and subset, split, index;
+* ``hhrlhf (2 threads)``, ``load_arrow (2 threads)``: the same with ``HH_RLHF_THREADS=2``
+  (two files at a time; by default one file after the other);
+* ``hhrlhf (pure Python)``: ``load_dataset`` with ``HH_RLHF_NATIVE=0`` (no C extension);
+* ``hhrlhf (reference)``: ``load_dataset(fast=False)``, the streaming reader collected;
+* raw readers, no alignment (only parsing the two strings): ``polars.read_ndjson`` per file,
+  ``pyarrow.json.read_json`` per file, DuckDB's ``read_json`` over the files (into an Arrow
+  table), ``datasets.load_dataset("json")`` into a fresh cache directory; and
+  ``datasets + split map``: the same, then a batched ``map`` splitting prompt and responses.
+
+Then, in this process: peak RSS of child processes, each step of a load alone (single-thread
+CPU), and with ``HH_RLHF_REAL`` set a sanity line on the real ``harmless-base/test.jsonl.gz``.
 """
 
 from __future__ import annotations
@@ -43,29 +41,27 @@ from __future__ import annotations
 import argparse
 import gc
 import gzip
+import json
 import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import orjson
-
-import hhrlhf
-from hhrlhf.subsets import PREFERENCE_SUBSETS, SUBSETS
-
 HERE = Path(__file__).resolve().parent
-TARGET_RATIO = 0.75
+#: Targets, as ratios to the floor's wall time (medians, fresh processes).
+TARGET_LOAD = 0.4
+TARGET_MATERIALISED = 0.6
+TARGET_ARROW = 0.30
 TARGET_RSS_MB = 150
-TARGET_MATERIALISED = 0.75
-TARGET_ARROW = 0.35
 TARGET_ARROW_RSS = 1.5  # times the decompressed text
 
-#: Written under the results every time: the numbers of an experiment whose code is gone.
+#: Written under the results every time: the numbers of experiments whose code is gone.
 TRIED_AND_REMOVED = [
     "## Tried and removed: a second process",
     "",
@@ -73,120 +69,136 @@ TRIED_AND_REMOVED = [
     "the code is in commit d74ffe9) was measured in commit be2442b and then removed. A forked "
     "worker parsed about 58% of the input (by decompressed bytes) and shipped its strings "
     "(UTF-8) and int64 tables back through a memfd; the parent parsed the rest, then rebuilt "
-    "the worker's strings and records. In that run (same corpus and machine, floor 0.716 s) "
-    "it took 1.171 s, 1.63x the floor, against 0.699 s (0.98x) for the serial load; CPU: "
-    "parent 0.660 s, worker 0.507 s; 73,190 page faults against 14,840. Step by step, the "
-    "parent's rebuild of every file's strings and records cost 0.347 s, 51% of the 0.676 s "
-    "a serial parse costs (making the str objects is most of what the JSON decoder does, "
-    "and the parent still had to make them), and the worker's side 0.841 s. Even on two "
-    "idle cores the best split those costs allow ends at about 0.68x the floor; on this "
-    "shared 2-core machine the worker waited for a core, and after the fork both processes "
-    "paid copy-on-write faults on heap memory an earlier load had freed. It did not pay here, "
-    "so it was removed rather than kept off by default.",
+    "the worker's strings and records. In that run (synthetic corpus, floor 0.716 s) "
+    "it took 1.171 s, 1.63x the floor, against 0.699 s (0.98x) for the serial load. Making "
+    "the str objects is most of what the JSON decoder does, and the parent still had to make "
+    "them; on this shared 2-core machine the worker waited for a core. It was removed.",
     "",
     "## Tried and not kept: inflating ahead in a thread",
     "",
     "With the native parser, a thread inflating the next 1 MiB block while the current one "
-    "was parsed (ISA-L releases the GIL while it inflates) was measured in three interleaved "
-    "runs on this machine while other work used one core: 0.65x, 1.03x and 1.29x the floor, "
-    "against 0.48x, 0.56x and 0.57x for the serial load in the same runs. The serial load "
-    "already spends only about a third of its time inflating, and on a shared 2-core machine "
-    "the thread waits for a core; it was not kept.",
+    "was parsed (ISA-L releases the GIL while it inflates) measured 0.65x, 1.03x and 1.29x "
+    "the floor against 0.48x, 0.56x and 0.57x for the serial load in the same runs "
+    "(synthetic corpus, one core busy with other work); it was not kept.",
+    "",
+    "## Tried and not made the default: one thread per file",
+    "",
+    "Loading the files in parallel threads (one per core) was the default for one run of "
+    "this benchmark (real-text corpus, load average 6.3-7.7 on the 2 cores, 5 rounds): "
+    "load_arrow 0.66x the floor with two threads against 0.39x with one, load_dataset 0.72x "
+    "against 0.51x, for the same CPU time (0.79 s and 0.78 s; 1.07 s and 0.97 s). With every "
+    "core busy, a thread that holds the GIL while the OS runs other work stalls the other "
+    "thread. The default is one file after the other; `HH_RLHF_THREADS=N` is there for idle "
+    "cores, and the (2 threads) rows measure it in every run.",
 ]
 
 
 def preference_files(root: Path) -> list[Path]:
+    from hhrlhf.subsets import PREFERENCE_SUBSETS, SUBSETS
+
     files = [root / spec.path for name in PREFERENCE_SUBSETS for spec in SUBSETS[name].files]
     missing = [str(f) for f in files if not f.exists()]
     if missing:
-        sys.exit(f"missing corpus files: {missing[:3]}... (run bench/make_corpus.py first)")
+        sys.exit(f"error: missing corpus files: {missing[:3]}... (run bench/make_corpus.py first)")
     return files
 
 
-def run_floor(files) -> int:
-    """gzip + orjson per line, keeping the two strings of every pair."""
+# --------------------------------------------------------------------------- routes
+# Each runs in a fresh process (``--child NAME``) and imports what it needs itself.
+
+
+def _files(root: Path) -> list[Path]:
+    # the layout without importing hhrlhf (the raw readers do not need it)
+    subsets = ("harmless-base", "helpful-base", "helpful-online", "helpful-rejection-sampled")
+    return [root / s / f"{split}.jsonl.gz" for s in subsets for split in ("train", "test")]
+
+
+def route_floor(root: Path):
+    import orjson
+
     keep = []
     loads = orjson.loads
-    for path in files:
+    for path in _files(root):
         with gzip.open(path, "rb") as f:
             for line in f:
                 obj = loads(line)
                 keep.append((obj["chosen"], obj["rejected"]))
-    run_floor.last = keep  # freed outside the timed region
-    return len(keep)
+    return keep, len(keep)
 
 
-def run_materialised(root, collect: bool = True) -> int:
-    """``load_dataset``, then every pair's prompt, chosen and rejected response in a row
-    dict, as a user's loop builds them (the collector on, as users run, or off)."""
-    was = gc.isenabled()
-    if collect:
-        gc.enable()
-    else:
-        gc.disable()
-    try:
-        ds = hhrlhf.load_dataset(data=root)
-        rows = [
-            {"prompt": p.prompt, "chosen": p.chosen_response, "rejected": p.rejected_response}
-            for split in ds.values()
-            for p in split
-        ]
-    finally:
-        if was:
-            gc.enable()
-    run_materialised.last = (ds, rows)
-    return len(rows)
+def route_hhrlhf(root: Path, fast: bool = True):
+    import hhrlhf
+
+    ds = hhrlhf.load_dataset(data=root, fast=fast)
+    return ds, sum(len(v) for v in ds.values())
 
 
-def _retrack(pairs) -> None:
-    """Make the collector track the pairs again, as records were before they were untracked
-    (``PyObject_GC_Track`` through ctypes; for the comparison below only)."""
-    import ctypes
+def route_strings(root: Path):
+    import hhrlhf
 
-    track = ctypes.pythonapi.PyObject_GC_Track
-    track.argtypes = [ctypes.py_object]
-    track.restype = None
-    for p in pairs:
-        if not gc.is_tracked(p):
-            track(p)
-
-
-def materialise_loop(root, repeats: int) -> dict[str, float]:
-    """CPU seconds of the user's loop alone (row dicts of every pair's three strings), run
-    right after a fresh load, so the records are as the loader left them: with the
-    collector on, off, and on with the records tracked again (as before)."""
-    out: dict[str, list[float]] = {"GC on": [], "GC off": [], "GC on, records tracked": []}
-    for _ in range(repeats):
-        for name in out:
-            gc.collect()
-            ds = hhrlhf.load_dataset(data=root)
-            if name == "GC on, records tracked":
-                for split in ds.values():
-                    _retrack(split)
-            if name == "GC off":
-                gc.disable()
-            c0 = time.process_time()
-            rows = [
-                {"prompt": p.prompt, "chosen": p.chosen_response, "rejected": p.rejected_response}
-                for split in ds.values()
-                for p in split
-            ]
-            out[name].append(time.process_time() - c0)
-            gc.enable()
-            del rows, ds
-    return {name: min(v) for name, v in out.items()}
+    ds = hhrlhf.load_dataset(data=root)
+    rows = [
+        {"prompt": p.prompt, "chosen": p.chosen_response, "rejected": p.rejected_response}
+        for split in ds.values()
+        for p in split
+    ]
+    return (ds, rows), len(rows)
 
 
-def run_arrow(root) -> int:
+def route_arrow(root: Path):
+    import hhrlhf
+
     tables = hhrlhf.load_arrow(data=root)
-    run_arrow.last = tables
-    return sum(t.num_rows for t in tables.values())
+    if "pandas" in sys.modules or "datasets" in sys.modules:
+        sys.exit("error: load_arrow imported pandas or datasets")
+    return tables, sum(t.num_rows for t in tables.values())
+
+
+def route_polars(root: Path):
+    import polars as pl
+
+    frames = [pl.read_ndjson(path) for path in _files(root)]
+    return frames, sum(f.height for f in frames)
+
+
+def route_pyarrow_json(root: Path):
+    import pyarrow.json as pj
+
+    tables = [pj.read_json(path) for path in _files(root)]
+    return tables, sum(t.num_rows for t in tables)
+
+
+def route_duckdb(root: Path):
+    import duckdb
+
+    files = [str(p) for p in _files(root)]
+    rel = duckdb.sql(
+        "SELECT chosen, rejected FROM read_json($files, format = 'newline_delimited', "
+        "columns = {chosen: 'VARCHAR', rejected: 'VARCHAR'})",
+        params={"files": files},
+    )
+    table = rel.fetch_arrow_table()
+    return table, table.num_rows
+
+
+def route_datasets(root: Path, split_map: bool = False):
+    import datasets
+
+    datasets.disable_progress_bars()
+    tmp = tempfile.mkdtemp(prefix="hh-bench-datasets-")
+    files = [str(p) for p in _files(root)]
+    ds = datasets.load_dataset("json", data_files=files, cache_dir=tmp)
+    if split_map:
+        ds = ds.map(_split_batch, batched=True, batch_size=1000)
+    n = sum(len(v) for v in ds.values())
+    shutil.rmtree(tmp, ignore_errors=True)
+    return ds, n
 
 
 def _split_batch(batch):
     from hhrlhf.transcript import prompt_length
 
-    out = {"prompt": [], "chosen": [], "rejected": []}
+    out: dict[str, list[str]] = {"prompt": [], "chosen": [], "rejected": []}
     for c, r in zip(batch["chosen"], batch["rejected"], strict=True):
         e = prompt_length(c, r)
         out["prompt"].append(c[:e])
@@ -195,58 +207,76 @@ def _split_batch(batch):
     return out
 
 
-def run_datasets_dpo(files) -> int:
-    """``datasets.load_dataset("json")`` into a fresh cache, then a batched ``map`` that
-    splits every pair into prompt, chosen and rejected response (the turn-level split)."""
-    import datasets
+#: name -> (function, extra environment, the module it needs or None)
+ROUTES = {
+    "floor": (route_floor, {}, "orjson"),
+    "hhrlhf": (route_hhrlhf, {}, None),
+    "hhrlhf + strings": (route_strings, {}, None),
+    "load_arrow": (route_arrow, {}, "pyarrow"),
+    "hhrlhf (2 threads)": (route_hhrlhf, {"HH_RLHF_THREADS": "2"}, None),
+    "load_arrow (2 threads)": (route_arrow, {"HH_RLHF_THREADS": "2"}, "pyarrow"),
+    "hhrlhf (pure Python)": (route_hhrlhf, {"HH_RLHF_NATIVE": "0"}, None),
+    "hhrlhf (reference)": (lambda root: route_hhrlhf(root, fast=False), {}, None),
+    "polars read_ndjson": (route_polars, {}, "polars"),
+    "pyarrow.json.read_json": (route_pyarrow_json, {}, "pyarrow"),
+    "duckdb read_json": (route_duckdb, {}, "duckdb"),
+    "datasets": (route_datasets, {}, "datasets"),
+    "datasets + split map": (lambda root: route_datasets(root, True), {}, "datasets"),
+}
+#: Rows whose target is a ratio to the floor.
+TARGETS = {"hhrlhf": TARGET_LOAD, "hhrlhf + strings": TARGET_MATERIALISED}
+TARGETS["load_arrow"] = TARGET_ARROW
+RAW_READERS = ("polars read_ndjson", "pyarrow.json.read_json", "duckdb read_json", "datasets")
 
-    datasets.disable_progress_bars()
-    tmp = tempfile.mkdtemp(prefix="hh-bench-datasets-")
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def child(name: str, root: Path, t0: float, c0: float) -> None:
+    """Run one route in this (fresh) process; print its rows, wall and CPU as JSON."""
+    gc.collect()
+    fn = ROUTES[name][0]
+    held, n = fn(root)
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
+    print(json.dumps({"rows": n, "wall": wall, "cpu": cpu}), flush=True)
+    del held
+    os._exit(0)  # no teardown: a user's program goes on with the data
+
+
+def run_child(name: str, root: Path) -> dict:
+    env = {**os.environ, **ROUTES[name][1]}
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", name, "--corpus", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if out.returncode != 0:
+        sys.exit(f"error: route {name!r} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def available(name: str) -> bool:
+    module = ROUTES[name][2]
+    if module is None:
+        return True
     try:
-        ds = datasets.load_dataset("json", data_files=[str(f) for f in files], cache_dir=tmp)
-        ds = ds.map(_split_batch, batched=True, batch_size=1000)
-        return sum(len(v) for v in ds.values())
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        __import__(module)
+    except ImportError:
+        return False
+    return True
 
 
-def run_hhrlhf(root, fast=True, native=None) -> int:
-    from hhrlhf import fastload
-
-    saved = fastload.NATIVE
-    if native is not None:
-        fastload.NATIVE = native
-    try:
-        ds = hhrlhf.load_dataset(data=root, fast=fast)
-    finally:
-        fastload.NATIVE = saved
-    n = sum(len(v) for v in ds.values())
-    run_hhrlhf.last = ds  # freed outside the timed region
-    return n
-
-
-def run_hhrlhf_file(path, fast=True) -> int:
-    pairs = hhrlhf.load_dataset(data=path, split="test", fast=fast)
-    run_hhrlhf_file.last = pairs
-    return len(pairs)
-
-
-def run_datasets(files) -> int:
-    import datasets
-
-    datasets.disable_progress_bars()
-    tmp = tempfile.mkdtemp(prefix="hh-bench-datasets-")
-    try:
-        ds = datasets.load_dataset("json", data_files=[str(f) for f in files], cache_dir=tmp)
-        return sum(len(v) for v in ds.values())
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+# --------------------------------------------------------------------------- in-process parts
 
 
 def breakdown(files, repeats: int) -> dict[str, float]:
     """Single-thread CPU seconds of each step of a full load, measured step by step."""
+    import orjson
+
     from hhrlhf import fastload
-    from hhrlhf.fastload import _build
     from hhrlhf.reader import open_data
     from hhrlhf.transcript import prompt_length
 
@@ -261,16 +291,17 @@ def breakdown(files, repeats: int) -> dict[str, float]:
     steps: dict[str, float] = {}
 
     def step(name, fn):
-        best_cpu = min(_cpu_of(fn) for _ in range(repeats))
-        steps[name] = best_cpu
+        steps[name] = min(_cpu_of(fn) for _ in range(repeats))
         return fn()
 
     step("gzip (zlib) decompression", lambda: blocks_of(lambda p: gzip.open(p, "rb")))
     data = step("isal decompression", lambda: blocks_of(open_data))
     lines = [line for line in b"".join(data).split(b"\n") if line]
     objs = step("orjson.loads per line", lambda: list(map(orjson.loads, lines)))
+    cs = [o["chosen"] for o in objs]
+    rs = [o["rejected"] for o in objs]
+    step("prompt_length (alignment, Python)", lambda: list(map(prompt_length, cs, rs)))
     if fastload._jsonl is not None:
-        # complete lines in the same 1 MiB blocks the loader parses
         chunks, rest = [], b""
         for block in data:
             whole = rest + block
@@ -278,30 +309,16 @@ def breakdown(files, repeats: int) -> dict[str, float]:
             chunks.append(whole[:cut])
             rest = whole[cut:]
         chunks.append(rest)
-        parse = fastload._jsonl.parse_block
+        chunks = [c for c in chunks if c]
+        jl = fastload._jsonl
         step(
             "native parse_block (decode, align, make strs)",
-            lambda: [parse(c, 0, prompt_length) for c in chunks],
+            lambda: [jl.parse_block(c, 0, prompt_length) for c in chunks],
         )
-    cs = [o["chosen"] for o in objs]
-    rs = [o["rejected"] for o in objs]
-    ends = step("prompt_length (alignment)", lambda: list(map(prompt_length, cs, rs)))
-    gc.disable()
-    try:
         step(
-            "records built (Python: slot setters)",
-            lambda: _build(cs, rs, "s", "train", range(len(cs)), ends),
+            "native parse_block_arrow (decode, align, Arrow buffers)",
+            lambda: [jl.parse_block_arrow(c, 0, prompt_length, True) for c in chunks],
         )
-        if fastload._native_build is not None:
-            idx = list(range(len(cs)))
-            step(
-                "records built (native build)",
-                lambda: fastload._native_build(
-                    fastload.PreferencePair, fastload._SLOTS, (cs, rs, "s", "train", idx, ends)
-                ),
-            )
-    finally:
-        gc.enable()
     return steps
 
 
@@ -312,25 +329,6 @@ def _cpu_of(fn) -> float:
     elapsed = time.process_time() - c0
     del result
     return elapsed
-
-
-def cpu_now() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def timed(fn, *args, **kw):
-    """(rows, wall, CPU of this process and its children, minor page faults of this process)."""
-    gc.collect()
-    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    c0, t0 = cpu_now(), time.perf_counter()
-    n = fn(*args, **kw)
-    wall, cpu = time.perf_counter() - t0, cpu_now() - c0
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
-    for f in (run_floor, run_hhrlhf, run_hhrlhf_file, run_materialised, run_arrow):
-        f.last = None
-    return n, wall, cpu, faults
 
 
 CHILD = {
@@ -348,16 +346,15 @@ CHILD = {
         "print(sum(len(v) for v in ds.values()))"
     ),
     "load_arrow": (
-        "import hhrlhf, pyarrow, sys\n"
+        "import hhrlhf, sys\n"
         "ts = hhrlhf.load_arrow(data=sys.argv[1])\n"
         "print(sum(t.num_rows for t in ts.values()))"
     ),
 }
 
 
-def peak_rss_mb(kind: str, root: Path) -> tuple[float, str]:
-    # VmHWM is the high-water mark of this process image; ru_maxrss would also count the
-    # benchmark process's memory, which the child inherits at fork, before exec.
+def peak_rss_mb(kind: str, root: Path) -> float:
+    # VmHWM is the high-water mark of the child's own image
     code = CHILD[kind] + (
         "\nimport re, resource, sys\n"
         "try:\n"
@@ -370,8 +367,28 @@ def peak_rss_mb(kind: str, root: Path) -> tuple[float, str]:
     out = subprocess.run(
         [sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True
     )
-    kib = int(out.stderr.strip().splitlines()[-1])  # Linux reports KiB
-    return kib / 1024, out.stdout.strip()
+    return int(out.stderr.strip().splitlines()[-1]) / 1024
+
+
+def real_sanity(real_file: Path, rounds: int) -> tuple[float, float, int]:
+    """Medians (floor, hhrlhf) in ms on the real file, in this process, interleaved."""
+    import orjson
+
+    import hhrlhf
+
+    floor, hh = [], []
+    n = 0
+    for _ in range(rounds):
+        t = time.perf_counter()
+        with gzip.open(real_file, "rb") as f:
+            keep = [(o["chosen"], o["rejected"]) for o in map(orjson.loads, f)]
+        floor.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        pairs = hhrlhf.load_dataset(data=real_file, split="test")
+        hh.append(time.perf_counter() - t)
+        n = len(pairs)
+        del keep, pairs
+    return statistics.median(floor) * 1000, statistics.median(hh) * 1000, n
 
 
 def machine() -> dict:
@@ -384,122 +401,28 @@ def machine() -> dict:
     except OSError:
         pass
     versions = {}
-    for mod in ("orjson", "isal", "datasets", "pyarrow"):
+    for mod in ("orjson", "isal", "pyarrow", "polars", "duckdb", "datasets"):
         try:
             versions[mod] = __import__(mod).__version__
         except Exception:  # noqa: BLE001 - a missing optional package is reported as such
             versions[mod] = "not installed"
+    mem = "?"
+    try:
+        kib = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f"{kib / (1 << 20):.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
     return {
         "nproc": os.cpu_count(),
         "cpu": model,
+        "mem": mem,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "versions": versions,
     }
 
 
-def best(rows):
-    """The run with the lowest wall time: (n, wall, cpu, page faults)."""
-    return min(rows, key=lambda r: r[1])
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=HERE / "corpus")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=HERE / "RESULTS-load.md")
-    parser.add_argument("--no-datasets", action="store_true", help="skip datasets.load_dataset")
-    parser.add_argument("--no-reference", action="store_true", help="skip the fast=False load")
-    args = parser.parse_args(argv)
-
-    root = args.corpus
-    files = preference_files(root)
-    load_before = os.getloadavg()
-    info = machine()
-    print(
-        f"machine: {info['nproc']} cores, {info['cpu']}, Python {info['python']}", file=sys.stderr
-    )
-
-    from hhrlhf import fastload
-
-    runs: dict[str, list] = {
-        "floor": [],
-        "hhrlhf": [],
-        "hhrlhf + strings (GC on)": [],
-        "hhrlhf + strings (GC off)": [],
-        "load_arrow": [],
-    }
-    if fastload.NATIVE:
-        runs["hhrlhf (pure Python)"] = []
-    else:
-        print("the native parser is not built or is off: one hhrlhf row", file=sys.stderr)
-    if not args.no_reference:
-        runs["hhrlhf (reference)"] = []
-    if not args.no_datasets:
-        try:
-            import datasets  # noqa: F401
-        except ImportError:
-            print("datasets not installed: skipped (pip install 'hhrlhf[hf]')", file=sys.stderr)
-            args.no_datasets = True
-        else:
-            runs["datasets"] = []
-            runs["datasets + split map"] = []
-    for r in range(args.repeats):
-        for name in runs:
-            if name == "floor":
-                res = timed(run_floor, files)
-            elif name == "hhrlhf":
-                res = timed(run_hhrlhf, root)
-            elif name == "hhrlhf (pure Python)":
-                res = timed(run_hhrlhf, root, native=False)
-            elif name == "hhrlhf (reference)":
-                res = timed(run_hhrlhf, root, fast=False)
-            elif name == "hhrlhf + strings (GC on)":
-                res = timed(run_materialised, root)
-            elif name == "hhrlhf + strings (GC off)":
-                res = timed(run_materialised, root, collect=False)
-            elif name == "load_arrow":
-                res = timed(run_arrow, root)
-            elif name == "datasets + split map":
-                res = timed(run_datasets_dpo, files)
-            else:
-                res = timed(run_datasets, files)
-            runs[name].append(res)
-            print(  # the wide names need a wider column
-                f"run {r + 1}: {name:26s} {res[0]:>8,} rows  "
-                f"wall {res[1]:6.3f} s  cpu {res[2]:6.3f} s",
-                file=sys.stderr,
-            )
-    counts = {name: best(rows)[0] for name, rows in runs.items()}
-    if len(set(counts.values())) != 1:
-        sys.exit(f"row counts differ: {counts}")
-
-    rss = {kind: peak_rss_mb(kind, root) for kind in CHILD}
-    text_mb = sum(_text_size(f) for f in files) / (1 << 20)
-    steps = breakdown(files, args.repeats)
-    loop = materialise_loop(root, args.repeats)
-
-    real = None
-    real_dir = os.environ.get("HH_RLHF_REAL")
-    real_file = Path(real_dir) / "harmless-base" / "test.jsonl.gz" if real_dir else None
-    if real_file and real_file.is_file():
-        real = {"floor": [], "hhrlhf": []}
-        for _ in range(max(args.repeats, 5)):
-            real["floor"].append(timed(run_floor, [real_file]))
-            real["hhrlhf"].append(timed(run_hhrlhf_file, real_file))
-    load_after = os.getloadavg()
-
-    report = render(
-        args, info, runs, rss, steps, real, real_file, load_before, load_after, text_mb, loop
-    )
-    print(report)
-    args.out.write_text(report)
-    print(f"wrote {args.out}", file=sys.stderr)
-    return 0
-
-
 def _text_size(path) -> int:
-    """Decompressed bytes of a file."""
     n = 0
     with gzip.open(path, "rb") as f:
         while block := f.read(1 << 20):
@@ -507,169 +430,218 @@ def _text_size(path) -> int:
     return n
 
 
+# --------------------------------------------------------------------------- main
+
+
+def main(argv=None) -> int:
+    t0, c0 = time.perf_counter(), _cpu()
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=HERE / "corpus")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    parser.add_argument("--out", type=Path, default=HERE / "RESULTS-load.md")
+    parser.add_argument(
+        "--only", action="append", choices=list(ROUTES), help="run only these routes (repeat)"
+    )
+    parser.add_argument("--no-extras", action="store_true", help="skip RSS, steps, real file")
+    parser.add_argument("--child", choices=list(ROUTES), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child, args.corpus, t0, c0)
+
+    root = args.corpus
+    files = preference_files(root)
+    corpus_note = root / "CORPUS.txt"
+    text = "unknown (no CORPUS.txt)"
+    if corpus_note.is_file():
+        text = corpus_note.read_text(encoding="utf-8").splitlines()[0].removeprefix("text: ")
+    info = machine()
+    names = list(dict.fromkeys(args.only or ROUTES))
+    if "floor" not in names:
+        names.insert(0, "floor")
+    skipped = [n for n in names if not available(n)]
+    names = [n for n in names if n not in skipped]
+    for n in skipped:
+        print(f"{n}: {ROUTES[n][2]} is not installed, skipped", file=sys.stderr)
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict]] = {n: [] for n in names}
+    loads: list[float] = []
+    for r in range(args.rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        loads.append(os.getloadavg()[0])
+        for name in order:
+            res = run_child(name, root)
+            runs[name].append(res)
+            print(
+                f"round {r + 1}: {name:24s} {res['rows']:>8,} rows  wall {res['wall']:6.3f} s  "
+                f"cpu {res['cpu']:6.3f} s",
+                file=sys.stderr,
+            )
+    counts = {name: {x["rows"] for x in rows} for name, rows in runs.items()}
+    if len({n for c in counts.values() for n in c}) != 1:
+        sys.exit(f"error: row counts differ: {counts}")
+    load_after = os.getloadavg()
+
+    rss: dict[str, float] = {}
+    steps: dict[str, float] = {}
+    real = None
+    text_mb = 0.0
+    if not args.no_extras:
+        rss = {kind: peak_rss_mb(kind, root) for kind in CHILD}
+        text_mb = sum(_text_size(f) for f in files) / (1 << 20)
+        steps = breakdown(files, 3)
+        real_dir = os.environ.get("HH_RLHF_REAL")
+        real_file = Path(real_dir) / "harmless-base" / "test.jsonl.gz" if real_dir else None
+        if real_file and real_file.is_file():
+            real = real_sanity(real_file, 9)
+
+    report = render(
+        args, info, text, runs, loads, load_before, load_after, rss, text_mb, steps, real, files
+    )
+    print(report)
+    args.out.write_text(report, encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _med(rows: list[dict], key: str) -> float:
+    return statistics.median(x[key] for x in rows)
+
+
 def render(
-    args, info, runs, rss, steps, real, real_file, load_before, load_after, text_mb, loop
+    args, info, text, runs, loads, load_before, load_after, rss, text_mb, steps, real, files
 ) -> str:
-    floor = best(runs["floor"])
-    n = floor[0]
+    floor = runs["floor"]
+    n = floor[0]["rows"]
+
+    def ratio(name: str) -> float:
+        """Median over rounds of the route's wall time / the floor's in the same round."""
+        return statistics.median(
+            x["wall"] / f["wall"] for x, f in zip(runs[name], floor, strict=True)
+        )
+
+    gz_mb = sum(f.stat().st_size for f in files) / 1e6
     lines = [
-        "# Loading benchmark (hhrlhf.load_dataset and load_arrow vs the gzip+orjson floor and datasets)",
+        "# Loading benchmark: hhrlhf against the gzip+orjson floor and raw JSON readers",
         "",
-        "Command (from the repository root, after "
-        "`python bench/make_corpus.py --out bench/corpus`):",
+        "Command (from the repository root; `make bench` runs both):",
         "",
         "```",
-        f"HH_RLHF_REAL=../shared/data/hh-rlhf python bench/bench_load.py --corpus {args.corpus}"
-        + (f" --repeats {args.repeats}" if args.repeats != 3 else ""),
+        "python bench/make_corpus.py --out bench/corpus "
+        "--from $HH_RLHF_REAL/harmless-base/test.jsonl.gz",
+        f"python bench/bench_load.py --corpus {args.corpus}"
+        + (f" --rounds {args.rounds}" if args.rounds != 5 else ""),
         "```",
         "",
-        f"Machine: {info['nproc']} cores ({info['cpu']}), Python {info['python']}, "
-        f"{info['platform']}; " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()) + ".",
-        "Load average (1, 5, 15 min) before the run: "
+        f"Machine: {info['nproc']} cores ({info['cpu']}), {info['mem']}, Python "
+        f"{info['python']}, {info['platform']}; "
+        + ", ".join(f"{k} {v}" for k, v in info["versions"].items())
+        + ".",
+        "Load average (1, 5, 15 min) before: "
         + " / ".join(f"{x:.2f}" for x in load_before)
         + "; after: "
         + " / ".join(f"{x:.2f}" for x in load_after)
-        + " "
-        "(other work on the machine inflates wall times; the ratios compare runs interleaved "
-        "in the same process).",
+        + "; 1-min load at the start of each round: "
+        + ", ".join(f"{x:.1f}" for x in loads)
+        + ". The machine was shared with other work: wall times are noisy, hence medians "
+        "and ratios to the floor run in the same round.",
         "",
         f"Corpus: `{args.corpus}`, {n:,} pairs in the eight preference files "
-        f"({sum(f.stat().st_size for f in preference_files(args.corpus)) / 1e6:.1f} MB gzipped). "
-        f"Best of {args.repeats} runs each (lowest wall time); CPU = user + system time of the "
-        "process, its threads and its child processes.",
+        f"({gz_mb:.1f} MB gzipped); text: {text}.",
         "",
-        "| what | wall (s) | CPU (s) | page faults | wall / floor | CPU / floor's CPU |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"Each route in a fresh process, its imports included; {args.rounds} interleaved "
+        "rounds. Wall and CPU (user + system, all threads) in seconds: median [min - max]. "
+        "Ratio: the median over rounds of wall / the floor's wall in the same round.",
+        "",
+        "| route | wall (s) | CPU (s) | wall / floor |",
+        "|---|---|---|---:|",
     ]
     for name, rows in runs.items():
-        _, wall, cpu, faults = best(rows)
+        walls = [x["wall"] for x in rows]
+        cpus = [x["cpu"] for x in rows]
         lines.append(
-            f"| {name} | {wall:.3f} | {cpu:.3f} | {faults:,} | {wall / floor[1]:.2f} "
-            f"| {cpu / floor[2]:.2f} |"
+            f"| {name} | {statistics.median(walls):.3f} [{min(walls):.3f} - {max(walls):.3f}] "
+            f"| {statistics.median(cpus):.3f} [{min(cpus):.3f} - {max(cpus):.3f}] "
+            f"| {ratio(name):.2f} |"
         )
-    hh = best(runs["hhrlhf"])
-    ratio = hh[1] / floor[1]
     lines += [
         "",
-        "- floor: `gzip.open` + `orjson.loads` per line, keeping the two strings of every "
-        "pair; no alignment.",
+        "- floor: `gzip.open` + `orjson.loads` per line, keeping the two strings of every pair.",
         "- hhrlhf: `hhrlhf.load_dataset(data=corpus)`, every pair a `PreferencePair` with its "
-        "turn-level prompt end computed at load (not deferred)"
-        + (
-            ", with the native block parser `hhrlhf._jsonl`."
-            if "hhrlhf (pure Python)" in runs
-            else "; the native block parser was not built or turned off in this run."
-        ),
-        "- hhrlhf (pure Python): the same with the native parser off (`HH_RLHF_NATIVE=0`), "
-        "as on an install without a C compiler: orjson per line, `prompt_length`, records.",
-        "- hhrlhf (reference): the same with `fast=False` (the streaming reader, collected).",
-        '- datasets: `datasets.load_dataset("json", data_files=..., cache_dir=<new temp dir>)`, '
-        "a fresh cache directory each run so it parses rather than reads its cache; raw strings, "
-        "no alignment.",
-        "- datasets + split map: the same, then `.map(batched=True)` splitting every pair into "
-        "prompt, chosen and rejected response (with `hhrlhf.transcript.prompt_length`), as a "
-        "DPO trainer's preprocessing does.",
-        "- hhrlhf + strings (GC on): `load_dataset`, then a row dict of every pair's `prompt`, "
-        "`chosen_response`, `rejected_response`, with the cyclic garbage collector on, as "
-        "users run; (GC off): the same with `gc.disable()`. The records are untracked by the "
-        "collector, so its passes triggered by the user's dicts do not walk them: the two rows "
-        "should be close.",
-        "- load_arrow: `hhrlhf.load_arrow(data=corpus)`: `{split: pyarrow.Table}` with the dpo "
-        "columns prompt, chosen, rejected plus subset, split, index, straight from the native "
-        "block parser into Arrow buffers (no Python str per row).",
+        "turn-level prompt end computed at load.",
+        "- hhrlhf + strings: the same, then a row dict of every pair's `prompt`, "
+        "`chosen_response`, `rejected_response` as Python strings (collector on).",
+        "- load_arrow: `hhrlhf.load_arrow(data=corpus)`: `{split: pyarrow.Table}` with the "
+        "aligned dpo columns; the child checks that neither pandas nor datasets was imported.",
+        "- (2 threads): the same with `HH_RLHF_THREADS=2`, two files at a time in two "
+        "threads (by default a load reads one file after the other).",
+        "- hhrlhf (pure Python): `load_dataset` with `HH_RLHF_NATIVE=0` (no C extension); "
+        "hhrlhf (reference): `fast=False`, the streaming reader collected.",
+        "- Raw readers, no alignment (they only parse the two strings): `polars.read_ndjson` "
+        "and `pyarrow.json.read_json` per file, DuckDB `read_json` over the eight files into "
+        'an Arrow table, `datasets.load_dataset("json")` into a fresh cache directory; '
+        "datasets + split map: then a batched `map` splitting prompt and responses with "
+        "`hhrlhf.transcript.prompt_length`.",
         "",
-        f"Target: hhrlhf at most {TARGET_RATIO}x the floor: measured {ratio:.2f}x "
-        f"({'met' if ratio <= TARGET_RATIO else 'NOT met'}).",
     ]
-    for name, target in (
-        ("hhrlhf + strings (GC on)", TARGET_MATERIALISED),
-        ("load_arrow", TARGET_ARROW),
-    ):
-        got = best(runs[name])[1] / floor[1]
-        got_cpu = best(runs[name])[2] / floor[2]
-        lines.append(
-            f"Target: {name} at most {target}x the floor: measured {got:.2f}x "
-            f"({'met' if got <= target else 'NOT met'}; by CPU time {got_cpu:.2f}x, "
-            f"{'met' if got_cpu <= target else 'NOT met'})."
-        )
-    lines += [
-        "",
-        "## Peak RSS (child processes, `VmHWM`)",
-        "",
-        "| what | peak RSS (MB) |",
-        "|---|---:|",
-    ]
-    for kind, (mb, _) in rss.items():
+    for name, target in TARGETS.items():
+        if name in runs:
+            got = ratio(name)
+            lines.append(
+                f"Target: {name} at most {target}x the floor: measured {got:.2f}x "
+                f"({'met' if got <= target else 'NOT met'})."
+            )
+    if "load_arrow" in runs:
+        arrow = _med(runs["load_arrow"], "wall")
+        for raw in RAW_READERS:
+            if raw in runs:
+                other = _med(runs[raw], "wall")
+                verdict = "faster" if arrow < other else "NOT faster"
+                lines.append(
+                    f"load_arrow (aligned) against {raw} (raw): median {arrow:.3f} s vs "
+                    f"{other:.3f} s, {arrow / other:.2f}x ({verdict})."
+                )
+    if rss:
+        lines += [
+            "",
+            "## Peak RSS (child processes, `VmHWM`)",
+            "",
+            "| what | peak RSS (MB) |",
+            "|---|---:|",
+        ]
         label = {
             "baseline": "interpreter + `import hhrlhf`, nothing read",
             "streaming": "streaming every pair (`hhrlhf.iter_pairs`)",
             "full load": "full `load_dataset` (all pairs held)",
             "load_arrow": "full `load_arrow` (every table held)",
-        }[kind]
-        lines.append(f"| {label} | {mb:.1f} |")
-    stream = rss["streaming"][0]
-    lines += [
-        "",
-        f"Target: streaming peak RSS under {TARGET_RSS_MB} MB: measured {stream:.1f} MB "
-        f"({'met' if stream < TARGET_RSS_MB else 'NOT met'}).",
-        f"Target: `load_arrow` peak RSS at most {TARGET_ARROW_RSS}x the decompressed text "
-        f"({text_mb:.1f} MB): measured {rss['load_arrow'][0]:.1f} MB, "
-        f"{rss['load_arrow'][0] / text_mb:.2f}x "
-        f"({'met' if rss['load_arrow'][0] <= TARGET_ARROW_RSS * text_mb else 'NOT met'}).",
-    ]
-    lines += [
-        "",
-        "## The user's loop after a load (CPU, the loop alone, best of the repeats)",
-        "",
-        "A row dict of every pair's `prompt`, `chosen_response`, `rejected_response`, run right "
-        "after a fresh `load_dataset` (the loader pauses the collector, so its records are "
-        "all young when the loop starts). Records tracked: the same records made tracked "
-        "again with `PyObject_GC_Track`, as they were before they were untracked.",
-        "",
-        "| loop | CPU (s) |",
-        "|---|---:|",
-        *(f"| {name} | {sec:.3f} |" for name, sec in loop.items()),
-        "",
-        f"Tracked records cost the loop {loop['GC on, records tracked'] / loop['GC on']:.2f}x "
-        "what untracked ones cost.",
-    ]
-    lines += [
-        "",
-        "## Where the time goes (single-thread CPU, each step alone, best of the repeats)",
-        "",
-        "| step | CPU (s) |",
-        "|---|---:|",
-    ]
-    lines += [f"| {name} | {sec:.3f} |" for name, sec in steps.items()]
-    lines += [
-        "",
-        "The floor is the zlib and orjson rows. The pure-Python load is the isal, orjson, "
-        "alignment and records rows (plus splitting lines); orjson builds a dict per line "
-        "only to have the loader take two values out of it, and is "
-        f"{steps['orjson.loads per line'] / floor[2]:.0%} of the floor's CPU time by itself.",
-    ]
-    native_step = "native parse_block (decode, align, make strs)"
-    if native_step in steps:
+        }
+        lines += [f"| {label[k]} | {mb:.1f} |" for k, mb in rss.items()]
         lines += [
             "",
-            "The native load is the isal, native parse_block and native records rows: one C call per "
-            "block scans each line once, unescapes both strings into one buffer with 16-byte "
-            "vector compares, aligns the usual pair on the bytes (the Python turn walk decides "
-            "the rest) and makes the str objects, replacing the orjson and alignment rows "
-            f"({steps['orjson.loads per line'] + steps['prompt_length (alignment)']:.3f} s) "
-            f"with {steps[native_step]:.3f} s.",
+            f"Target: streaming peak RSS under {TARGET_RSS_MB} MB: measured "
+            f"{rss['streaming']:.1f} MB ({'met' if rss['streaming'] < TARGET_RSS_MB else 'NOT met'}).",
+            f"`load_arrow` peak RSS: {rss['load_arrow']:.1f} MB, "
+            f"{rss['load_arrow'] / text_mb:.2f}x the decompressed text ({text_mb:.1f} MB; "
+            f"target at most {TARGET_ARROW_RSS}x: "
+            f"{'met' if rss['load_arrow'] <= TARGET_ARROW_RSS * text_mb else 'NOT met'}).",
+        ]
+    if steps:
+        lines += [
+            "",
+            "## Where the time goes (single-thread CPU, each step alone, best of 3, in one process)",
+            "",
+            "| step | CPU (s) |",
+            "|---|---:|",
+            *(f"| {name} | {sec:.3f} |" for name, sec in steps.items()),
         ]
     if real:
-        f_best, h_best = best(real["floor"]), best(real["hhrlhf"])
+        f_ms, h_ms, count = real
         lines += [
             "",
             "## Sanity line: the real harmless-base/test.jsonl.gz",
             "",
-            f"{f_best[0]:,} pairs; best of {len(real['floor'])}: floor {f_best[1] * 1000:.1f} ms, "
-            f"hhrlhf {h_best[1] * 1000:.1f} ms ({h_best[1] / f_best[1]:.2f}x the floor).",
+            f"{count:,} pairs, in one process, median of 9 interleaved: floor {f_ms:.1f} ms, "
+            f"hhrlhf {h_ms:.1f} ms ({h_ms / f_ms:.2f}x the floor).",
         ]
-    else:
-        lines += ["", "(Real-file sanity line skipped: HH_RLHF_REAL not set.)"]
     lines += ["", *TRIED_AND_REMOVED]
     return "\n".join(lines) + "\n"
 

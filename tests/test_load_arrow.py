@@ -290,3 +290,197 @@ def test_real_file(columns):
     tables = load_files_arrow(jobs, columns=columns)
     _assert_tables(tables, _expected(jobs, columns), columns)
     assert tables[0].num_rows == 2312
+
+
+_IMPORTS_AFTER = """
+import sys, hhrlhf
+skipped = []
+tables = hhrlhf.load_arrow(data=sys.argv[1], lenient=True, skipped=skipped)
+one = hhrlhf.load_arrow(data=sys.argv[1], split="test", lenient=True)
+assert sum(t.num_rows for t in tables.values()) > 0 and one.num_rows > 0
+print(sorted(m for m in ("pandas", "datasets") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("bad_line", [False, True], ids=["clean", "with-a-bad-line"])
+def test_load_arrow_imports_neither_pandas_nor_datasets(tmp_path, block_parser, bad_line):
+    """pyarrow imports pandas (about half a second) when it converts Python objects
+    (``pa.array``, ``pa.repeat``); a load builds its arrays from buffers instead, on every
+    path: native, pure Python, and the reference reader's fallback for a file with a bad row."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "data"
+    synth.write_corpus(root, scale="sample")
+    if bad_line:
+        path = root / "helpful-base" / "test.jsonl.gz"
+        lines = gzip.decompress(path.read_bytes()).splitlines()
+        path.write_bytes(gzip.compress(b"\n".join([lines[0], b"{not json", *lines[1:]]) + b"\n"))
+    env = {**os.environ, "HH_RLHF_NATIVE": "1" if block_parser == "native" else "0"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(hhrlhf.__file__).parents[1])])
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_AFTER, str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+# --------------------------------------------------------------------------- Unicode classes
+
+#: Text of every Unicode class the loaders meet, each put after ASCII runs of every length
+#: mod 16 so that it falls at every place of the 16-byte vector loops.
+UNICODE = {
+    "latin": "café naïve Ærø",
+    "curly": "\u201cquoted\u201d \u2018so\u2019 \u2014 dash \u2026",
+    "cjk": "中文 日本語 한국어",
+    "rtl": "שלום مرحبا",
+    "astral": "🙂 𝄞 \U0001f600 🇫🇷",
+    "zwj": "👩\u200d💻 family 👨\u200d👩\u200d👧",
+    "combining": "e\u0301 a\u0308 \u0915\u094d\u0937 Z\u0351\u0356",
+    "separators": "line\u2028para\u2029end \u0085 nbsp\u00a0",
+    "bom": "\ufeffstarts with a BOM, \ufeff inside",
+    "controls": "nul \x00 bell \x07 tab \t del \x7f",
+    "nonchars": "\ufffd \uffff \U0010ffff",
+}
+
+
+def _unicode_rows() -> list[dict]:
+    rows = []
+    for k in range(17):
+        for name, text in UNICODE.items():
+            pad = "a" * k
+            prompt = f"\n\nHuman: {pad}{text} {name}?\n\nAssistant:"
+            rows.append(
+                {
+                    "chosen": f"{prompt} {pad}{text} yes"
+                    + (f"\n\nHuman: {text}" if k == 3 else ""),
+                    "rejected": f"{prompt} {text}{pad} no",
+                }
+            )
+    rows.append({"chosen": f"{UNICODE['bom']}\n\nAssistant: x", "rejected": "\ufeff no marker"})
+    return rows
+
+
+@pytest.mark.parametrize("escaped", [False, True], ids=["raw-utf8", "ascii-escapes"])
+def test_every_unicode_class_loads_exactly(tmp_path, escaped):
+    """Raw UTF-8 and ``\\u`` escapes (surrogate pairs for astral characters): the records and
+    the Arrow columns are the reference reader's, string for string."""
+    import json
+
+    rows = _unicode_rows()
+    body = b"".join(json.dumps(r, ensure_ascii=escaped).encode() + b"\n" for r in rows)
+    if escaped:
+        assert b"\\ud83d\\ude42" in body and b"\\u2028" in body and b"\\ufeff" in body
+    path = tmp_path / "u.jsonl.gz"
+    path.write_bytes(gzip.compress(body))
+    jobs = [(path, "helpful-base", "train")]
+    expected = list(read_pairs(path, subset="helpful-base", split="train"))
+    assert [(p.chosen, p.rejected) for p in expected] == [
+        (r["chosen"], r["rejected"]) for r in rows
+    ]
+    (records,) = fastload.load_files(jobs)
+    assert [(p.chosen, p.rejected, p.prompt_end, p.index) for p in records] == [
+        (p.chosen, p.rejected, p.prompt_end, p.index) for p in expected
+    ]
+    for columns in ("dpo", "raw"):
+        _assert_tables(load_files_arrow(jobs, columns=columns), _expected(jobs, columns), columns)
+
+
+#: Bytes no UTF-8 decoder may accept: overlong forms, UTF-16 surrogates, beyond U+10FFFF,
+#: a lone continuation byte, bytes that never occur, a sequence cut short.
+INVALID_UTF8 = {
+    "overlong-2": b"\xc0\x80",
+    "overlong-3": b"\xe0\x80\xaf",
+    "overlong-4": b"\xf0\x80\x80\xaf",
+    "surrogate": b"\xed\xa0\x80",
+    "surrogate-pair-as-utf8": b"\xed\xa0\xbd\xed\xb8\x82",
+    "beyond-10ffff": b"\xf4\x90\x80\x80",
+    "continuation": b"\x80",
+    "ff": b"\xff",
+    "cut-sequence": b"\xe2\x80",
+}
+
+
+@pytest.mark.parametrize("bad", list(INVALID_UTF8.values()), ids=list(INVALID_UTF8))
+@pytest.mark.parametrize("pad", [0, 15, 16, 33])
+def test_invalid_utf8_is_the_reference_error_never_a_string(tmp_path, bad, pad):
+    good = [orjson.dumps(r) for r in _unicode_rows()[:20]]
+    broken = good[7].replace(b"yes", b"y" * pad + bad + b"es", 1)
+    path = tmp_path / "bad.jsonl.gz"
+    path.write_bytes(gzip.compress(b"\n".join([*good[:7], broken, *good[8:]]) + b"\n"))
+    jobs = [(path, "harmless-base", "test")]
+    with pytest.raises(DataFormatError) as ref_err:
+        _expected(jobs)
+    assert ref_err.value.line == 8
+    for load in (fastload.load_files, load_files_arrow):
+        with pytest.raises(DataFormatError) as err:
+            load(jobs)
+        assert str(err.value) == str(ref_err.value) and str(path) in str(err.value)
+    ref_skipped, skipped = [], []
+    expected = _expected(jobs, lenient=Lenient(ref_skipped))
+    tables = load_files_arrow(jobs, lenient=Lenient(skipped))
+    assert skipped == ref_skipped and [s.line for s in skipped] == [8]
+    _assert_tables(tables, expected)
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3])
+def test_a_file_cut_inside_a_character_is_the_reference_error(tmp_path, cut):
+    """A download cut short inside a 4-byte character: a clear error naming the file and its
+    last line, from every loader, never a shortened or replaced string."""
+    rows = [orjson.dumps(r) for r in _unicode_rows()[:5]]
+    last = orjson.dumps({"chosen": "\n\nHuman: hi\n\nAssistant: 🙂", "rejected": "x"})
+    body = b"\n".join([*rows, last])
+    body = body[: body.rindex("🙂".encode()) + cut]
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(body)
+    jobs = [(path, "harmless-base", "test")]
+    with pytest.raises(DataFormatError) as ref_err:
+        _expected(jobs)
+    assert ref_err.value.line == 6
+    for load in (fastload.load_files, load_files_arrow):
+        with pytest.raises(DataFormatError) as err:
+            load(jobs)
+        assert str(err.value) == str(ref_err.value)
+
+
+# --------------------------------------------------------------------------- threads
+
+
+@pytest.mark.parametrize("threads", ["1", "3", "8"])
+def test_files_loaded_in_threads_are_the_serial_results(tmp_path, monkeypatch, threads):
+    """Files may be loaded in parallel threads (``HH_RLHF_THREADS``); results, the first error
+    and lenient reports stay in file order, as one file after the other gives them."""
+    monkeypatch.setenv("HH_RLHF_THREADS", threads)
+    assert fastload.threads(5) == min(int(threads), 5)
+    jobs = []
+    for k in range(5):
+        path = tmp_path / f"{k}.jsonl.gz"
+        rows = list(synth.generate_pairs(300 + 50 * k, seed=k, quirks=HEAVY))
+        body = b"".join(orjson.dumps(r) + b"\n" for r in rows)
+        if k in (1, 3):  # a bad line in two files: the first one in file order is the error
+            body = body.replace(b"\n", b"\n{bad\n", 1 + k)
+        path.write_bytes(gzip.compress(body))
+        jobs.append((path, "helpful-base", f"s{k}"))
+    with pytest.raises(DataFormatError) as ref_err:
+        _expected(jobs)
+    for load in (fastload.load_files, load_files_arrow):
+        with pytest.raises(DataFormatError) as err:
+            load(jobs)
+        assert str(err.value) == str(ref_err.value) and "1.jsonl.gz" in str(err.value)
+    ref_skipped, skipped, rec_skipped = [], [], []
+    expected = _expected(jobs, lenient=Lenient(ref_skipped))
+    _assert_tables(load_files_arrow(jobs, lenient=Lenient(skipped)), expected)
+    records = fastload.load_files(jobs, lenient=Lenient(rec_skipped))
+    assert [_rows(r) for r in records] == expected
+    assert skipped == rec_skipped == ref_skipped and len(ref_skipped) == 6
+
+
+def test_thread_count(monkeypatch):
+    monkeypatch.delenv("HH_RLHF_THREADS", raising=False)
+    assert fastload.threads(100) == 1  # one file after the other unless asked
+    for value, want in (("1", 1), ("4", 4), ("0", 1), ("x", 1), (" 3 ", 3)):
+        monkeypatch.setenv("HH_RLHF_THREADS", value)
+        assert fastload.threads(100) == want

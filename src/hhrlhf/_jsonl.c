@@ -281,8 +281,16 @@ static int has_human(const char *s, Py_ssize_t from, Py_ssize_t n) {
 
 /* Code points in the first n bytes of valid UTF-8. */
 static Py_ssize_t code_points(const char *s, Py_ssize_t n) {
-    Py_ssize_t count = 0;
-    for (Py_ssize_t k = 0; k < n; k++) count += ((unsigned char)s[k] & 0xC0) != 0x80;
+    Py_ssize_t count = 0, k = 0;
+#ifdef HH_SSE2
+    /* continuation bytes are 0x80..0xBF: as signed bytes, those below (signed) 0xC0 */
+    const __m128i c0 = _mm_set1_epi8((char)0xC0);
+    for (; k + 16 <= n; k += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(s + k));
+        count += 16 - __builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmplt_epi8(x, c0)));
+    }
+#endif
+    for (; k < n; k++) count += ((unsigned char)s[k] & 0xC0) != 0x80;
     return count;
 }
 
@@ -414,6 +422,12 @@ done:
 static int valid_utf8(const unsigned char *s, Py_ssize_t n) {
     Py_ssize_t k = 0;
     while (k < n) {
+#ifdef HH_SSE2
+        /* ASCII runs (most of the text) 16 bytes at a time */
+        while (k + 16 <= n && _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(s + k))) == 0)
+            k += 16;
+        if (k >= n) break;
+#endif
         unsigned char b = s[k];
         if (b < 0x80) {
             k++;
@@ -577,6 +591,8 @@ static PyObject *parse_block_arrow(PyObject *Py_UNUSED(self), PyObject *args) {
     idx = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
     if (idx == NULL) goto done;
     int64_t *ix = (int64_t *)PyBytes_AS_STRING(idx);
+    /* the copies into the new (not yet shared) buffers need no Python: other threads run */
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < n; k++) {
         pair_t *pr = &pairs[k];
         const char *cs = base + pr->c_off, *rs = base + pr->r_off;
@@ -590,6 +606,7 @@ static PyObject *parse_block_arrow(PyObject *Py_UNUSED(self), PyObject *args) {
         }
         ix[k] = (int64_t)(first + pr->line);
     }
+    Py_END_ALLOW_THREADS
     PyObject *colt = PyTuple_New(ncols);
     if (colt == NULL) goto done;
     for (int j = 0; j < ncols; j++) {

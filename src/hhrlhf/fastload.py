@@ -20,6 +20,10 @@ line. This module does them a block of lines at a time:
   checked, aligned and built with ``map`` over C-level callables (no per-line frames);
 * the alignment is :func:`hhrlhf.transcript.prompt_length`, whose fast path answers the
   usual pair with two ``memrchr`` calls and one prefix comparison (proof in its docstring);
+* files are independent, so ``HH_RLHF_THREADS=N`` loads them in N parallel threads (ISA-L
+  inflates and the C parser decodes without the GIL); by default one file after the other,
+  which measured faster on a shared 2-core machine. Fallbacks to the reference reader run
+  afterwards, in file order, so errors and lenient reports do not depend on the threads;
 * records are filled through their slot descriptors, and the cyclic garbage collector is
   paused meanwhile: the records hold only strings and ints, so collection passes over
   hundreds of thousands of fresh objects would find nothing to free.
@@ -47,10 +51,12 @@ from __future__ import annotations
 
 import gc
 import os
+from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
-from itertools import repeat
+from itertools import accumulate, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -99,10 +105,6 @@ _new = object.__new__
 
 class Fallback(Exception):
     """The fast path met something it does not vouch for: use the reference reader."""
-
-
-#: What sends a file to the reference reader.
-_FALLBACK_ERRORS: tuple[type[BaseException], ...] = (Fallback, *_READ_ERRORS)
 
 
 # --------------------------------------------------------------------------- records
@@ -323,11 +325,31 @@ def iter_file(
         if found:
             return
         raise Fallback  # empty, or blank lines only: the reference names the problem
-    except _FALLBACK_ERRORS:
+    except (Fallback, *_READ_ERRORS):
         pass
     for pair in read_pairs(path, subset=subset, split=split, lenient=lenient):
         if pair.index is None or pair.index >= resume:
             yield pair
+
+
+def threads(n_files: int) -> int:
+    """Threads a load uses for ``n_files`` files: ``HH_RLHF_THREADS`` (at most one per file),
+    by default 1, one file after the other. On a shared 2-core machine two threads made the
+    load slower, not faster (bench/RESULTS-load.md): a thread holding the GIL while the OS
+    runs other work stalls the other. On idle cores, ``HH_RLHF_THREADS`` may pay."""
+    value = os.environ.get("HH_RLHF_THREADS", "").strip()
+    wanted = int(value) if value.isdigit() and int(value) > 0 else 1
+    return max(1, min(wanted, n_files))
+
+
+def _map_files(fn, jobs: list) -> list:
+    """``[fn(job) for job in jobs]``, files in parallel threads: the files are independent,
+    and inflating (ISA-L) and the native block parser run without the GIL."""
+    n = threads(len(jobs))
+    if n <= 1:
+        return [fn(job) for job in jobs]
+    with ThreadPoolExecutor(n, thread_name_prefix="hhrlhf-load") as pool:
+        return list(pool.map(fn, jobs))
 
 
 def load_files(
@@ -343,15 +365,18 @@ def load_files(
     restored before it returns.
     """
     jobs = [(str(p), subset, split) for p, subset, split in jobs]
-    results: list[list[PreferencePair] | None] = [None] * len(jobs)
+
+    def fast(job: tuple[str, str | None, str | None]) -> list[PreferencePair] | None:
+        path, subset, split = job
+        try:
+            return _parse_stream(_read_blocks(path), subset, split, NATIVE)
+        except (Fallback, *_READ_ERRORS):
+            return None  # decided below by the reference reader
+
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for k, (path, subset, split) in enumerate(jobs):
-            try:
-                results[k] = _parse_stream(_read_blocks(path), subset, split, NATIVE)
-            except _FALLBACK_ERRORS:
-                pass  # decided below by the reference reader
+        results = _map_files(fast, jobs)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -386,10 +411,49 @@ def _job_table(pa, columns: str, strings: list[list], indices: list, n: int, sub
     arrays = [pa.chunked_array(chunks, pa.string()) for chunks in strings]
 
     def label(value):
-        return pa.repeat(value, n) if value is not None else pa.nulls(n, pa.string())
+        return _const_strings(pa, value, n) if value is not None else pa.nulls(n, pa.string())
 
     arrays += [label(subset), label(split), pa.chunked_array(indices, pa.int64())]
     return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
+
+
+# Arrays are built from buffers: ``pa.array`` and ``pa.repeat`` of Python objects make
+# pyarrow import pandas (about half a second) to check for its types, which a load needs not.
+_INT32_MAX = (1 << 31) - 1
+
+
+def _str_array(pa, strings: Sequence[str | None]):
+    """A ``string`` array of ``strings`` (None: null), from one UTF-8 buffer and its offsets."""
+    if None in strings:  # a file's records all have a subset and split, or none
+        if all(s is None for s in strings):
+            return pa.nulls(len(strings), pa.string())
+        return pa.array(strings, pa.string())  # pragma: no cover - records made by hand
+    encoded = [s.encode("utf-8") for s in strings]
+    offsets = array("q", accumulate(map(len, encoded), initial=0))
+    if offsets[-1] > _INT32_MAX:  # pragma: no cover - over 2 GiB in one column
+        return pa.array(strings, pa.string())
+    return pa.Array.from_buffers(
+        pa.string(),
+        len(encoded),
+        [None, pa.py_buffer(array("i", offsets)), pa.py_buffer(b"".join(encoded))],
+    )
+
+
+def _int_array(pa, values: Sequence[int]):
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(array("q", values))])
+
+
+def _const_strings(pa, value: str, n: int):
+    """``n`` times the string ``value``, as a ``string`` array."""
+    data = value.encode("utf-8")
+    if len(data) * n > _INT32_MAX:  # pragma: no cover
+        return pa.array([value] * n, pa.string())
+    offsets = (
+        array("i", range(0, len(data) * (n + 1), len(data))) if data else array("i", [0]) * (n + 1)
+    )
+    return pa.Array.from_buffers(
+        pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)]
+    )
 
 
 def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo"):
@@ -399,11 +463,11 @@ def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo"):
 
     pa = require("pyarrow", "hf", "Arrow tables")
     names = ARROW_COLUMNS[columns]
-    arrays = [pa.array(col, pa.string()) for col in _pairs_columns(pairs, columns == "dpo")]
+    arrays = [_str_array(pa, col) for col in _pairs_columns(pairs, columns == "dpo")]
     arrays += [
-        pa.array([p.subset for p in pairs], pa.string()),
-        pa.array([p.split for p in pairs], pa.string()),
-        pa.array([p.index for p in pairs], pa.int64()),
+        _str_array(pa, [p.subset for p in pairs]),
+        _str_array(pa, [p.split for p in pairs]),
+        _int_array(pa, [p.index for p in pairs]),
     ]
     return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
 
@@ -433,8 +497,8 @@ def _arrow_stream(pa, blocks: Iterator[bytes], columns: str, subset, split, nati
             if not pairs:
                 continue
             for out, col in zip(strings, _pairs_columns(pairs, dpo), strict=True):
-                out.append(pa.array(col, string))
-            indices.append(pa.array([p.index for p in pairs], int64))
+                out.append(_str_array(pa, col))
+            indices.append(_int_array(pa, [p.index for p in pairs]))
             n += len(pairs)
             continue
         cols, idx, count, n_lines = got
@@ -469,13 +533,19 @@ def load_files_arrow(
     pa = require("pyarrow", "hf", "load_arrow()")
     if columns not in ARROW_COLUMNS:
         raise ValueError(f"columns must be one of {sorted(ARROW_COLUMNS)}, not {columns!r}")
-    out = []
-    for path, subset, split in jobs:
-        path = str(path)
+    jobs = [(str(p), subset, split) for p, subset, split in jobs]
+
+    def fast(job: tuple[str, str | None, str | None]):
+        path, subset, split = job
         try:
-            table = _arrow_stream(pa, _read_blocks(path), columns, subset, split, NATIVE)
-        except _FALLBACK_ERRORS:
+            return _arrow_stream(pa, _read_blocks(path), columns, subset, split, NATIVE)
+        except (Fallback, *_READ_ERRORS):
+            return None  # decided below by the reference reader
+
+    out = _map_files(fast, jobs)
+    # The reference reader, in file order, for every file the fast path did not accept.
+    for k, (path, subset, split) in enumerate(jobs):
+        if out[k] is None:
             pairs = list(read_pairs(path, subset=subset, split=split, lenient=lenient))
-            table = pairs_table(pairs, columns)
-        out.append(table)
+            out[k] = pairs_table(pairs, columns)
     return out
