@@ -341,7 +341,7 @@ def export_collection(
     stage = None if _in_place else _stage_beside(out_dir)
     if stage is not None:
         try:
-            manifest = export_collection(
+            manifest = _export_in_place(
                 storage,
                 stage,
                 min_strength=min_strength,
@@ -505,3 +505,8 @@ def export_collection(
     }
     _write_atomic(out_dir / MANIFEST, orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
     return manifest
+
+
+# the staged export writes in place through this name (a patched export_collection, as in
+# tests counting exports, sees one call per export)
+_export_in_place = export_collection
