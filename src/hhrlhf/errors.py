@@ -30,6 +30,8 @@ __all__ = [
     "BackendError",
     "CollectError",
     "RateLimited",
+    "ReportBusy",
+    "ExportCheckError",
 ]
 
 
@@ -306,3 +308,17 @@ class RateLimited(CollectError):
     def __init__(self, message: str, retry_after: int):
         self.retry_after = retry_after
         super().__init__(message, 429)
+
+
+class ReportBusy(CollectError):
+    """503: every red-team report slot is busy, or this very report is being computed;
+    ``retry_after`` is the whole seconds to wait."""
+
+    def __init__(self, message: str, retry_after: int = 5):
+        self.retry_after = retry_after
+        super().__init__(message, 503)
+
+
+class ExportCheckError(HHError):
+    """A line ``hh collect export`` would write does not parse back to the turns stored for its
+    comparison (the export stops; nothing is written)."""

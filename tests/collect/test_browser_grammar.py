@@ -4,6 +4,7 @@ message, the text kept in its box, nothing stored (the task, a message, an edit,
 from __future__ import annotations
 
 import pytest
+from logins import browser_login
 from test_browser import TIMEOUT_MS, _serve, _watch, open_chromium
 
 pytestmark = pytest.mark.browser
@@ -21,7 +22,7 @@ def test_speaker_markers_and_surrogates_are_refused_and_the_text_is_kept(tmp_pat
     with _serve(tmp_path) as (base, storage, token, _app):
         page = browser.new_page()
         seen = _watch(page)
-        page.goto(f"{base}/login?token={token}")
+        browser_login(page, base, token)
         page.wait_for_selector("#new-conversation")
 
         # the task description
@@ -102,7 +103,7 @@ def test_an_identical_pair_is_announced_and_continues_without_a_strength(
     with serve_app(tmp_path, make) as (base, storage, token, _app, _settings):
         page = browser.new_page()
         seen = _watch(page)
-        page.goto(f"{base}/login?token={token}")
+        browser_login(page, base, token)
         page.fill("#task", "Ask about bread")
         page.click("#new-conversation button[type=submit]")
         page.wait_for_selector("#composer:not([hidden])", timeout=TIMEOUT_MS)

@@ -212,15 +212,9 @@ def train(
 
 def _held_out_accuracy(model, held) -> dict:
     """Accuracy (ties not correct) of ``model`` on the held-out pairs."""
-    import numpy as np
+    from ..reward.holdout import margin_accuracy
 
-    c, r = model.score_pairs(held)
-    margin = np.asarray(c, dtype=float) - np.asarray(r, dtype=float)
-    return {
-        "pairs": len(held),
-        "accuracy": float(np.mean(margin > 0)),
-        "ties": int(np.sum(margin == 0)),
-    }
+    return {"pairs": len(held), **margin_accuracy(*model.score_pairs(held))}
 
 
 def _fmt_acc(s: dict) -> dict:
@@ -496,10 +490,8 @@ def cv(
     Example:
       hh pm cv harmless-base --split test --folds 5 --data sample
     """
-    import numpy as np
-
     from ..reward.evaluate import BASELINES
-    from ..reward.holdout import kfold
+    from ..reward.holdout import cv_summary, kfold, margin_accuracy
     from ..reward.model import train_pm
 
     files, pairs = _load(subsets, file_subset, split, data, "train", lenient, skipped)
@@ -528,21 +520,13 @@ def cv(
                 if name == "model"
                 else BASELINES[name](test_pairs, seed)
             )
-            margin = np.asarray(c, dtype=float) - np.asarray(r, dtype=float)
-            row[name] = {"accuracy": float(np.mean(margin > 0)), "ties": int(np.sum(margin == 0))}
+            row[name] = margin_accuracy(c, r)
         rows.append(row)
         click.echo(
             f"fold {j + 1}/{folds}: accuracy {row['model']['accuracy']:.3f} on {len(te):,} pairs",
             err=True,
         )
-    summary = {
-        name: {
-            "mean_accuracy": float(np.mean([r[name]["accuracy"] for r in rows])),
-            "std": float(np.std([r[name]["accuracy"] for r in rows])),
-            "ties": sum(r[name]["ties"] for r in rows),
-        }
-        for name in names
-    }
+    summary = cv_summary(rows, names)
     result = {
         "pairs": len(pairs),
         "folds": folds,

@@ -24,7 +24,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import CollectError, HHError
+from ..errors import CollectError, HHError, ReportBusy
 from ..records import MARKER_RE, PAIR_CLASSES, PreferencePair, RedTeamAttempt
 from .api import Who
 from .auth import optional_annotator
@@ -154,14 +154,6 @@ REPORT_RETRY_AFTER = 5
 REPORT_CACHE = 8
 
 
-class ReportBusy(CollectError):
-    """503: every report slot is busy, or this very report is being computed; retry later."""
-
-    def __init__(self, message: str, retry_after: int = REPORT_RETRY_AFTER):
-        self.retry_after = retry_after
-        super().__init__(message, 503)
-
-
 class ReportGate:
     """A cache in front of a costly computation, computing at most ``slots`` values at once.
 
@@ -184,9 +176,13 @@ class ReportGate:
             if value is not None:
                 return value
             if key in self._running:
-                raise ReportBusy("this report is being computed; try again in a few seconds")
+                raise ReportBusy(
+                    "this report is being computed; try again in a few seconds", REPORT_RETRY_AFTER
+                )
             if not self._slots.acquire(blocking=False):
-                raise ReportBusy("the server is computing other reports; try again shortly")
+                raise ReportBusy(
+                    "the server is computing other reports; try again shortly", REPORT_RETRY_AFTER
+                )
             self._running.add(key)
         try:
             value = compute()

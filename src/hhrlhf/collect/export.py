@@ -43,7 +43,7 @@ from pathlib import Path
 
 import orjson
 
-from ..errors import HHError, OutputError
+from ..errors import ExportCheckError, HHError, OutputError
 from ..outputs import plain_mode
 from ..records import TASK_SCORE_KEY_REAL
 from ..subsets import SUBSETS
@@ -66,10 +66,6 @@ RED_TEAM_ATTEMPTS = "red-team-attempts/red_team_attempts.jsonl.gz"
 UNKNOWN_SIZE = "unknown"
 FORMAT = "hhrlhf-collect-export/1"
 SPLITS = ("train", "test")
-
-
-class ExportCheckError(HHError):
-    """An exported line would not parse back to the turns stored for its comparison."""
 
 
 def split_of(uid: str, test_fraction: float) -> str:

@@ -32,6 +32,8 @@ __all__ = [
     "write_fingerprints",
     "read_fingerprints",
     "trained_on",
+    "margin_accuracy",
+    "cv_summary",
 ]
 
 #: The file of a model directory that holds its training pairs' fingerprints (8 bytes each,
@@ -112,3 +114,27 @@ def read_fingerprints(directory: str | os.PathLike) -> frozenset[bytes] | None:
 def trained_on(pairs: Iterable, fingerprints: frozenset[bytes]) -> list:
     """The pairs among ``pairs`` whose fingerprint is in ``fingerprints``."""
     return [p for p in pairs if pair_fingerprint(p) in fingerprints]
+
+
+def margin_accuracy(chosen_scores: Sequence[float], rejected_scores: Sequence[float]) -> dict:
+    """``{"accuracy", "ties"}`` of paired scores: correct when the chosen response scores
+    higher (a tie is not correct)."""
+    import numpy as np
+
+    margin = np.asarray(chosen_scores, dtype=float) - np.asarray(rejected_scores, dtype=float)
+    return {"accuracy": float(np.mean(margin > 0)), "ties": int(np.sum(margin == 0))}
+
+
+def cv_summary(rows: Sequence[dict], names: Sequence[str]) -> dict:
+    """Per model name: the mean and standard deviation of its accuracy over the folds
+    (``rows``, one dict per fold holding ``{name: {"accuracy", "ties"}}``) and its ties."""
+    import numpy as np
+
+    return {
+        name: {
+            "mean_accuracy": float(np.mean([r[name]["accuracy"] for r in rows])),
+            "std": float(np.std([r[name]["accuracy"] for r in rows])),
+            "ties": sum(r[name]["ties"] for r in rows),
+        }
+        for name in names
+    }
