@@ -196,7 +196,7 @@ class UnknownNameError(HHError, KeyError):
         return str(self.args[0])
 
 
-def _closest(name: object, known: list) -> str | None:
+def _closest(name: object, known: list[str]) -> str | None:
     """The known name most like ``name`` (case aside), when one is close enough to be a typo."""
     if not isinstance(name, str):
         return None

@@ -58,7 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from itertools import accumulate, repeat
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -105,6 +105,10 @@ _new = object.__new__
 
 class Fallback(Exception):
     """The fast path met something it does not vouch for: use the reference reader."""
+
+
+#: What sends a file to the reference reader.
+_FALLBACK_ERRORS: tuple[type[BaseException], ...] = (Fallback, *_READ_ERRORS)
 
 
 # --------------------------------------------------------------------------- records
@@ -325,7 +329,7 @@ def iter_file(
         if found:
             return
         raise Fallback  # empty, or blank lines only: the reference names the problem
-    except (Fallback, *_READ_ERRORS):
+    except _FALLBACK_ERRORS:
         pass
     for pair in read_pairs(path, subset=subset, split=split, lenient=lenient):
         if pair.index is None or pair.index >= resume:
@@ -370,7 +374,7 @@ def load_files(
         path, subset, split = job
         try:
             return _parse_stream(_read_blocks(path), subset, split, NATIVE)
-        except (Fallback, *_READ_ERRORS):
+        except _FALLBACK_ERRORS:
             return None  # decided below by the reference reader
 
     gc_was_enabled = gc.isenabled()
@@ -384,7 +388,7 @@ def load_files(
     for k, (path, subset, split) in enumerate(jobs):
         if results[k] is None:
             results[k] = list(read_pairs(path, subset=subset, split=split, lenient=lenient))
-    return results  # type: ignore[return-value]
+    return results
 
 
 # --------------------------------------------------------------------------- Arrow tables
@@ -428,7 +432,7 @@ def _str_array(pa, strings: Sequence[str | None]):
         if all(s is None for s in strings):
             return pa.nulls(len(strings), pa.string())
         return pa.array(strings, pa.string())  # pragma: no cover - records made by hand
-    encoded = [s.encode("utf-8") for s in strings]
+    encoded = [s.encode("utf-8") for s in cast("Sequence[str]", strings)]
     offsets = array("q", accumulate(map(len, encoded), initial=0))
     if offsets[-1] > _INT32_MAX:  # pragma: no cover - over 2 GiB in one column
         return pa.array(strings, pa.string())
@@ -437,6 +441,11 @@ def _str_array(pa, strings: Sequence[str | None]):
         len(encoded),
         [None, pa.py_buffer(array("i", offsets)), pa.py_buffer(b"".join(encoded))],
     )
+
+
+def _indices(pairs: Sequence[PreferencePair]) -> list[int]:
+    """The pairs' line indices (records read from a file always have theirs)."""
+    return cast("list[int]", [p.index for p in pairs])
 
 
 def _int_array(pa, values: Sequence[int]):
@@ -467,7 +476,7 @@ def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo"):
     arrays += [
         _str_array(pa, [p.subset for p in pairs]),
         _str_array(pa, [p.split for p in pairs]),
-        _int_array(pa, [p.index for p in pairs]),
+        _int_array(pa, _indices(pairs)),
     ]
     return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
 
@@ -498,7 +507,7 @@ def _arrow_stream(pa, blocks: Iterator[bytes], columns: str, subset, split, nati
                 continue
             for out, col in zip(strings, _pairs_columns(pairs, dpo), strict=True):
                 out.append(_str_array(pa, col))
-            indices.append(_int_array(pa, [p.index for p in pairs]))
+            indices.append(_int_array(pa, _indices(pairs)))
             n += len(pairs)
             continue
         cols, idx, count, n_lines = got
@@ -539,7 +548,7 @@ def load_files_arrow(
         path, subset, split = job
         try:
             return _arrow_stream(pa, _read_blocks(path), columns, subset, split, NATIVE)
-        except (Fallback, *_READ_ERRORS):
+        except _FALLBACK_ERRORS:
             return None  # decided below by the reference reader
 
     out = _map_files(fast, jobs)

@@ -104,6 +104,7 @@ class BradleyTerry:
         hess[:, :m, :m] = np.matmul(self.d.T[None] * h_pair[:, None, :], self.d)
         if self.style:
             x = c.x
+            assert x is not None  # a style fit's cells carry the style difference
             grad[:, m] = resid @ x - RIDGE * beta
             cross = self._per_pair(h * x) @ self.d
             hess[:, :m, m] = cross

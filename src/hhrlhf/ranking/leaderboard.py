@@ -164,7 +164,7 @@ def rank(
     won = np.bincount(a, weights=(outcome == 0) + 0.5 * (outcome == 2), minlength=m) + np.bincount(
         b, weights=(outcome == 1) + 0.5 * (outcome == 2), minlength=m
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for k, name in enumerate(cols.models):
         rows.append(
             {

@@ -141,8 +141,8 @@ def _add(cols: VoteColumns, obj: Any, where: int, path: str, unit: str) -> None:
     t = obj.get("tstamp")
     if t is not None and (isinstance(t, bool) or not isinstance(t, int | float)):
         raise DataFormatError(path, where, f"tstamp must be Unix seconds, got {t!r}", unit=unit)
-    cols.a.append(cols.model(a))
-    cols.b.append(cols.model(b))
+    cols.a.append(cols.model(str(a)))  # checked above: non-empty strings
+    cols.b.append(cols.model(str(b)))
     cols.outcome.append(code)
     cols.length_a.append(la)
     cols.length_b.append(lb)
