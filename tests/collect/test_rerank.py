@@ -361,3 +361,29 @@ def test_a_pm_from_hh_pm_train_on_the_sample_reranks_the_model_servers_samples(
     assert [s["score"] for s in samples] == pytest.approx([float(x) for x in scores])
     top2 = sorted(range(6), key=lambda i: -scores[i])[:2]
     assert set(shown.values()) == {samples[i]["text"] for i in top2}
+
+
+def test_the_preference_model_loads_off_the_event_loop(
+    make_client, settings, model_server, alice, pm_dir, monkeypatch
+):
+    """Loading a model reads files for a while: never on the loop that streams every turn."""
+    import asyncio
+
+    from hhrlhf.reward import backends as reward_backends
+
+    real_load = reward_backends.load_model
+    loads = []
+
+    def watched_load(folder):
+        try:
+            asyncio.get_running_loop()
+            loads.append("event loop")
+        except RuntimeError:
+            loads.append("worker thread")
+        return real_load(folder)
+
+    monkeypatch.setattr(reward_backends, "load_model", watched_load)
+    client = make_client(rerank_settings(settings, model_server, pm_dir, k=2))
+    turn = _first_turn(client, headers_of(alice), "helpful")
+    assert turn["status"] == "ready", turn
+    assert loads == ["worker thread"]

@@ -10,7 +10,6 @@ import re
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from starlette.concurrency import run_in_threadpool
 
 from .auth import optional_annotator
 from .pages import MODES, _login_required, _render, scale_points
@@ -45,14 +44,12 @@ def _forbidden(request: Request):
 
 
 @router.get("/review", response_class=HTMLResponse)
-async def review_page(request: Request):
+def review_page(request: Request):
     who = optional_annotator(request)
     if who is None:
         return _login_required(request)
     st = request.app.state
-    task = await run_in_threadpool(
-        next_review, st.storage, who, st.settings.review_fraction, rng=st.rng
-    )
+    task = next_review(st.storage, who, st.settings.review_fraction, rng=st.rng)
     points = st.settings.strength_points
     mode = MODES.get(task["mode"] if task else "helpful", MODES["helpful"])
     return _render(
@@ -79,13 +76,13 @@ def _admin(request: Request):
 
 
 @router.get("/admin", response_class=HTMLResponse)
-async def admin_page(request: Request):
+def admin_page(request: Request):
     who, refused = _admin(request)
     if refused is not None:
         return refused
     storage = request.app.state.storage
-    stats = await run_in_threadpool(collection_stats, storage, resamples=PAGE_RESAMPLES)
-    conversations = await run_in_threadpool(storage.list_conversations, who, all_=True)
+    stats = collection_stats(storage, resamples=PAGE_RESAMPLES)
+    conversations = storage.list_conversations(who, all_=True)
     return _render(
         request,
         "collect/admin.html",
@@ -96,11 +93,9 @@ async def admin_page(request: Request):
 
 
 @router.get("/admin/leaderboard", response_class=HTMLResponse)
-async def admin_leaderboard_page(request: Request):
+def admin_leaderboard_page(request: Request):
     who, refused = _admin(request)
     if refused is not None:
         return refused
-    board = await run_in_threadpool(
-        model_leaderboard, request.app.state.storage, resamples=PAGE_RESAMPLES, robustness=True
-    )
+    board = model_leaderboard(request.app.state.storage, resamples=PAGE_RESAMPLES, robustness=True)
     return _render(request, "collect/admin_leaderboard.html", board=board, page="admin")

@@ -1,5 +1,8 @@
 """The HTML pages: start or resume a conversation (``/``), a conversation, the instructions.
 
+Page handlers are plain ``def`` functions: FastAPI runs them in its thread pool, so their
+database work never blocks the event loop that streams responses.
+
 The pages are server-rendered shells (Jinja2, autoescape on); ``static/collect.js`` drives
 them through the same JSON API that scripts use. No inline script or style: the pages pass
 what the script needs in ``data-*`` attributes and the CSRF token in a ``<meta>`` tag.
@@ -9,7 +12,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from starlette.concurrency import run_in_threadpool
 
 from ..errors import CollectError
 from .auth import current_annotator, optional_annotator
@@ -111,25 +113,25 @@ def _login_required(request: Request):
 
 
 @router.get("/", response_class=HTMLResponse)
-async def home(request: Request):
+def home(request: Request):
     who = optional_annotator(request)
     if who is None:
         return _login_required(request)
     storage = request.app.state.storage
-    conversations = await run_in_threadpool(storage.list_conversations, who, all_=False)
+    conversations = storage.list_conversations(who, all_=False)
     return _render(
         request, "collect/home.html", conversations=conversations, modes=MODES, page="home"
     )
 
 
 @router.get("/conversations/{conversation_id}", response_class=HTMLResponse)
-async def conversation_page(conversation_id: int, request: Request):
+def conversation_page(conversation_id: int, request: Request):
     who = optional_annotator(request)
     if who is None:
         return _login_required(request)
     storage = request.app.state.storage
     try:
-        conv = await run_in_threadpool(storage.get_conversation, who, conversation_id)
+        conv = storage.get_conversation(who, conversation_id)
     except CollectError as exc:
         return _render(
             request, "collect/error.html", exc.status, message=str(exc), page="conversation"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 import time
 from collections import OrderedDict
 
@@ -65,6 +66,7 @@ class RerankBackend:
         self.config = config
         self.base = None
         self._models: dict[str, object] = {}  # folder -> loaded model, each loaded once
+        self._loading = threading.Lock()
         self._rankings: OrderedDict[tuple, asyncio.Future] = OrderedDict()
         #: a sample longer than this is cut (not shown); the app sets its max_response_chars
         self.max_chars = 20_000
@@ -86,14 +88,17 @@ class RerankBackend:
         return self.config.pm
 
     def model(self, mode: str = "helpful"):
+        """The preference model for ``mode``, loaded on first use (blocking: the turn calls it
+        in a worker thread, never on the event loop; one load per folder)."""
         folder = self.pm_for(mode)
-        if folder not in self._models:
-            from ..reward.backends import load_model
+        with self._loading:
+            if folder not in self._models:
+                from ..reward.backends import load_model
 
-            try:
-                self._models[folder] = load_model(folder)
-            except Exception as exc:
-                raise BackendError("the reranking model could not be loaded", str(exc)) from exc
+                try:
+                    self._models[folder] = load_model(folder)
+                except Exception as exc:
+                    raise BackendError("the reranking model could not be loaded", str(exc)) from exc
         return self._models[folder]
 
     async def _sample(self, prompt, gate: asyncio.Semaphore) -> str | None:
@@ -127,7 +132,7 @@ class RerankBackend:
                 "too few usable samples to choose from",
                 f"{len(samples)} of {self.config.k} samples were usable",
             )
-        model = self.model(prompt.mode)
+        model = await asyncio.to_thread(self.model, prompt.mode)  # a load reads files
         t0 = time.perf_counter()
         scores = await asyncio.to_thread(
             model.score, [prompt.prefix] * len(samples), [" " + t for t in samples]

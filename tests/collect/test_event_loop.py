@@ -1,0 +1,99 @@
+"""No request does database work on the event loop that streams every annotator's responses.
+
+Every statement the app sends to the database is watched: one sent from a thread running an
+asyncio event loop fails the test. Then every page and every JSON route is opened as a
+visitor, an annotator and an admin, with a conversation, a finished turn and a review task
+in the database (and the rerank backend's model loaded at start, not on the loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("sqlalchemy")
+
+from fastapi.testclient import TestClient  # noqa: E402
+from logins import login  # noqa: E402
+from sqlalchemy import event  # noqa: E402
+
+from hhrlhf.collect.app import create_app  # noqa: E402
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.fixture
+def watched(storage):
+    """``list`` of ``(thread name, statement)`` sent from an event loop's thread."""
+    on_loop: list[tuple[str, str]] = []
+
+    def check(conn, cursor, statement, params, context, executemany):
+        if _on_event_loop():
+            on_loop.append((threading.current_thread().name, statement.split("\n")[0][:80]))
+
+    engines = {id(e): e for e in (storage.engine, storage.read_engine)}.values()
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", check)
+    yield on_loop
+    for engine in engines:
+        event.remove(engine, "before_cursor_execute", check)
+
+
+def test_no_page_or_route_touches_the_database_on_the_event_loop(storage, settings, watched):
+    app = create_app(replace(settings, review_fraction=1.0, data="sample"), storage=storage)
+    alice, alice_token = storage.add_annotator("alice")
+    _, bob_token = storage.add_annotator("bob")
+    _, root_token = storage.add_annotator("root", role="admin")
+    with TestClient(app, base_url="http://testserver") as client:
+        h = {"Authorization": f"Bearer {alice_token}"}
+        cid = client.post(
+            "/api/v1/conversations", json={"task_description": "Plan a picnic"}, headers=h
+        ).json()["id"]
+        turn = client.post(
+            f"/api/v1/conversations/{cid}/turns",
+            json={"text": "What should I pack?", "wait": True},
+            headers=h,
+        ).json()
+        client.get(f"/api/v1/turns/{turn['id']}/stream", headers=h)
+        client.post(
+            f"/api/v1/turns/{turn['id']}/choice", json={"pick": "a", "strength": 3}, headers=h
+        )
+        client.post(f"/api/v1/conversations/{cid}/finish", json={}, headers=h)
+        pages = [
+            "/",
+            f"/conversations/{cid}",
+            "/help",
+            "/review",
+            "/admin",
+            "/admin/leaderboard",
+            "/data",
+            "/data/attempts",
+            "/login",
+        ]
+        api = [
+            "/api/v1/me",
+            "/api/v1/conversations",
+            f"/api/v1/conversations/{cid}",
+            "/api/v1/reviews/next",
+            "/api/v1/admin/stats?resamples=0",
+            "/api/v1/admin/leaderboard?resamples=0",
+            "/api/v1/data/pairs",
+        ]
+        for token in (None, bob_token, root_token):
+            client.cookies.clear()
+            if token is not None:
+                assert login(client, token).status_code == 303
+            for path in pages + api:
+                r = client.get(path)
+                assert r.status_code < 500, (path, r.status_code)
+    assert watched == [], watched
