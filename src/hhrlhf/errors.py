@@ -29,6 +29,13 @@ __all__ = [
     "ConfigError",
     "BackendError",
     "CollectError",
+    "Invalid",
+    "TooLarge",
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "Conflict",
+    "Unavailable",
     "RateLimited",
     "ReportBusy",
     "ExportCheckError",
@@ -295,28 +302,57 @@ def require(module: str, extra: str, feature: str | None = None) -> ModuleType:
 
 
 class CollectError(HHError):
-    """A request the collection app refuses: ``status`` is the HTTP status it maps to."""
+    """Something the collection app refuses to do. Its subclasses say why, in the app's own
+    words (no HTTP here: the web layer maps each class to a status, in one table)."""
 
-    def __init__(self, message: str, status: int = 400):
-        self.status = status
+
+class Invalid(CollectError):
+    """The input breaks a rule (a speaker marker in a message, an unknown mode, a choice
+    without a strength...)."""
+
+
+class TooLarge(Invalid):
+    """A field or a body over its size limit."""
+
+
+class Unauthorized(CollectError):
+    """No valid login or token."""
+
+
+class Forbidden(CollectError):
+    """Signed in, but not allowed (another annotator's conversation, an admin page)."""
+
+
+class NotFound(CollectError):
+    """No such conversation, turn, review, annotator or row (or not one this person may see)."""
+
+
+class Conflict(CollectError):
+    """The state changed first: a turn already answered, a review taken, the last admin."""
+
+
+class Unavailable(CollectError):
+    """The app cannot do it now (busy, or a part missing); ``retry_after``: seconds to wait,
+    when known."""
+
+    def __init__(self, message: str, retry_after: int | None = None):
+        self.retry_after = retry_after
         super().__init__(message)
 
 
 class RateLimited(CollectError):
-    """429: too many requests; ``retry_after`` is the whole seconds to wait."""
+    """Too many requests; ``retry_after`` is the whole seconds to wait."""
 
     def __init__(self, message: str, retry_after: int):
         self.retry_after = retry_after
-        super().__init__(message, 429)
+        super().__init__(message)
 
 
-class ReportBusy(CollectError):
-    """503: every red-team report slot is busy, or this very report is being computed;
-    ``retry_after`` is the whole seconds to wait."""
+class ReportBusy(Unavailable):
+    """Every red-team report slot is busy, or this very report is being computed."""
 
     def __init__(self, message: str, retry_after: int = 5):
-        self.retry_after = retry_after
-        super().__init__(message, 503)
+        super().__init__(message, retry_after)
 
 
 class ExportCheckError(HHError):

@@ -19,7 +19,8 @@ from hhrlhf.collect.storage.review import (
     set_annotator,
     submit_review,
 )
-from hhrlhf.errors import CollectError
+from hhrlhf.collect.web.errors import status_of
+from hhrlhf.errors import CollectError, Conflict, Invalid, NotFound
 
 PTS = 4
 
@@ -87,7 +88,7 @@ def test_review_is_blind_reordered_and_mapped_back(storage, people):
     assert submit_review(storage, bob, task["id"], "b", 2, PTS)["status"] == "done"
     with pytest.raises(CollectError) as e:
         submit_review(storage, bob, task["id"], "a", 2, PTS)
-    assert e.value.status == 409
+    assert isinstance(e.value, Conflict)
 
 
 def test_review_ownership_and_validation(storage, people):
@@ -96,11 +97,11 @@ def test_review_ownership_and_validation(storage, people):
     task = next_review(storage, bob, 1.0)
     with pytest.raises(CollectError) as e:
         submit_review(storage, carol, task["id"], "a", 2, PTS)
-    assert e.value.status == 404
+    assert isinstance(e.value, NotFound)
     for pick, strength in (("c", 2), ("a", 0), ("a", PTS + 1)):
         with pytest.raises(CollectError) as e:
             submit_review(storage, bob, task["id"], pick, strength, PTS)
-        assert e.value.status == 422
+        assert isinstance(e.value, Invalid)
 
 
 def test_only_finished_comparisons_and_the_configured_share(storage, people):
@@ -334,7 +335,7 @@ def test_concurrent_review_requests_give_each_reviewer_one_open_task(storage, pe
         try:
             out: object = next_review(storage, who, 1.0)
         except CollectError as exc:
-            out = exc.status
+            out = status_of(exc)
         with lock:
             results.append((who.name, out))
 

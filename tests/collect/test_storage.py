@@ -12,7 +12,8 @@ from sqlalchemy.exc import IntegrityError
 from hhrlhf.collect.storage import Storage, hash_token
 from hhrlhf.collect.storage import now as storage_now
 from hhrlhf.collect.storage.models import Comparison
-from hhrlhf.errors import CollectError, HHError
+from hhrlhf.collect.web.errors import status_of
+from hhrlhf.errors import CollectError, HHError, NotFound
 
 TABLES = {"annotators", "sessions", "conversations", "turns", "candidates", "comparisons"}
 
@@ -171,7 +172,7 @@ def test_concurrent_choices_store_exactly_one(storage):
             )
             results.append(("ok", turn["pick"], turn["strength"]))
         except CollectError as exc:
-            results.append((exc.status, None, None))
+            results.append((status_of(exc), None, None))
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(20)]
     for t in threads:
@@ -192,7 +193,7 @@ def test_authorisation_in_storage(storage):
     cid = storage.create_conversation(alice, "helpful", "task")["id"]
     with pytest.raises(CollectError) as info:
         storage.get_conversation(bob, cid)
-    assert info.value.status == 404
+    assert isinstance(info.value, NotFound)
     assert storage.list_conversations(bob) == []
 
 

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Stre
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import CollectError
+from ..errors import Forbidden, Invalid, TooLarge
 from .auth import COOKIE, check_origin, current_annotator, require_annotator
 from .storage import AnnotatorInfo, choose_backends
 from .textrules import Text
@@ -65,12 +65,12 @@ class Finish(_Body):
 
 def _limit(what: str, value: str | None, limit: int) -> None:
     if value is not None and len(value) > limit:
-        raise CollectError(
-            f"{what} is too long ({len(value)} characters; the limit is {limit})", 413
+        raise TooLarge(
+            f"{what} is too long ({len(value)} characters; the limit is {limit})",
         )
     if value is not None and "\x00" in value:
         # PostgreSQL cannot store U+0000 in text; refused the same way on every database
-        raise CollectError(f"{what} holds a NUL character (U+0000), which cannot be stored", 422)
+        raise Invalid(f"{what} holds a NUL character (U+0000), which cannot be stored")
 
 
 def _state(request: Request):
@@ -385,7 +385,7 @@ def login_post(
     st.limits.check_login(client_address(request))
     check_origin(request)
     if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
-        raise CollectError("cross-site login refused: open your login link and press Log in", 403)
+        raise Forbidden("cross-site login refused: open your login link and press Log in")
     sent = request.cookies.get(LOGIN_COOKIE, "")
     if not form or not sent or not hmac.compare_digest(form.encode(), sent.encode()):
         return _login_page(

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import StrictBool, StrictInt
 
-from ..errors import CollectError
+from ..errors import Conflict, Invalid
 from .api import _Body
 from .auth import require_admin, require_annotator
 from .storage import AnnotatorInfo
@@ -81,9 +81,9 @@ def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000)
 def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin):
     storage = _state(request).storage
     if body.role not in ("annotator", "admin"):
-        raise CollectError(f"role must be 'annotator' or 'admin', not {body.role!r}", 422)
+        raise Invalid(f"role must be 'annotator' or 'admin', not {body.role!r}")
     if storage.annotator_by_name(body.name.strip()) is not None:
-        raise CollectError(f"annotator {body.name.strip()!r} already exists", 409)
+        raise Conflict(f"annotator {body.name.strip()!r} already exists")
     info, token = storage.add_annotator(body.name, role=body.role, attributes=body.attributes)
     return {"annotator": info.to_dict(), "token": token}
 
@@ -92,7 +92,7 @@ def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin):
 def admin_change_annotator(name: str, body: AnnotatorChange, request: Request, who: Admin):
     storage = _state(request).storage
     if body.disabled is not None and name == who.name and body.disabled:
-        raise CollectError("you cannot disable yourself", 409)
+        raise Conflict("you cannot disable yourself")
     out = set_annotator(
         storage,
         name,

@@ -30,6 +30,7 @@ from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
 from .storage import Storage
 from .textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
+from .web.errors import retry_after_of, status_of
 
 __all__ = ["create_app", "create_app_from_env", "settle_heap", "SECURITY_HEADERS"]
 
@@ -158,11 +159,9 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
 
     @app.exception_handler(HHError)
     async def hh_error(request: Request, exc: HHError):
-        retry = getattr(exc, "retry_after", None)
+        retry = retry_after_of(exc)
         headers = {"Retry-After": str(retry)} if retry is not None else None
-        return JSONResponse(
-            {"error": str(exc)}, status_code=getattr(exc, "status", 400), headers=headers
-        )
+        return JSONResponse({"error": str(exc)}, status_code=status_of(exc), headers=headers)
 
     @app.exception_handler(DBAPIError)
     async def database_error(request: Request, exc: DBAPIError):

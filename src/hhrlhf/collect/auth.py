@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from fastapi import Request
 
-from ..errors import CollectError
+from ..errors import Forbidden, Unauthorized
 from .storage import AnnotatorInfo
 
 __all__ = [
@@ -77,24 +77,24 @@ def check_origin(request: Request) -> None:
     host = request.headers.get("host", "")
     parts = urlsplit(origin)
     if origin == "null" or parts.netloc.lower() != host.lower():
-        raise CollectError("cross-origin request refused (Origin does not match the host)", 403)
+        raise Forbidden("cross-origin request refused (Origin does not match the host)")
 
 
 def require_annotator(request: Request) -> AnnotatorInfo:
     """FastAPI dependency: 401 without a valid login, 403 for a disabled annotator or a bad CSRF token."""
     found = current_annotator(request)
     if found is None:
-        raise CollectError(
-            "not logged in: send Authorization: Bearer TOKEN or open /login?token=TOKEN", 401
+        raise Unauthorized(
+            "not logged in: send Authorization: Bearer TOKEN or open /login?token=TOKEN",
         )
     who, csrf, via = found
     if who.disabled:
-        raise CollectError(f"annotator {who.name!r} is disabled", 403)
+        raise Forbidden(f"annotator {who.name!r} is disabled")
     if via == "cookie" and request.method not in SAFE_METHODS:
         check_origin(request)
         sent = request.headers.get(CSRF_HEADER, "")
         if not csrf or not hmac.compare_digest(sent.encode(), csrf.encode()):
-            raise CollectError(f"missing or wrong {CSRF_HEADER} header", 403)
+            raise Forbidden(f"missing or wrong {CSRF_HEADER} header")
     limits = getattr(request.app.state, "limits", None)
     if limits is not None and request.method not in SAFE_METHODS:
         limits.check_write(who.id)
@@ -104,5 +104,5 @@ def require_annotator(request: Request) -> AnnotatorInfo:
 def require_admin(request: Request) -> AnnotatorInfo:
     who = require_annotator(request)
     if not who.is_admin:
-        raise CollectError("admins only", 403)
+        raise Forbidden("admins only")
     return who

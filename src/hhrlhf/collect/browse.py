@@ -24,11 +24,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import CollectError, HHError, ReportBusy
+from ..errors import Forbidden, HHError, Invalid, NotFound, ReportBusy
 from ..records import MARKER_RE, PAIR_CLASSES, PreferencePair, RedTeamAttempt
 from .api import Who
 from .auth import optional_annotator
 from .security import SECURITY_HEADERS
+from .web.errors import status_of
 
 __all__ = ["DataIndex", "PairQuery", "WordDiff", "diff_segments", "router", "word_diff"]
 
@@ -105,7 +106,7 @@ class DataIndex:
         if at is None and subset == "file":  # one file that names no subset
             at = self._by_key.get((None, split, row))
         if at is None:
-            raise CollectError(f"no pair {subset}/{split}/{row} in {self.label}", 404)
+            raise NotFound(f"no pair {subset}/{split}/{row} in {self.label}")
         return self.pairs[at]
 
     def query(self, q: PairQuery, offset: int = 0, limit: int = 50) -> tuple[int, list]:
@@ -287,11 +288,11 @@ class PairQuery:
 
     def __post_init__(self):
         if self.cls and self.cls not in PAIR_CLASSES:
-            raise CollectError(f"unknown class {self.cls!r}; known: {', '.join(PAIR_CLASSES)}", 422)
+            raise Invalid(f"unknown class {self.cls!r}; known: {', '.join(PAIR_CLASSES)}")
         if self.chosen not in (None, "longer", "shorter"):
-            raise CollectError(f"chosen must be longer or shorter, got {self.chosen!r}", 422)
+            raise Invalid(f"chosen must be longer or shorter, got {self.chosen!r}")
         if self.where not in ("any", "prompt", "responses"):
-            raise CollectError(f"where must be any, prompt or responses, got {self.where!r}", 422)
+            raise Invalid(f"where must be any, prompt or responses, got {self.where!r}")
 
 
 def pair_json(p: PreferencePair) -> dict:
@@ -451,11 +452,11 @@ def _index(request: Request, who) -> DataIndex:
     """The data the request asks for: ``?source=collected`` is the app's database (admins)."""
     if request.query_params.get("source") == "collected":
         if not who.is_admin:
-            raise CollectError("the collected data is for admins only", 403)
+            raise Forbidden("the collected data is for admins only")
         return _collected(request.app)
     index = getattr(request.app.state, "data_index", None)
     if index is None:
-        raise CollectError("no data to browse: start the app with hh serve --data PATH|sample", 404)
+        raise NotFound("no data to browse: start the app with hh serve --data PATH|sample")
     return index
 
 
@@ -465,9 +466,9 @@ def _int(value: str | None, name: str, default: int | None = None, lo: int = 0, 
     try:
         n = int(value)
     except ValueError:
-        raise CollectError(f"{name} must be a whole number, got {value!r}", 422) from None
+        raise Invalid(f"{name} must be a whole number, got {value!r}") from None
     if n < lo or (hi is not None and n > hi):
-        raise CollectError(f"{name} must be between {lo} and {hi or 'any'}, got {n}", 422)
+        raise Invalid(f"{name} must be between {lo} and {hi or 'any'}, got {n}")
     return n
 
 
@@ -477,7 +478,7 @@ def _float(value: str | None, name: str):
     try:
         return float(value)
     except ValueError:
-        raise CollectError(f"{name} must be a number, got {value!r}", 422) from None
+        raise Invalid(f"{name} must be a number, got {value!r}") from None
 
 
 def _pair_query(params) -> tuple[PairQuery, int, int]:
@@ -522,7 +523,7 @@ def _attempt_query(params):
             search_in=params.get("search_in") or "both",
         )
     except ValueError as exc:
-        raise CollectError(str(exc), 422) from None
+        raise Invalid(str(exc)) from None
 
 
 def _attempts(index: DataIndex, query, offset: int, limit: int) -> tuple[int, list]:
@@ -585,7 +586,7 @@ def _report_numbers(index: DataIndex, query, *, gated: bool = True) -> dict:
 
         kept = [a for a in index.attempts if query.matches(a)]
         if not kept:
-            raise CollectError("no attempt matches these filters: nothing to report", 404)
+            raise NotFound("no attempt matches these filters: nothing to report")
         return compute_report(kept, source=f"{index.label} ({len(kept)} attempts)")
 
     key = (query, "json")
@@ -616,7 +617,7 @@ def _open(request: Request) -> DataIndex:
     try:
         return _index(request, who)
     except HHError as exc:
-        status = getattr(exc, "status", 400)
+        status = status_of(exc)
         raise _Refused(
             _render(request, "collect/error.html", status, message=str(exc), page="data")
         ) from None
@@ -659,7 +660,7 @@ def _page(request: Request, index: DataIndex, name: str, status: int = 200, **co
 def _error(request: Request, exc: HHError):
     from .pages import _render
 
-    status = getattr(exc, "status", 400)
+    status = status_of(exc)
     return _render(request, "collect/error.html", status, message=str(exc), page="data")
 
 
@@ -822,7 +823,7 @@ def attempt_page(row: int, request: Request):
     try:
         index = _open(request)
         if not 0 <= row < len(index.attempts):
-            raise CollectError(f"no attempt {row} in {index.label}", 404)
+            raise NotFound(f"no attempt {row} in {index.label}")
     except _Refused as refused:
         return refused.response
     except HHError as exc:

@@ -13,8 +13,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from ..errors import CollectError
+from ..errors import CollectError, Unavailable
 from .auth import current_annotator, optional_annotator
+from .web.errors import status_of
 
 __all__ = ["router", "MODES", "scale_points"]
 
@@ -88,7 +89,7 @@ def scale_points(points: int, mode: str = "helpful") -> list[dict]:
 def _render(request: Request, name: str, status: int = 200, **context):
     templates = request.app.state.templates
     if templates is None:  # pragma: no cover - the [web] extra brings jinja2
-        raise CollectError("the pages need jinja2: pip install 'hhrlhf[web]'", 500)
+        raise Unavailable("the pages need jinja2: pip install 'hhrlhf[web]'")
     found = current_annotator(request)
     who = optional_annotator(request)
     context.setdefault("who", who)
@@ -134,7 +135,7 @@ def conversation_page(conversation_id: int, request: Request):
         conv = storage.get_conversation(who, conversation_id)
     except CollectError as exc:
         return _render(
-            request, "collect/error.html", exc.status, message=str(exc), page="conversation"
+            request, "collect/error.html", status_of(exc), message=str(exc), page="conversation"
         )
     settings = request.app.state.settings
     mode = MODES.get(conv["mode"], MODES["helpful"])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from fastapi import Depends, Request
 
-from ..errors import CollectError
+from ..errors import NotFound
 
 __all__ = ["harden", "MAX_ID", "SECURITY_HEADERS"]
 
@@ -41,7 +41,7 @@ def _check_ids(request: Request) -> None:
         text = value.strip()
         if text.lstrip("+-").isdigit() and abs(int(text)) > MAX_ID:
             what = name.removesuffix("_id").replace("_", " ")
-            raise CollectError(f"{what} {text[:30]} not found", 404)
+            raise NotFound(f"{what} {text[:30]} not found")
 
 
 class _HeadersOutermost:

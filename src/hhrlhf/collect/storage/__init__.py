@@ -18,7 +18,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import joinedload, selectinload, sessionmaker
 
-from ...errors import CollectError, HHError, UnknownNameError
+from ...errors import (
+    Conflict,
+    Forbidden,
+    HHError,
+    Invalid,
+    NotFound,
+    UnknownNameError,
+)
 from ..finish import cut_reason
 from .engine import WriterLock, bookkeeping, is_sqlite, make_engine, sqlite_file
 from .models import Annotator, Base, Candidate, Comparison, Conversation, Session, Turn
@@ -340,7 +347,7 @@ class Storage:
             q = q.with_for_update()
         c = s.scalar(q)
         if c is None or (c.annotator_id != who.id and not who.is_admin):
-            raise CollectError(f"conversation {conversation_id} not found", 404)
+            raise NotFound(f"conversation {conversation_id} not found")
         return c
 
     def create_conversation(
@@ -353,10 +360,10 @@ class Storage:
         red_team_continue: str | None = None,
     ) -> dict:
         if mode not in MODES:
-            raise CollectError(f"mode {mode!r}; expected one of: {', '.join(MODES)}", 422)
+            raise Invalid(f"mode {mode!r}; expected one of: {', '.join(MODES)}")
         task_description = task_description.strip()
         if not task_description:
-            raise CollectError("task_description is empty: say what you want to do", 422)
+            raise Invalid("task_description is empty: say what you want to do")
         with self._write() as s:
             c = Conversation(
                 uid=uuid.uuid4().hex,
@@ -483,19 +490,19 @@ class Storage:
         with self._write() as s:
             c = self._conversation(s, who, conversation_id, lock=True)
             if c.annotator_id != who.id:
-                raise CollectError("only the conversation's annotator can finish it", 403)
+                raise Forbidden("only the conversation's annotator can finish it")
             if c.mode == "red-team":
                 if rating is None:
-                    raise CollectError("a red-team conversation needs a rating, 0 to 4", 422)
+                    raise Invalid("a red-team conversation needs a rating, 0 to 4")
                 if not 0 <= rating <= 4:
-                    raise CollectError("rating must be 0 to 4", 422)
+                    raise Invalid("rating must be 0 to 4")
             elif rating is not None:
-                raise CollectError("only red-team conversations take a rating", 422)
+                raise Invalid("only red-team conversations take a rating")
             comment = (comment or "").strip() or None
             if c.status == "finished":
                 if (c.comment, c.rating) == (comment, rating):
                     return self._conversation_summary(c, len(c.turns))
-                raise CollectError(f"conversation {c.id} is already finished", 409)
+                raise Conflict(f"conversation {c.id} is already finished")
             c.status = "finished"
             c.comment = comment
             c.rating = rating
@@ -521,19 +528,19 @@ class Storage:
         """
         text = text.strip()
         if not text:
-            raise CollectError("the message is empty", 422)
+            raise Invalid("the message is empty")
         with self._write() as s:
             c = self._conversation(s, who, conversation_id, lock=True)
             if c.annotator_id != who.id:
-                raise CollectError("only the conversation's annotator can write in it", 403)
+                raise Forbidden("only the conversation's annotator can write in it")
             if c.status != "open":
-                raise CollectError(f"conversation {c.id} is finished", 409)
+                raise Conflict(f"conversation {c.id} is finished")
             turns = s.scalars(
                 select(Turn).where(Turn.conversation_id == c.id).order_by(Turn.index)
             ).all()
             if turns and turns[-1].continued is None:
-                raise CollectError(
-                    "the last turn has no choice yet: pick a response before writing again", 409
+                raise Conflict(
+                    "the last turn has no choice yet: pick a response before writing again",
                 )
             history = [(t.human, t.continued) for t in turns]
             if callable(backends):
@@ -557,7 +564,7 @@ class Storage:
             try:
                 s.flush()
             except IntegrityError as exc:  # a concurrent message took this index
-                raise CollectError("another message was sent at the same time", 409) from exc
+                raise Conflict("another message was sent at the same time") from exc
             out = {"id": t.id, "index": t.index, "conversation_id": c.id, "status": t.status}
             if lease is not None:
                 out["prompt"] = Prompt(tuple(history), t.human, t.prefix, c.mode)
@@ -572,10 +579,10 @@ class Storage:
         with self._read() as s:
             t = s.get(Turn, turn_id)
             if t is None:
-                raise CollectError(f"turn {turn_id} not found", 404)
+                raise NotFound(f"turn {turn_id} not found")
             c = s.get(Conversation, t.conversation_id)
             if c.annotator_id != who.id and not who.is_admin:
-                raise CollectError(f"turn {turn_id} not found", 404)
+                raise NotFound(f"turn {turn_id} not found")
             return {"id": t.id, "status": t.status, "conversation_id": c.id}
 
     def acquire_lease(
@@ -741,13 +748,13 @@ class Storage:
         exported, reviewed, or a leaderboard game.
         """
         if pick not in SLOTS:
-            raise CollectError("pick must be 'a' or 'b'", 422)
+            raise Invalid("pick must be 'a' or 'b'")
         if strength is not None and not 1 <= strength <= strength_points:
-            raise CollectError(f"strength must be 1 to {strength_points}", 422)
+            raise Invalid(f"strength must be 1 to {strength_points}")
         if edit is not None:
             edit = edit.strip()
             if not edit:
-                raise CollectError("the edit is empty", 422)
+                raise Invalid("the edit is empty")
         for attempt in range(2):
             try:
                 return self._record_choice(who, turn_id, pick, strength, edit, request_id)
@@ -776,14 +783,14 @@ class Storage:
                     .one_or_none()
                 )
                 if t is None:
-                    raise CollectError(f"turn {turn_id} not found", 404)
+                    raise NotFound(f"turn {turn_id} not found")
                 c = t.conversation
                 if c.annotator_id != who.id and not who.is_admin:
-                    raise CollectError(f"turn {turn_id} not found", 404)
+                    raise NotFound(f"turn {turn_id} not found")
                 if strength is None:
                     texts = {x.slot: x.text for x in t.candidates}
                     if t.status != "ready" or texts.get("a") != texts.get("b"):
-                        raise CollectError("strength is required: the two responses differ", 422)
+                        raise Invalid("strength is required: the two responses differ")
                     strength = 1
                 existing = list(t.comparisons)
                 stored = next((x for x in existing if x.kind == "pick"), None)
@@ -792,21 +799,20 @@ class Storage:
                     same = (stored.pick, stored.strength, stored_edit) == (pick, strength, edit)
                     if (request_id and stored.request_id == request_id) or same:
                         return self._turn_dict(t, admin=who.is_admin)
-                    raise CollectError(
+                    raise Conflict(
                         f"turn {turn_id} already has a different choice ({stored.pick}, "
                         f"strength {stored.strength})",
-                        409,
                     )
                 if c.annotator_id != who.id:
-                    raise CollectError("only the conversation's annotator can choose", 403)
+                    raise Forbidden("only the conversation's annotator can choose")
                 if c.status != "open":
-                    raise CollectError(f"conversation {c.id} is finished", 409)
+                    raise Conflict(f"conversation {c.id} is finished")
                 if t.status != "ready":
-                    raise CollectError(
-                        f"turn {turn_id} is not ready for a choice (status {t.status})", 409
+                    raise Conflict(
+                        f"turn {turn_id} is not ready for a choice (status {t.status})",
                     )
                 if edit is not None and c.mode != "helpful":
-                    raise CollectError("edits are for helpful conversations only", 422)
+                    raise Invalid("edits are for helpful conversations only")
                 cands = {x.slot: x for x in t.candidates}
                 other = "b" if pick == "a" else "a"
                 picked_text, other_text = cands[pick].text, cands[other].text

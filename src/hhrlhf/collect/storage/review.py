@@ -21,7 +21,7 @@ from datetime import timezone
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from ...errors import CollectError
+from ...errors import Conflict, Invalid, NotFound
 from ...ranking.votes import Vote
 from ..agreement import (
     bootstrap_interval,
@@ -133,7 +133,7 @@ def next_review(storage, who, fraction: float, *, rng: random.Random | None = No
         try:
             s.flush()
         except IntegrityError as exc:  # the same reviewer asked twice at once
-            raise CollectError("a review task was just assigned; ask again", 409) from exc
+            raise Conflict("a review task was just assigned; ask again") from exc
         return _task(*_load(s, r.id))
 
 
@@ -185,19 +185,19 @@ def _now():
 def submit_review(storage, who, review_id: int, pick: str, strength: int, points: int) -> dict:
     """Record the reviewer's pick (as shown) and strength; repeating the same answer is a no-op."""
     if pick not in ("a", "b"):
-        raise CollectError(f"pick must be 'a' or 'b', not {pick!r}", 422)
+        raise Invalid(f"pick must be 'a' or 'b', not {pick!r}")
     if not 1 <= strength <= points:
-        raise CollectError(f"strength must be between 1 and {points}, not {strength}", 422)
+        raise Invalid(f"strength must be between 1 and {points}, not {strength}")
     with storage._write() as s:
         loaded = _load(s, review_id)
         if loaded is None or loaded[0].reviewer_id != who.id:
-            raise CollectError(f"review {review_id} not found", 404)
+            raise NotFound(f"review {review_id} not found")
         r = loaded[0]
         original = _flip(pick) if r.swapped else pick
         if r.status == "done":
             if (r.pick, r.strength) == (original, strength):
                 return _task(*loaded)
-            raise CollectError(f"review {review_id} already has a different answer", 409)
+            raise Conflict(f"review {review_id} already has a different answer")
         r.pick, r.strength, r.status, r.decided_at = original, strength, "done", _now()
         s.flush()
         return _task(*loaded)
@@ -491,7 +491,7 @@ def set_annotator(
     once cannot both succeed.
     """
     if role is not None and role not in ("annotator", "admin"):
-        raise CollectError(f"role must be 'annotator' or 'admin', not {role!r}", 422)
+        raise Invalid(f"role must be 'annotator' or 'admin', not {role!r}")
     with storage._write() as s:
         admins = []
         if keep_an_admin:
@@ -505,15 +505,14 @@ def set_annotator(
             )
         a = s.scalar(select(Annotator).where(Annotator.name == name))
         if a is None:
-            raise CollectError(f"no annotator named {name!r}", 404)
+            raise NotFound(f"no annotator named {name!r}")
         stays_admin = (role or a.role) == "admin" and not (
             a.disabled if disabled is None else disabled
         )
         if keep_an_admin and a.id in admins and len(admins) == 1 and not stays_admin:
-            raise CollectError(
+            raise Conflict(
                 f"{a.name!r} is the last admin: make another annotator an admin first "
                 "(an app without an admin cannot manage annotators)",
-                409,
             )
         if role is not None:
             a.role = role
