@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     from hhrlhf.collect.app import create_app
     from hhrlhf.collect.browse import DataIndex
     from hhrlhf.collect.config import demo_settings
-    from hhrlhf.collect.storage import Storage
+    from hhrlhf.collect.db import Storage
 
     print(
         "load average before: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()),

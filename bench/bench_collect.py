@@ -221,7 +221,7 @@ def _run(args, tmp: Path, pg, load_before) -> int:
     db = args.db or (pg.new_database("bench") if pg else f"sqlite:///{tmp / 'bench.db'}")
     env = {**os.environ, "PYTHONPATH": str(SRC), "HH_COLLECT_DB": db}
     sys.path.insert(0, str(SRC))
-    from hhrlhf.collect.storage import Storage
+    from hhrlhf.collect.db import Storage
 
     storage = Storage(db)
     storage.upgrade()

@@ -21,8 +21,8 @@ import time
 from hhrlhf import load_dataset
 from hhrlhf.collect.backends import make_backend
 from hhrlhf.collect.config import BackendConfig
+from hhrlhf.collect.db import Prompt
 from hhrlhf.collect.rerank import RerankBackend
-from hhrlhf.collect.storage import Prompt
 from hhrlhf.reward import train_pm
 
 

@@ -63,7 +63,7 @@ def test_every_project_file_the_source_cites_exists():
 def test_collect_quick_start_names_the_revision_hh_serve_migrates_to(tmp_path):
     """docs/collect.md shows `hh serve`'s first line: the revision it migrates a new database to."""
     pytest.importorskip("alembic")
-    from hhrlhf.collect.storage import Storage
+    from hhrlhf.collect.db import Storage
 
     storage = Storage(f"sqlite:///{tmp_path / 'hh-collect.db'}")
     try:

@@ -16,7 +16,7 @@ pytest.importorskip("alembic")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hhrlhf.collect.config import demo_settings  # noqa: E402
-from hhrlhf.collect.storage import Storage  # noqa: E402
+from hhrlhf.collect.db import Storage  # noqa: E402
 
 _REPORT = pytest.StashKey[list]()
 

@@ -159,7 +159,7 @@ def test_two_admins_demoting_themselves_at_once_leave_one(storage):
     """The check and the change are one transaction with the admins' rows locked."""
     import threading
 
-    from hhrlhf.collect.storage.review import set_annotator
+    from hhrlhf.collect.services.review import set_annotator
 
     for name in ("ann", "bea"):
         storage.add_annotator(name, role="admin")

@@ -15,7 +15,7 @@ from hhrlhf.collect.backends import (
     make_backend,
 )
 from hhrlhf.collect.config import BackendConfig
-from hhrlhf.collect.storage import Prompt, render_prefix
+from hhrlhf.collect.db import Prompt, render_prefix
 
 PROMPT = Prompt(
     history=(("Hi there", "Hello! How can I help?"),),

@@ -388,7 +388,7 @@ def test_serve_refuses_missing_data(tmp_path, db_url):
 def test_collected_data_for_admins(client, storage, admin, bob, tmp_path):
     from test_export import build
 
-    from hhrlhf.collect.export import export_collection
+    from hhrlhf.collect.services.export import export_collection
 
     build(storage)
     export_collection(storage, tmp_path / "out", min_strength=1, include_unfinished=True)
@@ -418,7 +418,7 @@ def test_collected_data_is_rebuilt_only_when_the_database_changed(
 ):
     from test_export import _turn, build
 
-    from hhrlhf.collect import export
+    from hhrlhf.collect.services import export
 
     build(storage)
     exports = []

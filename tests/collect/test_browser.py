@@ -46,7 +46,7 @@ def serve_app(tmp_path, make_settings, *, name: str = "robin"):
     """(base URL, storage, login token of ``name``, app, settings) of the app serving on
     127.0.0.1 on a free port; ``make_settings(db_url)`` gives its settings."""
     from hhrlhf.collect.app import create_app
-    from hhrlhf.collect.storage import Storage
+    from hhrlhf.collect.db import Storage
 
     url = f"sqlite:///{tmp_path / 'collect.db'}"
     storage = Storage(url)
@@ -173,7 +173,7 @@ MESSAGES = [
 
 
 def test_three_turn_conversation_keyboard_mouse_edit_and_export(live_app, browser, tmp_path):
-    from hhrlhf.collect.export import export_collection
+    from hhrlhf.collect.services.export import export_collection
 
     base, storage, token, _ = live_app
     shots = tmp_path / "shots"

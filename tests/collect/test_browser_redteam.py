@@ -93,7 +93,7 @@ def _bar_top(page) -> float:
 
 def test_one_red_team_conversation_from_task_to_rating(red_team_app, browser, tmp_path):
     from hhrlhf import load_dataset
-    from hhrlhf.collect.export import export_collection
+    from hhrlhf.collect.services.export import export_collection
 
     base, storage, token, settings = red_team_app
     context = browser.new_context(viewport={"width": 1280, "height": 800})

@@ -56,7 +56,7 @@ def test_review_then_admin_pages(browser, tmp_path):
             assert reviewed <= 3
         page.wait_for_selector("#review-empty", timeout=TIMEOUT_MS)
         assert reviewed == 3
-        from hhrlhf.collect.storage.review import review_units
+        from hhrlhf.collect.services.review import review_units
 
         got = sorted(u["ratings"][1]["strength"] for u in review_units(storage))
         assert got == [2, 2, 4]

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from test_review import conversation
 
 from hhrlhf.cli import cli
-from hhrlhf.collect.storage.review import next_review, submit_review
+from hhrlhf.collect.services.review import next_review, submit_review
 
 
 def run(*args):

@@ -11,8 +11,8 @@ import asyncio
 import threading
 from dataclasses import replace
 
+from hhrlhf.collect.db import Storage
 from hhrlhf.collect.generation import Generator
-from hhrlhf.collect.storage import Storage
 from hhrlhf.errors import Conflict
 
 WORKERS = 20

@@ -25,7 +25,7 @@ def test_every_config_key_is_in_the_reference():
 def test_every_api_route_is_documented(tmp_path):
     from hhrlhf.collect.app import create_app
     from hhrlhf.collect.config import demo_settings
-    from hhrlhf.collect.storage import Storage
+    from hhrlhf.collect.db import Storage
 
     text = re.sub(r"\{[a-z_]+\}", "{id}", DOC.read_text(encoding="utf-8"))
     url = f"sqlite:///{tmp_path / 'c.db'}"

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("fastapi")
 
 from hhrlhf.collect import config  # noqa: E402
-from hhrlhf.collect.storage import Storage, engine  # noqa: E402
+from hhrlhf.collect.db import Storage, engine  # noqa: E402
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
 TEXT = DOC.read_text(encoding="utf-8")

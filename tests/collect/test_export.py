@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
-from hhrlhf.collect.export import export_collection, split_of
+from hhrlhf.collect.services.export import export_collection, split_of
 from hhrlhf.errors import HHError
 
 GOLDEN = Path(__file__).with_name("golden")

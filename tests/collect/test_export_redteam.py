@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from hhrlhf import load_dataset
 from hhrlhf.collect.config import BackendConfig
-from hhrlhf.collect.export import RED_TEAM_ATTEMPTS, export_collection
+from hhrlhf.collect.services.export import RED_TEAM_ATTEMPTS, export_collection
 from hhrlhf.records import RED_TEAM_KEYS, TASK_SCORE_KEY_CARD, TASK_SCORE_KEY_REAL
 from hhrlhf.reward.score import score_dialogue
 
@@ -259,7 +259,7 @@ def test_cli_names_a_red_team_conversation_without_a_backend(storage, db_url, tm
 
 
 def test_a_forced_export_without_attempts_leaves_no_stale_attempts_file(storage, db_url, tmp_path):
-    from hhrlhf.collect.storage import Storage
+    from hhrlhf.collect.db import Storage
 
     build(storage)
     out = tmp_path / "out"

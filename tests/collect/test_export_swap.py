@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from test_review import conversation
 
-from hhrlhf.collect import export as export_module
-from hhrlhf.collect.export import MANIFEST, export_collection
+from hhrlhf.collect.services import export as export_module
+from hhrlhf.collect.services.export import MANIFEST, export_collection
 
 
 def _snapshot(folder) -> dict[str, bytes]:

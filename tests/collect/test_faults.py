@@ -108,7 +108,7 @@ def test_a_choice_that_finds_no_free_connection_is_503_and_can_be_resent(
     from fastapi.testclient import TestClient
 
     from hhrlhf.collect.app import create_app
-    from hhrlhf.collect.storage import Storage, engine
+    from hhrlhf.collect.db import Storage, engine
 
     monkeypatch.setattr(engine, "POOL_TIMEOUT", 0.2)
     busy = Storage(db_url)

@@ -24,7 +24,7 @@ from openai_server import openai_backend
 from sqlalchemy import update
 
 from hhrlhf.cli import cli
-from hhrlhf.collect.storage.models import Candidate, Comparison, Turn
+from hhrlhf.collect.db.models import Candidate, Comparison, Turn
 from hhrlhf.transcript import parse_transcript
 
 #: a person's text that would start a turn: refused, whichever line ends it is written with

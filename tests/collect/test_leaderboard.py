@@ -8,7 +8,7 @@ import pytest
 from test_review import conversation
 
 from hhrlhf.collect.leaderboard import leaderboard
-from hhrlhf.collect.storage.review import leaderboard_games, model_leaderboard
+from hhrlhf.collect.services.review import leaderboard_games, model_leaderboard
 from hhrlhf.ranking import Vote
 
 
@@ -64,7 +64,7 @@ def test_database_votes_carry_lengths_dates_and_turns(storage):
     with storage._read() as s:
         from sqlalchemy import select
 
-        from hhrlhf.collect.storage.models import Comparison
+        from hhrlhf.collect.db.models import Comparison
 
         picks = s.execute(
             select(Comparison.turn_id, Comparison.chosen_text, Comparison.rejected_text)

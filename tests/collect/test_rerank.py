@@ -304,7 +304,7 @@ def test_the_demo_backend_samples_with_a_temperature():
     import asyncio
 
     from hhrlhf.collect.backends import DemoBackend, demo_choices, demo_reply
-    from hhrlhf.collect.storage import Prompt
+    from hhrlhf.collect.db import Prompt
 
     prompt = Prompt((), "How do I water tomatoes?", "\n\nHuman: How do I water tomatoes?")
 

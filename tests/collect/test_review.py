@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 from sqlalchemy import select
 
-from hhrlhf.collect.storage.review import (
+from hhrlhf.collect.services.review import (
     agreed_turns,
     annotator_stats,
     collection_stats,
@@ -130,7 +130,7 @@ def test_fewest_reviews_first(storage, people):
 
 def _where(storage, task) -> tuple[int, int]:
     """(conversation id, turn index) of a review task (the task itself does not say)."""
-    from hhrlhf.collect.storage.models import Comparison, Review, Turn
+    from hhrlhf.collect.db.models import Comparison, Review, Turn
 
     with storage._read() as s:
         comp = s.get(Comparison, s.get(Review, task["id"]).comparison_id)
@@ -218,7 +218,7 @@ def test_set_annotator_role_and_attributes(storage, people):
 def test_reviews_table_migrates_up_and_down(db_url):
     from sqlalchemy import inspect
 
-    from hhrlhf.collect.storage import Storage
+    from hhrlhf.collect.db import Storage
 
     st = Storage(db_url)
     st.upgrade()
@@ -232,7 +232,7 @@ def test_reviews_table_migrates_up_and_down(db_url):
 
 
 def test_an_identical_pair_is_never_a_game_a_review_item_or_an_agreement_sample(storage, people):
-    from hhrlhf.collect.storage.models import Comparison, Review
+    from hhrlhf.collect.db.models import Comparison, Review
 
     alice, bob, carol = people
     cid = storage.create_conversation(alice, "helpful", "Garden questions")["id"]

@@ -11,8 +11,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Column, Integer, MetaData, Table
 
-from hhrlhf.collect.storage import Storage
-from hhrlhf.collect.storage.models import Base
+from hhrlhf.collect.db import Storage
+from hhrlhf.collect.db.models import Base
 
 
 def _differences(st: Storage, metadata: MetaData) -> list:

@@ -27,7 +27,7 @@ from sqlalchemy import MetaData, select
 
 from hhrlhf.cli import cli
 from hhrlhf.collect.app import SECURITY_HEADERS
-from hhrlhf.collect.storage import new_token
+from hhrlhf.collect.db import new_token
 
 PKG = Path(__file__).resolve().parents[2] / "src" / "hhrlhf"
 

@@ -61,7 +61,7 @@ def test_the_server_factory_freezes_what_startup_made(tmp_path):
     A full collection of the ~110,000 objects imports leave took 50-70 ms with the worker
     stopped: the PostgreSQL choice p99 of bench/bench_collect.py (bench/RESULTS-collect.md).
     """
-    from hhrlhf.collect.storage import Storage
+    from hhrlhf.collect.db import Storage
 
     db = f"sqlite:///{tmp_path / 'c.db'}"
     storage = Storage(db)

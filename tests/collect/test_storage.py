@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import IntegrityError
 
-from hhrlhf.collect.storage import Storage, hash_token
-from hhrlhf.collect.storage import now as storage_now
-from hhrlhf.collect.storage.models import Comparison
+from hhrlhf.collect.db import Storage, hash_token
+from hhrlhf.collect.db import now as storage_now
+from hhrlhf.collect.db.models import Comparison
 from hhrlhf.collect.web.errors import status_of
 from hhrlhf.errors import CollectError, HHError, NotFound
 

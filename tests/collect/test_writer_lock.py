@@ -8,8 +8,8 @@ import textwrap
 import threading
 import time
 
-from hhrlhf.collect.storage import Storage
-from hhrlhf.collect.storage.engine import WriterLock, sqlite_file
+from hhrlhf.collect.db import Storage
+from hhrlhf.collect.db.engine import WriterLock, sqlite_file
 
 
 def test_sqlite_file_of_urls(tmp_path):
@@ -45,7 +45,7 @@ def test_a_writer_in_another_process_waits_for_this_one(tmp_path):
     script = textwrap.dedent(
         f"""
         import time
-        from hhrlhf.collect.storage import Storage
+        from hhrlhf.collect.db import Storage
         s = Storage({url!r})
         print("ready", flush=True)
         t0 = time.monotonic()

@@ -38,7 +38,7 @@ def db_option(f):
 
 def _storage(db_url: str | None, *, migrate: bool = False):
     _web()
-    from ..collect.storage import Storage
+    from ..collect.db import Storage
 
     storage = Storage(db_url or _default_db())
     if migrate:
@@ -312,7 +312,7 @@ def annotator_set(name, role, attrs, db_url):
     if role is None and not attributes:
         raise click.UsageError("nothing to change: pass --role and/or --attr")
     storage = _storage(db_url)
-    from ..collect.storage.review import set_annotator
+    from ..collect.services.review import set_annotator
 
     out = set_annotator(storage, name, role=role, attributes=attributes)
     attrs_text = ", ".join(f"{k}={v}" for k, v in sorted(out["attributes"].items()))
@@ -368,7 +368,7 @@ def stats(db_url, resamples, as_json):
       hh collect stats --json --resamples 2000
     """
     storage = _storage(db_url)
-    from ..collect.storage.review import collection_stats
+    from ..collect.services.review import collection_stats
 
     out = collection_stats(storage, resamples=resamples)
     if as_json:
@@ -460,7 +460,7 @@ def leaderboard_cmd(db_url, battles, resamples, style_control, robustness, as_js
         out = rank(read_battles(battles), **options)
     else:
         storage = _storage(db_url)
-        from ..collect.storage.review import model_leaderboard
+        from ..collect.services.review import model_leaderboard
 
         out = model_leaderboard(storage, **options)
     if as_json:
@@ -622,7 +622,7 @@ def export(
 
         backends = {b.name: b for b in load_config(config_path).backends}
     storage = _storage(db_url)
-    from ..collect.export import export_collection
+    from ..collect.services.export import export_collection
 
     manifest = export_collection(
         storage,

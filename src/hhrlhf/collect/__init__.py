@@ -25,11 +25,11 @@ def __getattr__(name):
 
         return create_app
     if name == "Storage":
-        from .storage import Storage
+        from .db import Storage
 
         return Storage
     if name == "export_collection":
-        from .export import export_collection
+        from .services.export import export_collection
 
         return export_collection
     raise AttributeError(name)

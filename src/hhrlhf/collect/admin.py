@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 
 from .auth import optional_annotator
 from .pages import MODES, _login_required, _render, scale_points
-from .storage.review import collection_stats, model_leaderboard, next_review
+from .services.review import collection_stats, model_leaderboard, next_review
 
 __all__ = ["router", "split_prefix"]
 

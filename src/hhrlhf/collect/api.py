@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import Forbidden, Invalid, TooLarge
 from .auth import COOKIE, check_origin, current_annotator, require_annotator
-from .storage import AnnotatorInfo, choose_backends
+from .db import AnnotatorInfo, choose_backends
 from .textrules import Text
 
 __all__ = ["router", "login_router"]

@@ -11,8 +11,8 @@ from pydantic import StrictBool, StrictInt
 from ..errors import Conflict, Invalid
 from .api import _Body
 from .auth import require_admin, require_annotator
-from .storage import AnnotatorInfo
-from .storage.review import (
+from .db import AnnotatorInfo
+from .services.review import (
     collection_stats,
     model_leaderboard,
     next_review,

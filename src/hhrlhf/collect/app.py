@@ -25,10 +25,10 @@ from .api import router as api_router
 from .browse import DataIndex
 from .browse import router as browse_router
 from .config import Settings, demo_settings, load_config
+from .db import Storage
 from .generation import Generator
 from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
-from .storage import Storage
 from .textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .web.errors import retry_after_of, status_of
 

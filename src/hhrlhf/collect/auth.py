@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from fastapi import Request
 
 from ..errors import Forbidden, Unauthorized
-from .storage import AnnotatorInfo
+from .db import AnnotatorInfo
 
 __all__ = [
     "COOKIE",

@@ -1,6 +1,6 @@
 """Where responses come from: OpenAI-compatible servers (chat or completions) and a demo backend.
 
-A backend streams text deltas for a :class:`~hhrlhf.collect.storage.Prompt`; :func:`finalize`
+A backend streams text deltas for a :class:`~hhrlhf.collect.db.Prompt`; :func:`finalize`
 then cuts any speaker marker the model wrote and normalises whitespace, so the export's
 ``"\\n\\nAssistant: " + response`` is exact.
 """

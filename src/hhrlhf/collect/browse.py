@@ -423,7 +423,7 @@ def collected_index(storage) -> DataIndex:
     the unfinished conversations and the weakest comparisons kept, so nothing is hidden."""
     import tempfile
 
-    from .export import export_collection
+    from .services.export import export_collection
 
     with tempfile.TemporaryDirectory(prefix="hh-collected-") as tmp:
         export_collection(storage, tmp, min_strength=1, include_unfinished=True)

@@ -72,7 +72,7 @@ class ScriptedTurn:
 class CollectionDemo:
     base_url: str
     turns: list[ScriptedTurn] = field(default_factory=list)
-    #: the export's directory and manifest (:func:`hhrlhf.collect.export.export_collection`)
+    #: the export's directory and manifest (:func:`hhrlhf.collect.services.export.export_collection`)
     target: Path | None = None
     manifest: dict = field(default_factory=dict)
 
@@ -87,8 +87,8 @@ def run_scripted_collection(out: str | os.PathLike, script=SCRIPT) -> Collection
 
     from .app import create_app
     from .config import demo_settings
-    from .export import export_collection
-    from .storage import Storage
+    from .db import Storage
+    from .services.export import export_collection
 
     with tempfile.TemporaryDirectory(prefix="hh-collect-demo-") as tmp:
         url = f"sqlite:///{Path(tmp) / 'collect.db'}"

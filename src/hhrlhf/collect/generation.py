@@ -20,8 +20,8 @@ from starlette.concurrency import run_in_threadpool
 
 from .backends import SPEAKER_MARKERS, BackendError, finalize, make_backend
 from .config import Settings
+from .db import Storage
 from .finish import cut_reason
-from .storage import Storage
 from .textrules import clean_model_text
 
 __all__ = ["Generator", "TurnRun", "Event", "slot_label"]

@@ -2,7 +2,7 @@
 
 A *game* is one comparison between responses of two different backends. The database gives
 them as :class:`~hhrlhf.ranking.votes.Vote` records (see
-:func:`hhrlhf.collect.storage.review.leaderboard_games`): the winner as model A, the response
+:func:`hhrlhf.collect.services.review.leaderboard_games`): the winner as model A, the response
 lengths (characters), the decision time, the conversation as the group (turns of one
 conversation are not independent, so the bootstrap resamples whole conversations: the
 *conversation bootstrap*) and ``{"conversation", "turn"}`` as the reference a robustness

@@ -44,7 +44,7 @@ __all__ = [
 ROLES = ("annotator", "admin")
 MODES = ("helpful", "red-team")
 SLOTS = ("a", "b")
-MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def now() -> datetime:

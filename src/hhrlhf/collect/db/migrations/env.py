@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from hhrlhf.collect.storage.models import Base
+from hhrlhf.collect.db.models import Base
 
 config = context.config
 target_metadata = Base.metadata

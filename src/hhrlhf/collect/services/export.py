@@ -43,12 +43,12 @@ from pathlib import Path
 
 import orjson
 
-from ..errors import ExportCheckError, HHError, OutputError
-from ..outputs import plain_mode
-from ..records import TASK_SCORE_KEY_REAL
-from ..subsets import SUBSETS
-from ..transcript import ASSISTANT, HUMAN, Turn, parse_transcript
-from .config import BackendConfig
+from ...errors import ExportCheckError, HHError, OutputError
+from ...outputs import plain_mode
+from ...records import TASK_SCORE_KEY_REAL
+from ...subsets import SUBSETS
+from ...transcript import ASSISTANT, HUMAN, Turn, parse_transcript
+from ..config import BackendConfig
 
 __all__ = [
     "export_collection",
@@ -227,7 +227,7 @@ def _model_name(model) -> str | None:
 def _load_scorer(scorer):
     if scorer is None or hasattr(scorer, "score"):
         return scorer
-    from ..reward.backends import load_model
+    from ...reward.backends import load_model
 
     return load_model(scorer)
 
@@ -243,7 +243,7 @@ def red_team_attempts(
     ``left_out`` counts red-team conversations that are not attempts ("unfinished", "no_turns");
     ``unconfigured`` names backends without ``model_type``/``num_params`` in ``backends``.
     """
-    from ..reward.score import score_dialogues
+    from ...reward.score import score_dialogues
 
     backends = backends or {}
     model = _load_scorer(scorer)
@@ -360,7 +360,7 @@ def export_collection(
     model = _load_scorer(scorer)  # a bad --scorer fails before any file is written
     agreed = reviewed = None
     if agreed_only:
-        from .storage.review import agreed_turns, review_units
+        from .review import agreed_turns, review_units
 
         units = review_units(storage)
         reviewed = {(u["conversation_id"], u["turn_index"]) for u in units}

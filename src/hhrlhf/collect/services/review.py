@@ -1,6 +1,6 @@
 """Review tasks, per-annotator statistics, agreement and leaderboard games over the collection DB.
 
-Plain functions taking the :class:`~hhrlhf.collect.storage.Storage` (its sessions and write
+Plain functions taking the :class:`~hhrlhf.collect.db.Storage` (its sessions and write
 lock); the statistics themselves live in :mod:`hhrlhf.collect.agreement` and
 :mod:`hhrlhf.collect.leaderboard`.
 
@@ -31,8 +31,8 @@ from ..agreement import (
     percent_agreement,
     signed_strength,
 )
+from ..db.models import Annotator, Candidate, Comparison, Conversation, Review, Session, Turn
 from ..leaderboard import leaderboard
-from .models import Annotator, Candidate, Comparison, Conversation, Review, Session, Turn
 
 __all__ = [
     "selected_for_review",
@@ -177,7 +177,7 @@ def _review_candidates(s, reviewer_id: int, fraction: float) -> list[tuple[int, 
 
 
 def _now():
-    from . import now
+    from ..db import now
 
     return now()
 
