@@ -51,10 +51,10 @@ def main(argv=None) -> int:
 
     from fastapi.testclient import TestClient
 
-    from hhrlhf.collect.app import create_app
     from hhrlhf.collect.browse import DataIndex
     from hhrlhf.collect.config import demo_settings
     from hhrlhf.collect.db import Storage
+    from hhrlhf.collect.web.app import create_app
 
     print(
         "load average before: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()),

@@ -100,7 +100,7 @@ def make_client(storage):
     """``make_client(settings) -> TestClient`` over the shared storage (closed at the end)."""
     from fastapi.testclient import TestClient
 
-    from hhrlhf.collect.app import create_app
+    from hhrlhf.collect.web.app import create_app
 
     clients = []
 

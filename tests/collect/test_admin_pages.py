@@ -12,8 +12,8 @@ from logins import login as login_with_token  # noqa: E402
 from test_pages import HOSTILE, _audit  # noqa: E402
 from test_review import conversation  # noqa: E402
 
-from hhrlhf.collect.admin import split_prefix  # noqa: E402
 from hhrlhf.collect.services.review import next_review, submit_review  # noqa: E402
+from hhrlhf.collect.web.admin import split_prefix  # noqa: E402
 
 
 @pytest.fixture

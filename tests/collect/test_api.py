@@ -9,7 +9,7 @@ import pytest
 from logins import login, session_cookie
 from openai_server import openai_backend
 
-from hhrlhf.collect.app import SECURITY_HEADERS
+from hhrlhf.collect.web.app import SECURITY_HEADERS
 
 
 def start(client, headers, mode="helpful", task="Learn to keep tomatoes healthy"):
@@ -511,7 +511,7 @@ def test_a_choice_the_database_cannot_store_is_an_error_not_a_success(client, al
 def test_a_quiet_stream_gets_keep_alive_comments(
     make_client, settings, model_server, alice, monkeypatch
 ):
-    from hhrlhf.collect import api
+    from hhrlhf.collect.web import api
 
     monkeypatch.setattr(api, "KEEPALIVE_SECONDS", 0.1)
     client = make_client(_openai_settings(settings, model_server))

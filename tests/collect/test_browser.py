@@ -45,8 +45,8 @@ class _Server(uvicorn.Server):
 def serve_app(tmp_path, make_settings, *, name: str = "robin"):
     """(base URL, storage, login token of ``name``, app, settings) of the app serving on
     127.0.0.1 on a free port; ``make_settings(db_url)`` gives its settings."""
-    from hhrlhf.collect.app import create_app
     from hhrlhf.collect.db import Storage
+    from hhrlhf.collect.web.app import create_app
 
     url = f"sqlite:///{tmp_path / 'collect.db'}"
     storage = Storage(url)

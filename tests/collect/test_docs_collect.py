@@ -23,9 +23,9 @@ def test_every_config_key_is_in_the_reference():
 
 
 def test_every_api_route_is_documented(tmp_path):
-    from hhrlhf.collect.app import create_app
     from hhrlhf.collect.config import demo_settings
     from hhrlhf.collect.db import Storage
+    from hhrlhf.collect.web.app import create_app
 
     text = re.sub(r"\{[a-z_]+\}", "{id}", DOC.read_text(encoding="utf-8"))
     url = f"sqlite:///{tmp_path / 'c.db'}"

@@ -62,7 +62,7 @@ def test_named_command_options_exist():
 
 
 def test_the_numbers_are_the_codes():
-    from hhrlhf.collect import api
+    from hhrlhf.collect.web import api
 
     per_worker = engine.POOL_SIZE + engine.MAX_OVERFLOW
     assert f"keeps up to {engine.POOL_SIZE} PostgreSQL connections" in TEXT

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from logins import login  # noqa: E402
 from sqlalchemy import event  # noqa: E402
 
-from hhrlhf.collect.app import create_app  # noqa: E402
+from hhrlhf.collect.web.app import create_app  # noqa: E402
 
 
 def _on_event_loop() -> bool:

@@ -107,8 +107,8 @@ def test_a_choice_that_finds_no_free_connection_is_503_and_can_be_resent(
     real SQLAlchemy pool timeout, refused as 503 with Retry-After (not a 500); resent, stored."""
     from fastapi.testclient import TestClient
 
-    from hhrlhf.collect.app import create_app
     from hhrlhf.collect.db import Storage, engine
+    from hhrlhf.collect.web.app import create_app
 
     monkeypatch.setattr(engine, "POOL_TIMEOUT", 0.2)
     busy = Storage(db_url)

@@ -15,10 +15,10 @@ pytest.importorskip("jinja2")
 from fastapi.testclient import TestClient  # noqa: E402
 from logins import login  # noqa: E402
 
-from hhrlhf.collect.app import create_app  # noqa: E402
 from hhrlhf.collect.config import demo_settings  # noqa: E402
 from hhrlhf.collect.db import Storage  # noqa: E402
-from hhrlhf.collect.pages import scale_points  # noqa: E402
+from hhrlhf.collect.web.app import create_app  # noqa: E402
+from hhrlhf.collect.web.pages import scale_points  # noqa: E402
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"> {{7*7}} </textarea>'
 

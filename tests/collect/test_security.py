@@ -26,8 +26,8 @@ from logins import login, login_form, session_cookie
 from sqlalchemy import MetaData, select
 
 from hhrlhf.cli import cli
-from hhrlhf.collect.app import SECURITY_HEADERS
 from hhrlhf.collect.db import new_token
+from hhrlhf.collect.web.app import SECURITY_HEADERS
 
 PKG = Path(__file__).resolve().parents[2] / "src" / "hhrlhf"
 
@@ -63,7 +63,7 @@ def test_the_policy_allows_no_inline_script_and_no_framing():
 def test_every_kind_of_response_carries_the_headers(make_client, settings, alice, storage):
     from fastapi.testclient import TestClient
 
-    from hhrlhf.collect.app import create_app
+    from hhrlhf.collect.web.app import create_app
 
     app = create_app(replace(settings, rate_login_per_minute=3), storage=storage)
 
@@ -146,7 +146,7 @@ def test_the_session_cookie_is_httponly_samesite_and_secure_over_https(
     from fastapi.testclient import TestClient
     from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-    from hhrlhf.collect.app import create_app
+    from hhrlhf.collect.web.app import create_app
 
     _, _, token = alice
     plain = _login(make_client(settings), token)

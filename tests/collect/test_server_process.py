@@ -22,7 +22,7 @@ def _dur(response) -> float:
 
 
 def test_every_response_says_how_long_the_app_took(storage, settings, alice):
-    from hhrlhf.collect.app import create_app
+    from hhrlhf.collect.web.app import create_app
 
     app = create_app(settings, storage=storage)
 
@@ -69,7 +69,7 @@ def test_the_server_factory_freezes_what_startup_made(tmp_path):
     storage.dispose()
     code = (
         "import gc\n"
-        "from hhrlhf.collect.app import create_app_from_env\n"
+        "from hhrlhf.collect.web.app import create_app_from_env\n"
         "create_app_from_env()\n"
         "print(gc.get_freeze_count(), len(gc.get_objects()))\n"
     )

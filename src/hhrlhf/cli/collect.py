@@ -164,7 +164,7 @@ def serve(
     storage.dispose()
     import uvicorn
 
-    from ..collect.server import guarded_protocol
+    from ..collect.web.server import guarded_protocol
 
     env = {"HH_COLLECT_DB": settings.db_url}
     if data:
@@ -186,7 +186,7 @@ def serve(
     if not config_path:
         os.environ.pop("HH_COLLECT_CONFIG", None)
     uvicorn.run(
-        "hhrlhf.collect.app:create_app_from_env",
+        "hhrlhf.collect.web.app:create_app_from_env",
         factory=True,
         host=host,
         port=port,

@@ -21,7 +21,7 @@ __all__ = [
 
 def __getattr__(name):
     if name == "create_app":
-        from .app import create_app
+        from .web.app import create_app
 
         return create_app
     if name == "Storage":

@@ -26,10 +26,10 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import Forbidden, HHError, Invalid, NotFound, ReportBusy
 from ..records import MARKER_RE, PAIR_CLASSES, PreferencePair, RedTeamAttempt
-from .api import Who
-from .auth import optional_annotator
-from .security import SECURITY_HEADERS
+from .web.api import Who
+from .web.auth import optional_annotator
 from .web.errors import status_of
+from .web.security import SECURITY_HEADERS
 
 __all__ = ["DataIndex", "PairQuery", "WordDiff", "diff_segments", "router", "word_diff"]
 
@@ -609,7 +609,7 @@ class _Refused(Exception):
 
 def _open(request: Request) -> DataIndex:
     """The index for a page, or ``_Refused`` carrying the login or error page to show."""
-    from .pages import _login_required, _render
+    from .web.pages import _login_required, _render
 
     who = optional_annotator(request)
     if who is None:
@@ -639,7 +639,7 @@ def visible(text) -> str:
 
 
 def _page(request: Request, index: DataIndex, name: str, status: int = 200, **context):
-    from .pages import _render
+    from .web.pages import _render
 
     collected = request.query_params.get("source") == "collected"
     context.setdefault("params", dict(request.query_params))
@@ -658,7 +658,7 @@ def _page(request: Request, index: DataIndex, name: str, status: int = 200, **co
 
 
 def _error(request: Request, exc: HHError):
-    from .pages import _render
+    from .web.pages import _render
 
     status = status_of(exc)
     return _render(request, "collect/error.html", status, message=str(exc), page="data")

@@ -85,10 +85,10 @@ def run_scripted_collection(out: str | os.PathLike, script=SCRIPT) -> Collection
         require(module, "web", "the collection app")
     import httpx
 
-    from .app import create_app
     from .config import demo_settings
     from .db import Storage
     from .services.export import export_collection
+    from .web.app import create_app
 
     with tempfile.TemporaryDirectory(prefix="hh-collect-demo-") as tmp:
         url = f"sqlite:///{Path(tmp) / 'collect.db'}"

@@ -14,27 +14,26 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from ..errors import HHError
+from ...errors import HHError
+from ..browse import DataIndex
+from ..browse import router as browse_router
+from ..config import Settings, demo_settings, load_config
+from ..db import Storage
+from ..db.errors import DATABASE_ERRORS, as_unavailable
+from ..generation import Generator
+from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .api import login_router, new_rng
 from .api import router as api_router
-from .browse import DataIndex
-from .browse import router as browse_router
-from .config import Settings, demo_settings, load_config
-from .db import Storage
-from .generation import Generator
+from .errors import retry_after_of, status_of
 from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
-from .textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
-from .web.errors import retry_after_of, status_of
 
 __all__ = ["create_app", "create_app_from_env", "settle_heap", "SECURITY_HEADERS"]
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 
 #: Strict-Transport-Security with ``hsts`` on (``hh serve --hsts``): a year, this host only
 HSTS = "max-age=31536000"
@@ -151,7 +150,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     app.state.limits = Limits(settings.rate_login_per_minute, settings.rate_writes_per_minute)
     app.state.data_index = DataIndex.load(settings.data) if settings.data else None
     try:
-        from ..templates import jinja2_templates
+        from ...templates import jinja2_templates
 
         app.state.templates = jinja2_templates()
     except HHError:
@@ -163,28 +162,11 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         headers = {"Retry-After": str(retry)} if retry is not None else None
         return JSONResponse({"error": str(exc)}, status_code=status_of(exc), headers=headers)
 
-    @app.exception_handler(DBAPIError)
-    async def database_error(request: Request, exc: DBAPIError):
-        # a full disk, a read-only or locked database: the request was not stored, say so
-        detail = str(exc.orig).splitlines()[0] if exc.orig is not None else type(exc).__name__
-        return JSONResponse(
-            {
-                "error": f"the database could not store this ({detail}); nothing was saved, try again"
-            },
-            status_code=503,
-        )
+    async def database_error(request: Request, exc: Exception):
+        return await hh_error(request, as_unavailable(exc))
 
-    @app.exception_handler(PoolTimeout)
-    async def pool_exhausted(request: Request, exc: PoolTimeout):
-        # every pooled connection of this worker stayed busy for the pool's whole timeout
-        return JSONResponse(
-            {
-                "error": "the database is busy (no free connection in time); nothing was "
-                "saved, try again"
-            },
-            status_code=503,
-            headers={"Retry-After": "1"},
-        )
+    for db_error in DATABASE_ERRORS:
+        app.add_exception_handler(db_error, database_error)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError):
@@ -201,16 +183,16 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         headers["strict-transport-security"] = HSTS
     harden(app, headers)  # headers even on a crash; out-of-range ids are 404
     app.include_router(api_router)
-    app.include_router(importlib.import_module("hhrlhf.collect.api_review").router)
+    app.include_router(importlib.import_module("hhrlhf.collect.web.api_review").router)
     app.include_router(login_router)
     app.include_router(browse_router)
     try:
-        pages = importlib.import_module("hhrlhf.collect.pages")
+        pages = importlib.import_module("hhrlhf.collect.web.pages")
     except ModuleNotFoundError:
         pages = None
     if pages is not None:
         app.include_router(pages.router)
-        app.include_router(importlib.import_module("hhrlhf.collect.admin").router)
+        app.include_router(importlib.import_module("hhrlhf.collect.web.admin").router)
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
 

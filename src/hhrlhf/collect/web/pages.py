@@ -13,9 +13,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from ..errors import CollectError, Unavailable
+from ...errors import CollectError, Unavailable
 from .auth import current_annotator, optional_annotator
-from .web.errors import status_of
+from .errors import status_of
 
 __all__ = ["router", "MODES", "scale_points"]
 

@@ -140,5 +140,5 @@ def guarded_protocol() -> str:
     """The protocol for ``uvicorn.run(http=...)``, as an import string (workers import it):
     httptools' when it is installed (what uvicorn would pick), else h11's, with the guards."""
     if HttpToolsProtocol is not None:
-        return "hhrlhf.collect.server:GuardedHttpToolsProtocol"
-    return "hhrlhf.collect.server:GuardedH11Protocol"
+        return "hhrlhf.collect.web.server:GuardedHttpToolsProtocol"
+    return "hhrlhf.collect.web.server:GuardedH11Protocol"

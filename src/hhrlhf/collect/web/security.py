@@ -1,6 +1,6 @@
 """Hardening that wraps the whole app: headers even on a crash, ids a database cannot hold.
 
-:func:`harden` is called once by :func:`~hhrlhf.collect.app.create_app`, before the routers
+:func:`harden` is called once by :func:`~hhrlhf.collect.web.app.create_app`, before the routers
 are included:
 
 - the security headers go on every response, an unexpected 500 included (Starlette's error
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from fastapi import Depends, Request
 
-from ..errors import NotFound
+from ...errors import NotFound
 
 __all__ = ["harden", "MAX_ID", "SECURITY_HEADERS"]
 

@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from ..errors import RateLimited
+from ...errors import RateLimited
 
 __all__ = ["RateLimited", "RateLimiter", "Limits"]
 

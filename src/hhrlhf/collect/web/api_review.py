@@ -8,18 +8,18 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import StrictBool, StrictInt
 
-from ..errors import Conflict, Invalid
-from .api import _Body
-from .auth import require_admin, require_annotator
-from .db import AnnotatorInfo
-from .services.review import (
+from ...errors import Conflict, Invalid
+from ..db import AnnotatorInfo
+from ..services.review import (
     collection_stats,
     model_leaderboard,
     next_review,
     set_annotator,
     submit_review,
 )
-from .textrules import AttributeValue, Text
+from ..textrules import AttributeValue, Text
+from .api import _Body
+from .auth import require_admin, require_annotator
 
 __all__ = ["router"]
 

@@ -1,7 +1,7 @@
 """The review page (any annotator) and the admin pages: annotators, agreement, the leaderboard.
 
 Server-rendered (Jinja2, autoescape on); ``static/admin.js`` sends the review answers and the
-annotator changes through the JSON routes of :mod:`hhrlhf.collect.api_review`.
+annotator changes through the JSON routes of :mod:`hhrlhf.collect.web.api_review`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import re
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from ..services.review import collection_stats, model_leaderboard, next_review
 from .auth import optional_annotator
 from .pages import MODES, _login_required, _render, scale_points
-from .services.review import collection_stats, model_leaderboard, next_review
 
 __all__ = ["router", "split_prefix"]
 

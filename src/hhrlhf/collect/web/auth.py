@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 
 from fastapi import Request
 
-from ..errors import Forbidden, Unauthorized
-from .db import AnnotatorInfo
+from ...errors import Forbidden, Unauthorized
+from ..db import AnnotatorInfo
 
 __all__ = [
     "COOKIE",

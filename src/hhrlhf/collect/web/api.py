@@ -16,10 +16,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Stre
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import Forbidden, Invalid, TooLarge
+from ...errors import Forbidden, Invalid, TooLarge
+from ..db import AnnotatorInfo, choose_backends
+from ..textrules import Text
 from .auth import COOKIE, check_origin, current_annotator, require_annotator
-from .db import AnnotatorInfo, choose_backends
-from .textrules import Text
 
 __all__ = ["router", "login_router"]
 
