@@ -19,10 +19,10 @@ import tempfile
 import time
 
 from hhrlhf import load_dataset
-from hhrlhf.collect.backends import make_backend
 from hhrlhf.collect.config import BackendConfig
 from hhrlhf.collect.db import Prompt
-from hhrlhf.collect.rerank import RerankBackend
+from hhrlhf.collect.generation.backends import make_backend
+from hhrlhf.collect.generation.rerank import RerankBackend
 from hhrlhf.reward import train_pm
 
 
@@ -35,7 +35,7 @@ async def run(turns: int, k: int, pm_dir: str) -> dict:
     # a temperature: the demo base draws among six sample responses, so the k texts differ
     base = make_backend(BackendConfig("demo-a", "demo", model="sample", temperature=1.0))
     rerank = RerankBackend(BackendConfig("best", "rerank", base="demo-a", k=k, pm=pm_dir))
-    rerank.bind({"demo-a": base, "best": rerank})
+    rerank.bind({"demo-a": base, "best": rerank}, 20_000)
     rerank.model()  # loading the PM happens once per process, not per turn
     prompts = [
         pair.prompt

@@ -7,15 +7,15 @@ import asyncio
 import pytest
 from openai_server import openai_backend
 
-from hhrlhf.collect.backends import (
+from hhrlhf.collect.config import BackendConfig
+from hhrlhf.collect.db import Prompt, render_prefix
+from hhrlhf.collect.generation.backends import (
     BackendError,
     DemoBackend,
     demo_reply,
     finalize,
     make_backend,
 )
-from hhrlhf.collect.config import BackendConfig
-from hhrlhf.collect.db import Prompt, render_prefix
 
 PROMPT = Prompt(
     history=(("Hi there", "Hello! How can I help?"),),
@@ -131,7 +131,7 @@ def test_two_samples_from_one_demo_backend_differ():
 
 
 def test_demo_replies_hold_no_speaker_markers():
-    from hhrlhf.collect.backends import SPEAKER_MARKERS, _sample_index
+    from hhrlhf.collect.generation.backends import SPEAKER_MARKERS, _sample_index
 
     for _words, chosen, rejected in _sample_index():
         assert not any(m in t for t in (chosen, rejected) for m in SPEAKER_MARKERS)
@@ -142,3 +142,29 @@ def test_unknown_kind_is_refused():
 
     with pytest.raises(HHError, match="unknown backend kind"):
         make_backend(BackendConfig("x", "nope"))
+
+
+def test_every_backend_kind_implements_the_protocol():
+    """The runner calls stream(prompt, slot), bind(backends, max_chars) and record(prompt,
+    slot) on every backend, with no hasattr checks: each kind must have all three."""
+    from hhrlhf.collect.config import BackendConfig
+    from hhrlhf.collect.generation.backends import BACKENDS, Backend, make_backend
+
+    configs = {
+        "openai-chat": BackendConfig(
+            "c", "openai-chat", base_url="http://127.0.0.1:9/v1", model="m"
+        ),
+        "openai-completions": BackendConfig(
+            "p", "openai-completions", base_url="http://127.0.0.1:9/v1", model="m"
+        ),
+        "demo": BackendConfig("d", "demo"),
+        "rerank": BackendConfig("r", "rerank", base="d", k=2, pm="pm"),
+    }
+    assert set(configs) == set(BACKENDS)
+    made = {c.name: make_backend(c) for c in configs.values()}
+    for backend in made.values():
+        assert isinstance(backend, Backend), backend
+        backend.bind(made, 1000)
+        assert backend.kind == backend.config.kind
+    assert made["r"].base is made["d"] and made["r"].max_chars == 1000
+    assert made["d"].record(None, "a") == {}

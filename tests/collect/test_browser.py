@@ -350,13 +350,16 @@ def test_backend_failure_shows_a_message_and_retry_recovers(live_app, browser):
 
     class Flaky:
         def __init__(self, real):
-            self.real, self.config = real, real.config
+            self.real, self.config, self.kind = real, real.config, real.kind
 
-        async def stream(self, prompt):
+        async def stream(self, prompt, slot="a"):
             if state["fail"]:
                 raise ConnectionError("the model server is down")
-            async for item in self.real.stream(prompt):
+            async for item in self.real.stream(prompt, slot):
                 yield item
+
+        def record(self, prompt, slot):
+            return self.real.record(prompt, slot)
 
     generator.backends = {name: Flaky(b) for name, b in generator.backends.items()}
     page = browser.new_page(viewport={"width": 1280, "height": 800})

@@ -12,7 +12,7 @@ import threading
 from dataclasses import replace
 
 from hhrlhf.collect.db import Storage
-from hhrlhf.collect.generation import Generator
+from hhrlhf.collect.generation.runner import Generator
 from hhrlhf.errors import Conflict
 
 WORKERS = 20
@@ -113,10 +113,10 @@ def test_workers_listening_to_the_same_turns_generate_each_once(storage, db_url,
         for name, backend in gen.backends.items():
             real = backend.stream
 
-            def counted(prompt, _real=real, _name=name):
+            def counted(prompt, slot="a", _real=real, _name=name):
                 with lock:
                     calls.append((prompt.human, _name))
-                return _real(prompt)
+                return _real(prompt, slot)
 
             backend.stream = counted
 

@@ -235,7 +235,7 @@ STREAM_CASES = [
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 8, 13, 1000])
 def test_streamed_text_is_cut_and_held_back_as_the_whole_text_would_be(size):
-    from hhrlhf.collect.generation import VisibleText, _visible
+    from hhrlhf.collect.generation.runner import VisibleText, _visible
 
     for text in STREAM_CASES:
         shown, raw, out = VisibleText(), "", ""
@@ -248,7 +248,7 @@ def test_streamed_text_is_cut_and_held_back_as_the_whole_text_would_be(size):
 def test_a_megabyte_in_small_chunks_streams_in_linear_time():
     import time
 
-    from hhrlhf.collect.generation import VisibleText
+    from hhrlhf.collect.generation.runner import VisibleText
 
     shown, out, t0 = VisibleText(), [], time.perf_counter()
     for i in range(0, len(BIG), 5):

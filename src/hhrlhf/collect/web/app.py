@@ -23,7 +23,7 @@ from ..browse import router as browse_router
 from ..config import Settings, demo_settings, load_config
 from ..db import Storage
 from ..db.errors import DATABASE_ERRORS, as_unavailable
-from ..generation import Generator
+from ..generation.runner import Generator
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .api import login_router, new_rng
 from .api import router as api_router

@@ -23,9 +23,9 @@ import threading
 import time
 from collections import OrderedDict
 
-from .config import BackendConfig
-from .finish import BackendError, finalize
-from .textrules import clean_model_text
+from ..config import BackendConfig
+from ..finish import BackendError, finalize
+from ..textrules import clean_model_text
 
 __all__ = ["RerankBackend", "Ranking"]
 
@@ -60,7 +60,6 @@ class RerankBackend:
     """``rerank``: best two of ``k`` samples from ``base`` by the preference model ``pm``."""
 
     kind = "rerank"
-    per_slot = True
 
     def __init__(self, config: BackendConfig):
         self.config = config
@@ -71,8 +70,10 @@ class RerankBackend:
         #: a sample longer than this is cut (not shown); the app sets its max_response_chars
         self.max_chars = 20_000
 
-    def bind(self, backends: dict) -> None:
-        """Resolve ``base`` among the app's backends (called once they are all made)."""
+    def bind(self, backends, max_chars: int) -> None:
+        """Resolve ``base`` among the app's backends (called once they are all made), and cut
+        samples at the app's ``max_response_chars``."""
+        self.max_chars = max_chars
         base = backends.get(self.config.base)
         if base is None or getattr(base, "kind", None) == "rerank":
             raise BackendError(
@@ -93,7 +94,7 @@ class RerankBackend:
         folder = self.pm_for(mode)
         with self._loading:
             if folder not in self._models:
-                from ..reward.backends import load_model
+                from ...reward.backends import load_model
 
                 try:
                     self._models[folder] = load_model(folder)

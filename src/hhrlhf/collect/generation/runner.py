@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 
 from starlette.concurrency import run_in_threadpool
 
+from ..config import Settings
+from ..db import Storage
+from ..finish import cut_reason
+from ..textrules import clean_model_text
 from .backends import SPEAKER_MARKERS, BackendError, finalize, make_backend
-from .config import Settings
-from .db import Storage
-from .finish import cut_reason
-from .textrules import clean_model_text
 
 __all__ = ["Generator", "TurnRun", "Event", "slot_label"]
 
@@ -145,9 +145,7 @@ class Generator:
         self.settings = settings
         self.backends = {b.name: make_backend(b) for b in settings.backends}
         for backend in self.backends.values():
-            if hasattr(backend, "bind"):  # rerank: resolve its base backend
-                backend.bind(self.backends)
-                backend.max_chars = settings.max_response_chars
+            backend.bind(self.backends, settings.max_response_chars)
         self.owner = f"{socket.gethostname()[:20]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.runs: dict[int, TurnRun] = {}
         # a live run renews its lease every third of it (however slow its backend), so a turn
@@ -237,8 +235,7 @@ class Generator:
 
         async def consume():
             nonlocal finish_reason, room, oversize
-            per_slot = getattr(backend, "per_slot", False)  # rerank: one ranking, two slots
-            stream = backend.stream(prompt, slot) if per_slot else backend.stream(prompt)
+            stream = backend.stream(prompt, slot)  # rerank: one ranking, two slots
             try:
                 async for delta, reason in stream:
                     if reason:
@@ -283,7 +280,7 @@ class Generator:
             params=config.sampling_params() if config else {},
             latency_ms=int((time.perf_counter() - t0) * 1000),
         )
-        if error is None and hasattr(backend, "record"):
+        if error is None:
             fields["params"] = {**fields["params"], **backend.record(prompt, slot)}
         # a surrogate pair split across two deltas is joined again; a lone one is U+FFFD
         whole = clean_model_text("".join(raw))

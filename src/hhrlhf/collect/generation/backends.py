@@ -12,13 +12,13 @@ import itertools
 import os
 import random
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from ..errors import HHError, UnknownNameError, require
-from .config import BackendConfig
-from .finish import SPEAKER_MARKERS, BackendError, Finished, finalize
+from ...errors import HHError, UnknownNameError, require
+from ..config import BackendConfig
+from ..finish import SPEAKER_MARKERS, BackendError, Finished, finalize
 
 __all__ = [
     "Backend",
@@ -34,17 +34,40 @@ __all__ = [
 ]
 
 
+@runtime_checkable
 class Backend(Protocol):
-    """What a backend kind implements (see :data:`BACKENDS`)."""
+    """What every backend kind implements (see :data:`BACKENDS`); the runner checks each
+    configured backend against it when the app starts."""
 
     config: BackendConfig
+    kind: str
 
-    def stream(self, prompt) -> AsyncIterator[tuple[str, str | None]]:
-        """One response as ``(text delta, finish reason or None)`` pairs; raises :class:`BackendError`."""
+    def stream(self, prompt: Any, slot: str = "a") -> AsyncIterator[tuple[str, str | None]]:
+        """One response for ``slot`` as ``(text delta, finish reason or None)`` pairs; raises
+        :class:`BackendError`."""
+        ...
+
+    def bind(self, backends: Mapping[str, Backend], max_chars: int) -> None:
+        """Called once every backend is made: resolve other backends it draws on, and take
+        the app's ``max_response_chars``."""
+        ...
+
+    def record(self, prompt: Any, slot: str) -> dict[str, Any]:
+        """What to store with the candidate beside the sampling parameters (``{}``: nothing)."""
         ...
 
 
-class _OpenAIBase:
+class _Plain:
+    """A backend that draws on no other backend and records nothing extra."""
+
+    def bind(self, backends: Mapping[str, Backend], max_chars: int) -> None:
+        return None
+
+    def record(self, prompt: Any, slot: str) -> dict[str, Any]:
+        return {}
+
+
+class _OpenAIBase(_Plain):
     def __init__(self, config: BackendConfig):
         self.config = config
         self._client = None
@@ -107,7 +130,7 @@ class OpenAIChatBackend(_OpenAIBase):
         finally:  # a reply cut short (max_response_chars) closes its connection now
             await stream.close()
 
-    def stream(self, prompt):
+    def stream(self, prompt, slot: str = "a"):
         return self._guard(self._raw(prompt))
 
 
@@ -133,7 +156,7 @@ class OpenAICompletionsBackend(_OpenAIBase):
         finally:
             await stream.close()
 
-    def stream(self, prompt):
+    def stream(self, prompt, slot: str = "a"):
         return self._guard(self._raw(prompt))
 
 
@@ -147,7 +170,7 @@ def _words(text: str) -> set[str]:
 @lru_cache(maxsize=1)
 def _sample_index() -> tuple[tuple[frozenset, str, str], ...]:
     """(words of the last human turn, chosen response, rejected response) of the bundled sample."""
-    from ..dataset import load_dataset
+    from ...dataset import load_dataset
 
     out = []
     for subset in ("helpful-base", "helpful-online"):
@@ -192,7 +215,7 @@ def demo_choices(human: str, n: int = 3) -> list[str]:
     return [text for i in scored[:n] for text in index[i][1:]]
 
 
-class DemoBackend:
+class DemoBackend(_Plain):
     """``demo``: no model; replies drawn from the bundled sample.
 
     Successive calls alternate between the matched pair's two responses (starting with the
@@ -209,7 +232,7 @@ class DemoBackend:
         self._calls = itertools.count()
         self._rng = random.Random()
 
-    async def stream(self, prompt):
+    async def stream(self, prompt, slot: str = "a"):
         if self.config.temperature:
             text = self._rng.choice(demo_choices(prompt.human))
         else:
@@ -231,9 +254,12 @@ BACKENDS: dict[str, type] = {
 }
 
 
-def make_backend(config: BackendConfig):
+def make_backend(config: BackendConfig) -> Backend:
     try:
         cls = BACKENDS[config.kind]
     except KeyError:
         raise UnknownNameError("backend kind", config.kind, list(BACKENDS)) from None
-    return cls(config)
+    backend = cls(config)
+    if not isinstance(backend, Backend):  # pragma: no cover - a kind added without its methods
+        raise HHError(f"backend kind {config.kind!r} does not implement the backend protocol")
+    return backend
