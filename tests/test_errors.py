@@ -118,7 +118,7 @@ def test_config_problems_are_config_errors(tmp_path):
 
 
 def test_the_collection_errors_live_in_errors_py():
-    from hhrlhf.collect import backends
+    from hhrlhf.collect.generation import backends
 
     assert backends.BackendError is BackendError
     assert issubclass(BackendError, HHError)

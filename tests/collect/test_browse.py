@@ -498,7 +498,7 @@ def test_one_file_that_names_no_subset(make_client, settings, alice, tmp_path):
 
 def test_text_index_finds_what_the_plain_scan_finds(tmp_path):
     """The casefolded buffer gives the rows a scan of every pair's strings gives."""
-    from hhrlhf.collect.browse import PairQuery, _holds
+    from hhrlhf.collect.browse.index import PairQuery, _holds
 
     root = tmp_path / "data" / "helpful-base"
     root.mkdir(parents=True)

@@ -47,7 +47,7 @@ def test_the_diff_rebuilds_both_texts(a, b):
 @settings(max_examples=300, deadline=None)
 @given(WORDS, WORDS)
 def test_the_edit_script_is_a_shortest_one(a, b):
-    a_changed, b_changed, _steps = browse._myers(a, b, 10**9)
+    a_changed, b_changed, _steps = browse.diff._myers(a, b, 10**9)
     kept_a = [x for x, c in zip(a, a_changed, strict=True) if not c]
     kept_b = [y for y, c in zip(b, b_changed, strict=True) if not c]
     assert kept_a == kept_b and len(kept_a) == _lcs(a, b)

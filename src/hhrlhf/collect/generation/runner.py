@@ -10,13 +10,16 @@ who closes the page finds the responses stored when they come back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-from starlette.concurrency import run_in_threadpool
+import anyio.to_thread
 
 from ..config import Settings
 from ..db import Storage
@@ -29,6 +32,15 @@ __all__ = ["Generator", "TurnRun", "Event", "slot_label"]
 POLL_SECONDS = 0.2
 #: the first characters of the speaker markers (a text holding none holds no marker, whole or begun)
 _MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
+
+
+T = TypeVar("T")
+
+
+async def run_in_threadpool(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``func(*args, **kwargs)`` in the worker threads (the pool the app's plain routes run
+    in), so database work never blocks the event loop."""
+    return await anyio.to_thread.run_sync(functools.partial(func, *args, **kwargs))
 
 
 def _done(c: dict) -> dict:

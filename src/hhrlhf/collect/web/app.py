@@ -19,7 +19,6 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ...errors import HHError
 from ..browse import DataIndex
-from ..browse import router as browse_router
 from ..config import Settings, demo_settings, load_config
 from ..db import Storage
 from ..db.errors import DATABASE_ERRORS, as_unavailable
@@ -27,6 +26,7 @@ from ..generation.runner import Generator
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .api import login_router, new_rng
 from .api import router as api_router
+from .browse import router as browse_router
 from .errors import retry_after_of, status_of
 from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
