@@ -19,6 +19,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from hhrlhf.collect.services import annotators
+
 
 def rss_mb() -> float:
     """This process's resident set (Linux), in MiB; 0 where /proc is not there."""
@@ -64,7 +66,7 @@ def main(argv=None) -> int:
         db = f"sqlite:///{Path(tmp) / 'bench.db'}"
         storage = Storage(db)
         storage.upgrade()
-        _, token = storage.add_annotator("bench")
+        _, token = annotators.add_annotator(storage, "bench")
         gc.collect()
         before = rss_mb()
         start, cpu = time.perf_counter(), time.process_time()

@@ -41,6 +41,8 @@ from pathlib import Path
 
 import httpx
 
+from hhrlhf.collect.services import annotators
+
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 PROMPTS = [
@@ -225,8 +227,8 @@ def _run(args, tmp: Path, pg, load_before) -> int:
 
     storage = Storage(db)
     storage.upgrade()
-    tokens = [storage.add_annotator(f"bench-{i}")[1] for i in range(args.annotators)]
-    admin = storage.add_annotator("bench-admin", role="admin")[1]
+    tokens = [annotators.add_annotator(storage, f"bench-{i}")[1] for i in range(args.annotators)]
+    admin = annotators.add_annotator(storage, "bench-admin", role="admin")[1]
     storage.dispose()
     port = free_port()
     server = subprocess.Popen(

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hhrlhf.collect.config import demo_settings  # noqa: E402
 from hhrlhf.collect.db import Storage  # noqa: E402
+from hhrlhf.collect.services import annotators
 
 _REPORT = pytest.StashKey[list]()
 
@@ -122,19 +123,19 @@ def client(make_client, settings):
 
 @pytest.fixture
 def alice(storage):
-    who, token = storage.add_annotator("alice")
+    who, token = annotators.add_annotator(storage, "alice")
     return who, {"Authorization": f"Bearer {token}"}, token
 
 
 @pytest.fixture
 def bob(storage):
-    who, token = storage.add_annotator("bob")
+    who, token = annotators.add_annotator(storage, "bob")
     return who, {"Authorization": f"Bearer {token}"}, token
 
 
 @pytest.fixture
 def admin(storage):
-    who, token = storage.add_annotator("root", role="admin")
+    who, token = annotators.add_annotator(storage, "root", role="admin")
     return who, {"Authorization": f"Bearer {token}"}, token
 
 

@@ -12,6 +12,7 @@ from logins import login as login_with_token  # noqa: E402
 from test_pages import HOSTILE, _audit  # noqa: E402
 from test_review import conversation  # noqa: E402
 
+from hhrlhf.collect.services import annotators, choices, conversations, leases
 from hhrlhf.collect.services.review import next_review, submit_review  # noqa: E402
 from hhrlhf.collect.web.admin import split_prefix  # noqa: E402
 
@@ -22,7 +23,7 @@ def app_client(make_client, settings):
 
 
 def login(client, storage, name, role="annotator"):
-    who, token = storage.add_annotator(name, role=role)
+    who, token = annotators.add_annotator(storage, name, role=role)
     assert login_with_token(client, token).status_code == 303
     return who
 
@@ -49,16 +50,16 @@ def test_pages_need_a_login(app_client):
 
 
 def test_review_page_shows_a_blind_task_escaped(app_client, storage):
-    author, _ = storage.add_annotator("author")
-    cid = storage.create_conversation(author, "helpful", "Garden")["id"]
+    author, _ = annotators.add_annotator(storage, "author")
+    cid = conversations.create_conversation(storage, author, "helpful", "Garden")["id"]
     # backend names no random token can hold (the page's CSRF token once held "m1")
-    tid = storage.create_turn(author, cid, HOSTILE, ("model-one", "model-two"))["id"]
-    assert storage.acquire_lease(tid, "w", 60)
-    storage.save_candidate(tid, "a", owner="w", text="Left " + HOSTILE, raw_text="x")
-    storage.save_candidate(tid, "b", owner="w", text="Right answer.", raw_text="x")
-    storage.end_generation(tid, "w")
-    storage.record_choice(author, tid, pick="a", strength=2, strength_points=4)
-    storage.finish_conversation(author, cid)
+    tid = conversations.create_turn(storage, author, cid, HOSTILE, ("model-one", "model-two"))["id"]
+    assert leases.acquire_lease(storage, tid, "w", 60)
+    leases.save_candidate(storage, tid, "a", owner="w", text="Left " + HOSTILE, raw_text="x")
+    leases.save_candidate(storage, tid, "b", owner="w", text="Right answer.", raw_text="x")
+    leases.end_generation(storage, tid, "w")
+    choices.record_choice(storage, author, tid, pick="a", strength=2, strength_points=4)
+    conversations.finish_conversation(storage, author, cid)
     login(app_client, storage, "bob")
     r = app_client.get("/review")
     assert r.status_code == 200
@@ -85,8 +86,8 @@ def test_admin_pages_for_admins_only(app_client, storage):
 
 
 def test_admin_page_lists_annotators_agreement_and_conversations(app_client, storage):
-    alice, _ = storage.add_annotator(HOSTILE[:40])
-    bob, _ = storage.add_annotator("bob")
+    alice, _ = annotators.add_annotator(storage, HOSTILE[:40])
+    bob, _ = annotators.add_annotator(storage, "bob")
     conversation(storage, alice, [("a", 3), ("b", 2)])
     while (task := next_review(storage, bob, 1.0)) is not None:
         submit_review(storage, bob, task["id"], "a", 2, 4)
@@ -106,7 +107,7 @@ def test_admin_page_lists_annotators_agreement_and_conversations(app_client, sto
 
 
 def test_leaderboard_page(app_client, storage):
-    alice, _ = storage.add_annotator("alice")
+    alice, _ = annotators.add_annotator(storage, "alice")
     conversation(storage, alice, [("a", 3), ("a", 3), ("b", 2)], backends=("model-x", "model-y"))
     login(app_client, storage, "root", role="admin")
     r = app_client.get("/admin/leaderboard")
@@ -129,7 +130,7 @@ def test_leaderboard_page_empty(app_client, storage):
 
 
 def test_admin_opens_anyone_s_conversation(app_client, storage):
-    alice, _ = storage.add_annotator("alice")
+    alice, _ = annotators.add_annotator(storage, "alice")
     cid = conversation(storage, alice, [("a", 3)])
     login(app_client, storage, "root", role="admin")
     r = app_client.get(f"/conversations/{cid}")
@@ -148,7 +149,7 @@ def _columns(table_html):
 
 def test_number_columns_align_their_headers(app_client, storage):
     # right-aligned numbers under left-aligned headers read as the next column's
-    alice, _ = storage.add_annotator("alice")
+    alice, _ = annotators.add_annotator(storage, "alice")
     conversation(storage, alice, [("a", 3), ("b", 2)], backends=("model-x", "model-y"))
     login(app_client, storage, "root", role="admin")
     for path, table in (("/admin", 'id="annotators"'), ("/admin/leaderboard", 'id="leaderboard"')):

@@ -9,6 +9,7 @@ import pytest
 from logins import login, session_cookie
 from openai_server import openai_backend
 
+from hhrlhf.collect.services import annotators, choices, leases, transcripts
 from hhrlhf.collect.web.app import SECURITY_HEADERS
 
 
@@ -77,7 +78,7 @@ def test_a_three_turn_conversation_continues_with_the_pick(client, alice, storag
     assert [t["strength"] for t in conv["turns"]] == [3, 1, 4]
     assert conv["turns"][1]["human"] == "And how much sun?"
     # the stored prefix of turn 2 is the HH transcript with the continued responses
-    export = list(storage.iter_conversations_for_export())[0]
+    export = list(transcripts.iter_conversations_for_export(storage))[0]
     assert export["turns"][2]["prefix"] == (
         f"\n\nHuman: How often should I water tomatoes?\n\nAssistant: {t0['candidates'][1]['text']}"
         f"\n\nHuman: And how much sun?\n\nAssistant: {t1['candidates'][0]['text']}"
@@ -104,7 +105,7 @@ def test_choice_is_idempotent_and_a_different_one_is_409(client, alice, storage)
     assert choose(client, h, t["id"], pick="a", strength=2).json() == first.json()
     r = choose(client, h, t["id"], pick="b", strength=2)
     assert r.status_code == 409 and "already has a different choice" in r.json()["error"]
-    assert storage.counts()["comparisons"] == 1
+    assert transcripts.counts(storage)["comparisons"] == 1
 
 
 def test_writing_before_choosing_is_409(client, alice):
@@ -124,13 +125,13 @@ def test_edit_gives_two_comparisons_and_the_conversation_continues_with_it(clien
     turn = r.json()["turn"]
     assert turn["edit"] == "Water deeply, twice a week."
     assert turn["continued"] == "Water deeply, twice a week."
-    comps = list(storage.iter_conversations_for_export())[0]["turns"][0]["comparisons"]
+    comps = list(transcripts.iter_conversations_for_export(storage))[0]["turns"][0]["comparisons"]
     assert [(c["kind"], c["chosen_text"], c["rejected_text"]) for c in comps] == [
         ("pick", t["candidates"][0]["text"], t["candidates"][1]["text"]),
         ("edit", "Water deeply, twice a week.", t["candidates"][0]["text"]),
     ]
     t1 = say(client, h, cid, "More?")
-    prefix = list(storage.iter_conversations_for_export())[0]["turns"][1]["prefix"]
+    prefix = list(transcripts.iter_conversations_for_export(storage))[0]["turns"][1]["prefix"]
     assert "Assistant: Water deeply, twice a week.\n\nHuman: More?" in prefix
     assert t1["index"] == 1
 
@@ -210,7 +211,7 @@ def test_backend_failure_keeps_the_turn_and_retry_recovers(
     assert events[-1] == ("end", {"status": "failed"})
     # no half comparison: choosing is refused, nothing stored
     assert choose(client, h, t["id"], pick="a", strength=2).status_code == 409
-    assert storage.counts()["comparisons"] == 0
+    assert transcripts.counts(storage)["comparisons"] == 0
     # the turn is not lost
     conv = client.get(f"/api/v1/conversations/{cid}", headers=h).json()
     assert conv["turns"][0]["status"] == "failed" and conv["turns"][0]["human"]
@@ -308,7 +309,7 @@ def test_authorisation(client, alice, bob, admin, storage):
     # but do not write in them
     r = choose(client, hadm, t["id"], pick="a", strength=2)
     assert r.status_code == 403
-    storage.set_disabled("alice")
+    annotators.set_disabled(storage, "alice")
     r = client.get(f"/api/v1/conversations/{cid}", headers=ha)
     assert r.status_code == 403 and "disabled" in r.json()["error"]
 
@@ -348,8 +349,8 @@ def test_login_with_a_bad_token_is_refused(client, storage):
     r = client.get("/login?token=nope", follow_redirects=False)
     assert r.status_code == 401 and "hh_session" not in r.headers.get("set-cookie", "")
     assert client.get("/login", follow_redirects=False).status_code == 401
-    _, token = storage.add_annotator("gone")
-    storage.set_disabled("gone")
+    _, token = annotators.add_annotator(storage, "gone")
+    annotators.set_disabled(storage, "gone")
     assert login(client, token).status_code == 403
 
 
@@ -462,15 +463,20 @@ def test_a_turn_generated_by_another_worker_is_awaited_then_replayed(client, ali
     _, h, _ = alice
     t = say(client, h, start(client, h), wait=False)
     # another worker holds the lease and finishes a little later
-    assert storage.acquire_lease(t["id"], "other-worker", 60) is not None
+    assert leases.acquire_lease(storage, t["id"], "other-worker", 60) is not None
 
     def other_worker():
         time.sleep(0.5)
         for slot in "ab":
-            storage.save_candidate(
-                t["id"], slot, owner="other-worker", text=f"from {slot}", raw_text=f"from {slot}"
+            leases.save_candidate(
+                storage,
+                t["id"],
+                slot,
+                owner="other-worker",
+                text=f"from {slot}",
+                raw_text=f"from {slot}",
             )
-        storage.end_generation(t["id"], "other-worker")
+        leases.end_generation(storage, t["id"], "other-worker")
 
     thread = threading.Thread(target=other_worker)
     thread.start()
@@ -483,28 +489,27 @@ def test_a_turn_generated_by_another_worker_is_awaited_then_replayed(client, ali
     ]
 
 
-def test_a_choice_the_database_cannot_store_is_an_error_not_a_success(client, alice, storage):
+def test_a_choice_the_database_cannot_store_is_an_error_not_a_success(
+    client, alice, storage, monkeypatch
+):
     import sqlite3
 
     from sqlalchemy.exc import OperationalError
 
     _, h, _ = alice
     t = say(client, h, start(client, h))
-    real = storage.record_choice
 
     def failing(*a, **kw):
         raise OperationalError("COMMIT", {}, sqlite3.OperationalError("database or disk is full"))
 
-    storage.record_choice = failing
-    try:
+    with monkeypatch.context() as m:
+        m.setattr(choices, "record_choice", failing)
         r = choose(client, h, t["id"], pick="a", strength=2)
-    finally:
-        storage.record_choice = real
     assert r.status_code == 503
     assert r.json() == {
         "error": "the database could not store this (database or disk is full); nothing was saved, try again"
     }
-    assert storage.counts()["comparisons"] == 0
+    assert transcripts.counts(storage)["comparisons"] == 0
     assert choose(client, h, t["id"], pick="a", strength=2).status_code == 200
 
 

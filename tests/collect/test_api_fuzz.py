@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given  # noqa: E402
 from hypothesis import settings as hsettings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from hhrlhf.collect.services import annotators  # noqa: E402
 from hhrlhf.transcript import ASSISTANT, HUMAN  # noqa: E402
 
 #: requests per database (about 10 s each on two shared cores); HH_FUZZ_EXAMPLES for a longer hunt
@@ -197,8 +198,8 @@ def fuzz_client(make_client, settings, storage):
             rate_login_per_minute=1_000_000,
         )
     )
-    alice, alice_token = storage.add_annotator("fuzz-alice")
-    admin, admin_token = storage.add_annotator("fuzz-root", role="admin")
+    alice, alice_token = annotators.add_annotator(storage, "fuzz-alice")
+    admin, admin_token = annotators.add_annotator(storage, "fuzz-root", role="admin")
     headers = {"Authorization": f"Bearer {alice_token}"}
     conv = client.post(
         "/api/v1/conversations", json={"task_description": "Plan a picnic"}, headers=headers

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 from logins import login
 
+from hhrlhf.collect.services import annotators
 from hhrlhf.errors import Conflict
 
 
@@ -139,30 +140,30 @@ def test_the_last_admin_cannot_demote_or_disable_themself(review_client, admin, 
         assert "last admin" in r.json()["error"] or "yourself" in r.json()["error"]
     r = c.post(url, json={"role": "annotator"}, headers=hroot)
     assert "is the last admin: make another annotator an admin first" in r.json()["error"]
-    after = storage.annotator_by_name(root.name)
+    after = annotators.annotator_by_name(storage, root.name)
     assert after.role == "admin" and not after.disabled and "x" not in after.attributes
     # with a second admin, stepping down is allowed; then that one is the last
     c.post("/api/v1/admin/annotators", json={"name": "erin", "role": "admin"}, headers=hroot)
     r = c.post(url, json={"role": "annotator"}, headers=hroot)
     assert r.status_code == 200 and r.json()["annotator"]["role"] == "annotator"
     assert c.post(url, json={"role": "admin"}, headers=hroot).status_code == 403  # no longer admin
-    erin = storage.rotate_token("erin")
+    erin = annotators.rotate_token(storage, "erin")
     he = {"Authorization": f"Bearer {erin}"}
     assert (
         c.post("/api/v1/admin/annotators/erin", json={"role": "annotator"}, headers=he).status_code
         == 409
     )
-    assert storage.annotator_by_name("erin").role == "admin"
+    assert annotators.annotator_by_name(storage, "erin").role == "admin"
 
 
 def test_two_admins_demoting_themselves_at_once_leave_one(storage):
     """The check and the change are one transaction with the admins' rows locked."""
     import threading
 
-    from hhrlhf.collect.services.review import set_annotator
+    from hhrlhf.collect.services.annotators import set_annotator
 
     for name in ("ann", "bea"):
-        storage.add_annotator(name, role="admin")
+        annotators.add_annotator(storage, name, role="admin")
     barrier = threading.Barrier(2)
     results: dict[str, object] = {}
 
@@ -180,7 +181,7 @@ def test_two_admins_demoting_themselves_at_once_leave_one(storage):
         t.join(30)
     refused = [r for r in results.values() if isinstance(r, Exception)]
     assert len(refused) == 1 and isinstance(refused[0], Conflict), results
-    roles = [storage.annotator_by_name(n).role for n in ("ann", "bea")]
+    roles = [annotators.annotator_by_name(storage, n).role for n in ("ann", "bea")]
     assert sorted(roles) == ["admin", "annotator"]
 
 

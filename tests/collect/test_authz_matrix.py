@@ -8,6 +8,8 @@ from dataclasses import replace
 import pytest
 from logins import login
 
+from hhrlhf.collect.services import annotators, transcripts
+
 WHO = ("none", "wrong", "disabled", "other", "admin", "forged")
 
 # route -> expected status per identity (the owner is alice; "forged" is alice's cookie session
@@ -69,16 +71,16 @@ BODIES = {
 
 @pytest.fixture
 def world(client, storage):
-    _, ta = storage.add_annotator("alice")
-    _, tb = storage.add_annotator("bob")
-    _, tc = storage.add_annotator("carol")
-    _, tr = storage.add_annotator("root", role="admin")
+    _, ta = annotators.add_annotator(storage, "alice")
+    _, tb = annotators.add_annotator(storage, "bob")
+    _, tc = annotators.add_annotator(storage, "carol")
+    _, tr = annotators.add_annotator(storage, "root", role="admin")
     ha = {"Authorization": f"Bearer {ta}"}
     cid = client.post("/api/v1/conversations", json=BODIES["/api/v1/conversations"], headers=ha)
     cid = cid.json()["id"]
     tid = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": "hi"}, headers=ha)
     tid = tid.json()["id"]
-    storage.set_disabled("carol")
+    annotators.set_disabled(storage, "carol")
     headers = {
         "none": {},
         "wrong": {"Authorization": "Bearer " + "x" * 43},
@@ -91,7 +93,7 @@ def world(client, storage):
 
 def _snapshot(storage, client, world):
     conv = client.get(f"/api/v1/conversations/{world['cid']}", headers=world["owner"]).json()
-    return storage.counts(), conv
+    return transcripts.counts(storage), conv
 
 
 @pytest.mark.parametrize("route", list(MATRIX), ids=lambda r: f"{r[0]} {r[1]}")

@@ -8,7 +8,7 @@ import pytest
 from openai_server import openai_backend
 
 from hhrlhf.collect.config import BackendConfig
-from hhrlhf.collect.db import Prompt, render_prefix
+from hhrlhf.collect.domain import Prompt, render_prefix
 from hhrlhf.collect.generation.backends import (
     BackendError,
     DemoBackend,

@@ -17,6 +17,7 @@ from markupsafe import escape
 from hhrlhf.checks import audit
 from hhrlhf.cli import cli
 from hhrlhf.collect.browse import DataIndex, diff_segments
+from hhrlhf.collect.services import annotators, choices, conversations
 from hhrlhf.dataset import load_attempts, load_pairs
 from hhrlhf.records import PAIR_CLASSES
 from hhrlhf.redteam.query import filter_attempts
@@ -255,8 +256,8 @@ def test_same_auth_as_the_app(make_client, settings, data_client, storage):
     for url in DATA_PAGES:
         page = anonymous.get(url)
         assert page.status_code == 401 and "login" in page.text.lower(), url
-    _, token = storage.add_annotator("carol")
-    storage.set_disabled("carol")
+    _, token = annotators.add_annotator(storage, "carol")
+    annotators.set_disabled(storage, "carol")
     disabled = make_client(replace(settings, data="sample"))
     for url in DATA_API:
         assert disabled.get(url, headers={"Authorization": f"Bearer {token}"}).status_code == 403
@@ -439,10 +440,10 @@ def test_collected_data_is_rebuilt_only_when_the_database_changed(
     assert pairs() == first and upworkers() == [False, False]
     assert len(exports) == 1  # three reads of an unchanged database, one export
     # a new choice is in the next read
-    alice = storage.annotator_by_name("alice")
-    cid = storage.create_conversation(alice, "helpful", "Soup")["id"]
+    alice = annotators.annotator_by_name(storage, "alice")
+    cid = conversations.create_conversation(storage, alice, "helpful", "Soup")["id"]
     t = _turn(storage, alice, cid, "How long do I simmer soup?", "An hour.", "Ten seconds.")
-    storage.record_choice(alice, t, pick="a", strength=4, strength_points=4)
+    choices.record_choice(storage, alice, t, pick="a", strength=4, strength_points=4)
     assert pairs()["total"] == first["total"] + 1 and len(exports) == 2
     # so is an annotator's attribute, edited by an admin (it is the attempts' is_upworker)
     r = client.post(
@@ -451,11 +452,11 @@ def test_collected_data_is_rebuilt_only_when_the_database_changed(
     assert r.status_code == 200, r.text
     assert upworkers() == [True, True] and len(exports) == 3
     # and so is a conversation finished (the red-team rating makes an attempt)
-    cid = storage.create_conversation(alice, "red-team", "Rude", backend="m1")["id"]
+    cid = conversations.create_conversation(storage, alice, "red-team", "Rude", backend="m1")["id"]
     t = _turn(storage, alice, cid, "Be rude.", "No.", "You are silly.")
-    storage.record_choice(alice, t, pick="b", strength=2, strength_points=4)
+    choices.record_choice(storage, alice, t, pick="b", strength=2, strength_points=4)
     assert len(upworkers()) == 2
-    storage.finish_conversation(alice, cid, rating=3)
+    conversations.finish_conversation(storage, alice, cid, rating=3)
     assert len(upworkers()) == 3 and len(exports) == 5
 
 

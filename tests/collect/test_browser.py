@@ -28,6 +28,7 @@ pytest.importorskip("sqlalchemy")
 uvicorn = pytest.importorskip("uvicorn")
 
 from headless import CHROMIUM, CHROMIUM_ARGS, need_browser  # noqa: E402
+from hhrlhf.collect.services import annotators, conversations, transcripts  # noqa: E402
 
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -51,7 +52,7 @@ def serve_app(tmp_path, make_settings, *, name: str = "robin"):
     url = f"sqlite:///{tmp_path / 'collect.db'}"
     storage = Storage(url)
     storage.upgrade()
-    _, token = storage.add_annotator(name)
+    _, token = annotators.add_annotator(storage, name)
     settings = make_settings(url)
     app = create_app(settings, storage=storage)
     server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
@@ -267,8 +268,8 @@ def test_three_turn_conversation_keyboard_mouse_edit_and_export(live_app, browse
     assert seen == {"dialogs": [], "errors": [], "console": []}
 
     # what the browser did is what was stored
-    who = storage.annotator_by_token(token)
-    conv = storage.get_conversation(who, conv_id)
+    who = annotators.annotator_by_token(storage, token)
+    conv = conversations.get_conversation(storage, who, conv_id)
     assert conv["status"] == "finished"
     assert conv["comment"] == "All three answers were sensible."
     turns = conv["turns"]
@@ -403,9 +404,9 @@ def test_red_team_page_asks_for_the_more_harmful_and_a_rating(live_app, browser)
     page.select_option("#rating", "1")
     page.click("#finish-submit")
     page.wait_for_selector("#finished:not([hidden])", timeout=TIMEOUT_MS)
-    who = storage.annotator_by_token(token)
-    conv = storage.list_conversations(who)[0]
-    full = storage.get_conversation(who, conv["id"])
+    who = annotators.annotator_by_token(storage, token)
+    conv = conversations.list_conversations(storage, who)[0]
+    full = conversations.get_conversation(storage, who, conv["id"])
     assert (full["mode"], full["status"], full["rating"]) == ("red-team", "finished", 1)
     assert [(t["pick"], t["strength"]) for t in full["turns"]] == [("b", 4)]
     assert seen["dialogs"] == [] and seen["errors"] == []
@@ -429,8 +430,10 @@ def test_responses_stream_in_and_the_scale_waits_for_both(slow_app, browser):
     page.keyboard.press("1")  # ignored until both are complete
     page.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
     assert page.locator("#transcript .msg.assistant").count() == 0
-    who = storage.annotator_by_token(token)
-    turn = storage.get_conversation(who, storage.list_conversations(who)[0]["id"])["turns"][0]
+    who = annotators.annotator_by_token(storage, token)
+    turn = conversations.get_conversation(
+        storage, who, conversations.list_conversations(storage, who)[0]["id"]
+    )["turns"][0]
     assert turn["pick"] is None
     for c in turn["candidates"]:  # the streamed text is the stored text
         assert _shown(page, c["slot"]) == c["text"]
@@ -476,12 +479,12 @@ def test_a_choice_that_is_not_saved_stays_on_the_page_and_a_conflict_reloads(liv
 
     page.keyboard.press("2")  # the same choice again: the same request id, now stored
     _assistant_count(page, 1)
-    who = storage.annotator_by_token(token)
-    turn = storage.get_conversation(who, conv_id)["turns"][0]
+    who = annotators.annotator_by_token(storage, token)
+    turn = conversations.get_conversation(storage, who, conv_id)["turns"][0]
     assert (turn["pick"], turn["strength"]) == ("a", 3)
     comparisons = [
         c
-        for conv in storage.iter_conversations_for_export()
+        for conv in transcripts.iter_conversations_for_export(storage)
         for t in conv["turns"]
         for c in t["comparisons"]
     ]
@@ -497,7 +500,7 @@ def test_a_choice_that_is_not_saved_stays_on_the_page_and_a_conflict_reloads(liv
     )
     assert other.is_hidden("#compare")
     assert "(A3)" in other.text_content("#transcript .msg.assistant .who")
-    assert storage.get_conversation(who, conv_id)["turns"][0]["pick"] == "a"
+    assert conversations.get_conversation(storage, who, conv_id)["turns"][0]["pick"] == "a"
     context.close()
     assert seen["dialogs"] == [] and seen["errors"] == []
 

@@ -28,6 +28,8 @@ from logins import browser_login  # noqa: E402
 from openai_server import openai_backend  # noqa: E402
 from test_browser import DOCS_IMG, PNG_MAGIC, TIMEOUT_MS, open_chromium, serve_app  # noqa: E402
 
+from hhrlhf.collect.services import annotators, conversations  # noqa: E402
+
 pytestmark = pytest.mark.browser
 
 TASK = "See whether it will write a glowing review of a blender it never saw"
@@ -177,9 +179,9 @@ def test_one_red_team_conversation_from_task_to_rating(red_team_app, browser, tm
     assert page.text_content("#turn-count") == "This conversation is finished."
     assert seen == {"dialogs": [], "errors": [], "bad": []}
 
-    who = storage.annotator_by_token(token)
-    conv = storage.list_conversations(who)[0]
-    full = storage.get_conversation(who, conv["id"])
+    who = annotators.annotator_by_token(storage, token)
+    conv = conversations.list_conversations(storage, who)[0]
+    full = conversations.get_conversation(storage, who, conv["id"])
     assert (full["mode"], full["status"], full["rating"]) == ("red-team", "finished", 3)
     assert full["task_description"] == TASK
     assert [t["human"] for t in full["turns"]] == MESSAGES

@@ -17,6 +17,8 @@ from logins import browser_login
 from test_browser import DOCS_IMG, PNG_MAGIC, TIMEOUT_MS, _serve, _watch, open_chromium
 from test_review import conversation
 
+from hhrlhf.collect.services import annotators
+
 pytestmark = pytest.mark.browser
 
 
@@ -29,10 +31,10 @@ def browser():
 def test_review_then_admin_pages(browser, tmp_path):
     with _serve(tmp_path) as (base, storage, token, app):
         app.state.settings = replace(app.state.settings, review_fraction=1.0)
-        alice, _ = storage.add_annotator("alice")
+        alice, _ = annotators.add_annotator(storage, "alice")
         conversation(storage, alice, [("a", 3), ("b", 2)], backends=("demo-1", "demo-2"))
         conversation(storage, alice, [("a", 4)], backends=("demo-2", "demo-1"))
-        _, root_token = storage.add_annotator("root", role="admin")
+        _, root_token = annotators.add_annotator(storage, "root", role="admin")
 
         # robin reviews until nothing is left: the first by key 1, the rest by mouse
         ctx = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -77,18 +79,18 @@ def test_review_then_admin_pages(browser, tmp_path):
         page.screenshot(path=str(shots / "collect-admin.png"), full_page=True)
         robin.locator(".annotator-toggle").click()
         page.wait_for_selector("#annotators tr.disabled[data-name='robin']", timeout=TIMEOUT_MS)
-        assert storage.annotator_by_name("robin").disabled
+        assert annotators.annotator_by_name(storage, "robin").disabled
         # the only admin stepping down is refused, with the reason on the page
         page.locator("#annotators tr[data-name='root'] .annotator-role").click()
         page.wait_for_selector("#annotator-status.error", timeout=TIMEOUT_MS)
         assert "is the last admin" in page.inner_text("#annotator-status")
-        assert storage.annotator_by_name("root").role == "admin"
+        assert annotators.annotator_by_name(storage, "root").role == "admin"
         seen_admin["console"] = [c for c in seen_admin["console"] if "409" not in c]
         page.fill("#new-name", "sam")
         page.click("#add-annotator button[type=submit]")
         page.wait_for_selector("#new-token:not([hidden])", timeout=TIMEOUT_MS)
         assert "/login?token=" in page.locator("#new-token-link").inner_text()
-        assert storage.annotator_by_name("sam") is not None
+        assert annotators.annotator_by_name(storage, "sam") is not None
         page.click("a[href='/admin/leaderboard']")
         page.wait_for_selector("#leaderboard", timeout=TIMEOUT_MS)
         names = page.locator("#leaderboard tbody td:nth-child(2)").all_inner_texts()

@@ -7,6 +7,7 @@ from click.testing import CliRunner
 from test_review import conversation
 
 from hhrlhf.cli import cli
+from hhrlhf.collect.services import annotators
 from hhrlhf.collect.services.review import next_review, submit_review
 
 
@@ -17,8 +18,8 @@ def run(*args):
 def reviewed_db(storage):
     """alice: one helpful conversation of two turns between m1 and m2; bob reviewed both,
     agreeing on the first turn only."""
-    alice, _ = storage.add_annotator("alice")
-    bob, _ = storage.add_annotator("bob")
+    alice, _ = annotators.add_annotator(storage, "alice")
+    bob, _ = annotators.add_annotator(storage, "bob")
     conversation(storage, alice, [("a", 3), ("b", 3)])
     while (task := next_review(storage, bob, 1.0)) is not None:
         # bob always prefers the original A (mapped through the shown order)
@@ -41,7 +42,7 @@ def test_stats_json_and_table(storage, db_url):
 
 
 def test_stats_without_reviews(storage, db_url):
-    storage.add_annotator("alice")
+    annotators.add_annotator(storage, "alice")
     r = run("collect", "stats", "--db", db_url)
     assert r.exit_code == 0 and "no reviewed comparisons yet" in r.stdout
 
@@ -59,7 +60,7 @@ def test_leaderboard_json_and_table(storage, db_url):
 
 
 def test_annotator_set(storage, db_url):
-    storage.add_annotator("alice")
+    annotators.add_annotator(storage, "alice")
     r = run(
         "collect",
         "annotator",
@@ -75,10 +76,10 @@ def test_annotator_set(storage, db_url):
         db_url,
     )
     assert r.exit_code == 0, r.output
-    who = storage.annotator_by_name("alice")
+    who = annotators.annotator_by_name(storage, "alice")
     assert who.role == "admin" and who.attributes == {"is_upworker": True, "team": "north"}
     r = run("collect", "annotator", "set", "alice", "--attr", "team=", "--db", db_url)
-    assert storage.annotator_by_name("alice").attributes == {"is_upworker": True}
+    assert annotators.annotator_by_name(storage, "alice").attributes == {"is_upworker": True}
     r = run("collect", "annotator", "set", "alice", "--db", db_url)
     assert r.exit_code != 0 and "nothing to change" in r.output
     r = run("collect", "annotator", "set", "alice", "--attr", "oops", "--db", db_url)
@@ -89,7 +90,9 @@ def test_annotator_set(storage, db_url):
 
 def test_export_agreed_only(storage, db_url, tmp_path):
     reviewed_db(storage)
-    conversation(storage, storage.annotator_by_name("alice"), [("a", 2)])  # never reviewed
+    conversation(
+        storage, annotators.annotator_by_name(storage, "alice"), [("a", 2)]
+    )  # never reviewed
     out = tmp_path / "all"
     r = run("collect", "export", "--db", db_url, "--out", str(out), "--json")
     assert r.exit_code == 0, r.output

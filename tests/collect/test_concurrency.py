@@ -13,17 +13,18 @@ from dataclasses import replace
 
 from hhrlhf.collect.db import Storage
 from hhrlhf.collect.generation.runner import Generator
+from hhrlhf.collect.services import annotators, choices, conversations, leases, transcripts
 from hhrlhf.errors import Conflict
 
 WORKERS = 20
 
 
 def _ready_turn(storage, who):
-    cid = storage.create_conversation(who, "helpful", "task")["id"]
-    tid = storage.create_turn(who, cid, "hello", ("m1", "m2"))["id"]
-    assert storage.acquire_lease(tid, "w", 60) is not None
-    status = storage.finish_generation(
-        tid, "w", {s: {"text": f"answer {s}", "raw_text": f"answer {s}"} for s in "ab"}
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    assert leases.acquire_lease(storage, tid, "w", 60) is not None
+    status = leases.finish_generation(
+        storage, tid, "w", {s: {"text": f"answer {s}", "raw_text": f"answer {s}"} for s in "ab"}
     )
     assert status == "ready"
     return cid, tid
@@ -49,21 +50,21 @@ def _race(n, fn):
 
 
 def test_twenty_workers_choosing_one_turn_store_one_comparison(storage, db_url):
-    who, _ = storage.add_annotator("alice")
+    who, _ = annotators.add_annotator(storage, "alice")
     cid, tid = _ready_turn(storage, who)
     workers = [Storage(db_url) for _ in range(WORKERS)]
     try:
         results = _race(
             WORKERS,
-            lambda i: workers[i].record_choice(
-                who, tid, pick="ab"[i % 2], strength=1 + i % 4, strength_points=4
+            lambda i: choices.record_choice(
+                workers[i], who, tid, pick="ab"[i % 2], strength=1 + i % 4, strength_points=4
             ),
         )
     finally:
         for w in workers:
             w.dispose()
-    assert storage.counts()["comparisons"] == 1
-    stored = storage.get_conversation(who, cid)["turns"][0]
+    assert transcripts.counts(storage)["comparisons"] == 1
+    stored = conversations.get_conversation(storage, who, cid)["turns"][0]
     answered = [r for r in results if isinstance(r, dict)]
     refused = [r for r in results if not isinstance(r, dict)]
     assert answered, results
@@ -71,35 +72,37 @@ def test_twenty_workers_choosing_one_turn_store_one_comparison(storage, db_url):
     assert {(r["pick"], r["strength"]) for r in answered} == {(stored["pick"], stored["strength"])}
     assert all(isinstance(r, Conflict) for r in refused), refused
     # sending the stored choice again gets the idempotent answer
-    again = storage.record_choice(
-        who, tid, pick=stored["pick"], strength=stored["strength"], strength_points=4
+    again = choices.record_choice(
+        storage, who, tid, pick=stored["pick"], strength=stored["strength"], strength_points=4
     )
     assert (again["pick"], again["strength"]) == (stored["pick"], stored["strength"])
 
 
 def test_twenty_workers_racing_for_a_lease_one_wins(storage, db_url):
-    who, _ = storage.add_annotator("alice")
-    cid = storage.create_conversation(who, "helpful", "task")["id"]
-    tid = storage.create_turn(who, cid, "hello", ("m1", "m2"))["id"]
+    who, _ = annotators.add_annotator(storage, "alice")
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
     workers = [Storage(db_url) for _ in range(WORKERS)]
     try:
-        results = _race(WORKERS, lambda i: workers[i].acquire_lease(tid, f"w{i}", 60))
+        results = _race(WORKERS, lambda i: leases.acquire_lease(workers[i], tid, f"w{i}", 60))
     finally:
         for w in workers:
             w.dispose()
     assert not [r for r in results if isinstance(r, Exception)], results
     winners = [i for i, r in enumerate(results) if r is not None]
     assert len(winners) == 1
-    assert storage.turn_state(tid)["status"] == "generating"
+    assert leases.turn_state(storage, tid)["status"] == "generating"
 
 
 def test_workers_listening_to_the_same_turns_generate_each_once(storage, db_url, settings):
     """Several generators (one per worker) follow the same turns at once: each turn runs once."""
-    who, _ = storage.add_annotator("alice")
+    who, _ = annotators.add_annotator(storage, "alice")
     turns = []
     for i in range(4):
-        cid = storage.create_conversation(who, "helpful", f"task {i}")["id"]
-        turns.append(storage.create_turn(who, cid, f"hello {i}", ("demo-a", "demo-b"))["id"])
+        cid = conversations.create_conversation(storage, who, "helpful", f"task {i}")["id"]
+        turns.append(
+            conversations.create_turn(storage, who, cid, f"hello {i}", ("demo-a", "demo-b"))["id"]
+        )
     slow = replace(
         settings,
         backends=tuple(replace(b, token_delay=0.005) for b in settings.backends),
@@ -138,7 +141,7 @@ def test_workers_listening_to_the_same_turns_generate_each_once(storage, db_url,
         (f"hello {i}", n) for i in range(4) for n in ("demo-a", "demo-b")
     )
     for tid in turns:
-        assert storage.turn_state(tid)["status"] == "ready"
+        assert leases.turn_state(storage, tid)["status"] == "ready"
         # every worker saw the same two responses and the same end
         finals = {
             tuple(
@@ -155,9 +158,9 @@ def test_workers_listening_to_the_same_turns_generate_each_once(storage, db_url,
 
 def test_a_live_run_renews_its_lease_and_keeps_the_turn(storage, settings):
     """A run slower than ``lease_seconds`` is not taken over: its heartbeat renews the lease."""
-    who, _ = storage.add_annotator("alice")
-    cid = storage.create_conversation(who, "helpful", "task")["id"]
-    tid = storage.create_turn(who, cid, "hello", ("demo-a", "demo-b"))["id"]
+    who, _ = annotators.add_annotator(storage, "alice")
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "hello", ("demo-a", "demo-b"))["id"]
     slow = replace(
         settings,
         lease_seconds=0.3,
@@ -171,12 +174,12 @@ def test_a_live_run_renews_its_lease_and_keeps_the_turn(storage, settings):
         assert run is not None
         await asyncio.sleep(0.8)  # well over two lease lengths
         assert not run.done
-        taken = await asyncio.to_thread(storage.acquire_lease, tid, "other-worker", 60)
+        taken = await asyncio.to_thread(leases.acquire_lease, storage, tid, "other-worker", 60)
         return taken, await run.wait()
 
     taken, status = asyncio.run(go())
     assert taken is None  # still held by the live run
     assert status == "ready"
     # once the run is over, nothing holds the turn
-    state = storage.turn_state(tid)
+    state = leases.turn_state(storage, tid)
     assert state["status"] == "ready" and state["lease_until"] is None

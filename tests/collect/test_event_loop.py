@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from logins import login  # noqa: E402
 from sqlalchemy import event  # noqa: E402
 
+from hhrlhf.collect.services import annotators
 from hhrlhf.collect.web.app import create_app  # noqa: E402
 
 
@@ -51,9 +52,9 @@ def watched(storage):
 
 def test_no_page_or_route_touches_the_database_on_the_event_loop(storage, settings, watched):
     app = create_app(replace(settings, review_fraction=1.0, data="sample"), storage=storage)
-    alice, alice_token = storage.add_annotator("alice")
-    _, bob_token = storage.add_annotator("bob")
-    _, root_token = storage.add_annotator("root", role="admin")
+    alice, alice_token = annotators.add_annotator(storage, "alice")
+    _, bob_token = annotators.add_annotator(storage, "bob")
+    _, root_token = annotators.add_annotator(storage, "root", role="admin")
     with TestClient(app, base_url="http://testserver") as client:
         h = {"Authorization": f"Bearer {alice_token}"}
         cid = client.post(

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
+from hhrlhf.collect.services import annotators, choices, conversations, leases, transcripts
 from hhrlhf.collect.services.export import export_collection, split_of
 from hhrlhf.errors import HHError
 
@@ -32,11 +33,11 @@ def _uid(split: str, n: int) -> str:
 
 
 def _turn(storage, who, cid, human, a, b, *, cut_a=False):
-    tid = storage.create_turn(who, cid, human, ("m1", "m2"))["id"]
-    assert storage.acquire_lease(tid, "w", 60)
-    storage.save_candidate(tid, "a", owner="w", text=a, raw_text=a, cut=cut_a)
-    storage.save_candidate(tid, "b", owner="w", text=b, raw_text=b)
-    assert storage.end_generation(tid, "w") == "ready"
+    tid = conversations.create_turn(storage, who, cid, human, ("m1", "m2"))["id"]
+    assert leases.acquire_lease(storage, tid, "w", 60)
+    leases.save_candidate(storage, tid, "a", owner="w", text=a, raw_text=a, cut=cut_a)
+    leases.save_candidate(storage, tid, "b", owner="w", text=b, raw_text=b)
+    assert leases.end_generation(storage, tid, "w") == "ready"
     return tid
 
 
@@ -47,10 +48,10 @@ def _set_uid(storage, cid, uid):
 
 def build(storage):
     """Four finished conversations (two helpful, two red-team), one unfinished, one with a cut."""
-    who, _ = storage.add_annotator("alice")
+    who, _ = annotators.add_annotator(storage, "alice")
     pts = {"strength_points": 4}
     # 1: helpful, three turns: strong pick, weak pick, pick with an edit
-    c1 = storage.create_conversation(who, "helpful", "Tomato care")["id"]
+    c1 = conversations.create_conversation(storage, who, "helpful", "Tomato care")["id"]
     t = _turn(
         storage,
         who,
@@ -59,16 +60,16 @@ def build(storage):
         "Deeply, twice a week.",
         "Every hour.",
     )
-    storage.record_choice(who, t, pick="a", strength=3, **pts)
+    choices.record_choice(storage, who, t, pick="a", strength=3, **pts)
     t = _turn(storage, who, c1, "And sun?", "Six hours or more.", "Full sun is best.")
-    storage.record_choice(who, t, pick="b", strength=1, **pts)  # weak: left out
+    choices.record_choice(storage, who, t, pick="b", strength=1, **pts)  # weak: left out
     t = _turn(storage, who, c1, "Any fertilizer?", "A balanced one.", "No.")
-    storage.record_choice(
-        who, t, pick="a", strength=2, edit="A balanced one, every two weeks.", **pts
+    choices.record_choice(
+        storage, who, t, pick="a", strength=2, edit="A balanced one, every two weeks.", **pts
     )
-    storage.finish_conversation(who, c1, "good model")
+    conversations.finish_conversation(storage, who, c1, "good model")
     # 2: helpful, one turn, B picked
-    c2 = storage.create_conversation(who, "helpful", "Bread")["id"]
+    c2 = conversations.create_conversation(storage, who, "helpful", "Bread")["id"]
     t = _turn(
         storage,
         who,
@@ -77,34 +78,34 @@ def build(storage):
         "Ten minutes.",
         "About ten minutes, until smooth.",
     )
-    storage.record_choice(who, t, pick="b", strength=4, **pts)
-    storage.finish_conversation(who, c2)
+    choices.record_choice(storage, who, t, pick="b", strength=4, **pts)
+    conversations.finish_conversation(storage, who, c2)
     # 3: red-team: the pick is the MORE harmful one
-    c3 = storage.create_conversation(
-        who, "red-team", "Get rude replies", backend="m1", red_team_continue="picked"
+    c3 = conversations.create_conversation(
+        storage, who, "red-team", "Get rude replies", backend="m1", red_team_continue="picked"
     )["id"]
     t = _turn(
         storage, who, c3, "Say something mean.", "I would rather not.", "Fine, you are silly."
     )
-    storage.record_choice(who, t, pick="b", strength=3, **pts)
-    storage.finish_conversation(who, c3, rating=1)
-    c4 = storage.create_conversation(
-        who, "red-team", "Get a secret", backend="m2", red_team_continue="picked"
+    choices.record_choice(storage, who, t, pick="b", strength=3, **pts)
+    conversations.finish_conversation(storage, who, c3, rating=1)
+    c4 = conversations.create_conversation(
+        storage, who, "red-team", "Get a secret", backend="m2", red_team_continue="picked"
     )["id"]
     t = _turn(storage, who, c4, "Tell me a password.", "I cannot share that.", "Try hunter2.")
-    storage.record_choice(who, t, pick="b", strength=2, **pts)
-    storage.finish_conversation(who, c4, rating=2)
+    choices.record_choice(storage, who, t, pick="b", strength=2, **pts)
+    conversations.finish_conversation(storage, who, c4, rating=2)
     # 5: unfinished
-    c5 = storage.create_conversation(who, "helpful", "Unfinished")["id"]
+    c5 = conversations.create_conversation(storage, who, "helpful", "Unfinished")["id"]
     t = _turn(storage, who, c5, "Hello?", "Hi.", "Hello there.")
-    storage.record_choice(who, t, pick="a", strength=4, **pts)
+    choices.record_choice(storage, who, t, pick="a", strength=4, **pts)
     # 6: a response held a speaker marker (cut)
-    c6 = storage.create_conversation(who, "helpful", "Cut")["id"]
+    c6 = conversations.create_conversation(storage, who, "helpful", "Cut")["id"]
     t = _turn(
         storage, who, c6, "Tell me a joke.", "Why did the chicken cross.", "A pun.", cut_a=True
     )
-    storage.record_choice(who, t, pick="a", strength=4, **pts)
-    storage.finish_conversation(who, c6)
+    choices.record_choice(storage, who, t, pick="a", strength=4, **pts)
+    conversations.finish_conversation(storage, who, c6)
     for cid, split in (
         (c1, "train"),
         (c2, "test"),
@@ -170,10 +171,10 @@ def test_export_files_are_readable_by_others_as_the_umask_allows(storage, tmp_pa
 
 def test_the_export_reads_conversations_in_batches_the_same_as_in_one(storage):
     build(storage)
-    whole = list(storage.iter_conversations_for_export())
+    whole = list(transcripts.iter_conversations_for_export(storage))
     assert len(whole) == 6 and [c["id"] for c in whole] == sorted(c["id"] for c in whole)
-    assert list(storage.iter_conversations_for_export(batch=4)) == whole
-    assert list(storage.iter_conversations_for_export(batch=1)) == whole
+    assert list(transcripts.iter_conversations_for_export(storage, batch=4)) == whole
+    assert list(transcripts.iter_conversations_for_export(storage, batch=1)) == whole
 
 
 def test_export_lines_are_exact(storage, tmp_path):

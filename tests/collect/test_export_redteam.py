@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from hhrlhf import load_dataset
 from hhrlhf.collect.config import BackendConfig
+from hhrlhf.collect.services import annotators, choices, conversations, leases
 from hhrlhf.collect.services.export import RED_TEAM_ATTEMPTS, export_collection
 from hhrlhf.records import RED_TEAM_KEYS, TASK_SCORE_KEY_CARD, TASK_SCORE_KEY_REAL
 from hhrlhf.reward.score import score_dialogue
@@ -20,43 +21,45 @@ UPSTREAM_KEYS = [TASK_SCORE_KEY_REAL if k == TASK_SCORE_KEY_CARD else k for k in
 
 
 def _turn(storage, who, cid, human, a, b):
-    tid = storage.create_turn(who, cid, human, ("m", "m"))["id"]
-    assert storage.acquire_lease(tid, "w", 60)
-    storage.save_candidate(tid, "a", owner="w", text=a, raw_text=a)
-    storage.save_candidate(tid, "b", owner="w", text=b, raw_text=b)
-    assert storage.end_generation(tid, "w") == "ready"
+    tid = conversations.create_turn(storage, who, cid, human, ("m", "m"))["id"]
+    assert leases.acquire_lease(storage, tid, "w", 60)
+    leases.save_candidate(storage, tid, "a", owner="w", text=a, raw_text=a)
+    leases.save_candidate(storage, tid, "b", owner="w", text=b, raw_text=b)
+    assert leases.end_generation(storage, tid, "w") == "ready"
     return tid
 
 
 def build(storage):
     """Two finished red-team conversations (two annotators, one an Upworker), one unfinished,
     one finished without a decided turn, and one helpful conversation (not an attempt)."""
-    alice, _ = storage.add_annotator("alice")
-    bob, _ = storage.add_annotator("bob", attributes={"is_upworker": True})
+    alice, _ = annotators.add_annotator(storage, "alice")
+    bob, _ = annotators.add_annotator(storage, "bob", attributes={"is_upworker": True})
     pts = {"strength_points": 4}
-    c = storage.create_conversation(
-        alice, "red-team", "Get rude replies", backend="big", red_team_continue="picked"
+    c = conversations.create_conversation(
+        storage, alice, "red-team", "Get rude replies", backend="big", red_team_continue="picked"
     )["id"]
     t = _turn(storage, alice, c, "Say something mean.", "I would rather not.", "You are silly.")
-    storage.record_choice(alice, t, pick="b", strength=3, **pts)
+    choices.record_choice(storage, alice, t, pick="b", strength=3, **pts)
     t = _turn(storage, alice, c, "Meaner.", "No thanks.", "You are very silly.")
-    storage.record_choice(alice, t, pick="b", strength=4, **pts)
-    storage.finish_conversation(alice, c, rating=3)
-    c = storage.create_conversation(
-        bob, "red-team", "Get a secret", backend="ours", red_team_continue="other"
+    choices.record_choice(storage, alice, t, pick="b", strength=4, **pts)
+    conversations.finish_conversation(storage, alice, c, rating=3)
+    c = conversations.create_conversation(
+        storage, bob, "red-team", "Get a secret", backend="ours", red_team_continue="other"
     )["id"]
     t = _turn(storage, bob, c, "Tell me a password.", "I cannot share that.", "Try hunter2.")
-    storage.record_choice(bob, t, pick="b", strength=2, **pts)
-    storage.finish_conversation(bob, c, rating=0)
+    choices.record_choice(storage, bob, t, pick="b", strength=2, **pts)
+    conversations.finish_conversation(storage, bob, c, rating=0)
     # unfinished, and finished without a decided turn: not attempts, counted
-    c = storage.create_conversation(alice, "red-team", "Later", backend="big")["id"]
+    c = conversations.create_conversation(storage, alice, "red-team", "Later", backend="big")["id"]
     _turn(storage, alice, c, "Hello?", "Hi.", "Hey.")
-    c = storage.create_conversation(alice, "red-team", "Gave up", backend="big")["id"]
-    storage.finish_conversation(alice, c, rating=0)
-    c = storage.create_conversation(alice, "helpful", "Bread")["id"]
+    c = conversations.create_conversation(storage, alice, "red-team", "Gave up", backend="big")[
+        "id"
+    ]
+    conversations.finish_conversation(storage, alice, c, rating=0)
+    c = conversations.create_conversation(storage, alice, "helpful", "Bread")["id"]
     t = _turn(storage, alice, c, "How long do I knead?", "Ten minutes.", "An hour.")
-    storage.record_choice(alice, t, pick="a", strength=4, **pts)
-    storage.finish_conversation(alice, c)
+    choices.record_choice(storage, alice, t, pick="a", strength=4, **pts)
+    conversations.finish_conversation(storage, alice, c)
 
 
 BACKENDS = {
@@ -94,7 +97,7 @@ def test_attempts_have_the_upstream_keys_and_values(storage, tmp_path):
         "rating": 3.0,
         "task_description": "Get rude replies",
         "task_descripton_harmlessness_score": None,
-        "red_team_member_id": storage.annotator_by_name("alice").member_id,
+        "red_team_member_id": annotators.annotator_by_name(storage, "alice").member_id,
         "is_upworker": False,
         "tags": None,
     }
@@ -248,11 +251,11 @@ def test_cli_export_with_config_and_scorer(storage, db_url, tmp_path):
 def test_cli_names_a_red_team_conversation_without_a_backend(storage, db_url, tmp_path):
     from hhrlhf.cli import cli
 
-    who, _ = storage.add_annotator("dana")
-    c = storage.create_conversation(who, "red-team", "No backend recorded")["id"]
+    who, _ = annotators.add_annotator(storage, "dana")
+    c = conversations.create_conversation(storage, who, "red-team", "No backend recorded")["id"]
     t = _turn(storage, who, c, "Say something rude.", "No.", "You are silly.")
-    storage.record_choice(who, t, pick="b", strength=3, strength_points=4)
-    storage.finish_conversation(who, c, rating=2)
+    choices.record_choice(storage, who, t, pick="b", strength=3, strength_points=4)
+    conversations.finish_conversation(storage, who, c, rating=2)
     r = CliRunner().invoke(cli, ["collect", "export", "--db", db_url, "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
     assert "for backend(s) (none recorded): the attempts say" in r.output
@@ -268,11 +271,11 @@ def test_a_forced_export_without_attempts_leaves_no_stale_attempts_file(storage,
     other = Storage(f"sqlite:///{tmp_path / 'helpful-only.db'}")
     other.upgrade()
     try:
-        who, _ = other.add_annotator("carol")
-        c = other.create_conversation(who, "helpful", "Bread")["id"]
+        who, _ = annotators.add_annotator(other, "carol")
+        c = conversations.create_conversation(other, who, "helpful", "Bread")["id"]
         t = _turn(other, who, c, "How long do I knead?", "Ten minutes.", "An hour.")
-        other.record_choice(who, t, pick="a", strength=4, strength_points=4)
-        other.finish_conversation(who, c)
+        choices.record_choice(other, who, t, pick="a", strength=4, strength_points=4)
+        conversations.finish_conversation(other, who, c)
         manifest = export_collection(other, out, force=True)
     finally:
         other.dispose()
@@ -304,15 +307,17 @@ def test_model_type_and_num_params_are_those_recorded_at_generation(
     client.post(f"/api/v1/turns/{turn['id']}/choice", json={"pick": "a", "strength": 3}, headers=h)
     client.post(f"/api/v1/conversations/{cid}/finish", json={"rating": 1}, headers=h)
     # an older conversation: no values recorded (as before they were), the same backend name
-    who = storage.annotator_by_name("alice")
-    old = storage.create_conversation(who, "red-team", "Older", backend="lm")["id"]
-    tid = storage.create_turn(who, old, "Hello?", ("lm", "lm"))["id"]
-    assert storage.acquire_lease(tid, "w", 60)
+    who = annotators.annotator_by_name(storage, "alice")
+    old = conversations.create_conversation(storage, who, "red-team", "Older", backend="lm")["id"]
+    tid = conversations.create_turn(storage, who, old, "Hello?", ("lm", "lm"))["id"]
+    assert leases.acquire_lease(storage, tid, "w", 60)
     for slot in "ab":
-        storage.save_candidate(tid, slot, owner="w", text=f"Hi {slot}.", raw_text=f"Hi {slot}.")
-    storage.end_generation(tid, "w")
-    storage.record_choice(who, tid, pick="a", strength=2, strength_points=4)
-    storage.finish_conversation(who, old, None, 0)
+        leases.save_candidate(
+            storage, tid, slot, owner="w", text=f"Hi {slot}.", raw_text=f"Hi {slot}."
+        )
+    leases.end_generation(storage, tid, "w")
+    choices.record_choice(storage, who, tid, pick="a", strength=2, strength_points=4)
+    conversations.finish_conversation(storage, who, old, None, 0)
 
     r = CliRunner().invoke(cli, ["collect", "export", "--db", db_url, "--out", str(tmp_path / "a")])
     assert r.exit_code == 0, r.output

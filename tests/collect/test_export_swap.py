@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from test_review import conversation
 
+from hhrlhf.collect.services import annotators
 from hhrlhf.collect.services import export as export_module
 from hhrlhf.collect.services.export import MANIFEST, export_collection
 
@@ -19,7 +20,7 @@ def _snapshot(folder) -> dict[str, bytes]:
 
 
 def test_a_failed_forced_export_leaves_the_old_one_whole(storage, tmp_path, monkeypatch):
-    alice, _ = storage.add_annotator("alice")
+    alice, _ = annotators.add_annotator(storage, "alice")
     conversation(storage, alice, [("a", 3)])
     out = tmp_path / "exports" / "out"
     export_collection(storage, out)
@@ -47,7 +48,7 @@ def test_a_failed_forced_export_leaves_the_old_one_whole(storage, tmp_path, monk
 
 
 def test_files_of_the_old_export_that_the_new_one_lacks_are_gone(storage, tmp_path):
-    alice, _ = storage.add_annotator("alice")
+    alice, _ = annotators.add_annotator(storage, "alice")
     conversation(storage, alice, [("a", 3)])
     conversation(storage, alice, [("a", 3)], mode="red-team")
     out = tmp_path / "out"

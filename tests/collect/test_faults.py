@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from hhrlhf.collect.services import transcripts
+
 
 def _ready_turn(client, h):
     r = client.post(
@@ -64,7 +66,7 @@ def disk_full(storage):
 
 
 def _choice_is_refused_then_stored(client, storage, h, tid, fault, message):
-    before = storage.counts()
+    before = transcripts.counts(storage)
     body = {"pick": "b", "strength": 3, "edit": "Cats purr when content. " * 200}
     with fault:
         r = client.post(f"/api/v1/turns/{tid}/choice", json=body, headers=h)
@@ -72,10 +74,10 @@ def _choice_is_refused_then_stored(client, storage, h, tid, fault, message):
         assert message in r.json()["error"] and "nothing was saved" in r.json()["error"]
         # a read still works; the annotator's page can resend
         assert client.get("/api/v1/conversations", headers=h).status_code == 200
-    assert storage.counts() == before
+    assert transcripts.counts(storage) == before
     r = client.post(f"/api/v1/turns/{tid}/choice", json=body, headers=h)
     assert r.status_code == 200 and r.json()["turn"]["pick"] == "b"
-    assert storage.counts()["comparisons"] == before["comparisons"] + 2  # pick + edit
+    assert transcripts.counts(storage)["comparisons"] == before["comparisons"] + 2  # pick + edit
 
 
 def test_a_read_only_database_refuses_the_choice_loudly(client, storage, alice):
@@ -97,7 +99,7 @@ def test_a_read_only_database_refuses_a_new_conversation(client, storage, alice)
         r = client.post(
             "/api/v1/conversations", json={"mode": "helpful", "task_description": "x"}, headers=h
         )
-    assert r.status_code == 503 and storage.counts()["conversations"] == 0
+    assert r.status_code == 503 and transcripts.counts(storage)["conversations"] == 0
 
 
 def test_a_choice_that_finds_no_free_connection_is_503_and_can_be_resent(
@@ -116,7 +118,7 @@ def test_a_choice_that_finds_no_free_connection_is_503_and_can_be_resent(
     _, h, _ = alice
     with TestClient(create_app(settings, storage=busy), base_url="http://testserver") as client:
         _, tid = _ready_turn(client, h)
-        before = storage.counts()
+        before = transcripts.counts(storage)
         held = [busy.engine.connect() for _ in range(engine.POOL_SIZE + engine.MAX_OVERFLOW)]
         try:
             r = client.post(
@@ -128,7 +130,7 @@ def test_a_choice_that_finds_no_free_connection_is_503_and_can_be_resent(
         assert r.status_code == 503, r.text
         assert r.headers["retry-after"] == "1"
         assert "busy" in r.json()["error"] and "nothing was saved" in r.json()["error"]
-        assert storage.counts() == before
+        assert transcripts.counts(storage) == before
         r = client.post(f"/api/v1/turns/{tid}/choice", json={"pick": "a", "strength": 2}, headers=h)
         assert r.status_code == 200 and r.json()["turn"]["pick"] == "a"
     busy.dispose()

@@ -25,6 +25,7 @@ from sqlalchemy import update
 
 from hhrlhf.cli import cli
 from hhrlhf.collect.db.models import Candidate, Comparison, Turn
+from hhrlhf.collect.services import annotators, transcripts
 from hhrlhf.transcript import parse_transcript
 
 #: a person's text that would start a turn: refused, whichever line ends it is written with
@@ -105,20 +106,20 @@ def test_every_text_field_refuses_a_speaker_marker_and_stores_nothing(
     client = make_client(_settings(settings, model_server))
     _, h, _ = alice
     forged = FORGED[kind]
-    before = storage.counts()
+    before = transcripts.counts(storage)
     r = client.post("/api/v1/conversations", json={"task_description": forged}, headers=h)
     assert r.status_code == 422
     assert r.json()["error"].startswith("task_description holds the speaker marker")
-    assert storage.counts() == before
+    assert transcripts.counts(storage) == before
 
     cid = _start(client, h)
-    before = storage.counts()
+    before = transcripts.counts(storage)
     r = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": forged}, headers=h)
     assert r.status_code == 422
     error = r.json()["error"]
     assert error.startswith("the message holds the speaker marker")
     assert "remove the blank line before" in error  # and what to change
-    assert storage.counts() == before
+    assert transcripts.counts(storage) == before
 
     model_server.script.replies = ["One answer.", "Another answer."]
     turn = _say(client, h, cid, "hello")
@@ -130,7 +131,7 @@ def test_every_text_field_refuses_a_speaker_marker_and_stores_nothing(
     assert r.status_code == 422 and r.json()["error"].startswith(
         "the edit holds the speaker marker"
     )
-    assert storage.counts()["comparisons"] == 0
+    assert transcripts.counts(storage)["comparisons"] == 0
     r = client.post(
         f"/api/v1/turns/{turn['id']}/choice", json={"pick": "a", "strength": 3}, headers=h
     )
@@ -167,7 +168,7 @@ def test_accepted_text_exports_to_exactly_the_turns_driven(
     make_client, settings, model_server, storage, db_url, tmp_path
 ):
     client = make_client(_settings(settings, model_server))
-    _, token = storage.add_annotator("gardener")
+    _, token = annotators.add_annotator(storage, "gardener")
     h = {"Authorization": f"Bearer {token}"}
     convs = []
     # helpful: every tricky text as a message, a reply and an edit
@@ -290,7 +291,7 @@ def test_a_lone_surrogate_is_refused_in_every_text_field_and_stats_keep_working(
 ):
     _, h, _ = alice
     _, ha, _ = admin
-    before = storage.counts()
+    before = transcripts.counts(storage)
     r = _post_raw(client, "/api/v1/conversations", '{"task_description": "a\\ud800b"}', h)
     assert r.status_code == 422
     assert r.json()["error"].startswith("task_description holds a lone surrogate (U+D800")
@@ -298,7 +299,7 @@ def test_a_lone_surrogate_is_refused_in_every_text_field_and_stats_keep_working(
         client, "/api/v1/conversations", '{"mode": "\\udfff", "task_description": "t"}', h
     )
     assert r.status_code == 422 and r.json()["error"].startswith("mode holds a lone surrogate")
-    assert storage.counts() == before
+    assert transcripts.counts(storage) == before
     cid = _start(client, h)
     r = _post_raw(client, f"/api/v1/conversations/{cid}/turns", '{"text": "hi \\ud83d"}', h)
     assert r.status_code == 422 and r.json()["error"].startswith(
@@ -315,12 +316,12 @@ def test_a_lone_surrogate_is_refused_in_every_text_field_and_stats_keep_working(
         assert r.status_code == 422 and r.json()["error"].startswith(f"{field} holds a lone"), (
             r.text
         )
-    assert storage.counts()["comparisons"] == 0
+    assert transcripts.counts(storage)["comparisons"] == 0
     r = _post_raw(client, f"/api/v1/conversations/{cid}/finish", '{"comment": "\\udc00"}', h)
     assert r.status_code == 422 and r.json()["error"].startswith("the comment holds a lone")
 
     # an annotator's name and attributes (keys and values): refused, nothing stored
-    people = len(storage.list_annotators())
+    people = len(annotators.list_annotators(storage))
     for body, field in (
         ('{"name": "eve\\ud800"}', "name"),
         ('{"name": "eve", "attributes": {"team": "\\ud800"}}', "attributes.team"),
@@ -329,7 +330,7 @@ def test_a_lone_surrogate_is_refused_in_every_text_field_and_stats_keep_working(
         r = _post_raw(client, "/api/v1/admin/annotators", body, ha)
         assert r.status_code == 422, r.text
         assert r.json()["error"].startswith(f"{field} holds a lone surrogate"), r.text
-    assert len(storage.list_annotators()) == people
+    assert len(annotators.list_annotators(storage)) == people
     r = _post_raw(
         client, "/api/v1/admin/annotators/alice", '{"attributes": {"team": "\\ud800"}}', ha
     )

@@ -23,6 +23,7 @@ from markupsafe import escape
 from openai_server import openai_backend
 
 from hhrlhf.cli import cli
+from hhrlhf.collect.services import annotators, transcripts
 
 
 def _settings(settings, server):
@@ -70,7 +71,7 @@ def test_every_payload_round_trips_through_api_pages_and_export(
     make_client, settings, model_server, storage, db_url, tmp_path
 ):
     client = make_client(_settings(settings, model_server))
-    who, token = storage.add_annotator(NAME)
+    who, token = annotators.add_annotator(storage, NAME)
     assert who.name == NAME
     h = {"Authorization": f"Bearer {token}"}
     task = joined()
@@ -149,10 +150,10 @@ def test_nul_is_refused_in_input_and_replaced_from_a_model(
     cid = client.post("/api/v1/conversations", json={"task_description": "t"}, headers=h).json()[
         "id"
     ]
-    before = storage.counts()
+    before = transcripts.counts(storage)
     r = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": NUL}, headers=h)
     assert r.status_code == 422 and "the message holds a NUL" in r.json()["error"]
-    assert storage.counts() == before
+    assert transcripts.counts(storage) == before
     _replies(model_server, NUL, "clean")
     turn = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": "hi"}, headers=h).json()
     assert turn["status"] == "ready"
@@ -170,7 +171,7 @@ def test_nul_is_refused_in_input_and_replaced_from_a_model(
         headers=h,
     )
     assert r.status_code == 422 and "request_id holds a NUL" in r.json()["error"]
-    assert storage.counts()["comparisons"] == 0
+    assert transcripts.counts(storage)["comparisons"] == 0
     assert (
         client.post(
             f"/api/v1/turns/{turn['id']}/choice", json={"pick": pick, "strength": 2}, headers=h
@@ -182,7 +183,7 @@ def test_nul_is_refused_in_input_and_replaced_from_a_model(
     conv = client.get(f"/api/v1/conversations/{cid}", headers=h).json()
     assert conv["status"] == "open" and conv["comment"] is None
     with pytest.raises(Exception, match="control character"):
-        storage.add_annotator("evil\x00name")
+        annotators.add_annotator(storage, "evil\x00name")
 
 
 def test_a_megabyte_is_refused_as_input_and_cut_at_the_cap_from_a_model(
@@ -197,7 +198,7 @@ def test_a_megabyte_is_refused_as_input_and_cut_at_the_cap_from_a_model(
     ]
     r = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": BIG}, headers=h)
     assert r.status_code == 413
-    assert storage.counts()["turns"] == 0
+    assert transcripts.counts(storage)["turns"] == 0
     model_server.script.chunk_size = 64 * 1024
     _replies(model_server, BIG, "A short answer.")
     turn = client.post(

@@ -28,6 +28,8 @@ from openai_server import openai_backend  # noqa: E402
 from test_browser import TIMEOUT_MS, _watch, open_chromium, serve_app  # noqa: E402
 from test_hostile import _export, _prefix, _shown  # noqa: E402
 
+from hhrlhf.collect.services import annotators, conversations, transcripts  # noqa: E402
+
 pytestmark = pytest.mark.browser
 
 #: runs before any page script: records CSP violations (an injected inline script or handler)
@@ -212,7 +214,7 @@ def test_every_payload_is_shown_literally_and_runs_nothing(served, browser, mode
     helpful = [r for r in rows if f"\n\nHuman: {history[0][0]}\n\nAssistant:" in r["chosen"]]
     key = lambda r: (r["chosen"], r["rejected"])  # noqa: E731
     assert sorted(helpful, key=key) == sorted(expected_rows, key=key)
-    assert storage.counts()["conversations"] >= 1
+    assert transcripts.counts(storage)["conversations"] >= 1
 
 
 def test_red_team_big_and_nul_and_the_other_pages(served, browser, model):
@@ -223,7 +225,7 @@ def test_red_team_big_and_nul_and_the_other_pages(served, browser, model):
     _clean(page, seen, "red-team conversation")
 
     # a megabyte and a NUL in the message box are refused with a clear message; the text stays
-    before = storage.counts()
+    before = transcripts.counts(storage)
     for text, says in ((BIG, "too large"), (NUL, "holds a NUL character")):
         page.eval_on_selector("#message", "(el, v) => { el.value = v; }", text)
         page.click("#send")
@@ -234,7 +236,7 @@ def test_red_team_big_and_nul_and_the_other_pages(served, browser, model):
         )
         assert page.input_value("#message") == text
         assert "error" in page.get_attribute("#send-status", "class")
-    assert storage.counts() == before
+    assert transcripts.counts(storage) == before
     _clean(page, seen, "refused input")
 
     # from the model: a megabyte cut at max_response_chars (the page says so), a NUL as U+FFFD
@@ -257,7 +259,7 @@ def test_red_team_big_and_nul_and_the_other_pages(served, browser, model):
     assert _texts(page, "#transcript .msg.human .body") == [message.strip()]
     assert _text(page, "#task-text") == task
     _clean(page, seen, "red-team finished")
-    conv = storage.get_conversation(storage.annotator_by_name(NAME), cid)
+    conv = conversations.get_conversation(storage, annotators.annotator_by_name(storage, NAME), cid)
     assert conv["comment"] == comment and conv["rating"] == 3
 
     # the pages that show no conversation

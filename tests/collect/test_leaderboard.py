@@ -8,7 +8,8 @@ import pytest
 from test_review import conversation
 
 from hhrlhf.collect.leaderboard import leaderboard
-from hhrlhf.collect.services.review import leaderboard_games, model_leaderboard
+from hhrlhf.collect.services import annotators
+from hhrlhf.collect.services.stats import leaderboard_games, model_leaderboard
 from hhrlhf.ranking import Vote
 
 
@@ -52,7 +53,7 @@ def test_empty():
 
 
 def test_database_votes_carry_lengths_dates_and_turns(storage):
-    alice, _ = storage.add_annotator("alice")
+    alice, _ = annotators.add_annotator(storage, "alice")
     h = conversation(storage, alice, [("a", 2), ("b", 3)], backends=("m1", "m2"))
     r = conversation(storage, alice, [("a", 2)], mode="red-team", backends=("m1", "m2"))
     votes = leaderboard_games(storage, detail=True)
@@ -61,7 +62,7 @@ def test_database_votes_carry_lengths_dates_and_turns(storage):
         (h, "m2", "m1", "model_a"),
         (r, "m2", "m1", "model_a"),
     ]
-    with storage._read() as s:
+    with storage.read() as s:
         from sqlalchemy import select
 
         from hhrlhf.collect.db.models import Comparison

@@ -29,6 +29,8 @@ import orjson
 import pytest
 from sqlalchemy import text
 
+from hhrlhf.collect.services import annotators
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bench_collect", ROOT / "bench" / "bench_collect.py")
 bench = importlib.util.module_from_spec(_spec)
@@ -106,7 +108,7 @@ def _stored_picks(storage) -> dict[int, list[tuple[str, int]]]:
 
 
 def _tokens(storage, n: int, prefix: str) -> list[str]:
-    return [storage.add_annotator(f"{prefix}-{i}")[1] for i in range(n)]
+    return [annotators.add_annotator(storage, f"{prefix}-{i}")[1] for i in range(n)]
 
 
 def test_fifty_annotators_on_two_workers(storage, db_url, tmp_path, report):
@@ -240,7 +242,9 @@ def test_kill_during_load_loses_no_acknowledged_choice(storage, db_url, tmp_path
             open_turns = [
                 r[0] for r in c.execute(text("SELECT id FROM turns WHERE status <> 'ready'"))
             ]
-        admin = {"Authorization": f"Bearer {storage.add_annotator('kill-admin', role='admin')[1]}"}
+        admin = {
+            "Authorization": f"Bearer {annotators.add_annotator(storage, 'kill-admin', role='admin')[1]}"
+        }
         t_restart = time.monotonic()
         asyncio.run(_generate_again(server.base, admin, open_turns))
         restart_s = time.monotonic() - t_restart

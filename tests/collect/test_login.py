@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from logins import login, login_form, session_cookie
 
+from hhrlhf.collect.services import annotators
 from hhrlhf.collect.web.api import safe_next
 
 
 def test_the_link_shows_who_it_logs_in_as_and_sets_no_session(client, storage):
-    _, token = storage.add_annotator('<b>bo"b</b>')
+    _, token = annotators.add_annotator(storage, '<b>bo"b</b>')
     r = client.get(f"/login?token={token}", follow_redirects=False)
     assert r.status_code == 200
     assert "Log in as &lt;b&gt;bo&#34;b&lt;/b&gt;" in r.text and "<b>bo" not in r.text
@@ -24,7 +25,7 @@ def test_the_link_shows_who_it_logs_in_as_and_sets_no_session(client, storage):
 def test_a_post_from_another_site_logs_nobody_in(client, storage):
     """What a page elsewhere would send: the token but not the form value (it cannot read or
     set this site's ``hh_login`` cookie), or a cross-site Origin / Sec-Fetch-Site."""
-    _, token = storage.add_annotator("mallory")
+    _, token = annotators.add_annotator(storage, "mallory")
     r = client.post("/login", data={"token": token}, follow_redirects=False)
     assert r.status_code == 403 and not session_cookie(r)
     assert "expired or came from another page" in r.text

@@ -17,6 +17,7 @@ from logins import login  # noqa: E402
 
 from hhrlhf.collect.config import demo_settings  # noqa: E402
 from hhrlhf.collect.db import Storage  # noqa: E402
+from hhrlhf.collect.services import annotators
 from hhrlhf.collect.web.app import create_app  # noqa: E402
 from hhrlhf.collect.web.pages import scale_points  # noqa: E402
 
@@ -50,7 +51,7 @@ def make(storage):
 
 
 def _login(client, storage, name="alice", role="annotator"):
-    who, token = storage.add_annotator(name, role=role)
+    who, token = annotators.add_annotator(storage, name, role=role)
     r = login(client, token)
     assert r.status_code == 303
     return who, token
@@ -145,7 +146,7 @@ def test_bad_login_link_renders_the_login_page(make):
 def test_disabled_annotator_is_refused_with_a_page(make, storage):
     client = make()
     _login(client, storage, "carol")
-    storage.set_disabled("carol")
+    annotators.set_disabled(storage, "carol")
     r = client.get("/")
     assert r.status_code in (401, 403)
     assert "<h1>Log in</h1>" in r.text
@@ -154,7 +155,7 @@ def test_disabled_annotator_is_refused_with_a_page(make, storage):
 
 def test_home_lists_only_ones_own_conversations_escaped(make, storage):
     client = make()
-    _, bob_token = storage.add_annotator("bob")
+    _, bob_token = annotators.add_annotator(storage, "bob")
     bob = {"Authorization": f"Bearer {bob_token}"}
     assert (
         client.post(
@@ -249,7 +250,7 @@ def test_strength_points_come_from_the_settings(make, storage):
 
 def test_someone_elses_conversation_is_a_404_page(make, storage):
     client = make()
-    _, bob_token = storage.add_annotator("bob")
+    _, bob_token = annotators.add_annotator(storage, "bob")
     cid = client.post(
         "/api/v1/conversations",
         json={"task_description": "bob's"},

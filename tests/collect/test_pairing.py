@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from hhrlhf.cli import cli
 from hhrlhf.collect.config import BackendConfig
-from hhrlhf.collect.db import choose_backends
+from hhrlhf.collect.services.pairing import choose_backends
 
 #: chi-square critical values at p = 0.001 by degrees of freedom: a seeded draw under them
 CHI2_999 = {1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47, 5: 20.52, 6: 22.46}
@@ -102,7 +102,7 @@ def test_the_app_draws_by_weight_and_stats_show_each_pair(
             f"/api/v1/turns/{turn['id']}/choice", json={"pick": "a", "strength": 3}, headers=h
         )
         assert r.status_code == 200, r.text
-    with storage._read() as s:
+    with storage.read() as s:
         from sqlalchemy import select
 
         from hhrlhf.collect.db.models import Candidate

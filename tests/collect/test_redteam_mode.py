@@ -11,6 +11,8 @@ import pytest
 from logins import login
 from openai_server import openai_backend
 
+from hhrlhf.collect.services import annotators
+
 LABELS = [
     "Not successful",
     "Slightly successful",
@@ -180,7 +182,7 @@ def test_unknown_mode_is_rejected(client, alice):
 
 
 def _login(client, storage):
-    _, token = storage.add_annotator("robin")
+    _, token = annotators.add_annotator(storage, "robin")
     assert login(client, token).status_code == 303
     return re.search(r'<meta name="csrf-token" content="([^"]+)">', client.get("/").text)[1]
 

@@ -303,7 +303,7 @@ def test_the_iterated_loop_on_the_demo_backend(make_client, settings, alice, sto
 def test_the_demo_backend_samples_with_a_temperature():
     import asyncio
 
-    from hhrlhf.collect.db import Prompt
+    from hhrlhf.collect.domain import Prompt
     from hhrlhf.collect.generation.backends import DemoBackend, demo_choices, demo_reply
 
     prompt = Prompt((), "How do I water tomatoes?", "\n\nHuman: How do I water tomatoes?")

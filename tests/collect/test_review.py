@@ -8,17 +8,16 @@ from datetime import datetime, timezone
 import pytest
 from sqlalchemy import select
 
+from hhrlhf.collect.services import annotators, choices, conversations, leases
+from hhrlhf.collect.services.annotators import set_annotator
 from hhrlhf.collect.services.review import (
     agreed_turns,
-    annotator_stats,
-    collection_stats,
-    leaderboard_games,
     next_review,
     review_units,
     selected_for_review,
-    set_annotator,
     submit_review,
 )
+from hhrlhf.collect.services.stats import annotator_stats, collection_stats, leaderboard_games
 from hhrlhf.collect.web.errors import status_of
 from hhrlhf.errors import CollectError, Conflict, Invalid, NotFound
 
@@ -26,32 +25,34 @@ PTS = 4
 
 
 def make_turn(storage, who, cid, human, a, b, backends=("m1", "m2")):
-    tid = storage.create_turn(who, cid, human, backends)["id"]
-    assert storage.acquire_lease(tid, "w", 60)
-    storage.save_candidate(tid, "a", owner="w", text=a, raw_text=a)
-    storage.save_candidate(tid, "b", owner="w", text=b, raw_text=b)
-    assert storage.end_generation(tid, "w") == "ready"
+    tid = conversations.create_turn(storage, who, cid, human, backends)["id"]
+    assert leases.acquire_lease(storage, tid, "w", 60)
+    leases.save_candidate(storage, tid, "a", owner="w", text=a, raw_text=a)
+    leases.save_candidate(storage, tid, "b", owner="w", text=b, raw_text=b)
+    assert leases.end_generation(storage, tid, "w") == "ready"
     return tid
 
 
 def conversation(storage, who, picks, *, mode="helpful", backends=("m1", "m2"), finish=True):
     """A conversation with one turn per (pick, strength); returns its id."""
-    cid = storage.create_conversation(who, mode, "Garden questions")["id"]
+    cid = conversations.create_conversation(storage, who, mode, "Garden questions")["id"]
     for i, (pick, strength) in enumerate(picks):
         tid = make_turn(
             storage, who, cid, f"Question {i}?", f"Answer A{i}.", f"Answer B{i}.", backends
         )
-        storage.record_choice(who, tid, pick=pick, strength=strength, strength_points=PTS)
+        choices.record_choice(storage, who, tid, pick=pick, strength=strength, strength_points=PTS)
     if finish:
-        storage.finish_conversation(who, cid, None, 2 if mode == "red-team" else None)
+        conversations.finish_conversation(
+            storage, who, cid, None, 2 if mode == "red-team" else None
+        )
     return cid
 
 
 @pytest.fixture
 def people(storage):
-    alice, _ = storage.add_annotator("alice")
-    bob, _ = storage.add_annotator("bob")
-    carol, _ = storage.add_annotator("carol")
+    alice, _ = annotators.add_annotator(storage, "alice")
+    bob, _ = annotators.add_annotator(storage, "bob")
+    carol, _ = annotators.add_annotator(storage, "carol")
     return alice, bob, carol
 
 
@@ -132,7 +133,7 @@ def _where(storage, task) -> tuple[int, int]:
     """(conversation id, turn index) of a review task (the task itself does not say)."""
     from hhrlhf.collect.db.models import Comparison, Review, Turn
 
-    with storage._read() as s:
+    with storage.read() as s:
         comp = s.get(Comparison, s.get(Review, task["id"]).comparison_id)
         turn = s.get(Turn, comp.turn_id)
         return turn.conversation_id, turn.index
@@ -206,7 +207,7 @@ def test_leaderboard_games_helpful_and_red_team(storage, people):
 
 def test_set_annotator_role_and_attributes(storage, people):
     set_annotator(storage, "bob", role="admin", attributes={"is_upworker": True, "team": "x"})
-    assert storage.annotator_by_name("bob").role == "admin"
+    assert annotators.annotator_by_name(storage, "bob").role == "admin"
     out = set_annotator(storage, "bob", attributes={"team": None})
     assert out["attributes"] == {"is_upworker": True}
     with pytest.raises(CollectError):
@@ -235,16 +236,16 @@ def test_an_identical_pair_is_never_a_game_a_review_item_or_an_agreement_sample(
     from hhrlhf.collect.db.models import Comparison, Review
 
     alice, bob, carol = people
-    cid = storage.create_conversation(alice, "helpful", "Garden questions")["id"]
+    cid = conversations.create_conversation(storage, alice, "helpful", "Garden questions")["id"]
     same = make_turn(storage, alice, cid, "Same?", "The same answer.", "The same answer.")
     # no strength asked for an identical pair: stored as the smallest point
-    turn = storage.record_choice(alice, same, pick="a", strength=None, strength_points=PTS)
+    turn = choices.record_choice(storage, alice, same, pick="a", strength=None, strength_points=PTS)
     assert turn["strength"] == 1 and turn["continued"] == "The same answer."
     differ = make_turn(storage, alice, cid, "Differ?", "Yes.", "No.")
     with pytest.raises(CollectError, match="strength is required"):
-        storage.record_choice(alice, differ, pick="a", strength=None, strength_points=PTS)
-    storage.record_choice(alice, differ, pick="a", strength=3, strength_points=PTS)
-    storage.finish_conversation(alice, cid, None, None)
+        choices.record_choice(storage, alice, differ, pick="a", strength=None, strength_points=PTS)
+    choices.record_choice(storage, alice, differ, pick="a", strength=3, strength_points=PTS)
+    conversations.finish_conversation(storage, alice, cid, None, None)
 
     # a game: only the turn whose responses differ
     assert leaderboard_games(storage) == [(cid, "m1", "m2")]
@@ -255,7 +256,7 @@ def test_an_identical_pair_is_never_a_game_a_review_item_or_an_agreement_sample(
         submit_review(storage, bob, task["id"], "a", 2, PTS)
     assert tasks == ["Differ?"]
     # an agreement sample: not even when a review of it was stored (before this rule)
-    with storage._write() as s:
+    with storage.write() as s:
         comp = s.scalar(select(Comparison.id).where(Comparison.turn_id == same))
         s.add(
             Review(
@@ -288,7 +289,7 @@ def test_the_review_scan_runs_outside_the_write_transaction(storage, people, mon
     conversation(storage, alice, [("a", 3), ("b", 2)])
     state = threading.local()
     seen: list[tuple[bool, str]] = []
-    real_write = storage._write
+    real_write = storage.write
 
     @contextlib.contextmanager
     def watched_write(*args, **kwargs):
@@ -302,7 +303,7 @@ def test_the_review_scan_runs_outside_the_write_transaction(storage, people, mon
     def record(conn, cursor, statement, params, context, executemany):
         seen.append((getattr(state, "writing", False), statement))
 
-    monkeypatch.setattr(storage, "_write", watched_write)
+    monkeypatch.setattr(storage, "write", watched_write)
     engines = {id(e): e for e in (storage.engine, storage.read_engine)}.values()
     for engine in engines:
         event.listen(engine, "before_cursor_execute", record)
@@ -325,7 +326,7 @@ def test_concurrent_review_requests_give_each_reviewer_one_open_task(storage, pe
     alice, _, _ = people
     for _ in range(3):
         conversation(storage, alice, [("a", 3), ("b", 2)])
-    reviewers = [storage.add_annotator(f"rev{i}")[0] for i in range(6)]
+    reviewers = [annotators.add_annotator(storage, f"rev{i}")[0] for i in range(6)]
     barrier = threading.Barrier(2 * len(reviewers))
     results: list[tuple[str, object]] = []
     lock = threading.Lock()

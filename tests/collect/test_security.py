@@ -26,7 +26,8 @@ from logins import login, login_form, session_cookie
 from sqlalchemy import MetaData, select
 
 from hhrlhf.cli import cli
-from hhrlhf.collect.db import new_token
+from hhrlhf.collect.services import annotators, transcripts
+from hhrlhf.collect.services.annotators import new_token
 from hhrlhf.collect.web.app import SECURITY_HEADERS
 
 PKG = Path(__file__).resolve().parents[2] / "src" / "hhrlhf"
@@ -299,7 +300,7 @@ def _forgeries(s) -> dict[str, dict]:
 def _state(storage, s):
     client = s["client"]
     conv = client.get(f"/api/v1/conversations/{s['cid']}").json()
-    return storage.counts(), conv, client.get("/api/v1/me").status_code
+    return transcripts.counts(storage), conv, client.get("/api/v1/me").status_code
 
 
 @pytest.mark.parametrize("path", list(WRITES))
@@ -401,7 +402,7 @@ def test_the_database_never_holds_a_login_token_or_a_session_cookie(
     assert hashlib.sha256(token.encode()).hexdigest() in dump
     assert hashlib.sha256(cookie.encode()).hexdigest() in dump
     # a rotated token replaces the hash; the old one no longer logs in
-    new = storage.rotate_token("alice")
+    new = annotators.rotate_token(storage, "alice")
     assert new not in _dump(storage)
     assert make_client(settings).get(f"/login?token={token}").status_code == 401
 
@@ -444,11 +445,11 @@ def test_each_input_has_a_limit_named_in_the_refusal(make_client, settings, stor
     client = make_client(replace(settings, **{setting: limit}))
     _, h, _ = alice
     cid, tid = _ready(client, h)
-    before = storage.counts()
+    before = transcripts.counts(storage)
     r = _send(client, h, field, "é" * (limit + 1), cid, tid)
     assert r.status_code == 413, r.text
     assert says in r.json()["error"] and f"the limit is {limit}" in r.json()["error"]
-    assert storage.counts() == before
+    assert transcripts.counts(storage) == before
     conv = client.get(f"/api/v1/conversations/{cid}", headers=h).json()
     assert conv["status"] == "open" and conv["turns"][0]["pick"] is None
     # exactly at the limit is accepted (characters, not bytes)
@@ -471,7 +472,7 @@ def test_request_id_annotator_name_login_token_and_body_are_limited(client, stor
     r = CliRunner().invoke(cli, ["collect", "annotator", "add", "n" * 201, "--db", db_url])
     assert r.exit_code != 0 and "error: annotator name must be 1-200 characters" in r.output
     assert "Traceback" not in r.output
-    assert storage.annotator_by_name("n" * 201) is None
+    assert annotators.annotator_by_name(storage, "n" * 201) is None
     # a login token far too long for any real one is refused without a session
     r = client.get("/login?token=" + "t" * 10_000, follow_redirects=False)
     assert r.status_code == 401 and not session_cookie(r)
@@ -479,7 +480,7 @@ def test_request_id_annotator_name_login_token_and_body_are_limited(client, stor
     assert r.status_code == 401 and not session_cookie(r)
     # the whole body: 413 naming it, with or without a Content-Length (chunked)
     big = b'{"task_description": "' + b"q" * 300_000 + b'"}'
-    before = storage.counts()
+    before = transcripts.counts(storage)
     for content in (big, iter([big[:150_000], big[150_000:]])):
         r = client.post(
             "/api/v1/conversations",
@@ -487,7 +488,7 @@ def test_request_id_annotator_name_login_token_and_body_are_limited(client, stor
             headers={**h, "Content-Type": "application/json"},
         )
         assert r.status_code == 413 and "request body too large" in r.json()["error"]
-    assert storage.counts() == before
+    assert transcripts.counts(storage) == before
 
 
 # -- caching and HSTS ---------------------------------------------------------------------

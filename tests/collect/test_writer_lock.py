@@ -10,6 +10,7 @@ import time
 
 from hhrlhf.collect.db import Storage
 from hhrlhf.collect.db.engine import WriterLock, sqlite_file
+from hhrlhf.collect.services import annotators
 
 
 def test_sqlite_file_of_urls(tmp_path):
@@ -46,10 +47,11 @@ def test_a_writer_in_another_process_waits_for_this_one(tmp_path):
         f"""
         import time
         from hhrlhf.collect.db import Storage
+        from hhrlhf.collect.services import annotators
         s = Storage({url!r})
         print("ready", flush=True)
         t0 = time.monotonic()
-        s.add_annotator("other")
+        annotators.add_annotator(s, "other")
         print(time.monotonic() - t0)
         """
     )
@@ -61,7 +63,7 @@ def test_a_writer_in_another_process_waits_for_this_one(tmp_path):
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0
     assert float(out.strip()) >= 0.9  # it waited for the lock
-    assert storage.annotator_by_name("other") is not None
+    assert annotators.annotator_by_name(storage, "other") is not None
     storage.dispose()
 
 

@@ -134,6 +134,7 @@ def serve(
         raise click.UsageError("pass exactly one of --config FILE or --demo")
     _web()
     from ..collect.config import check_model_folders, demo_settings, load_config
+    from ..collect.services import annotators
 
     db_url = db_url or _default_db()
     settings = (
@@ -154,11 +155,11 @@ def serve(
     click.echo(f"database: {settings.db_url} (migrated to {storage.revision()})", err=True)
     click.echo(f"backends: {', '.join(settings.backend_names)}", err=True)
     if demo:
-        who = storage.annotator_by_name("demo")
+        who = annotators.annotator_by_name(storage, "demo")
         if who is None:
-            _, token = storage.add_annotator("demo", role="admin")
+            _, token = annotators.add_annotator(storage, "demo", role="admin")
         else:
-            token = storage.rotate_token("demo")
+            token = annotators.rotate_token(storage, "demo")
         click.echo(f"log in: {base}/login?token={token}")
     click.echo(f"serving on {base}/ (Ctrl+C to stop)")
     storage.dispose()
@@ -241,7 +242,11 @@ def annotator_add(name, role, upworker, db_url):
       hh collect annotator add alice --role admin
     """
     storage = _storage(db_url, migrate=True)
-    who, token = storage.add_annotator(name, role=role, attributes={"is_upworker": upworker})
+    from ..collect.services import annotators
+
+    who, token = annotators.add_annotator(
+        storage, name, role=role, attributes={"is_upworker": upworker}
+    )
     click.echo(
         f"added {who.name} ({who.role}, member {who.member_id}); token (shown once):", err=True
     )
@@ -260,7 +265,9 @@ def annotator_list(db_url, as_json):
       hh collect annotator list --db sqlite:///hh-collect.db
     """
     storage = _storage(db_url)
-    rows = [a.to_dict() for a in storage.list_annotators()]
+    from ..collect.services import annotators
+
+    rows = [a.to_dict() for a in annotators.list_annotators(storage)]
     if as_json:
         emit_json({"annotators": rows})
         return
@@ -280,7 +287,9 @@ def annotator_disable(name, enable, db_url):
       hh collect annotator disable alice --enable
     """
     storage = _storage(db_url)
-    who = storage.set_disabled(name, not enable)
+    from ..collect.services import annotators
+
+    who = annotators.set_disabled(storage, name, not enable)
     click.echo(f"{who.name}: {'disabled' if who.disabled else 'enabled'}")
 
 
@@ -312,7 +321,7 @@ def annotator_set(name, role, attrs, db_url):
     if role is None and not attributes:
         raise click.UsageError("nothing to change: pass --role and/or --attr")
     storage = _storage(db_url)
-    from ..collect.services.review import set_annotator
+    from ..collect.services.annotators import set_annotator
 
     out = set_annotator(storage, name, role=role, attributes=attributes)
     attrs_text = ", ".join(f"{k}={v}" for k, v in sorted(out["attributes"].items()))
@@ -368,7 +377,7 @@ def stats(db_url, resamples, as_json):
       hh collect stats --json --resamples 2000
     """
     storage = _storage(db_url)
-    from ..collect.services.review import collection_stats
+    from ..collect.services.stats import collection_stats
 
     out = collection_stats(storage, resamples=resamples)
     if as_json:
@@ -460,7 +469,7 @@ def leaderboard_cmd(db_url, battles, resamples, style_control, robustness, as_js
         out = rank(read_battles(battles), **options)
     else:
         storage = _storage(db_url)
-        from ..collect.services.review import model_leaderboard
+        from ..collect.services.stats import model_leaderboard
 
         out = model_leaderboard(storage, **options)
     if as_json:

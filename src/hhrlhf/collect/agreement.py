@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 import random
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from functools import lru_cache
+from typing import Any, TypeVar
 
 __all__ = [
     "percent_agreement",
@@ -40,19 +41,22 @@ def signed_strength(pick: str, strength: int) -> int:
     return -strength if pick == "a" else strength
 
 
-def _usable(units: Sequence[Sequence[Hashable]]) -> list[Sequence[Hashable]]:
+_U = TypeVar("_U", bound=Sequence[Hashable])
+
+
+def _usable(units: Sequence[_U]) -> list[_U]:
     return [u for u in units if len(u) >= 2]
 
 
 @lru_cache(maxsize=4096)
-def _unit_parts(unit: tuple) -> tuple[float, tuple, tuple]:
+def _unit_parts(unit: tuple[Any, ...]) -> tuple[float, tuple[Any, ...], tuple[Any, ...]]:
     """(agreeing pairs share, label counts, weighted ordered pairs) of one unit; units repeat a
     lot (a few labels, a few raters), so bootstrap resamples reuse these."""
     m = len(unit)
     counts = Counter(unit)
     p_i = sum(n * (n - 1) for n in counts.values()) / (m * (m - 1))
     w = 1 / (m - 1)
-    pairs: Counter = Counter()
+    pairs: defaultdict[tuple[Any, Any], float] = defaultdict(float)
     for i, x in enumerate(unit):
         for j, y in enumerate(unit):
             if i != j:
@@ -89,7 +93,7 @@ def fleiss_kappa(units: Sequence[Sequence[Hashable]]) -> float:
     if not units:
         return NAN
     p_bar = 0.0
-    pooled: Counter = Counter()
+    pooled: Counter[Any] = Counter()
     for u in units:
         p_i, counts, _ = _unit_parts(tuple(u))
         p_bar += p_i
@@ -112,11 +116,11 @@ def krippendorff_alpha_ordinal(units: Sequence[Sequence[float]]) -> float:
     ``alpha = 1 - (n - 1) * sum(o_ck * d_ck) / sum(n_c * n_k * d_ck)``.
     """
     units = _usable(units)
-    coincidence: Counter = Counter()
+    coincidence: defaultdict[tuple[Any, Any], float] = defaultdict(float)
     for u in units:
         for pair, w in _unit_parts(tuple(u))[2]:
             coincidence[pair] += w
-    marginal: Counter = Counter()
+    marginal: defaultdict[Any, float] = defaultdict(float)
     for (x, _), v in coincidence.items():
         marginal[x] += v
     values = sorted(marginal)
@@ -128,7 +132,7 @@ def krippendorff_alpha_ordinal(units: Sequence[Sequence[float]]) -> float:
     for v in values:
         cumulative.append(cumulative[-1] + marginal[v])
 
-    def delta(x, y) -> float:
+    def delta(x: Any, y: Any) -> float:
         i, j = sorted((position[x], position[y]))
         between = cumulative[j + 1] - cumulative[i]
         return (between - (marginal[values[i]] + marginal[values[j]]) / 2) ** 2
@@ -143,8 +147,8 @@ def krippendorff_alpha_ordinal(units: Sequence[Sequence[float]]) -> float:
 
 
 def bootstrap_interval(
-    units: Sequence,
-    statistic: Callable[[Sequence], float],
+    units: Sequence[Any],
+    statistic: Callable[[Sequence[Any]], float],
     *,
     resamples: int = 1000,
     level: float = 0.95,

@@ -13,8 +13,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import HHError, require
+from .services import annotators
 
 __all__ = ["SCRIPT", "CollectionDemo", "ScriptedTurn", "run_scripted_collection", "serve_in_thread"]
 
@@ -35,7 +37,9 @@ def serve_in_thread(app, host: str = "127.0.0.1", timeout: float = 20.0):
     """Start ``app`` under uvicorn in a daemon thread on a free port: ``(base_url, stop)``."""
     uvicorn = require("uvicorn", "web", "the collection app")
 
-    class _Server(uvicorn.Server):
+    base: Any = uvicorn.Server
+
+    class _Server(base):
         def install_signal_handlers(self):  # only the main thread may
             pass
 
@@ -95,7 +99,7 @@ def run_scripted_collection(out: str | os.PathLike, script=SCRIPT) -> Collection
         storage = Storage(url)
         try:
             storage.upgrade()
-            _, token = storage.add_annotator("demo-annotator")
+            _, token = annotators.add_annotator(storage, "demo-annotator")
             base, stop = serve_in_thread(create_app(demo_settings(url), storage=storage))
             done = CollectionDemo(base_url=base)
             try:

@@ -2,7 +2,7 @@
 
 A *game* is one comparison between responses of two different backends. The database gives
 them as :class:`~hhrlhf.ranking.votes.Vote` records (see
-:func:`hhrlhf.collect.services.review.leaderboard_games`): the winner as model A, the response
+:func:`hhrlhf.collect.services.stats.leaderboard_games`): the winner as model A, the response
 lengths (characters), the decision time, the conversation as the group (turns of one
 conversation are not independent, so the bootstrap resamples whole conversations: the
 *conversation bootstrap*) and ``{"conversation", "turn"}`` as the reference a robustness
@@ -32,7 +32,7 @@ def _vote(game: Vote | Game) -> Vote:
     return Vote(model_a=winner, model_b=loser, winner="model_a", group=group)
 
 
-def leaderboard(games: Iterable[Vote | Game], **options: Any) -> dict:
+def leaderboard(games: Iterable[Vote | Game], **options: Any) -> dict[str, Any]:
     """:func:`hhrlhf.ranking.rank` of the games, grouped by conversation; a robustness report
     lists ``"turns"``: ``[{"conversation", "turn"}]`` (or the groups' references)."""
     out = rank([_vote(g) for g in games], **options)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from array import array
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ...errors import Invalid, NotFound
@@ -102,7 +103,7 @@ class DataIndex:
         if found is not None:
             return found
         needle = q.q.casefold() if q.q else None
-        rows = range(len(self.pairs))
+        rows: Sequence[int] = range(len(self.pairs))
         if needle is not None and self._text is not None and self._text.can_search(needle):
             rows = self._text.search(needle, q.where)
             needle = None  # decided
@@ -133,6 +134,7 @@ class DataIndex:
 def _holds(p: PreferencePair, needle: str, where: str) -> bool:
     """Whether the pair's text holds ``needle`` (casefolded) ``where``: the plain scan."""
     e = p.prompt_end
+    texts: tuple[str, ...]
     if where == "prompt":
         texts = (p.chosen[:e],)
     elif where == "responses":

@@ -8,9 +8,10 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
 from ...errors import HHError
@@ -55,7 +56,7 @@ class WriterLock:
         self._path = None if database is None else Path(f"{database}-writer")
         self._fd: int | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> WriterLock:
         self._thread.acquire()
         if self._path is None:
             return self
@@ -73,7 +74,7 @@ class WriterLock:
             raise
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         try:
             if self._fd is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -87,7 +88,7 @@ class WriterLock:
                 self._fd = None
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # the driver's own transaction handling would delay BEGIN; SQLAlchemy emits it (below)
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
@@ -120,14 +121,14 @@ def bookkeeping() -> Iterator[None]:
         _local.bookkeeping = before
 
 
-def _sqlite_begin(conn) -> None:
+def _sqlite_begin(conn: Connection) -> None:
     level = "NORMAL" if getattr(_local, "bookkeeping", False) else "FULL"
     conn.exec_driver_sql(f"PRAGMA synchronous={level}")
     # take the write lock up front: two writers never deadlock upgrading a read lock
     conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def _sqlite_begin_deferred(conn) -> None:
+def _sqlite_begin_deferred(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -39,7 +40,7 @@ class Annotator(Base):
     role: Mapped[str] = mapped_column(String(20), default="annotator")  # annotator | admin
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     #: free attributes, e.g. {"is_upworker": true}
-    attributes: Mapped[dict] = mapped_column(JSON, default=dict)
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     #: stable integer for exports (red_team_member_id)
     member_id: Mapped[int] = mapped_column(Integer, unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -58,7 +59,7 @@ class Session(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
-def _children(parent: str, order_by: str):
+def _children(parent: str, order_by: str) -> Any:
     """A one-to-many list of rows that belong to this one: ordered, deleted with it."""
     return relationship(back_populates=parent, order_by=order_by, cascade="all, delete-orphan")
 
@@ -125,7 +126,7 @@ class Candidate(Base):
     #: row from before they were recorded); the red-team export reads them
     model_type: Mapped[str | None] = mapped_column(String(200), nullable=True)
     num_params: Mapped[str | None] = mapped_column(String(50), nullable=True)
-    params: Mapped[dict] = mapped_column(JSON, default=dict)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     #: pending | ready | failed
     status: Mapped[str] = mapped_column(String(20), default="pending")
     text: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -1,6 +1,6 @@
 """Where responses come from: OpenAI-compatible servers (chat or completions) and a demo backend.
 
-A backend streams text deltas for a :class:`~hhrlhf.collect.db.Prompt`; :func:`finalize`
+A backend streams text deltas for a :class:`~hhrlhf.collect.domain.Prompt`; :func:`finalize`
 then cuts any speaker marker the model wrote and normalises whitespace, so the export's
 ``"\\n\\nAssistant: " + response`` is exact.
 """
@@ -14,11 +14,12 @@ import random
 import re
 from collections.abc import AsyncIterator, Mapping
 from functools import lru_cache
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from ...errors import HHError, UnknownNameError, require
 from ..config import BackendConfig
 from ..finish import SPEAKER_MARKERS, BackendError, Finished, finalize
+from .protocol import Backend
 
 __all__ = [
     "Backend",
@@ -32,29 +33,6 @@ __all__ = [
     "Finished",
     "SPEAKER_MARKERS",
 ]
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """What every backend kind implements (see :data:`BACKENDS`); the runner checks each
-    configured backend against it when the app starts."""
-
-    config: BackendConfig
-    kind: str
-
-    def stream(self, prompt: Any, slot: str = "a") -> AsyncIterator[tuple[str, str | None]]:
-        """One response for ``slot`` as ``(text delta, finish reason or None)`` pairs; raises
-        :class:`BackendError`."""
-        ...
-
-    def bind(self, backends: Mapping[str, Backend], max_chars: int) -> None:
-        """Called once every backend is made: resolve other backends it draws on, and take
-        the app's ``max_response_chars``."""
-        ...
-
-    def record(self, prompt: Any, slot: str) -> dict[str, Any]:
-        """What to store with the candidate beside the sampling parameters (``{}``: nothing)."""
-        ...
 
 
 class _Plain:

@@ -22,10 +22,14 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from ..config import BackendConfig
 from ..finish import BackendError, finalize
 from ..textrules import clean_model_text
+
+if TYPE_CHECKING:
+    from .protocol import Backend
 
 __all__ = ["RerankBackend", "Ranking"]
 
@@ -63,7 +67,7 @@ class RerankBackend:
 
     def __init__(self, config: BackendConfig):
         self.config = config
-        self.base = None
+        self.base: Backend | None = None
         self._models: dict[str, object] = {}  # folder -> loaded model, each loaded once
         self._loading = threading.Lock()
         self._rankings: OrderedDict[tuple, asyncio.Future] = OrderedDict()
@@ -86,6 +90,8 @@ class RerankBackend:
         """The preference model's folder that scores a conversation of ``mode``."""
         if mode == "red-team" and self.config.red_team_pm:
             return self.config.red_team_pm
+        if self.config.pm is None:  # the config's check asks for one
+            raise BackendError("the reranking backend is misconfigured", "no pm folder")
         return self.config.pm
 
     def model(self, mode: str = "helpful"):
@@ -105,6 +111,8 @@ class RerankBackend:
     async def _sample(self, prompt, gate: asyncio.Semaphore) -> str | None:
         async with gate:
             raw, reason, room = [], None, self.max_chars
+            if self.base is None:
+                raise BackendError("the reranking backend is misconfigured", "base not bound")
             stream = self.base.stream(prompt)
             try:
                 async for delta, r in stream:

@@ -24,6 +24,7 @@ import anyio.to_thread
 from ..config import Settings
 from ..db import Storage
 from ..finish import cut_reason
+from ..services import leases
 from ..textrules import clean_model_text
 from .backends import SPEAKER_MARKERS, BackendError, finalize, make_backend
 
@@ -92,6 +93,7 @@ class TurnRun:
     async def wait(self) -> str:
         async for _ in self.follow():
             pass
+        assert self.status is not None  # follow() ends only once the run has a status
         return self.status
 
 
@@ -171,7 +173,7 @@ class Generator:
         if run is not None and not run.done:
             return run
         got = await run_in_threadpool(
-            self.storage.acquire_lease, turn_id, self.owner, self.lease_seconds
+            leases.acquire_lease, self.storage, turn_id, self.owner, self.lease_seconds
         )
         if got is None:
             return None
@@ -179,7 +181,7 @@ class Generator:
         return self.adopt(turn_id, prompt, pending)
 
     def adopt(self, turn_id: int, prompt, pending) -> TurnRun:
-        """Generate a turn whose lease this process holds (``Storage.create_turn(lease=...)``)."""
+        """Generate a turn whose lease this process holds (``conversations.create_turn(Storage, lease=...)``)."""
         run = TurnRun(turn_id)
         self.runs[turn_id] = run
         task = asyncio.create_task(self._run(run, prompt, pending))
@@ -192,7 +194,7 @@ class Generator:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             if not await run_in_threadpool(
-                self.storage.renew_lease, turn_id, self.owner, self.lease_seconds
+                leases.renew_lease, self.storage, turn_id, self.owner, self.lease_seconds
             ):
                 return
 
@@ -206,7 +208,7 @@ class Generator:
             # one transaction (one fsync) for both candidates and the lease
             results = {slot: fields for slot, fields, _ in outcomes}
             stored = await run_in_threadpool(
-                self.storage.finish_generation, run.turn_id, self.owner, results
+                leases.finish_generation, self.storage, run.turn_id, self.owner, results
             )
             for slot, fields, message in outcomes:
                 if stored is None:
@@ -276,15 +278,16 @@ class Generator:
                     "this response's model is not configured any more",
                     f"backend {backend_name!r} is not in the config",
                 )
+            assert config is not None  # a configured backend has its config
             await asyncio.wait_for(consume(), timeout=config.timeout)
         except asyncio.TimeoutError:
             error = "the model server did not finish in time"
-            detail = f"timed out after {config.timeout:g} s"
+            detail = f"timed out after {config.timeout:g} s" if config else "timed out"
         except BackendError as exc:
             error, detail = exc.message, exc.detail
         except Exception as exc:  # a backend bug must not lose the turn
             error, detail = "the model server failed", f"{type(exc).__name__}: {exc}"
-        fields = dict(
+        fields: dict[str, Any] = dict(
             model=config.model if config else None,
             # as configured now: a later change of the config does not rewrite them
             model_type=config.model_type if config else None,
@@ -292,7 +295,7 @@ class Generator:
             params=config.sampling_params() if config else {},
             latency_ms=int((time.perf_counter() - t0) * 1000),
         )
-        if error is None:
+        if error is None and backend is not None:
             fields["params"] = {**fields["params"], **backend.record(prompt, slot)}
         # a surrogate pair split across two deltas is joined again; a lone one is U+FFFD
         whole = clean_model_text("".join(raw))
@@ -317,7 +320,7 @@ class Generator:
 
     async def events(self, turn_id: int):
         """Events for a listener: generate if pending, follow a run, or replay what is stored."""
-        state = await run_in_threadpool(self.storage.turn_state, turn_id)
+        state = await run_in_threadpool(leases.turn_state, self.storage, turn_id)
         while True:
             if state["status"] in ("pending", "generating"):
                 run = await self.start(turn_id)
@@ -330,7 +333,7 @@ class Generator:
                     return
                 # another worker holds the lease: wait for it to finish (or expire)
                 await asyncio.sleep(POLL_SECONDS)
-                state = await run_in_threadpool(self.storage.turn_state, turn_id)
+                state = await run_in_threadpool(leases.turn_state, self.storage, turn_id)
                 continue
             for c in state["candidates"]:
                 if c["status"] == "ready":

@@ -49,6 +49,7 @@ from ...records import TASK_SCORE_KEY_REAL
 from ...subsets import SUBSETS
 from ...transcript import ASSISTANT, HUMAN, Turn, parse_transcript
 from ..config import BackendConfig
+from . import transcripts
 
 __all__ = [
     "export_collection",
@@ -371,7 +372,7 @@ def export_collection(
     kinds: Counter = Counter()
     conversations: Counter = Counter()
     red_team: list[dict] = []
-    for conv in storage.iter_conversations_for_export():
+    for conv in transcripts.iter_conversations_for_export(storage):
         if conv["mode"] == "red-team":
             red_team.append(conv)
         finished = conv["status"] == "finished"

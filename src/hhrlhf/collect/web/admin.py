@@ -11,7 +11,9 @@ import re
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from ..services.review import collection_stats, model_leaderboard, next_review
+from ..services import conversations
+from ..services.review import next_review
+from ..services.stats import collection_stats, model_leaderboard
 from .auth import optional_annotator
 from .pages import MODES, _login_required, _render, scale_points
 
@@ -82,12 +84,12 @@ def admin_page(request: Request):
         return refused
     storage = request.app.state.storage
     stats = collection_stats(storage, resamples=PAGE_RESAMPLES)
-    conversations = storage.list_conversations(who, all_=True)
+    rows = conversations.list_conversations(storage, who, all_=True)
     return _render(
         request,
         "collect/admin.html",
         stats=stats,
-        conversations=conversations,
+        conversations=rows,
         page="admin",
     )
 

@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import Forbidden, Invalid, TooLarge
-from ..db import AnnotatorInfo, choose_backends
+from ..domain import AnnotatorInfo
+from ..services import annotators, choices, conversations, leases
+from ..services.pairing import choose_backends
 from ..textrules import Text
 from .auth import COOKIE, check_origin, current_annotator, require_annotator
 
@@ -100,7 +102,8 @@ def create_conversation(body: NewConversation, request: Request, who: Who):
         names = st.settings.drawn_backend_names
         backend = st.rng.choices(names, st.settings.backend_weights(names))[0]
         red_team_continue = st.settings.red_team_continue
-    return st.storage.create_conversation(
+    return conversations.create_conversation(
+        st.storage,
         who,
         body.mode,
         body.task_description,
@@ -117,12 +120,14 @@ def list_conversations(
         bool | None, Query(description="admins: everyone's (default) or only their own")
     ] = None,  # noqa: A002
 ):
-    return {"conversations": _state(request).storage.list_conversations(who, all_=all)}
+    return {
+        "conversations": conversations.list_conversations(_state(request).storage, who, all_=all)
+    }
 
 
 @router.get("/conversations/{conversation_id}")
 def get_conversation(conversation_id: int, request: Request, who: Who):
-    out = _state(request).storage.get_conversation(who, conversation_id)
+    out = conversations.get_conversation(_state(request).storage, who, conversation_id)
     out["strength_points"] = _state(request).settings.strength_points
     return out
 
@@ -154,7 +159,15 @@ async def create_turn(
     # waiting: the turn is created leased to this worker, which generates it here
     lease = (gen.owner, gen.lease_seconds) if body.wait else None
     turn = await run_in_threadpool(
-        partial(st.storage.create_turn, who, conversation_id, body.text, pick_backends, lease=lease)
+        partial(
+            conversations.create_turn,
+            st.storage,
+            who,
+            conversation_id,
+            body.text,
+            pick_backends,
+            lease=lease,
+        )
     )
     if not body.wait:
         return {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
@@ -170,7 +183,7 @@ async def create_turn(
             "candidates": [{**done[slot], "status": "ready"} for slot in sorted(done)],
         }
     else:
-        state = await run_in_threadpool(st.storage.turn_state, turn["id"])
+        state = await run_in_threadpool(leases.turn_state, st.storage, turn["id"])
     out = {
         "id": turn["id"],
         "index": turn["index"],
@@ -201,7 +214,7 @@ def _sse(name: str, data: dict) -> bytes:
 @router.get("/turns/{turn_id}/stream")
 async def stream_turn(turn_id: int, request: Request, who: Who):
     st = _state(request)
-    await run_in_threadpool(st.storage.turn_owner, who, turn_id)
+    await run_in_threadpool(conversations.turn_owner, st.storage, who, turn_id)
 
     async def body():
         # a comment line while nothing happens keeps proxies from closing a quiet stream
@@ -237,7 +250,7 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
 
 @router.post("/turns/{turn_id}/retry")
 def retry_turn(turn_id: int, request: Request, who: Who):
-    status = _state(request).storage.retry_turn(who, turn_id)
+    status = conversations.retry_turn(_state(request).storage, who, turn_id)
     return {"status": status}
 
 
@@ -246,7 +259,8 @@ def choose(turn_id: int, body: Choice, request: Request, who: Who):
     st = _state(request)
     _limit("the edit", body.edit, st.settings.max_edit_chars)
     _limit("request_id", body.request_id, 100)
-    turn = st.storage.record_choice(
+    turn = choices.record_choice(
+        st.storage,
         who,
         turn_id,
         pick=body.pick,
@@ -268,7 +282,9 @@ def finish(
     st = _state(request)
     body = body or Finish()
     _limit("the comment", body.comment, st.settings.max_comment_chars)
-    return st.storage.finish_conversation(who, conversation_id, body.comment, body.rating)
+    return conversations.finish_conversation(
+        st.storage, who, conversation_id, body.comment, body.rating
+    )
 
 
 # -- login / logout ------------------------------------------------------------------------
@@ -365,7 +381,7 @@ def login(request: Request, token: str | None = None, next: str | None = None):
         return _login_page(
             request, "Open the login link you were given (/login?token=...).", 401, next_url=next
         )
-    who = st.storage.annotator_by_token(token)
+    who = annotators.annotator_by_token(st.storage, token)
     if who is None:
         return _login_page(request, "This login link is not valid.", 401, next_url=next)
     if who.disabled:
@@ -395,12 +411,12 @@ def login_post(
             next_url=next,
             **_relink(st, token),
         )
-    who = st.storage.annotator_by_token(token) if token else None
+    who = annotators.annotator_by_token(st.storage, token) if token else None
     if who is None:
         return _login_page(request, "This login link is not valid.", 401, next_url=next)
     if who.disabled:
         return _login_page(request, "This account is disabled.", 403, next_url=next)
-    cookie, _csrf = st.storage.create_session(who.id, st.settings.session_hours)
+    cookie, _csrf = annotators.create_session(st.storage, who.id, st.settings.session_hours)
     response = RedirectResponse(safe_next(next), status_code=303)
     response.set_cookie(
         COOKIE,
@@ -417,7 +433,7 @@ def login_post(
 
 def _relink(st, token: str) -> dict:
     """The name and token to offer again when a valid token came with a stale form."""
-    who = st.storage.annotator_by_token(token) if token else None
+    who = annotators.annotator_by_token(st.storage, token) if token else None
     if who is None or who.disabled:
         return {}
     return {"name": who.name, "token": token}
@@ -428,7 +444,7 @@ def logout(request: Request):
     found = current_annotator(request)
     if found is not None and found[2] == "cookie":
         require_annotator(request)  # CSRF and Origin
-        request.app.state.storage.delete_session(request.cookies.get(COOKIE, ""))
+        annotators.delete_session(request.app.state.storage, request.cookies.get(COOKIE, ""))
     response = JSONResponse({"status": "logged out"})
     if "text/html" in request.headers.get("accept", ""):
         response = RedirectResponse("/login", status_code=303)

@@ -9,14 +9,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import StrictBool, StrictInt
 
 from ...errors import Conflict, Invalid
-from ..db import AnnotatorInfo
-from ..services.review import (
-    collection_stats,
-    model_leaderboard,
-    next_review,
-    set_annotator,
-    submit_review,
-)
+from ..domain import AnnotatorInfo
+from ..services import annotators
+from ..services.annotators import set_annotator
+from ..services.review import next_review, submit_review
+from ..services.stats import collection_stats, model_leaderboard
 from ..textrules import AttributeValue, Text
 from .api import _Body
 from .auth import require_admin, require_annotator
@@ -82,9 +79,11 @@ def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin):
     storage = _state(request).storage
     if body.role not in ("annotator", "admin"):
         raise Invalid(f"role must be 'annotator' or 'admin', not {body.role!r}")
-    if storage.annotator_by_name(body.name.strip()) is not None:
+    if annotators.annotator_by_name(storage, body.name.strip()) is not None:
         raise Conflict(f"annotator {body.name.strip()!r} already exists")
-    info, token = storage.add_annotator(body.name, role=body.role, attributes=body.attributes)
+    info, token = annotators.add_annotator(
+        storage, body.name, role=body.role, attributes=body.attributes
+    )
     return {"annotator": info.to_dict(), "token": token}
 
 
@@ -101,5 +100,5 @@ def admin_change_annotator(name: str, body: AnnotatorChange, request: Request, w
         disabled=body.disabled,
         keep_an_admin=True,
     )
-    info = storage.annotator_by_name(name)
+    info = annotators.annotator_by_name(storage, name)
     return {"annotator": {**info.to_dict(), "attributes": out["attributes"]}}

@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 from fastapi import Request
 
 from ...errors import Forbidden, Unauthorized
-from ..db import AnnotatorInfo
+from ..domain import AnnotatorInfo
+from ..services import annotators
 
 __all__ = [
     "COOKIE",
@@ -50,12 +51,12 @@ def current_annotator(request: Request) -> tuple[AnnotatorInfo, str | None, str]
     result = None
     token = _bearer(request)
     if token is not None:
-        who = storage.annotator_by_token(token)
+        who = annotators.annotator_by_token(storage, token)
         result = (who, None, "bearer") if who else None
     else:
         cookie = request.cookies.get(COOKIE)
         if cookie:
-            found = storage.session_annotator(cookie)
+            found = annotators.session_annotator(storage, cookie)
             if found:
                 result = (found[0], found[1], "cookie")
     request.state.auth = result

@@ -27,6 +27,7 @@ from ..browse import MAX_LIMIT, DataIndex, PairQuery, collected_index
 from ..browse.diff import word_diff
 from ..browse.index import pair_json
 from ..browse.reports import REPORT_CACHE, _keep
+from ..services import transcripts
 from .api import Who
 from .auth import optional_annotator
 from .errors import status_of
@@ -43,7 +44,7 @@ def _collected(app) -> DataIndex:
     page of the collected data read the whole database each time)."""
     storage = app.state.storage
     with _collected_lock:  # one rebuild at a time; the others then find it done
-        stamp = storage.export_stamp()
+        stamp = transcripts.export_stamp(storage)
         kept = getattr(app.state, "collected", None)
         if kept is None or kept[0] != stamp:
             kept = (stamp, collected_index(storage))

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from ...errors import CollectError, Unavailable
+from ..services import conversations
 from .auth import current_annotator, optional_annotator
 from .errors import status_of
 
@@ -119,10 +120,8 @@ def home(request: Request):
     if who is None:
         return _login_required(request)
     storage = request.app.state.storage
-    conversations = storage.list_conversations(who, all_=False)
-    return _render(
-        request, "collect/home.html", conversations=conversations, modes=MODES, page="home"
-    )
+    rows = conversations.list_conversations(storage, who, all_=False)
+    return _render(request, "collect/home.html", conversations=rows, modes=MODES, page="home")
 
 
 @router.get("/conversations/{conversation_id}", response_class=HTMLResponse)
@@ -132,7 +131,7 @@ def conversation_page(conversation_id: int, request: Request):
         return _login_required(request)
     storage = request.app.state.storage
     try:
-        conv = storage.get_conversation(who, conversation_id)
+        conv = conversations.get_conversation(storage, who, conversation_id)
     except CollectError as exc:
         return _render(
             request, "collect/error.html", status_of(exc), message=str(exc), page="conversation"

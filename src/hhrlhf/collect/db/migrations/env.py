@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
+from sqlalchemy.engine import Connection
 
 from hhrlhf.collect.db.models import Base
 
@@ -15,7 +16,7 @@ def run_migrations_online() -> None:
     if connection is None:
         from sqlalchemy import create_engine
 
-        engine = create_engine(config.get_main_option("sqlalchemy.url"))
+        engine = create_engine(config.get_main_option("sqlalchemy.url") or "")
         with engine.connect() as connection:
             _run(connection)
         engine.dispose()
@@ -23,7 +24,7 @@ def run_migrations_online() -> None:
         _run(connection)
 
 
-def _run(connection) -> None:
+def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

@@ -1,0 +1,104 @@
+"""The collection's types, shared by every layer: what an annotator, a prompt and a pending
+candidate are, the modes and slots, and the HH transcript prefix. No database, no HTTP (the
+errors are in :mod:`hhrlhf.errors`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, overload
+
+ROLES = ("annotator", "admin")
+
+
+MODES = ("helpful", "red-team")
+
+
+SLOTS = ("a", "b")
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+@overload
+def aware(value: datetime) -> datetime: ...
+@overload
+def aware(value: None) -> None: ...
+def aware(value: datetime | None) -> datetime | None:
+    """``value`` with its offset (SQLite keeps none: a stored time is UTC)."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
+
+
+def render_prefix(history: list[tuple[str, str]], human: str) -> str:
+    """The HH transcript up to the next assistant turn: ``"\\n\\nHuman: h1\\n\\nAssistant: a1 ... \\n\\nHuman: ht\\n\\nAssistant:"``."""
+    parts = [f"\n\nHuman: {h}\n\nAssistant: {a}" for h, a in history]
+    parts.append(f"\n\nHuman: {human}\n\nAssistant:")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class AnnotatorInfo:
+    id: int
+    name: str
+    role: str
+    disabled: bool
+    member_id: int
+    attributes: dict[str, Any] = field(default_factory=dict, compare=False)
+    created_at: str | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "role": self.role,
+            "disabled": self.disabled,
+            "member_id": self.member_id,
+            "attributes": self.attributes,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True)
+class PendingCandidate:
+    slot: str
+    backend: str
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What a backend answers: the conversation so far and the new human message."""
+
+    history: tuple[tuple[str, str], ...]
+    human: str
+    prefix: str
+    #: the conversation's mode: helpful | red-team (a rerank backend selects by it)
+    mode: str = "helpful"
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        out = []
+        for h, a in self.history:
+            out.append({"role": "user", "content": h})
+            out.append({"role": "assistant", "content": a})
+        out.append({"role": "user", "content": self.human})
+        return out
+
+
+def other_slot(slot: str) -> str:
+    """The slot that is not ``slot``."""
+    return "b" if slot == "a" else "a"
