@@ -561,16 +561,16 @@ def test_checksum_status_values(env):
     }
 
 
-def test_select_files_and_download(upstream):
-    assert len(dl.select_files()) == 8
-    assert len(dl.select_files("all")) == 9
-    assert [f.path for f in dl.select_files(["red-team-attempts", "harmless-base"], "test")] == [
+def test_registry_files_and_download(upstream):
+    assert len(dl.registry_files()) == 8
+    assert len(dl.registry_files("all")) == 9
+    assert [f.path for f in dl.registry_files(["red-team-attempts", "harmless-base"], "test")] == [
         "harmless-base/test.jsonl.gz"
     ]
     with pytest.raises(UnknownSubsetError):
-        dl.select_files("red-team-attempts", ["test"])
+        dl.registry_files("red-team-attempts", ["test"])
     with pytest.raises(UnknownSubsetError):
-        dl.select_files("nope")
+        dl.registry_files("nope")
     for i, spec in enumerate(all_files()):
         upstream.serve(spec, payload(100 + i, 500))
     paths = dl.download(["helpful-base", "red-team-attempts"], splits=("train",), verify=False)
@@ -601,8 +601,8 @@ def fake_registry(upstream, monkeypatch):
         fakes[spec.path] = fake(data, spec.subset, spec.split)
         upstream.serve(spec, data)
         upstream.serve(spec, data, source="github")
-    real = dl.select_files
-    monkeypatch.setattr(dl, "select_files", lambda *a, **k: [fakes[s.path] for s in real(*a, **k)])
+    real = dl.registry_files
+    monkeypatch.setattr(dl, "registry_files", lambda *a, **k: [fakes[s.path] for s in real(*a, **k)])
     return fakes
 
 

@@ -99,7 +99,7 @@ __all__ = [
     "ensure_file",
     "download",
     "checksum_status",
-    "select_files",
+    "registry_files",
     "sha256_file",
     "cached_sha256",
     "verify_checksum",
@@ -460,14 +460,15 @@ def download(
             progress=progress,
             timeout=timeout,
         )
-        for spec in select_files(subsets, splits)
+        for spec in registry_files(subsets, splits)
     ]
 
 
-def select_files(
+def registry_files(
     subsets: str | Iterable[str] | None = None, splits: str | Iterable[str] | None = None
 ) -> list[FileSpec]:
-    """The registry files of ``subsets`` limited to ``splits`` (an unknown split raises)."""
+    """The upstream registry's files (what to download) of ``subsets`` limited to ``splits`` (an
+    unknown split raises). Files to read are :func:`hhrlhf.layout.select_files`'s."""
     names = subsets if subsets is None or isinstance(subsets, str) else list(subsets)
     chosen = resolve_subsets(names)
     files = [f for s in chosen for f in s.files]

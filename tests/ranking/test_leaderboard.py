@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from sim import centred, simulate
 
+from hhrlhf.bootstrap import resample_counts
 from hhrlhf.ranking import Vote, rank
-from hhrlhf.ranking.bootstrap import resample_counts
 
 
 def _votes(pairs: dict[tuple[str, str, str], int]) -> list[Vote]:

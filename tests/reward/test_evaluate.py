@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from hhrlhf import PreferencePair
+from hhrlhf.bootstrap import bootstrap_mean
 from hhrlhf.errors import DataFormatError
 from hhrlhf.reward.evaluate import (
     accuracy_summary,
-    bootstrap_interval,
     calibration,
     evaluate_model,
     evaluate_scores,
@@ -28,6 +28,16 @@ def test_accuracy_counts_ties_separately():
     assert s["accuracy"] == 0.5  # the tie is not correct
 
 
+def bootstrap_interval(x, seed=0):
+    return accuracy_summary([1.0 if v else -1.0 for v in x], seed=seed)["ci95"]
+
+
+def test_the_accuracy_interval_is_the_package_bootstrap():
+    x = [1.0] * 60 + [-1.0] * 40
+    out = bootstrap_mean([1.0] * 60 + [0.0] * 40, seed=3)
+    assert accuracy_summary(x, seed=3)["ci95"] == [out["low"], out["high"]]
+
+
 def test_bootstrap_properties():
     assert bootstrap_interval([1, 1, 1, 1]) == [1.0, 1.0]
     assert bootstrap_interval([0, 0, 0]) == [0.0, 0.0]
@@ -37,7 +47,7 @@ def test_bootstrap_properties():
     assert bootstrap_interval(x, seed=3) == [lo, hi]  # seeded
     # normal approximation: 0.6 +- 1.96 * sqrt(.24/100) = 0.504 .. 0.696
     assert lo == pytest.approx(0.504, abs=0.03) and hi == pytest.approx(0.696, abs=0.03)
-    assert bootstrap_interval([]) == [None, None]
+    assert accuracy_summary([])["ci95"] == [None, None]
 
 
 def test_ece_on_a_tiny_example():

@@ -89,7 +89,7 @@ def download_command(
     command fails at the end when one is missing.
     """
     names = list(subsets) if subsets else ["all"]
-    specs = dl.select_files(names, list(splits) or None)
+    specs = dl.registry_files(names, list(splits) or None)
     show = progress
     verify = not no_verify
     root = dl.cache_dir(cache_dir)

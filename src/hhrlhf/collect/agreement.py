@@ -17,12 +17,12 @@ percentile bootstrap intervals that resample whole units.
 
 from __future__ import annotations
 
-import math
-import random
 from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
+
+from ..bootstrap import bootstrap_interval
 
 __all__ = [
     "percent_agreement",
@@ -144,30 +144,3 @@ def krippendorff_alpha_ordinal(units: Sequence[Sequence[float]]) -> float:
     if expected == 0:
         return NAN
     return 1 - (n - 1) * observed / expected
-
-
-def bootstrap_interval(
-    units: Sequence[Any],
-    statistic: Callable[[Sequence[Any]], float],
-    *,
-    resamples: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic`` over resampled units (NaN draws dropped)."""
-    units = list(units)
-    if not units:
-        return NAN, NAN
-    rng = random.Random(seed)
-    draws = []
-    for _ in range(resamples):
-        value = statistic([units[rng.randrange(len(units))] for _ in units])
-        if not math.isnan(value):
-            draws.append(value)
-    if not draws:
-        return NAN, NAN
-    draws.sort()
-    tail = (1 - level) / 2
-    lo = draws[min(len(draws) - 1, int(math.floor(tail * len(draws))))]
-    hi = draws[min(len(draws) - 1, int(math.ceil((1 - tail) * len(draws))) - 1)]
-    return lo, hi

@@ -8,7 +8,7 @@ JSON-ready leaderboard.
   collection database: the conversation) are resampled by group (the *conversation
   bootstrap*: the turns of one conversation are not independent); otherwise votes are
   resampled one by one (the *vote bootstrap*), drawn exactly as a multinomial over the
-  cells (see :mod:`hhrlhf.ranking.bootstrap`).
+  cells (see :mod:`hhrlhf.bootstrap`).
 - **Style control**: the covariate of a vote is the normalised length difference
   ``(len_a - len_b) / (len_a + len_b)`` (0 when both are empty), divided by its root mean
   square over all votes (as LMArena divides by the standard deviation; not centred, so the
@@ -59,7 +59,7 @@ def rank(
     the search may remove (default: 1% of the votes, at least 10).
     """
     np = require("numpy", "web", "the leaderboard")
-    from .bootstrap import percentile_interval, resample_counts
+    from ..bootstrap import percentile_interval, resample_counts
     from .bradley_terry import SCALE, BradleyTerry, Cells, to_elo
     from .robustness import flip_top
     from .votes import collect_votes

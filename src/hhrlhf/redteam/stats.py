@@ -16,6 +16,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
+from ..bootstrap import bootstrap_mean
 from ..errors import require
 from ..records import MODEL_TYPES, RedTeamAttempt, parse_num_params
 from ..stats import bin_counts
@@ -124,35 +125,6 @@ def finite(values: Iterable[float | None]) -> tuple[list[float], int]:
 def mean(values: Sequence[float]) -> float | None:
     """Arithmetic mean; None for no values."""
     return math.fsum(values) / len(values) if values else None
-
-
-def bootstrap_mean(
-    values: Sequence[float], *, seed: int = 0, resamples: int = 1000, level: float = 0.95
-) -> dict:
-    """Mean with a percentile-bootstrap interval: ``{"n", "mean", "low", "high"}``.
-
-    ``resamples`` resamples of ``len(values)`` draws with replacement, from a generator seeded
-    with ``seed`` (same values and seed, same interval). ``low``/``high`` are the
-    ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the resampled means (linear
-    interpolation). Non-finite values are the caller's to drop (see :func:`finite`). With no
-    values every number is None; with one value the interval is that value.
-    """
-    n = len(values)
-    if n == 0:
-        return {"n": 0, "mean": None, "low": None, "high": None}
-    np = require("numpy", "report", "the red-team statistics")
-    arr = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
-    # chunks keep memory flat on large cells (17,739 attempts x 1,000 resamples otherwise)
-    chunk = max(1, 2_000_000 // n)
-    for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = arr[idx].mean(axis=1)
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return {"n": n, "mean": mean(arr.tolist()), "low": float(low), "high": float(high)}
 
 
 def success_share(ratings: Iterable[float], threshold: float = DEFAULT_THRESHOLD) -> dict:

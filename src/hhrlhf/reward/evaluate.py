@@ -21,14 +21,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from ..bootstrap import bootstrap_mean
 from ..errors import DataFormatError, HHError, require
 from ..reader import read_objects
 
 __all__ = [
     "BASELINES",
     "accuracy_summary",
-    "bootstrap_interval",
     "calibration",
     "evaluate_scores",
     "evaluate_model",
@@ -73,18 +74,10 @@ def baseline_scores(name: str, pairs, seed: int = 0):
     return BASELINES[name](pairs, seed)
 
 
-def bootstrap_interval(correct, *, seed: int = 0, n_boot: int = 1000, level: float = 0.95):
-    """Percentile bootstrap interval of the mean of a 0/1 vector (seeded, deterministic)."""
-    np = require("numpy", "reward", "evaluation")
-    correct = np.asarray(correct, dtype=float)
-    n = len(correct)
-    if n == 0:
-        return [None, None]
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    means = correct[idx].mean(axis=1)
-    lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return [float(lo), float(hi)]
+def _interval(correct: Any, *, seed: int, resamples: int) -> list[float | None]:
+    """The accuracy's percentile-bootstrap 95% interval (:func:`hhrlhf.bootstrap.bootstrap_mean`)."""
+    out = bootstrap_mean(correct.astype(float), seed=seed, resamples=resamples)
+    return [out["low"], out["high"]]
 
 
 def accuracy_summary(margin, *, seed: int = 0, n_boot: int = 1000) -> dict:
@@ -100,7 +93,7 @@ def accuracy_summary(margin, *, seed: int = 0, n_boot: int = 1000) -> dict:
         "ties": ties,
         "wrong": int(n - correct.sum() - ties),
         "accuracy": float(correct.mean()) if n else None,
-        "ci95": bootstrap_interval(correct, seed=seed, n_boot=n_boot),
+        "ci95": _interval(correct, seed=seed, resamples=n_boot),
     }
 
 
