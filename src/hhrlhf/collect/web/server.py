@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -33,12 +34,31 @@ MAX_CONNECTIONS = 1000
 
 
 class _HeaderDeadline:
-    """Mixin over a uvicorn HTTP protocol (``cycle``, ``loop``, ``transport``, ``connections``)."""
+    """Mixin over a uvicorn HTTP protocol (``cycle``, ``loop``, ``transport``, ``connections``):
+    put it first in the bases, so its hooks run around the protocol's own."""
 
-    cycle: object
+    cycle: Any
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
-    connections: set
+    connections: set[Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._guard_setup()
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        self._arm()
+        self._make_room()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]
+        if not self.transport.is_closing():
+            self._arm()
 
     def _guard_setup(self) -> None:
         self.header_timeout = float(os.environ.get("HH_COLLECT_HEADER_TIMEOUT") or HEADER_TIMEOUT)
@@ -88,24 +108,6 @@ class _HeaderDeadline:
 class GuardedH11Protocol(_HeaderDeadline, H11Protocol):
     """uvicorn's h11 protocol with the header deadline and the connection cap."""
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._guard_setup()
-
-    def connection_made(self, transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm()
-        self._make_room()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm()
-
 
 try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -116,24 +118,6 @@ if HttpToolsProtocol is not None:
 
     class GuardedHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):  # type: ignore[misc, valid-type]
         """uvicorn's httptools protocol with the header deadline and the connection cap."""
-
-        def __init__(self, *args, **kwargs) -> None:
-            super().__init__(*args, **kwargs)
-            self._guard_setup()
-
-        def connection_made(self, transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()
-            self._make_room()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._arm()
 
 
 def guarded_protocol() -> str:
