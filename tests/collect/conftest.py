@@ -15,9 +15,11 @@ pytest.importorskip("alembic")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from contract import checked_client  # noqa: E402
+
 from hhrlhf.collect.config import demo_settings  # noqa: E402
 from hhrlhf.collect.db import Storage  # noqa: E402
-from hhrlhf.collect.services import annotators
+from hhrlhf.collect.services import annotators  # noqa: E402
 
 _REPORT = pytest.StashKey[list]()
 
@@ -107,6 +109,7 @@ def make_client(storage):
 
     def make(settings):
         client = TestClient(create_app(settings, storage=storage), base_url="http://testserver")
+        checked_client(client)  # every JSON answer is held to its documented model
         client.__enter__()
         clients.append(client)
         return client

@@ -21,7 +21,9 @@ from ..domain import AnnotatorInfo
 from ..services import annotators, choices, conversations, leases
 from ..services.pairing import choose_backends
 from ..textrules import Text
+from . import schemas
 from .auth import COOKIE, check_origin, current_annotator, require_annotator
+from .schemas import answers
 
 __all__ = ["router", "login_router"]
 
@@ -79,12 +81,12 @@ def _state(request: Request):
     return request.app.state
 
 
-@router.get("/health")
+@router.get("/health", responses=answers(schemas.Health))
 def health():
     return {"status": "ok"}
 
 
-@router.get("/me")
+@router.get("/me", responses=answers(schemas.Me))
 def me(request: Request, who: Who):
     _, csrf, via = current_annotator(request)
     return JSONResponse(
@@ -93,7 +95,7 @@ def me(request: Request, who: Who):
     )
 
 
-@router.post("/conversations", status_code=201)
+@router.post("/conversations", status_code=201, responses=answers(schemas.ConversationSummary, 201))
 def create_conversation(body: NewConversation, request: Request, who: Who):
     st = _state(request)
     _limit("task_description", body.task_description, st.settings.max_task_chars)
@@ -112,7 +114,7 @@ def create_conversation(body: NewConversation, request: Request, who: Who):
     )
 
 
-@router.get("/conversations")
+@router.get("/conversations", responses=answers(schemas.ConversationList))
 def list_conversations(
     request: Request,
     who: Who,
@@ -125,14 +127,18 @@ def list_conversations(
     }
 
 
-@router.get("/conversations/{conversation_id}")
+@router.get("/conversations/{conversation_id}", responses=answers(schemas.Conversation))
 def get_conversation(conversation_id: int, request: Request, who: Who):
     out = conversations.get_conversation(_state(request).storage, who, conversation_id)
     out["strength_points"] = _state(request).settings.strength_points
     return out
 
 
-@router.post("/conversations/{conversation_id}/turns", status_code=201)
+@router.post(
+    "/conversations/{conversation_id}/turns",
+    status_code=201,
+    responses=answers(schemas.NewTurn, 201),
+)
 async def create_turn(
     conversation_id: int,
     body: NewTurn,
@@ -211,7 +217,17 @@ def _sse(name: str, data: dict) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
-@router.get("/turns/{turn_id}/stream")
+@router.get(
+    "/turns/{turn_id}/stream",
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "server-sent events: `delta` {slot, text}, `done` {slot, text, "
+            "cut}, `error` {slot, message}, then `end` {status}; starts a pending turn, "
+            "replays a finished one",
+        }
+    },
+)
 async def stream_turn(turn_id: int, request: Request, who: Who):
     st = _state(request)
     await run_in_threadpool(conversations.turn_owner, st.storage, who, turn_id)
@@ -248,13 +264,13 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
     )
 
 
-@router.post("/turns/{turn_id}/retry")
+@router.post("/turns/{turn_id}/retry", responses=answers(schemas.Status))
 def retry_turn(turn_id: int, request: Request, who: Who):
     status = conversations.retry_turn(_state(request).storage, who, turn_id)
     return {"status": status}
 
 
-@router.post("/turns/{turn_id}/choice")
+@router.post("/turns/{turn_id}/choice", responses=answers(schemas.Chosen))
 def choose(turn_id: int, body: Choice, request: Request, who: Who):
     st = _state(request)
     _limit("the edit", body.edit, st.settings.max_edit_chars)
@@ -272,7 +288,9 @@ def choose(turn_id: int, body: Choice, request: Request, who: Who):
     return {"turn": turn}
 
 
-@router.post("/conversations/{conversation_id}/finish")
+@router.post(
+    "/conversations/{conversation_id}/finish", responses=answers(schemas.ConversationSummary)
+)
 def finish(
     conversation_id: int,
     request: Request,

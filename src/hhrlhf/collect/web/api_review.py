@@ -15,8 +15,10 @@ from ..services.annotators import set_annotator
 from ..services.review import next_review, submit_review
 from ..services.stats import collection_stats, model_leaderboard
 from ..textrules import AttributeValue, Text
+from . import schemas
 from .api import _Body
 from .auth import require_admin, require_annotator
+from .schemas import answers
 
 __all__ = ["router"]
 
@@ -48,14 +50,14 @@ def _state(request: Request):
     return request.app.state
 
 
-@router.get("/reviews/next")
+@router.get("/reviews/next", responses=answers(schemas.NextReview))
 def review_next(request: Request, who: Who):
     st = _state(request)
     task = next_review(st.storage, who, st.settings.review_fraction, rng=st.rng)
     return {"review": task, "strength_points": st.settings.strength_points}
 
 
-@router.post("/reviews/{review_id}")
+@router.post("/reviews/{review_id}", responses=answers(schemas.ReviewAnswered))
 def review_answer(review_id: int, body: ReviewAnswer, request: Request, who: Who):
     st = _state(request)
     task = submit_review(
@@ -64,17 +66,17 @@ def review_answer(review_id: int, body: ReviewAnswer, request: Request, who: Who
     return {"review": task}
 
 
-@router.get("/admin/stats")
+@router.get("/admin/stats", responses=answers(schemas.CollectionStats))
 def admin_stats(request: Request, who: Admin, resamples: Resamples = 1000):
     return collection_stats(_state(request).storage, resamples=resamples)
 
 
-@router.get("/admin/leaderboard")
+@router.get("/admin/leaderboard", responses=answers(schemas.Leaderboard))
 def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000):
     return model_leaderboard(_state(request).storage, resamples=resamples)
 
 
-@router.post("/admin/annotators", status_code=201)
+@router.post("/admin/annotators", status_code=201, responses=answers(schemas.AnnotatorAdded, 201))
 def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin):
     storage = _state(request).storage
     if body.role not in ("annotator", "admin"):
@@ -87,7 +89,7 @@ def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin):
     return {"annotator": info.to_dict(), "token": token}
 
 
-@router.post("/admin/annotators/{name}")
+@router.post("/admin/annotators/{name}", responses=answers(schemas.AnnotatorChanged))
 def admin_change_annotator(name: str, body: AnnotatorChange, request: Request, who: Admin):
     storage = _state(request).storage
     if body.disabled is not None and name == who.name and body.disabled:

@@ -28,9 +28,11 @@ from ..browse.diff import word_diff
 from ..browse.index import pair_json
 from ..browse.reports import REPORT_CACHE, _keep
 from ..services import transcripts
+from . import schemas
 from .api import Who
 from .auth import optional_annotator
 from .errors import status_of
+from .schemas import answers
 from .security import SECURITY_HEADERS
 
 __all__ = ["router"]
@@ -143,12 +145,12 @@ def _attempts(index: DataIndex, query, offset: int, limit: int) -> tuple[int, li
 router = APIRouter()
 
 
-@router.get("/api/v1/data/subsets")
+@router.get("/api/v1/data/subsets", responses=answers(schemas.DataFiles))
 def api_subsets(request: Request, who: Who):
     return _index(request, who).files
 
 
-@router.get("/api/v1/data/pairs")
+@router.get("/api/v1/data/pairs", responses=answers(schemas.PairPage))
 def api_pairs(request: Request, who: Who):
     index = _index(request, who)
     q, offset, limit = _pair_query(request.query_params)
@@ -156,12 +158,12 @@ def api_pairs(request: Request, who: Who):
     return {"total": total, "pairs": [pair_json(p) for p in pairs]}
 
 
-@router.get("/api/v1/data/pairs/{subset}/{split}/{row}")
+@router.get("/api/v1/data/pairs/{subset}/{split}/{row}", responses=answers(schemas.PairView))
 def api_pair(subset: str, split: str, row: int, request: Request, who: Who):
     return pair_json(_index(request, who).pair(subset, split, row))
 
 
-@router.get("/api/v1/data/attempts")
+@router.get("/api/v1/data/attempts", responses=answers(schemas.AttemptPage))
 def api_attempts(request: Request, who: Who):
     index = _index(request, who)
     params = request.query_params
@@ -172,7 +174,7 @@ def api_attempts(request: Request, who: Who):
     return {"total": total, "attempts": [a.to_dict(real_keys=True) for _, a in found]}
 
 
-@router.get("/api/v1/data/attempts/report")
+@router.get("/api/v1/data/attempts/report", responses=answers(schemas.Report))
 def api_attempts_report(request: Request, who: Who):
     """``hh redteam report``'s ``report.json`` for the attempts the filters keep: every number
     of the report page (404 when none is kept)."""
