@@ -602,7 +602,9 @@ def fake_registry(upstream, monkeypatch):
         upstream.serve(spec, data)
         upstream.serve(spec, data, source="github")
     real = dl.registry_files
-    monkeypatch.setattr(dl, "registry_files", lambda *a, **k: [fakes[s.path] for s in real(*a, **k)])
+    monkeypatch.setattr(
+        dl, "registry_files", lambda *a, **k: [fakes[s.path] for s in real(*a, **k)]
+    )
     return fakes
 
 
