@@ -251,3 +251,40 @@ def test_tables_show_missing_values_as_a_dash(capsys):
     print_table([{"a": None, "b": "x\ty"}])
     out = capsys.readouterr().out
     assert "None" not in out and "-" in out.splitlines()[2] and "x\\x09y" in out
+
+
+def _damaged(tmp_path, lines) -> str:
+    path = tmp_path / "d" / "harmless-base" / "test.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line + "\n" for line in lines))
+    return str(tmp_path / "d")
+
+
+def _pair(text: str) -> str:
+    return json.dumps(
+        {
+            "chosen": f"\n\nHuman: {text}\n\nAssistant: Sure.",
+            "rejected": f"\n\nHuman: {text}\n\nAssistant: No.",
+        }
+    )
+
+
+def test_show_lenient_skips_bad_rows_and_says_read_n_of_m(tmp_path):
+    data = _damaged(tmp_path, [_pair("first"), "{not json", _pair("third")])
+    r = run("show", "--index", "2", "--data", data, ok=False)
+    assert r.exit_code == 1 and "test.jsonl, line 2" in r.stderr
+    r = run("show", "--index", "2", "--data", data, "--lenient")
+    assert "third" in r.stdout
+    assert "test.jsonl, line 2: invalid JSON" in r.stderr
+    assert r.stderr.splitlines()[-1] == "read 2 of 3 rows (1 skipped)"
+    r = run("show", "--sample", "5", "--json", "--data", data, "--lenient")
+    assert len(json.loads(r.stdout)) == 2
+    assert r.stderr.splitlines()[-1] == "read 2 of 3 rows (1 skipped)"
+
+
+def test_show_lenient_that_skips_every_row_fails(tmp_path):
+    data = _damaged(tmp_path, ['{"chosen": 1}', '{"x": 2}'])
+    r = run("show", "--sample", "1", "--data", data, "--lenient", ok=False)
+    assert r.exit_code == 1 and r.stdout == ""
+    assert "read 0 of 2 rows (2 skipped)" in r.stderr
+    assert r.stderr.splitlines()[-1].startswith("error: ")
