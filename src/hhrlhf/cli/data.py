@@ -7,7 +7,14 @@ import random
 import click
 
 from ..errors import HHError, RecordKindError
-from ..layout import preferred_split, resolve_source, scan, select_files
+from ..layout import (
+    IgnoredFilesWarning,
+    ignored_files,
+    preferred_split,
+    resolve_source,
+    scan,
+    select_files,
+)
 from ..outputs import replace_dir
 from ..reader import detect_container, read_objects, read_pairs
 from ..records import PAIR_CLASSES, PreferencePair
@@ -90,8 +97,12 @@ def info(data, as_json):
                 "rows": _count_rows(src.root),
             }
         )
+    ignored = ignored_files(src.root) if src.kind == "dir" and src.root else []
+    if ignored:
+        click.echo(f"warning: {printable(str(IgnoredFilesWarning(src.root, ignored)))}", err=True)
     if as_json:
-        emit_json({"data": src.label, "files": rows})
+        extra = {"ignored": [p.relative_to(src.root).as_posix() for p in ignored]}
+        emit_json({"data": src.label, "files": rows, **(extra if ignored else {})})
         return
     for row in rows:
         if row.get("path", "") is None:
