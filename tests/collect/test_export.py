@@ -303,6 +303,8 @@ def test_refuses_to_overwrite_without_force(storage, tmp_path):
 def test_bad_options_fail_before_work(storage, tmp_path):
     with pytest.raises(HHError, match="preference subset"):
         export_collection(storage, tmp_path / "o", subset="red-team-attempts")
+    with pytest.raises(HHError, match="^--subset: .*; did you mean 'helpful-base'\\?$"):
+        export_collection(storage, tmp_path / "o", subset="helpfull-base")
     with pytest.raises(HHError, match="test-fraction"):
         export_collection(storage, tmp_path / "o", test_fraction=2)
     (tmp_path / "file").write_text("x")

@@ -13,6 +13,7 @@ from ..errors import HHError
 from ..outputs import replace_dir
 from ..subsets import RED_TEAM
 from .options import (
+    Choice,
     check_outputs,
     data_option,
     fail_if_all_skipped,
@@ -69,7 +70,7 @@ def _records(subsets, split, data, fmt, lenient=None):
     "fmt_name",
     required=True,
     metavar="FORMAT",
-    type=click.Choice(list(FORMATS)),
+    type=Choice(list(FORMATS)),
     help="Output format (see docs/convert.md).",
 )
 @click.option(
@@ -230,7 +231,7 @@ def _report_merged(merged: list, on: bool) -> None:
     required=True,
     metavar="FORMAT",
     # a conversation format (sft) reads back into one dialogue, not a pair
-    type=click.Choice([n for n, f in FORMATS.items() if f.kind != "conversation"]),
+    type=Choice([n for n, f in FORMATS.items() if f.kind != "conversation"]),
     help="The format FILE was written in.",
 )
 @click.option(

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import orjson
 
-from ...errors import ExportCheckError, HHError, OutputError
+from ...errors import ExportCheckError, HHError, OutputError, UnknownNameError
 from ...outputs import plain_mode
 from ...records import TASK_SCORE_KEY_REAL
 from ...subsets import SUBSETS
@@ -79,7 +79,8 @@ def _check_subset(name: str, option: str) -> None:
     subset = SUBSETS.get(name)
     if subset is None or "test" not in getattr(subset, "splits", ()):
         known = [n for n, s in SUBSETS.items() if "test" in getattr(s, "splits", ())]
-        raise HHError(f"{option} {name!r}: expected a preference subset: {', '.join(known)}")
+        # "expected one of: ...; did you mean ...?" as everywhere a name is looked up
+        raise HHError(f"{option}: {UnknownNameError('preference subset', name, known)}")
 
 
 def _gzip_bytes(lines: list[bytes]) -> bytes:
