@@ -229,6 +229,25 @@ def test_stats_of_an_empty_split_print_n_a_not_zeros(tmp_path):
     test = next(line for line in lines if line.startswith("helpful-base/test"))
     assert "n/a" not in train and "%" in train
     assert test.split()[1:5] == ["0", "n/a", "n/a", "n/a"]
+    # --json: null, never zeros that read as lengths and shares
+    got = json.loads(run("stats", "--data", str(tmp_path), "--json").stdout)["helpful-base/test"]
+    assert got["chosen_longer_share"] is None
+    assert set(got["chosen_response_chars"].values()) == {None}
+    assert got["rejected_response_chars"]["median"] is None
+    empty_only = run("stats", "helpful-base", "--split", "test", "--data", str(tmp_path))
+    assert "human turns per prompt: n/a (no rows)" in empty_only.stdout
+    plots = run("stats", "--data", str(tmp_path), "--plots", str(tmp_path / "p"))
+    assert (tmp_path / "p" / "helpful-base-test-lengths.png").is_file(), plots.stderr
+
+
+def test_demo_on_a_folder_with_an_empty_split_says_so(tmp_path):
+    folder = tmp_path / "data" / "helpful-base"
+    folder.mkdir(parents=True)
+    (folder / "train.jsonl").write_text((GOOD / "pairs.jsonl").read_text(encoding="utf-8"))
+    (folder / "test.jsonl").write_text("")
+    r = run("demo", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "demo"))
+    assert "test: 0 pairs (an empty split: no statistics)" in r.stdout
+    assert "skipped: the test split in " in r.stdout and "is empty" in r.stdout
 
 
 def test_info_never_prints_none_for_a_missing_file(tmp_path):

@@ -292,7 +292,8 @@ def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force)
         for k, v in s["human_turns"].items():
             turns[int(k)] = turns.get(int(k), 0) + v
     click.echo(
-        "\nhuman turns per prompt: " + ", ".join(f"{k}: {v}" for k, v in sorted(turns.items()))
+        "\nhuman turns per prompt: "
+        + (", ".join(f"{k}: {v}" for k, v in sorted(turns.items())) or "n/a (no rows)")
     )
     click.echo(
         "(med = median final-response length in characters; class columns count pairs)", err=True
