@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -472,3 +473,17 @@ def test_export_lenient_that_skips_every_row_fails(tmp_path):
     r = run("export", "--format", "dpo", "--out", "-", "--data", data, "--lenient", code=1)
     assert "read 0 of 2 rows (2 skipped)" in r.stderr
     assert r.stderr.splitlines()[-1].endswith("every row was skipped (2 of 2)")
+
+
+def test_check_counts_invisible_characters_and_its_report_escapes_them(tmp_path):
+    hidden = {"chosen": t("Hi \u202ethere", "Hello\u200b!"), "rejected": t("Hi \u202ethere", "Go.")}
+    plain = {"chosen": t("A", "B"), "rejected": t("A", "C")}
+    data = _damaged(tmp_path, [json.dumps(hidden), json.dumps(plain)])
+    report = tmp_path / "flagged.jsonl"
+    r = run("check", "--no-near-dups", "--report", report, "--data", data)
+    assert re.search(r"^invisible_characters +1 +warning", r.stdout, re.M)
+    raw = report.read_text(encoding="utf-8")
+    assert "\u202e" not in raw and "\u200b" not in raw and "\\u202e" in raw
+    (row,) = [json.loads(x) for x in raw.splitlines()]
+    assert row["details"]["invisible_characters"] == "3 character(s): U+200B, U+202E x2"
+    assert "\u202ethere" in row["excerpt"]  # the same string, escaped only in the file
