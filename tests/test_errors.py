@@ -200,3 +200,17 @@ def test_a_typo_in_a_subset_or_split_says_did_you_mean_in_one_line():
     ]
     r = CliRunner().invoke(cli, ["stats", "helpful-base", "--split", "tset", "--data", "sample"])
     assert r.exit_code == 1 and r.stderr.rstrip().endswith("did you mean 'test'?")
+
+
+def test_a_typo_in_a_fixed_choice_says_did_you_mean(tmp_path):
+    from click.testing import CliRunner
+
+    from hhrlhf.cli import cli
+
+    args = ["download", "harmless-base", "--split", "tset", "--offline"]
+    r = CliRunner().invoke(cli, [*args, "--cache-dir", str(tmp_path)])
+    assert r.exit_code == 2 and "Did you mean 'test'?" in r.stderr
+    r = CliRunner().invoke(cli, ["export", "--format", "trl-standrad", "--out", "-"])
+    assert r.exit_code == 2 and "Did you mean 'trl-standard'?" in r.stderr
+    r = CliRunner().invoke(cli, ["export", "--format", "zzz", "--out", "-"])
+    assert r.exit_code == 2 and "Did you mean" not in r.stderr

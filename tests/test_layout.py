@@ -142,5 +142,40 @@ def test_split_files_preferred_upstream_suffix(tmp_path):
         (tmp_path / "my-campaign" / "train.jsonl").write_bytes(f.read()[:0])
     (tmp_path / "notes").mkdir()  # a folder without data files is not a subset
     (tmp_path / "notes" / "README.md").write_text("benign notes\n")
-    files = select_files(data=tmp_path)
+    with pytest.warns(UserWarning, match=r"second copy of a split: my-campaign/train\.jsonl$"):
+        files = select_files(data=tmp_path)
     assert [f.rel for f in files] == ["my-campaign/train.jsonl.gz", "my-campaign/test.jsonl.gz"]
+
+
+def _with_strays(tmp_path) -> Path:
+    root = tmp_path / "data"
+    shutil.copytree(ONE, root)
+    (root / "harmless-base" / "notes.jsonl").write_text("my notes, not data\n")
+    (root / "harmless-base" / "validation.json").write_text("[]")
+    shutil.copy(ONE / "harmless-base" / "test.jsonl.gz", root / "harmless-base" / "test.jsonl")
+    (root / "manifest.json").write_text("{}")  # beside the subset folders: not a split file
+    (root / "harmless-base" / "README.md").write_text("not a data file")
+    return root
+
+
+def test_only_upstream_file_names_are_read_and_the_rest_are_named(tmp_path):
+    from hhrlhf.layout import IgnoredFilesWarning, ignored_files
+
+    root = _with_strays(tmp_path)
+    assert scan(root) == {"harmless-base": {"test": root / "harmless-base/test.jsonl.gz"}}
+    assert [p.relative_to(root).as_posix() for p in ignored_files(root)] == [
+        "harmless-base/notes.jsonl",
+        "harmless-base/test.jsonl",
+        "harmless-base/validation.json",
+    ]
+    with pytest.warns(IgnoredFilesWarning, match="notes.jsonl") as got:
+        pairs = hhrlhf.load_dataset(data=root)
+    assert len(pairs["test"]) == 5 and list(pairs) == ["test"]
+    assert len(got) == 1 and "ignored 3 file(s)" in str(got[0].message)
+    assert got[0].message.files == ignored_files(root)
+
+
+def test_a_clean_folder_warns_nothing(tmp_path, recwarn):
+    shutil.copytree(ONE, tmp_path / "data")
+    select_files(data=tmp_path / "data")
+    assert not [w for w in recwarn if "ignored" in str(w.message)]

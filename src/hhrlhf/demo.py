@@ -221,6 +221,12 @@ class PmDemo:
     train_pairs: int = 0
 
 
+def _first_pair(f: DataFile) -> PreferencePair | None:
+    from .reader import read_pairs
+
+    return next(iter(read_pairs(f.path, subset=f.subset, split=f.split)), None)
+
+
 def pm_demo(data: str | os.PathLike | DataSource, out: str | os.PathLike) -> PmDemo:
     """Train the linear PM on the train split of ``data``, evaluate it on the test split with
     the baselines, and write ``out/pm/model`` and ``out/pm/eval.json`` (needs ``[reward]``)."""
@@ -244,6 +250,13 @@ def pm_demo(data: str | os.PathLike | DataSource, out: str | os.PathLike) -> PmD
             skipped=f"no {missing} split in {src.label} "
             "(a model is trained on train and evaluated on test)",
         )
+    for name, split_files in (("train", train_files), ("test", test_files)):
+        if not any(_first_pair(f) for f in split_files):  # there, as an empty file
+            return PmDemo(
+                out,
+                skipped=f"the {name} split in {src.label} is empty "
+                "(a model is trained on train and evaluated on test)",
+            )
     train_pairs = load_pairs(train_files)
     test_pairs = load_pairs(test_files)
     record = describe_training_data(train_pairs, files=train_files, source=src.label)

@@ -6,9 +6,11 @@
   (:data:`hhrlhf.subsets.SUBSETS`), a missing one downloaded on first use unless offline;
 - ``"sample"``: the small benign sample bundled with the package;
 - a directory of subset folders, ``<subset>/<split>.jsonl.gz`` (or ``.jsonl``, or a ``.json``
-  array), as upstream lays them out. Any folder name is a subset and any such file a split:
-  what is there is what can be read, and nothing else is asked for. The red-team file
-  ``red-team-attempts/red_team_attempts.jsonl.gz`` is the ``train`` split of the attempts;
+  array), as upstream lays them out. Any folder name is a subset; only upstream's file names
+  are read: ``train`` and ``test`` (the splits) and ``red_team_attempts`` (the ``train``
+  split of the attempts, as in ``red-team-attempts/red_team_attempts.jsonl.gz``). Any other
+  data file in a subset folder (``notes.jsonl``, a ``train.jsonl`` beside ``train.jsonl.gz``)
+  is ignored and named in an :class:`IgnoredFilesWarning` (see :func:`ignored_files`);
 - a single file. Its subset and split come from its path when it is laid out like upstream
   (``.../harmless-base/test.jsonl.gz``), otherwise from what the caller says (``subsets`` and
   ``split``; on the command line SUBSET or ``--subset``, and ``--split``); a split that
@@ -23,6 +25,7 @@ then other splits sorted. Asking for a subset or a split that is not there is an
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +40,8 @@ __all__ = [
     "DataSource",
     "resolve_source",
     "scan",
+    "ignored_files",
+    "IgnoredFilesWarning",
     "file_identity",
     "select_files",
     "preferred_split",
@@ -48,6 +53,24 @@ SAMPLE_DIR = Path(__file__).parent / "sample_data"
 SUFFIXES = (".jsonl.gz", ".jsonl", ".json")
 #: The file name (without suffix) of the red-team attempts.
 RED_TEAM_STEM = "red_team_attempts"
+#: The file names (without suffix) a directory's subset folders are read for, as upstream
+#: names its files; any other data file there is ignored (and named).
+UPSTREAM_STEMS = ("train", "test", RED_TEAM_STEM)
+
+
+class IgnoredFilesWarning(UserWarning):
+    """A data directory holds data files that are not read: not named as upstream names
+    them, or a second copy of a split in another container. ``files`` lists them."""
+
+    def __init__(self, root: Path, files: list[Path]) -> None:
+        self.root = root
+        self.files = files
+        names = ", ".join(f.relative_to(root).as_posix() for f in files)
+        super().__init__(
+            f"{root}: ignored {len(files)} file(s) that are not upstream's names "
+            f"(<subset>/train.jsonl.gz, <subset>/test.jsonl.gz, "
+            f"red-team-attempts/{RED_TEAM_STEM}.jsonl.gz) or a second copy of a split: {names}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,35 +180,67 @@ def _subset_order(names) -> list[str]:
     return known + sorted(n for n in names if n not in SUBSETS)
 
 
-def scan(root: str | os.PathLike) -> dict[str, dict[str, Path]]:
-    """``{subset: {split: path}}`` of the data files in a directory's subset folders, in order."""
-    root = Path(root)
+def _scan(root: Path) -> tuple[dict[str, dict[str, Path]], list[Path]]:
+    """What :func:`scan` returns, and the data files in subset folders that it leaves out."""
     found: dict[str, dict[str, tuple[int, Path]]] = {}
+    ignored: list[Path] = []
     try:
         folders = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")]
     except OSError as exc:
         raise NoDataError(root, f"cannot list the directory ({exc.strerror or exc})") from None
     for folder in folders:
         splits: dict[str, tuple[int, Path]] = {}
-        for f in folder.iterdir():
+        for f in sorted(folder.iterdir()):
             named = _split_name(f.name)
             if named is None or not f.is_file():
                 continue
+            if f.name[: -len(SUFFIXES[named[1]])] not in UPSTREAM_STEMS:
+                ignored.append(f)
+                continue
             split, rank = named
-            if split not in splits or rank < splits[split][0]:
+            if split in splits:  # one file per split: the preferred container wins
+                kept, dropped = sorted([splits[split], (rank, f)])
+                splits[split] = kept
+                ignored.append(dropped[1])
+            else:
                 splits[split] = (rank, f)
         if splits:
             found[folder.name] = splits
-    return {
+    tables = {
         name: {s: found[name][s][1] for s in _split_order(found[name])}
         for name in _subset_order(found)
     }
+    return tables, sorted(ignored)
+
+
+def scan(root: str | os.PathLike) -> dict[str, dict[str, Path]]:
+    """``{subset: {split: path}}`` of the data files in a directory's subset folders, in order
+    (only upstream's file names: see :func:`ignored_files` for the rest)."""
+    return _scan(Path(root))[0]
+
+
+def ignored_files(root: str | os.PathLike) -> list[Path]:
+    """The data files (``.jsonl.gz``, ``.jsonl``, ``.json``) in a directory's subset folders
+    that are not read: not upstream's names, or a split's second copy in another container.
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "harmless-base").mkdir()
+    >>> for name in ("test.jsonl.gz", "test.jsonl", "notes.jsonl"):
+    ...     _ = (root / "harmless-base" / name).write_text("")
+    >>> [p.name for p in ignored_files(root)]
+    ['notes.jsonl', 'test.jsonl']
+    """
+    return _scan(Path(root))[1]
 
 
 def _available(src: DataSource) -> Mapping[str, Mapping[str, Path | FileSpec]]:
     if src.kind == "cache" or src.root is None:  # only the cache has no root
         return {name: {f.split: f for f in s.files} for name, s in SUBSETS.items()}
-    return scan(src.root)
+    found, ignored = _scan(src.root)
+    if ignored:
+        warnings.warn(IgnoredFilesWarning(src.root, ignored), stacklevel=3)
+    return found
 
 
 def _is_red_team_file(path: Path) -> bool:

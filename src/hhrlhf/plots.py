@@ -123,9 +123,20 @@ def _length_summary(key, s, path):
     stats = ["min", "median", "mean", "p90", "max"]
     xs = range(len(stats))
     c, r = s["chosen_response_chars"], s["rejected_response_chars"]
-    ax.bar([x - 0.2 for x in xs], [c[k] for k in stats], width=0.4, color="#55a868", label="chosen")
+    # an empty split has no lengths (None): no bar
     ax.bar(
-        [x + 0.2 for x in xs], [r[k] for k in stats], width=0.4, color="#c44e52", label="rejected"
+        [x - 0.2 for x in xs],
+        [c[k] or 0 for k in stats],
+        width=0.4,
+        color="#55a868",
+        label="chosen",
+    )
+    ax.bar(
+        [x + 0.2 for x in xs],
+        [r[k] or 0 for k in stats],
+        width=0.4,
+        color="#c44e52",
+        label="rejected",
     )
     ax.set_xticks(list(xs), stats)
     ax.set_ylabel("final response length (characters)")

@@ -13,9 +13,10 @@ __all__ = ["bin_counts", "pair_stats", "summarize_lengths"]
 
 
 def summarize_lengths(values: list[int]) -> dict[str, Any]:
-    """min / mean / median / p90 / max of a list of lengths (all 0 for an empty list)."""
+    """min / mean / median / p90 / max of a list of lengths (all None for an empty list: there
+    is no length to summarise, and zeros would read as data)."""
     if not values:
-        return {"min": 0, "mean": 0.0, "median": 0.0, "p90": 0, "max": 0}
+        return {"min": None, "mean": None, "median": None, "p90": None, "max": None}
     s = sorted(values)
     n = len(s)
     mid = n // 2
@@ -33,7 +34,8 @@ def pair_stats(pairs: Iterable[PreferencePair], *, keep_lengths: bool = False) -
     """Rows, human turns per prompt, response lengths (chars), chosen-longer share, class counts.
 
     ``chosen_longer_share`` compares the final responses; ties (equal length) are counted
-    separately in ``equal_length``. ``keep_lengths=True`` adds ``"lengths"``: every chosen and
+    separately in ``equal_length``. With no rows, the share and the length summaries are None
+    (``null`` in JSON), never zeros. ``keep_lengths=True`` adds ``"lengths"``: every chosen and
     rejected response length, for histograms (one pass over the data serves both).
     """
     turns: Counter[int] = Counter()
@@ -55,7 +57,7 @@ def pair_stats(pairs: Iterable[PreferencePair], *, keep_lengths: bool = False) -
         "human_turns": {str(k): turns[k] for k in sorted(turns)},
         "chosen_response_chars": summarize_lengths(chosen_len),
         "rejected_response_chars": summarize_lengths(rejected_len),
-        "chosen_longer_share": round(longer / rows, 4) if rows else 0.0,
+        "chosen_longer_share": round(longer / rows, 4) if rows else None,
         "equal_length": equal,
         "classes": dict(classes),
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -432,3 +433,57 @@ def test_check_names_the_non_alternating_rows(non_alternating):
     assert "--merge-consecutive" in line[0]
     got = json.loads(run("check", "--data", non_alternating, "--no-near-dups", "--json").stdout)
     assert got["non_alternating_rows"] == ["helpful-base/test/0", "helpful-base/test/1"]
+
+
+def _damaged(tmp_path, lines) -> Path:
+    path = tmp_path / "d" / "harmless-base" / "test.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line + "\n" for line in lines))
+    return tmp_path / "d"
+
+
+GOOD = json.dumps({"chosen": t("Hi", "Hello"), "rejected": t("Hi", "Go away")})
+
+
+@pytest.mark.parametrize("out", ["x.jsonl", "x.parquet", "-"])
+def test_export_lenient_skips_bad_rows_and_says_read_n_of_m(tmp_path, out):
+    data = _damaged(tmp_path, [GOOD, "{not json", '{"chosen": 1}', GOOD])
+    target = out if out == "-" else tmp_path / out
+    r = run("export", "--format", "dpo", "--out", target, "--data", data, code=1)
+    assert "test.jsonl, line 2" in r.stderr
+    r = run("export", "--format", "dpo", "--out", target, "--data", data, "--lenient")
+    assert "test.jsonl, line 2: invalid JSON" in r.stderr and "line 3" in r.stderr
+    assert r.stderr.splitlines()[-1] == "read 2 of 4 rows (2 skipped)"
+    if out == "-":
+        assert [json.loads(x)["index"] for x in r.stdout.splitlines()] == [0, 3]
+
+
+def test_export_lenient_to_a_dataset_dict(tmp_path):
+    pytest.importorskip("datasets")
+    data = _damaged(tmp_path, [GOOD, "{not json", GOOD])
+    for fmt in ("dpo", "trl-conversational"):
+        r = run("export", "--format", fmt, "--hf", tmp_path / fmt, "--data", data, "--lenient")
+        assert "(test: 2)" in r.stderr
+        assert r.stderr.splitlines()[-1] == "read 2 of 3 rows (1 skipped)"
+
+
+def test_export_lenient_that_skips_every_row_fails(tmp_path):
+    data = _damaged(tmp_path, ['{"chosen": 1}', '{"x": 2}'])
+    run("export", "--format", "dpo", "--out", tmp_path / "o.jsonl", "--data", data, code=1)
+    r = run("export", "--format", "dpo", "--out", "-", "--data", data, "--lenient", code=1)
+    assert "read 0 of 2 rows (2 skipped)" in r.stderr
+    assert r.stderr.splitlines()[-1].endswith("every row was skipped (2 of 2)")
+
+
+def test_check_counts_invisible_characters_and_its_report_escapes_them(tmp_path):
+    hidden = {"chosen": t("Hi \u202ethere", "Hello\u200b!"), "rejected": t("Hi \u202ethere", "Go.")}
+    plain = {"chosen": t("A", "B"), "rejected": t("A", "C")}
+    data = _damaged(tmp_path, [json.dumps(hidden), json.dumps(plain)])
+    report = tmp_path / "flagged.jsonl"
+    r = run("check", "--no-near-dups", "--report", report, "--data", data)
+    assert re.search(r"^invisible_characters +1 +warning", r.stdout, re.M)
+    raw = report.read_text(encoding="utf-8")
+    assert "\u202e" not in raw and "\u200b" not in raw and "\\u202e" in raw
+    (row,) = [json.loads(x) for x in raw.splitlines()]
+    assert row["details"]["invisible_characters"] == "3 character(s): U+200B, U+202E x2"
+    assert "\u202ethere" in row["excerpt"]  # the same string, escaped only in the file

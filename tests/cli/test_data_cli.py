@@ -229,6 +229,25 @@ def test_stats_of_an_empty_split_print_n_a_not_zeros(tmp_path):
     test = next(line for line in lines if line.startswith("helpful-base/test"))
     assert "n/a" not in train and "%" in train
     assert test.split()[1:5] == ["0", "n/a", "n/a", "n/a"]
+    # --json: null, never zeros that read as lengths and shares
+    got = json.loads(run("stats", "--data", str(tmp_path), "--json").stdout)["helpful-base/test"]
+    assert got["chosen_longer_share"] is None
+    assert set(got["chosen_response_chars"].values()) == {None}
+    assert got["rejected_response_chars"]["median"] is None
+    empty_only = run("stats", "helpful-base", "--split", "test", "--data", str(tmp_path))
+    assert "human turns per prompt: n/a (no rows)" in empty_only.stdout
+    plots = run("stats", "--data", str(tmp_path), "--plots", str(tmp_path / "p"))
+    assert (tmp_path / "p" / "helpful-base-test-lengths.png").is_file(), plots.stderr
+
+
+def test_demo_on_a_folder_with_an_empty_split_says_so(tmp_path):
+    folder = tmp_path / "data" / "helpful-base"
+    folder.mkdir(parents=True)
+    (folder / "train.jsonl").write_text((GOOD / "pairs.jsonl").read_text(encoding="utf-8"))
+    (folder / "test.jsonl").write_text("")
+    r = run("demo", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "demo"))
+    assert "test: 0 pairs (an empty split: no statistics)" in r.stdout
+    assert "skipped: the test split in " in r.stdout and "is empty" in r.stdout
 
 
 def test_info_never_prints_none_for_a_missing_file(tmp_path):
@@ -251,3 +270,40 @@ def test_tables_show_missing_values_as_a_dash(capsys):
     print_table([{"a": None, "b": "x\ty"}])
     out = capsys.readouterr().out
     assert "None" not in out and "-" in out.splitlines()[2] and "x\\x09y" in out
+
+
+def _damaged(tmp_path, lines) -> str:
+    path = tmp_path / "d" / "harmless-base" / "test.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line + "\n" for line in lines))
+    return str(tmp_path / "d")
+
+
+def _pair(text: str) -> str:
+    return json.dumps(
+        {
+            "chosen": f"\n\nHuman: {text}\n\nAssistant: Sure.",
+            "rejected": f"\n\nHuman: {text}\n\nAssistant: No.",
+        }
+    )
+
+
+def test_show_lenient_skips_bad_rows_and_says_read_n_of_m(tmp_path):
+    data = _damaged(tmp_path, [_pair("first"), "{not json", _pair("third")])
+    r = run("show", "--index", "2", "--data", data, ok=False)
+    assert r.exit_code == 1 and "test.jsonl, line 2" in r.stderr
+    r = run("show", "--index", "2", "--data", data, "--lenient")
+    assert "third" in r.stdout
+    assert "test.jsonl, line 2: invalid JSON" in r.stderr
+    assert r.stderr.splitlines()[-1] == "read 2 of 3 rows (1 skipped)"
+    r = run("show", "--sample", "5", "--json", "--data", data, "--lenient")
+    assert len(json.loads(r.stdout)) == 2
+    assert r.stderr.splitlines()[-1] == "read 2 of 3 rows (1 skipped)"
+
+
+def test_show_lenient_that_skips_every_row_fails(tmp_path):
+    data = _damaged(tmp_path, ['{"chosen": 1}', '{"x": 2}'])
+    r = run("show", "--sample", "1", "--data", data, "--lenient", ok=False)
+    assert r.exit_code == 1 and r.stdout == ""
+    assert "read 0 of 2 rows (2 skipped)" in r.stderr
+    assert r.stderr.splitlines()[-1].startswith("error: ")

@@ -201,3 +201,20 @@ def test_subset_option_names_a_single_files_subset(tmp_path):
     # --subset is for a single file; a directory's subsets are arguments
     bad = run("stats", "--subset", "harmless-base", "--data", ONE, ok=False)
     assert bad.exit_code == 2 and "--subset names the subset of a single --data FILE" in bad.output
+
+
+def test_a_stray_data_file_is_ignored_and_named(tmp_path):
+    import shutil
+
+    root = tmp_path / "data"
+    shutil.copytree(ONE, root)
+    (root / "harmless-base" / "notes.jsonl").write_text("my notes, not data\n")
+    stats = run("stats", "--data", root, "--json")
+    assert json.loads(stats.stdout)["harmless-base/test"]["rows"] == 5
+    warning = [x for x in stats.stderr.splitlines() if x.startswith("warning:")]
+    assert len(warning) == 1 and warning[0].endswith(": harmless-base/notes.jsonl")
+    info = run("info", "--data", root, "--json")
+    assert json.loads(info.stdout)["ignored"] == ["harmless-base/notes.jsonl"]
+    assert "warning:" in info.stderr
+    export = run("export", "--format", "dpo", "--out", tmp_path / "x.parquet", "--data", root)
+    assert export.stderr.count("notes.jsonl") == 1

@@ -71,6 +71,12 @@ def test_export_command(db_url, tmp_path, storage):
     assert r.exit_code == 0, r.output
     assert f"{out}/helpful-base: train" in r.stdout and f"(see {out}/manifest.json)" in r.stdout
     assert "//" not in r.stdout
+    # an empty split gets no file, and the summary says so rather than a bare zero
+    r = run(
+        "collect", "export", "--db", db_url, "--out", str(out), "--force", "--test-fraction", "0"
+    )
+    assert r.exit_code == 0, r.output
+    assert "helpful-base: train 4 rows, test 0 rows (no file)" in r.stdout
 
 
 def test_export_errors_are_one_line(db_url, tmp_path, storage):

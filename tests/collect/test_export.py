@@ -252,21 +252,45 @@ def test_split_is_stable_and_by_conversation():
     assert all(split_of(f"c{i}", 1.0) == "test" for i in range(100))
 
 
-def test_an_empty_split_is_a_well_formed_empty_gzip(storage, tmp_path):
+def test_an_empty_split_gets_no_file_and_the_manifest_says_so(storage, tmp_path):
     build(storage)
     m = export_collection(storage, tmp_path / "out", test_fraction=0.0)
-    raw = (tmp_path / "out/helpful-base/test.jsonl.gz").read_bytes()
-    assert raw[:2] == b"\x1f\x8b" and gzip.decompress(raw) == b""
-    assert m["subsets"]["helpful-base"]["test"] == 0
+    assert not (tmp_path / "out/helpful-base/test.jsonl.gz").exists()
+    assert (tmp_path / "out/helpful-base/train.jsonl.gz").exists()
+    assert m["subsets"]["helpful-base"] == {"train": 4, "test": 0}
+    assert "helpful-base/test.jsonl.gz" in m["empty_splits"]
+    assert "helpful-base/test.jsonl.gz" not in m["files"]
 
 
-def test_empty_split_loads_as_empty(storage, tmp_path):
+@pytest.mark.parametrize("in_place", [False, True])
+def test_force_over_an_export_with_rows_removes_the_split_that_became_empty(
+    storage, tmp_path, in_place
+):
+    build(storage)
+    export_collection(storage, tmp_path / "out", test_fraction=1.0, _in_place=in_place)
+    assert (tmp_path / "out/helpful-base/test.jsonl.gz").exists()
+    export_collection(storage, tmp_path / "out", test_fraction=0.0, force=True, _in_place=in_place)
+    assert not (tmp_path / "out/helpful-base/test.jsonl.gz").exists()
+    assert (tmp_path / "out/helpful-base/train.jsonl.gz").exists()
+
+
+def test_empty_split_loads_without_it(storage, tmp_path):
     from hhrlhf import load_dataset
 
     build(storage)
     export_collection(storage, tmp_path / "out", test_fraction=0.0)
     data = load_dataset("helpful-base", data=str(tmp_path / "out"))
-    assert len(data["test"]) == 0 and len(data["train"]) == 4
+    assert list(data) == ["train"] and len(data["train"]) == 4
+
+
+def test_datasets_reads_an_export_with_an_empty_split(storage, tmp_path):
+    datasets = pytest.importorskip("datasets", reason="needs hhrlhf[hf]")
+    build(storage)
+    export_collection(storage, tmp_path / "out", test_fraction=0.0)
+    dd = datasets.load_dataset(
+        "json", data_dir=str(tmp_path / "out" / "helpful-base"), cache_dir=str(tmp_path / "c")
+    )
+    assert list(dd) == ["train"] and dd["train"].num_rows == 4
 
 
 def test_refuses_to_overwrite_without_force(storage, tmp_path):
@@ -280,6 +304,8 @@ def test_refuses_to_overwrite_without_force(storage, tmp_path):
 def test_bad_options_fail_before_work(storage, tmp_path):
     with pytest.raises(HHError, match="preference subset"):
         export_collection(storage, tmp_path / "o", subset="red-team-attempts")
+    with pytest.raises(HHError, match="^--subset: .*; did you mean 'helpful-base'\\?$"):
+        export_collection(storage, tmp_path / "o", subset="helpfull-base")
     with pytest.raises(HHError, match="test-fraction"):
         export_collection(storage, tmp_path / "o", test_fraction=2)
     (tmp_path / "file").write_text("x")

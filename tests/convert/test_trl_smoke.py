@@ -184,13 +184,20 @@ def test_dpo_trainer_takes_two_steps_on_dpo_format(data, tmp_path):
     assert result.global_step == 2
 
 
-@pytest.mark.parametrize("fmt", ["messages", "trl-conversational"])
-def test_reward_trainer_takes_two_steps_on_merged_conversations(data, tmp_path, fmt):
+@pytest.mark.parametrize(
+    ("fmt", "extra"),
+    [
+        ("messages", "--merge-consecutive"),
+        ("trl-conversational", "--merge-consecutive"),
+        ("raw", "--no-source"),  # the implicit-prompt text the docs name for RewardTrainer
+    ],
+)
+def test_reward_trainer_takes_two_steps(data, tmp_path, fmt, extra):
     import torch
     from transformers import GPT2ForSequenceClassification
     from trl import RewardConfig, RewardTrainer
 
-    out = _export(data, tmp_path / f"{fmt}.jsonl", fmt, "--merge-consecutive")
+    out = _export(data, tmp_path / f"{fmt}.jsonl", fmt, extra)
     tokenizer = _tokenizer()
     torch.manual_seed(0)
     model = GPT2ForSequenceClassification(_config(tokenizer, num_labels=1))

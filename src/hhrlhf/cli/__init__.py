@@ -68,8 +68,36 @@ def cli(quiet):
     """
     from ..progress import enable, quiet_libraries
 
+    _warn_as_lines()
     enable(not quiet)
     quiet_libraries(quiet)  # datasets' and huggingface_hub's own bars too
+
+
+def _warn_as_lines() -> None:
+    """The library's warnings about the data (files ignored) as one ``warning:`` line each,
+    each said once per command (a command may select its files more than once)."""
+    import warnings
+
+    from ..layout import IgnoredFilesWarning
+    from ..text import printable
+
+    warnings.filterwarnings("always", category=IgnoredFilesWarning)
+    shown = warnings.showwarning
+    if getattr(shown, "_hh", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if not issubclass(category, IgnoredFilesWarning):
+            shown(message, category, filename, lineno, file, line)
+            return
+        ctx = click.get_current_context(silent=True)
+        said = ctx.find_root().meta.setdefault("hhrlhf.warned", set()) if ctx else set()
+        if str(message) not in said:
+            said.add(str(message))
+            click.echo(f"warning: {printable(str(message))}", err=True)
+
+    show._hh = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 
 def _register() -> None:

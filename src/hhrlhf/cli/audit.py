@@ -18,6 +18,7 @@ from .options import (
     emit_json,
     file_subsets,
     force_option,
+    json_line,
     json_option,
     out_dir_option,
     print_table,
@@ -130,6 +131,10 @@ def _print_counts(result) -> None:
         )
 
 
+def _safe_line(row: dict) -> bytes:
+    return (json_line(row) + "\n").encode()
+
+
 @click.command()
 @click.argument("subsets", nargs=-1)
 @click.option("--split", default=None, metavar="SPLIT", help="train or test (default: both).")
@@ -182,7 +187,9 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subs
     if report:
         from ..convert import write_rows
 
-        n = write_rows(result.report_rows(), report)
+        # bidi, zero-width and C1 characters of an excerpt as JSON escapes: the same strings,
+        # nothing that reorders or hides text when the report is printed
+        n = write_rows(result.report_rows(), report, encode=_safe_line)
         _chatter(f"wrote {n} flagged row(s) to {report}")
     if as_json:
         emit_json(result.to_json())

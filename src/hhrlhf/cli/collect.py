@@ -651,8 +651,10 @@ def export(
         return
     for name, splits in manifest["subsets"].items():
         click.echo(
-            f"{os.path.join(out_dir, name)}: train {splits['train']:,} rows, "
-            f"test {splits['test']:,} rows"
+            f"{os.path.join(out_dir, name)}: "
+            + ", ".join(
+                f"{sp} {n:,} rows" if n else f"{sp} 0 rows (no file)" for sp, n in splits.items()
+            )
         )
     rt = manifest["red_team_attempts"]
     if rt["rows"] or any(rt["left_out"].values()):

@@ -13,12 +13,15 @@ from ..errors import HHError
 from ..outputs import replace_dir
 from ..subsets import RED_TEAM
 from .options import (
+    Choice,
     check_outputs,
     data_option,
     fail_if_all_skipped,
     file_subsets,
     force_option,
+    lenient_option,
     note_rows_read,
+    pass_lenient,
     report_skipped,
     subset_option,
 )
@@ -30,8 +33,8 @@ def _chatter(msg: str) -> None:
     click.echo(msg, err=True)
 
 
-def _records(subsets, split, data, fmt):
-    """(split name -> iterator of records) for export."""
+def _records(subsets, split, data, fmt, lenient=None):
+    """(split name -> iterator of records) for export; ``lenient`` skips bad rows."""
     from ..layout import select_files
     from ..reader import read_attempts, read_pairs
 
@@ -42,7 +45,7 @@ def _records(subsets, split, data, fmt):
         files = select_files(names or RED_TEAM, split=split, data=data)
         if not files[0].red_team:
             raise click.BadParameter(f"{files[0].path} holds pairs: use a pair format")
-        return {files[0].split: read_attempts(files[0].path)}
+        return {files[0].split: read_attempts(files[0].path, lenient=lenient)}
     if RED_TEAM in names:
         raise click.BadParameter("red-team-attempts holds attempts: use --format redteam")
     files = [f for f in select_files(names or None, split=split, data=data) if not f.red_team]
@@ -54,7 +57,7 @@ def _records(subsets, split, data, fmt):
 
     def chain(fs):
         for f in fs:
-            yield from read_pairs(f.path, subset=f.subset, split=f.split)
+            yield from read_pairs(f.path, subset=f.subset, split=f.split, lenient=lenient)
 
     return {s: chain(fs) for s, fs in by_split.items()}
 
@@ -67,7 +70,7 @@ def _records(subsets, split, data, fmt):
     "fmt_name",
     required=True,
     metavar="FORMAT",
-    type=click.Choice(list(FORMATS)),
+    type=Choice(list(FORMATS)),
     help="Output format (see docs/convert.md).",
 )
 @click.option(
@@ -95,9 +98,21 @@ def _records(subsets, split, data, fmt):
 )
 @data_option
 @subset_option
+@lenient_option
 @force_option
+@pass_lenient
 def export(
-    subsets, split, fmt_name, out, hf_dir, no_source, merge_consecutive, data, file_subset, force
+    subsets,
+    split,
+    fmt_name,
+    out,
+    hf_dir,
+    no_source,
+    merge_consecutive,
+    data,
+    file_subset,
+    lenient,
+    force,
 ):
     """Export pairs (or red-team attempts) in the format a trainer wants.
 
@@ -124,7 +139,7 @@ def export(
             f"(message formats: {', '.join(MESSAGE_FORMATS)})",
             param_hint="--merge-consecutive",
         )
-    splits = _records(subsets, split, data, fmt)
+    splits = _records(subsets, split, data, fmt, lenient)
     merged: list = []
     merging = {"merge_consecutive": merge_consecutive, "merged": merged}
     if hf_dir:
@@ -133,7 +148,9 @@ def export(
             from ..dataset import load_arrow
 
             tables = {
-                s: load_arrow(list(subsets) or None, split=s, data=data, columns=fmt.name)
+                s: load_arrow(
+                    list(subsets) or None, split=s, data=data, columns=fmt.name, lenient=lenient
+                )
                 for s in splits
             }
             with replace_dir(hf_dir) as tmp:
@@ -141,6 +158,7 @@ def export(
         else:
             with replace_dir(hf_dir) as tmp:
                 dd = export_hf(splits, fmt, tmp, source=not no_source, **merging)
+        note_rows_read(sum(len(v) for v in dd.values()))
         sizes = ", ".join(f"{k}: {len(v)}" for k, v in dd.items())
         _chatter(f"wrote DatasetDict ({sizes}) in format {fmt.name} to {hf_dir}")
         _report_merged(merged, merge_consecutive)
@@ -160,6 +178,7 @@ def export(
             write(fmt.encode(row))
             n += 1
         sys.stdout.flush()
+        note_rows_read(n)
         _chatter(f"wrote {n} rows in format {fmt.name} to stdout")
         _report_merged(merged, merge_consecutive)
         return
@@ -180,10 +199,13 @@ def export(
         if fmt.name in ARROW_FORMATS and container_of(target) == "parquet":
             from ..dataset import load_arrow
 
-            table = load_arrow(list(subsets) or None, split=s, data=data, columns=fmt.name)
+            table = load_arrow(
+                list(subsets) or None, split=s, data=data, columns=fmt.name, lenient=lenient
+            )
             n = export_arrow({s: table}, target, source=not no_source)
         else:
             n = export_records(records, fmt, target, source=not no_source, **merging)
+        note_rows_read(n)
         what = f"{n} {s} rows" if len(splits) > 1 else f"{n} rows"
         _chatter(f"wrote {what} in format {fmt.name} to {target}")
     _report_merged(merged, merge_consecutive)
@@ -209,7 +231,7 @@ def _report_merged(merged: list, on: bool) -> None:
     required=True,
     metavar="FORMAT",
     # a conversation format (sft) reads back into one dialogue, not a pair
-    type=click.Choice([n for n, f in FORMATS.items() if f.kind != "conversation"]),
+    type=Choice([n for n, f in FORMATS.items() if f.kind != "conversation"]),
     help="The format FILE was written in.",
 )
 @click.option(

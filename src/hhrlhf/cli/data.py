@@ -7,7 +7,14 @@ import random
 import click
 
 from ..errors import HHError, RecordKindError
-from ..layout import preferred_split, resolve_source, scan, select_files
+from ..layout import (
+    IgnoredFilesWarning,
+    ignored_files,
+    preferred_split,
+    resolve_source,
+    scan,
+    select_files,
+)
 from ..outputs import replace_dir
 from ..reader import detect_container, read_objects, read_pairs
 from ..records import PAIR_CLASSES, PreferencePair
@@ -90,8 +97,12 @@ def info(data, as_json):
                 "rows": _count_rows(src.root),
             }
         )
+    ignored = ignored_files(src.root) if src.kind == "dir" and src.root else []
+    if ignored:
+        click.echo(f"warning: {printable(str(IgnoredFilesWarning(src.root, ignored)))}", err=True)
     if as_json:
-        emit_json({"data": src.label, "files": rows})
+        extra = {"ignored": [p.relative_to(src.root).as_posix() for p in ignored]}
+        emit_json({"data": src.label, "files": rows, **(extra if ignored else {})})
         return
     for row in rows:
         if row.get("path", "") is None:
@@ -151,7 +162,9 @@ def pair_json(pair: PreferencePair) -> dict:
 @data_option
 @subset_option
 @json_option
-def show(subset, split, index, sample, seed, data, file_subset, as_json):
+@lenient_option
+@pass_lenient
+def show(subset, split, index, sample, seed, data, file_subset, as_json, lenient):
     """Show a pair as a readable dialogue: the prompt, both responses marked, its classes.
 
     SUBSET may be left out when the data holds one preference subset (or is one file).
@@ -179,19 +192,25 @@ def show(subset, split, index, sample, seed, data, file_subset, as_json):
     split = split or preferred_split(files, "train") or files[0].split
     f = next(f for f in files if f.split == split)
     subset = f.subset or f.path.name
-    pairs = read_pairs(f.path, subset=f.subset, split=f.split)
+    pairs = read_pairs(f.path, subset=f.subset, split=f.split, lenient=lenient)
     if sample is None:
         index = index or 0
         if index < 0:
             raise click.BadParameter("--index must be >= 0")
-        picked = next((p for p in pairs if p.index == index), None)
-        for _ in pairs:  # read on to the end: a damaged file is an error, not a partial view
-            pass
+        picked, n = None, 0
+        for p in pairs:  # read on to the end: a damaged file is an error, not a partial view
+            n += 1
+            if picked is None and p.index == index:
+                picked = p
+        note_rows_read(n)
         if picked is None:
             raise HHError(f"{subset}/{split} has no pair with index {index}")
         chosen = [picked]
     else:
         population = list(pairs)
+        note_rows_read(len(population))
+        if not population:
+            raise HHError(f"{subset}/{split} has no pairs to sample")
         chosen = random.Random(seed).sample(population, min(sample, len(population)))
     if as_json:
         emit_json([pair_json(p) for p in chosen] if sample is not None else pair_json(chosen[0]))
@@ -273,7 +292,8 @@ def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force)
         for k, v in s["human_turns"].items():
             turns[int(k)] = turns.get(int(k), 0) + v
     click.echo(
-        "\nhuman turns per prompt: " + ", ".join(f"{k}: {v}" for k, v in sorted(turns.items()))
+        "\nhuman turns per prompt: "
+        + (", ".join(f"{k}: {v}" for k, v in sorted(turns.items())) or "n/a (no rows)")
     )
     click.echo(
         "(med = median final-response length in characters; class columns count pairs)", err=True

@@ -67,6 +67,9 @@ def demo_command(out_dir, data, force):
 
     _step(f"2. statistics (hh stats --data {label})")
     for split, s in write_stats(ds, out).items():
+        if not s["rows"]:
+            click.echo(f"{split}: 0 pairs (an empty split: no statistics)")
+            continue
         click.echo(
             f"{split}: {s['rows']} pairs, chosen response longer in "
             f"{100 * s['chosen_longer_share']:.1f}%, classes "

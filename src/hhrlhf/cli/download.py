@@ -8,7 +8,7 @@ import click
 
 from .. import download as dl
 from ..errors import OfflineError
-from .options import emit_json, json_option
+from .options import Choice, emit_json, json_option
 
 __all__ = ["download_command"]
 
@@ -19,7 +19,7 @@ __all__ = ["download_command"]
     "--split",
     "splits",
     multiple=True,
-    type=click.Choice(["train", "test"]),
+    type=Choice(["train", "test"]),
     help="Only this split (repeatable); default: every split.",
 )
 @click.option(

@@ -28,7 +28,24 @@ __all__ = [
     "report_skipped",
     "note_rows_read",
     "fail_if_all_skipped",
+    "Choice",
 ]
+
+
+class Choice(click.Choice):
+    """``click.Choice`` that says which choice a typo was meant to be ("did you mean 'test'?"),
+    as an unknown subset or split name does."""
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            from ..errors import _closest
+
+            near = _closest(value, [str(c) for c in self.choices])
+            if near is None:
+                raise
+            raise click.BadParameter(f"{exc.message} Did you mean {near!r}?", ctx, param) from None
 
 
 def data_option(f):

@@ -12,7 +12,8 @@ assistant turns being the responses the conversation continued with) plus the re
 - only pick comparisons with ``strength >= min_strength`` (default 2: the weakest point,
   "slightly better / unsure", is left out, as upstream);
 - train/test by a stable hash of the conversation's ``uid``, so no conversation straddles them;
-- a split with no rows is a well-formed empty gzip file;
+- a split with no rows gets no file (an empty file makes ``datasets.load_dataset("json",
+  data_dir=...)`` fail): the manifest counts it as 0 rows and names it under ``empty_splits``;
 - every line is checked before anything is written: its ``chosen`` and ``rejected`` (and a
   red-team attempt's ``transcript``) parse back, with :func:`hhrlhf.transcript.parse_transcript`,
   to exactly the turns stored for that comparison; otherwise the export stops with an error
@@ -43,7 +44,7 @@ from pathlib import Path
 
 import orjson
 
-from ...errors import ExportCheckError, HHError, OutputError
+from ...errors import ExportCheckError, HHError, OutputError, UnknownNameError
 from ...outputs import plain_mode
 from ...records import TASK_SCORE_KEY_REAL
 from ...subsets import SUBSETS
@@ -79,7 +80,8 @@ def _check_subset(name: str, option: str) -> None:
     subset = SUBSETS.get(name)
     if subset is None or "test" not in getattr(subset, "splits", ()):
         known = [n for n, s in SUBSETS.items() if "test" in getattr(s, "splits", ())]
-        raise HHError(f"{option} {name!r}: expected a preference subset: {', '.join(known)}")
+        # "expected one of: ...; did you mean ...?" as everywhere a name is looked up
+        raise HHError(f"{option}: {UnknownNameError('preference subset', name, known)}")
 
 
 def _gzip_bytes(lines: list[bytes]) -> bytes:
@@ -417,10 +419,13 @@ def export_collection(
                 line = orjson.dumps({"chosen": chosen, "rejected": rejected})
                 rows.setdefault((target, split), []).append(line + b"\n")
                 kinds[comp["kind"]] += 1
-    # a subset that got rows gets both splits (an empty one is a well-formed empty file)
+    # a subset that got rows has both splits in the manifest; an empty one gets no file
     for name in {s for s, _ in rows}:
         for sp in SPLITS:
             rows.setdefault((name, sp), [])
+    empty = sorted(f"{name}/{sp}.jsonl.gz" for (name, sp), lines in rows.items() if not lines)
+    for rel in empty:  # written in place with --force over an export that had rows there
+        (out_dir / rel).unlink(missing_ok=True)
 
     # checked (and scored) before any file is written: a bad line writes nothing
     attempts, attempts_left_out, unconfigured = red_team_attempts(
@@ -429,6 +434,8 @@ def export_collection(
     files = {}
     for (name, sp), lines in sorted(rows.items()):
         rel = f"{name}/{sp}.jsonl.gz"
+        if not lines:
+            continue
         data = _gzip_bytes(lines)
         _write_atomic(out_dir / rel, data)
         files[rel] = {
@@ -453,9 +460,10 @@ def export_collection(
         # only when asked for: a plain export's manifest is unchanged
         **({"agreed_only": True} if agreed_only else {}),
         "subsets": {
-            name: {sp: files[f"{name}/{sp}.jsonl.gz"]["rows"] for sp in SPLITS}
+            name: {sp: len(rows[name, sp]) for sp in SPLITS}
             for name in sorted({s for s, _ in rows})
         },
+        "empty_splits": empty,
         "rows": sum(f["rows"] for rel, f in files.items() if rel != RED_TEAM_ATTEMPTS),
         "comparisons": {"pick": kinds["pick"], "edit": kinds["edit"]},
         "conversations": {
