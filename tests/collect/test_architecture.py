@@ -23,7 +23,7 @@ COLLECT = Path(hhrlhf.collect.__file__).parent
 MAX_LINES = 500
 #: modules still over the limit, at most this many lines: lower a number when a module
 #: shrinks, remove its line when it is under the limit
-OVER_THE_LIMIT = {"services/export.py": 509}
+OVER_THE_LIMIT: dict[str, int] = {}
 
 
 def _modules(folder: str) -> list[Path]:

@@ -46,11 +46,12 @@ import orjson
 
 from ...errors import ExportCheckError, HHError, OutputError, UnknownNameError
 from ...outputs import plain_mode
-from ...records import TASK_SCORE_KEY_REAL
 from ...subsets import SUBSETS
-from ...transcript import ASSISTANT, HUMAN, Turn, parse_transcript
+from ...transcript import ASSISTANT, HUMAN, Turn
 from ..config import BackendConfig
 from . import transcripts
+from .attempts import load_scorer, red_team_attempts
+from .export_check import check_line, stored_turns
 
 __all__ = [
     "export_collection",
@@ -65,7 +66,6 @@ __all__ = [
 MANIFEST = "manifest.json"
 RED_TEAM_ATTEMPTS = "red-team-attempts/red_team_attempts.jsonl.gz"
 #: what ``num_params`` says when the conversation's backend has no ``num_params`` in the config
-UNKNOWN_SIZE = "unknown"
 FORMAT = "hhrlhf-collect-export/1"
 SPLITS = ("train", "test")
 
@@ -168,135 +168,8 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def _stored_turns(conv: dict, upto: int) -> list[Turn]:
-    """The turns stored for ``conv`` before turn ``upto``: each human message and the response
-    the conversation continued with."""
-    out = []
-    for t in conv["turns"]:
-        if t["index"] >= upto:
-            continue
-        out += [Turn(HUMAN, f" {t['human']}"), Turn(ASSISTANT, f" {t['continued']}")]
-    return out
-
-
-def _check_line(conv: dict, index: int, line: str, expected: list[Turn], what: str) -> None:
-    """``line`` parses back to exactly ``expected``, or the export stops naming the conversation.
-
-    Every text a person typed is refused when it holds a speaker marker and every response is
-    cut at one, so this fails only when the database was changed past the app (by hand, or by
-    a version that did not check); a line with turns nobody drove is never written.
-    """
-    got = parse_transcript(line)
-    if got.preamble == "" and list(got.turns) == expected:
-        return
-    found = [t.role for t in got.turns]
-    want = [t.role for t in expected]
-    detail = (
-        f"it parses to {len(found)} turns ({', '.join(found)}), the database holds {len(want)}"
-        if found != want
-        else "a turn's text differs from the one stored"
-    )
-    raise ExportCheckError(
-        f"conversation {conv['id']} (uid {conv['uid']}), turn {index + 1}: the {what} does not "
-        f"parse back to the turns stored ({detail}; text holding '\\n\\nHuman:' or "
-        "'\\n\\nAssistant:' was written to the database past the app?); nothing was "
-        "exported: fix or delete that conversation and export again"
-    )
-
-
-def _transcript(turns: list[dict]) -> str | None:
-    """The conversation as continued: up to the last turn with a response to continue with."""
-    decided = [t for t in turns if t["continued"] is not None]
-    if not decided:
-        return None
-    last = decided[-1]
-    return f"{last['prefix']} {last['continued']}"
-
-
-def _stored_model_info(turns: list[dict]) -> tuple[str | None, str | None]:
-    """``(model_type, num_params)`` recorded with the conversation's latest responses (one
-    backend answers a whole red-team conversation); None where none was recorded."""
-    for turn in reversed(turns):
-        for cand in turn["candidates"].values():
-            if cand.get("model_type") or cand.get("num_params"):
-                return cand.get("model_type"), cand.get("num_params")
-    return None, None
-
-
 def _model_name(model) -> str | None:
     return None if model is None else type(model).__name__
-
-
-def _load_scorer(scorer):
-    if scorer is None or hasattr(scorer, "score"):
-        return scorer
-    from ...reward.backends import load_model
-
-    return load_model(scorer)
-
-
-def red_team_attempts(
-    conversations,
-    *,
-    backends: Mapping[str, BackendConfig] | None = None,
-    scorer=None,
-) -> tuple[list[dict], Counter, list[str]]:
-    """``(attempts, left_out, unconfigured)`` from exported conversations (see the module doc).
-
-    ``left_out`` counts red-team conversations that are not attempts ("unfinished", "no_turns");
-    ``unconfigured`` names backends without ``model_type``/``num_params`` in ``backends``.
-    """
-    from ...reward.score import score_dialogues
-
-    backends = backends or {}
-    model = _load_scorer(scorer)
-    out: list[dict] = []
-    left_out: Counter = Counter()
-    unconfigured: set[str] = set()
-    for conv in conversations:
-        if conv["mode"] != "red-team":
-            continue
-        if conv["status"] != "finished" or conv["rating"] is None:
-            left_out["unfinished"] += 1
-            continue
-        transcript = _transcript(conv["turns"])
-        if transcript is None:
-            left_out["no_turns"] += 1
-            continue
-        decided = max(t["index"] for t in conv["turns"] if t["continued"] is not None)
-        _check_line(
-            conv, decided, transcript, _stored_turns(conv, decided + 1), "red-team transcript"
-        )
-        name = conv["backend"] or ""
-        cfg = backends.get(name)
-        # as recorded with the responses when they were generated, else as configured now
-        stored = _stored_model_info(conv["turns"])
-        model_type = stored[0] or (cfg and cfg.model_type)
-        num_params = stored[1] or (cfg and cfg.num_params)
-        if not model_type or not num_params:
-            unconfigured.add(name)
-        annotator = conv["annotator"]
-        out.append(
-            {
-                "transcript": transcript,
-                "min_harmlessness_score_transcript": None,
-                "num_params": num_params or UNKNOWN_SIZE,
-                "model_type": model_type or name,
-                "rating": float(conv["rating"]),
-                "task_description": conv["task_description"],
-                TASK_SCORE_KEY_REAL: None,
-                "red_team_member_id": annotator["member_id"],
-                "is_upworker": annotator["attributes"].get("is_upworker") is True,
-                "tags": None,
-            }
-        )
-    if model is not None and out:
-        scored = score_dialogues(model, [a["transcript"] for a in out])
-        tasks = model.score([""] * len(out), [a["task_description"] for a in out])
-        for a, s, t in zip(out, scored, tasks, strict=True):
-            a["min_harmlessness_score_transcript"] = s["min_score"]
-            a[TASK_SCORE_KEY_REAL] = float(t)
-    return out, left_out, sorted(unconfigured)
 
 
 def export_collection(
@@ -360,8 +233,9 @@ def export_collection(
             raise
         return manifest
     storage.check_current()
-    model = _load_scorer(scorer)  # a bad --scorer fails before any file is written
-    agreed = reviewed = None
+    model = load_scorer(scorer)  # a bad --scorer fails before any file is written
+    agreed: set[tuple[int, int]] | None = None
+    reviewed: set[tuple[int, int]] = set()
     if agreed_only:
         from .review import agreed_turns, review_units
 
@@ -408,14 +282,14 @@ def export_collection(
                 if red and comp["kind"] == "pick":
                     better, worse = worse, better
                 chosen, rejected = f"{prefix} {better}", f"{prefix} {worse}"
-                earlier = _stored_turns(conv, turn["index"])
+                earlier = stored_turns(conv, turn["index"])
                 earlier.append(Turn(HUMAN, f" {turn['human']}"))
                 for text, response, side in (
                     (chosen, better, "chosen"),
                     (rejected, worse, "rejected"),
                 ):
                     expected = [*earlier, Turn(ASSISTANT, f" {response}")]
-                    _check_line(conv, turn["index"], text, expected, f"{side} text")
+                    check_line(conv, turn["index"], text, expected, f"{side} text")
                 line = orjson.dumps({"chosen": chosen, "rejected": rejected})
                 rows.setdefault((target, split), []).append(line + b"\n")
                 kinds[comp["kind"]] += 1

@@ -1,0 +1,50 @@
+"""The export's last line of defence: every line it writes parses back, with
+:func:`hhrlhf.transcript.parse_transcript`, to exactly the turns stored for that comparison, or
+the export stops naming the conversation (:class:`~hhrlhf.errors.ExportCheckError`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ExportCheckError
+from ...transcript import ASSISTANT, HUMAN, Turn, parse_transcript
+
+__all__ = ["check_line", "stored_turns"]
+
+
+def stored_turns(conv: dict[str, Any], upto: int) -> list[Turn]:
+    """The turns stored for ``conv`` before turn ``upto``: each human message and the response
+    the conversation continued with."""
+    out = []
+    for t in conv["turns"]:
+        if t["index"] >= upto:
+            continue
+        out += [Turn(HUMAN, f" {t['human']}"), Turn(ASSISTANT, f" {t['continued']}")]
+    return out
+
+
+def check_line(
+    conv: dict[str, Any], index: int, line: str, expected: list[Turn], what: str
+) -> None:
+    """``line`` parses back to exactly ``expected``, or the export stops naming the conversation.
+
+    Every text a person typed is refused when it holds a speaker marker and every response is
+    cut at one, so this fails only when the database was changed past the app (by hand, or by
+    a version that did not check); a line with turns nobody drove is never written.
+    """
+    got = parse_transcript(line)
+    if got.preamble == "" and list(got.turns) == expected:
+        return
+    found = [t.role for t in got.turns]
+    want = [t.role for t in expected]
+    detail = (
+        f"it parses to {len(found)} turns ({', '.join(found)}), the database holds {len(want)}"
+        if found != want
+        else "a turn's text differs from the one stored"
+    )
+    raise ExportCheckError(
+        f"conversation {conv['id']} (uid {conv['uid']}), turn {index + 1}: the {what} does not "
+        f"parse back to the turns stored ({detail}; text holding '\\n\\nHuman:' or "
+        "'\\n\\nAssistant:' was written to the database past the app?); nothing was "
+        "exported: fix or delete that conversation and export again"
+    )
