@@ -15,13 +15,13 @@ def test_preferred_split_where_there_is_one():
 
 def test_no_preferred_split_uses_every_split_and_says_so(tmp_path):
     (tmp_path / "helpful-base").mkdir()
-    src = tmp_path / "helpful-base" / "dev.jsonl"
+    src = tmp_path / "helpful-base" / "test.jsonl"
     src.write_text(
         '{"chosen": "\\n\\nHuman: a\\n\\nAssistant: b", "rejected": "\\n\\nHuman: a\\n\\nAssistant: c"}\n'
     )
     files, note = select_pair_files((), None, str(tmp_path), "train")
-    assert [f.split for f in files] == ["dev"]
-    assert note is not None and note.startswith("no train split in ") and note.endswith("using dev")
+    assert [f.split for f in files] == ["test"]
+    assert note is not None and note.startswith("no train split in ") and note.endswith("using test")
 
 
 def test_red_team_and_no_pairs_are_errors(tmp_path):
