@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from ...errors import HHError, UnknownNameError, require
+from ...text import printable
 from ..config import BackendConfig
 from ..finish import SPEAKER_MARKERS, BackendError, Finished, finalize
 
@@ -28,6 +29,7 @@ __all__ = [
     "DemoBackend",
     "BACKENDS",
     "make_backend",
+    "server_message",
     "finalize",
     "Finished",
     "SPEAKER_MARKERS",
@@ -67,6 +69,28 @@ class _Plain:
         return {}
 
 
+def server_message(body: object, fallback: str = "") -> str:
+    """The model server's own explanation in an error body: OpenAI's ``{"error": {"message"}}``,
+    the bare ``{"message"}`` or ``{"detail"}`` other servers send, or the text itself; control
+    characters escaped, at most 500 characters."""
+    message: object = None
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            message = inner.get("message") or inner.get("detail")
+        elif isinstance(inner, str):
+            message = inner
+        if not message:
+            message = body.get("detail") or body.get("message")
+    elif isinstance(body, str):
+        message = body
+    text = message if isinstance(message, str) and message.strip() else fallback
+    if not isinstance(text, str):
+        text = str(text)
+    text = printable(" ".join(text.split()))
+    return text if len(text) <= 500 else text[:499] + "…"
+
+
 class _OpenAIBase(_Plain):
     def __init__(self, config: BackendConfig):
         self.config = config
@@ -98,7 +122,8 @@ class _OpenAIBase(_Plain):
             raise BackendError("the model server could not be reached", str(exc)) from exc
         except openai.APIStatusError as exc:
             raise BackendError(
-                f"the model server answered with an error (HTTP {exc.status_code})", str(exc)
+                f"the model server answered with an error (HTTP {exc.status_code})",
+                server_message(exc.body, exc.message),
             ) from exc
         except openai.OpenAIError as exc:
             raise BackendError("the model server failed", str(exc)) from exc

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ...errors import Forbidden, Invalid, TooLarge
 from ..db import AnnotatorInfo, choose_backends
+from ..generation.runner import failure_message
 from ..textrules import Text
 from .auth import COOKIE, check_origin, current_annotator, require_annotator
 
@@ -182,10 +183,7 @@ async def create_turn(
         ],
     }
     errors = [
-        {
-            "slot": c["slot"],
-            "message": f"Response {c['slot'].upper()} could not be generated. Retry.",
-        }
+        {"slot": c["slot"], "message": failure_message(c["slot"], c.get("error"))}
         for c in state["candidates"]
         if c["status"] == "failed"
     ]
