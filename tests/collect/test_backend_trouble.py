@@ -261,3 +261,32 @@ def test_ctrl_c_stops_hh_serve_within_2_s_while_a_backend_stalls(tmp_path):
             served.stop()
     finally:
         stalled.stop()
+
+
+@pytest.mark.browser
+def test_the_annotator_reads_the_servers_words_escaped_next_to_retry(tmp_path, strict_server):
+    from test_browser import TIMEOUT_MS, _login_and_start, _watch, open_chromium, serve_app
+
+    from hhrlhf.collect.config import demo_settings
+
+    hostile = "<img src=x onerror=alert(1)>"
+
+    def make(url):
+        backends = (
+            _backend("m1", strict_server.base_url, hostile),
+            _backend("m2", strict_server.base_url, "real-model"),
+        )
+        return replace(demo_settings(url), backends=backends, pairing="fixed")
+
+    with serve_app(tmp_path, make) as (base, _, token, _, _), open_chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        seen = _watch(page)
+        _login_and_start(page, base, token, "Ask about tea")
+        page.fill("#message", "How long should green tea steep?")
+        page.press("#message", "Enter")
+        page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
+        note = page.text_content('.candidate[data-slot="a"] [data-role="note"]')
+        assert f"The model `{hostile}` does not exist." in note
+        assert page.locator(".candidate img").count() == 0
+        assert page.is_visible("#retry")
+        assert seen["dialogs"] == [] and seen["errors"] == []
