@@ -94,6 +94,7 @@ def test_a_failure_carries_the_servers_words_to_the_log_the_candidate_and_the_an
     errors = [d for e, d in events if e == "error"]
     assert len(errors) == 2
     assert all(words in d["message"] and "HTTP 404" in d["message"] for d in errors)
+    assert all(d["message"].endswith("does not exist. Retry.") for d in errors)  # one full stop
     logged = [r.getMessage() for r in caplog.records]
     assert len(logged) == 2 and all(words in line and "wrong-model" in line for line in logged)
     stored = storage.turn_state(t["id"])["candidates"]

@@ -58,6 +58,7 @@ def slot_label(slot: str) -> str:
 def failure_message(slot: str, why: str | None) -> str:
     """What an annotator reads for a failed response: why (the model server's own words when
     it gave them), and that Retry is there."""
+    why = (why or "").rstrip().rstrip(".")
     return f"Response {slot_label(slot)} could not be generated{f': {why}' if why else ''}. Retry."
 
 
