@@ -122,7 +122,11 @@ def backend_activity(
             e = entry(name)
             if len(e["failures"]) < failures:
                 e["failures"].append(
-                    {"turn_id": turn_id, "at": at.isoformat() if at else None, "error": error}
+                    {
+                        "turn_id": turn_id,
+                        "at": f"{at:%Y-%m-%d %H:%M:%S}" if at else None,
+                        "error": error,
+                    }
                 )
     for e in out.values():
         ms = e.pop("_ms")
