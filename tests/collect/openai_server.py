@@ -39,6 +39,12 @@ class Script:
     requests: list[dict] = field(default_factory=list)
     #: how many of ``repeat``'s chunks were sent (a client that stops reading stops it early)
     repeated: int = 0
+    #: the models the server serves (``GET /v1/models``); with ``strict_models`` a request for
+    #: another model is answered 404 with an OpenAI-style error body, as real servers do
+    models: list[str] = field(default_factory=lambda: ["test-model"])
+    strict_models: bool = False
+    #: never answer a generation request (a stalled server): the request waits forever
+    stall: bool = False
     _next: int = 0
 
     def reply(self) -> str:
@@ -61,8 +67,23 @@ def make_app(script: Script) -> Starlette:
         script.requests.append(
             {"kind": kind, "body": body, "auth": request.headers.get("authorization")}
         )
+        if script.stall:
+            await asyncio.Event().wait()
         if script.first_delay:
             await asyncio.sleep(script.first_delay)
+        if script.strict_models and body.get("model") not in script.models:
+            message = f"The model `{body.get('model')}` does not exist."
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": message,
+                        "type": "invalid_request_error",
+                        "param": "model",
+                        "code": "model_not_found",
+                    }
+                },
+                status_code=404,
+            )
         if script.fail and (script.fail_times is None or script.fail_times > 0):
             if script.fail_times is not None:
                 script.fail_times -= 1
@@ -140,8 +161,17 @@ def make_app(script: Script) -> Starlette:
     async def completions(request):
         return await handle(request, "completions")
 
+    async def models(request):
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": m, "object": "model", "owned_by": "test"} for m in script.models],
+            }
+        )
+
     return Starlette(
         routes=[
+            Route("/v1/models", models, methods=["GET"]),
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/completions", completions, methods=["POST"]),
         ]

@@ -43,6 +43,8 @@ MATRIX = {
     ("POST", "/api/v1/admin/annotators/{name}"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/admin/backends"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/admin/export"): (401, 401, 403, 403, 200, 403),
     # the data browser over the bundled sample
     ("GET", "/api/v1/data/subsets"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/data/pairs"): (401, 401, 403, 200, 200, 200),

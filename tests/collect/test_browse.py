@@ -353,6 +353,9 @@ def test_hostile_text_is_shown_literally(make_client, settings, alice, hostile_d
     for url in ("/data", "/data/pairs/helpful-base/train/0", "/data?q=script"):
         page = client.get(url).text
         assert "<script>alert" not in page and "<b>bold" not in page
+        if "q=" in url:  # the search words are marked, the rest escaped around the marks
+            assert '&lt;<mark class="hit">script</mark>&gt;alert(&#34;x&#34;)' in page
+            continue
         assert escaped in page or escaped[:40] in page, url
     page = client.get("/data/pairs/helpful-base/train/1").text
     assert "empty response" in page and "holds speaker markers" in page
@@ -552,7 +555,10 @@ def test_hostile_fixture_is_shown_literally_on_every_page(make_client, settings,
         assert r.status_code == 200, url
         page = r.text
         assert "<script>window" not in page and "<img src=x" not in page, url
-        assert "&lt;script&gt;window.__pwned=1" in page or "&lt;img src=x" in page, url
+        script = (
+            '&lt;<mark class="hit">script</mark>&gt;' if "q=script" in url else "&lt;script&gt;"
+        )
+        assert f"{script}window.__pwned=1" in page or "&lt;img src=x" in page, url
         assert "{{7*7}}" in page, url  # template syntax in the data is text
         assert "\u202e" not in page and "\0" not in page, url  # never raw
     pair = client.get("/data/pairs/helpful-base/train/2").text

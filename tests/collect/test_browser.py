@@ -332,7 +332,7 @@ def test_hostile_text_is_shown_literally_and_runs_nothing(live_app, browser):
     other.goto(page.url)
     other.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
     page.click("#logout")
-    page.wait_for_url("**/login", timeout=TIMEOUT_MS)
+    page.wait_for_url("**/login?out=1", timeout=TIMEOUT_MS)
     other.keyboard.press("1")
     other.wait_for_function(
         "() => document.querySelector('#choice-status').textContent.includes('session has ended')",

@@ -21,7 +21,9 @@ def test_no_preferred_split_uses_every_split_and_says_so(tmp_path):
     )
     files, note = select_pair_files((), None, str(tmp_path), "train")
     assert [f.split for f in files] == ["test"]
-    assert note is not None and note.startswith("no train split in ") and note.endswith("using test")
+    assert (
+        note is not None and note.startswith("no train split in ") and note.endswith("using test")
+    )
 
 
 def test_red_team_and_no_pairs_are_errors(tmp_path):

@@ -154,15 +154,18 @@ def serve(
     base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     click.echo(f"database: {settings.db_url} (migrated to {storage.revision()})", err=True)
     click.echo(f"backends: {', '.join(settings.backend_names)}", err=True)
+    _check_backends(settings)
+    ready = []
     if demo:
         who = annotators.annotator_by_name(storage, "demo")
         if who is None:
             _, token = annotators.add_annotator(storage, "demo", role="admin")
         else:
             token = annotators.rotate_token(storage, "demo")
-        click.echo(f"log in: {base}/login?token={token}")
-    click.echo(f"serving on {base}/ (Ctrl+C to stop)")
+        ready.append(f"log in: {base}/login?token={token}")
+    ready.append(f"serving on {base}/ (Ctrl+C to stop)")
     storage.dispose()
+    _announce_when_ready(host, port, ready)
     import uvicorn
 
     from ..collect.web.server import guarded_protocol
@@ -195,7 +198,53 @@ def serve(
         log_level="warning",
         proxy_headers=False,  # the app reads the proxy headers itself (forwarded_allow_ips)
         http=guarded_protocol(),  # a deadline for headers, a cap on connections
+        # Ctrl+C: open event streams (a stalled backend's) get this long, then are cut
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,
     )
+
+
+#: seconds ``hh serve`` waits for open requests after Ctrl+C before it cuts them
+SHUTDOWN_GRACE = 1.0
+
+
+def _check_backends(settings) -> None:
+    """One line per OpenAI-compatible backend: ok, or what is wrong (the start goes on)."""
+    from ..collect.generation.health import check_backends
+
+    for health in check_backends(settings.backends):
+        if health.kind not in ("openai-chat", "openai-completions"):
+            continue
+        if health.ok:
+            click.echo(f"backend {health.name}: ok ({health.latency_ms} ms)", err=True)
+        else:
+            click.echo(f"warning: backend {health.name}: {health.problem}", err=True)
+
+
+def _announce_when_ready(host: str, port: int, lines: list[str]) -> None:
+    """Print ``lines`` once the app answers on ``host:port`` (the data index is built, the
+    workers are up), from a thread that polls its health route."""
+    import http.client
+    import threading
+    import time
+
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+    def poll() -> None:
+        while True:
+            try:
+                conn = http.client.HTTPConnection(target, port, timeout=2)
+                conn.request("GET", "/api/v1/health")
+                answered = conn.getresponse().status < 500
+                conn.close()
+            except OSError:
+                answered = False
+            if answered:
+                for line in lines:
+                    click.echo(line)
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=poll, name="hh-serve-ready", daemon=True).start()
 
 
 @click.group()

@@ -45,7 +45,7 @@ class BackendConfig:
     timeout: float = 60.0
     model_type: str | None = None
     num_params: str | None = None
-    #: demo only: which of the most similar sample prompt's responses to give (0 chosen, 1 rejected)
+    #: demo only: which template reply to start from (successive calls alternate between two)
     variant: int = 0
     #: demo only: seconds to wait per word (load tests)
     token_delay: float = 0.0
@@ -127,7 +127,7 @@ class Settings:
 
 
 def demo_settings(db_url: str | None = None, *, token_delay: float = 0.0) -> Settings:
-    """Two demo backends answering from the bundled sample: no model, no network."""
+    """Two demo backends answering on the human's topic from a template: no model, no network."""
     backends = (
         BackendConfig("demo-a", "demo", model="sample", variant=0, token_delay=token_delay),
         BackendConfig("demo-b", "demo", model="sample", variant=1, token_delay=token_delay),

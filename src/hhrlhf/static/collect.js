@@ -68,7 +68,7 @@
       } catch (err) {
         /* the cookie is cleared either way */
       }
-      window.location.assign("/login");
+      window.location.assign("/login?out=1");
     });
   }
 

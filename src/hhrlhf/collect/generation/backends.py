@@ -13,10 +13,10 @@ import os
 import random
 import re
 from collections.abc import AsyncIterator, Mapping
-from functools import lru_cache
 from typing import Any
 
 from ...errors import HHError, UnknownNameError, require
+from ...text import printable
 from ..config import BackendConfig
 from ..finish import SPEAKER_MARKERS, BackendError, Finished, finalize
 from .protocol import Backend
@@ -29,6 +29,7 @@ __all__ = [
     "DemoBackend",
     "BACKENDS",
     "make_backend",
+    "server_message",
     "finalize",
     "Finished",
     "SPEAKER_MARKERS",
@@ -43,6 +44,28 @@ class _Plain:
 
     def record(self, prompt: Any, slot: str) -> dict[str, Any]:
         return {}
+
+
+def server_message(body: object, fallback: str = "") -> str:
+    """The model server's own explanation in an error body: OpenAI's ``{"error": {"message"}}``,
+    the bare ``{"message"}`` or ``{"detail"}`` other servers send, or the text itself; control
+    characters escaped, at most 500 characters."""
+    message: object = None
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            message = inner.get("message") or inner.get("detail")
+        elif isinstance(inner, str):
+            message = inner
+        if not message:
+            message = body.get("detail") or body.get("message")
+    elif isinstance(body, str):
+        message = body
+    text = message if isinstance(message, str) and message.strip() else fallback
+    if not isinstance(text, str):
+        text = str(text)
+    text = printable(" ".join(text.split()))
+    return text if len(text) <= 500 else text[:499] + "…"
 
 
 class _OpenAIBase(_Plain):
@@ -76,7 +99,8 @@ class _OpenAIBase(_Plain):
             raise BackendError("the model server could not be reached", str(exc)) from exc
         except openai.APIStatusError as exc:
             raise BackendError(
-                f"the model server answered with an error (HTTP {exc.status_code})", str(exc)
+                f"the model server answered with an error (HTTP {exc.status_code})",
+                server_message(exc.body, exc.message),
             ) from exc
         except openai.OpenAIError as exc:
             raise BackendError("the model server failed", str(exc)) from exc
@@ -138,69 +162,76 @@ class OpenAICompletionsBackend(_OpenAIBase):
         return self._guard(self._raw(prompt))
 
 
-_WORD = re.compile(r"\w+")
+_WORD = re.compile(r"[^\W\d_][\w'-]*")
+
+#: words a demo reply does not take as the topic
+_STOPWORDS = frozenset(
+    """a about after all also am an and any anything are as at be because been before being
+    best but by can could did do does doing done for from get give good had has have having he
+    help her here hers him his how i i'd i'll i'm i've if in into is it it's its just know like
+    make me more most much my need no not now of on one or other our out please really say
+    she should so some something tell than thank thanks that the their them then there these
+    they thing things think this those to too up us very want was way we well were what when
+    where which who why will with would you your yours hi hello hey""".split()
+)
+
+#: the demo's replies: ``{topic}`` is what the human asks about, ``{other}`` another of their words
+_DEMO_REPLIES = (
+    'Good question about {topic}. Start with the basics, look at the "{other}" part first, '
+    "make one small change at a time, and watch what happens for a few days. If you tell me "
+    "more about your situation, I can be more specific.",
+    'It depends on a few things. For {topic}, most people think about "{other}" first. A '
+    "simple plan: try the easiest option, keep notes, and adjust once you see how it goes.",
+    'Here are three tips on {topic}:\n\n1. Read up on the "{other}" part.\n2. Keep it '
+    "simple at first.\n3. Ask someone who has done it before.\n\nWould you like more detail "
+    "on any of them?",
+    'I am not sure I follow. Do you mean {topic} in general, or "{other}" in particular? '
+    "Could you say a bit more?",
+    '{Topic} is a big subject. The short version: "{other}" matters most, so begin there '
+    "and build up slowly.",
+    "Sorry, I cannot say much about {topic} without more context. What have you tried so far?",
+)
 
 
-def _words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text)}
-
-
-@lru_cache(maxsize=1)
-def _sample_index() -> tuple[tuple[frozenset, str, str], ...]:
-    """(words of the last human turn, chosen response, rejected response) of the bundled sample."""
-    from ...dataset import load_dataset
-
-    out = []
-    for subset in ("helpful-base", "helpful-online"):
-        for split in ("train", "test"):
-            for pair in load_dataset(subset, split=split, data="sample"):
-                dialogue = pair.chosen_dialogue
-                humans = [t.text for t in dialogue.turns if t.role == "Human"]
-                if not humans:
-                    continue
-                chosen = pair.chosen_response.strip()
-                rejected = pair.rejected_response.strip()
-                # the sample keeps upstream's quirks; a demo reply should not show them
-                quirky = any(m in text for text in (chosen, rejected) for m in SPEAKER_MARKERS)
-                if chosen and rejected and chosen != rejected and not quirky:
-                    out.append((frozenset(_words(humans[-1])), chosen, rejected))
-    if not out:
-        raise HHError("the bundled sample has no helpful pairs for the demo backend")
-    return tuple(out)
+def _topic_words(human: str) -> tuple[str, str]:
+    """(topic, another word) of the human's turn: the run of up to three content words it ends
+    with, and its first content word outside that run."""
+    words = [w for w in _WORD.findall(human) if len(w) <= 30]
+    run: list[str] = []
+    for w in reversed(words):
+        if w.lower() in _STOPWORDS:
+            if run:
+                break
+            continue
+        run.insert(0, w)
+        if len(run) == 3:
+            break
+    if not run:
+        return "that", "details"
+    rest = [w for w in words if w.lower() not in _STOPWORDS and w not in run]
+    return " ".join(run), (rest[0] if rest else run[0]).lower()
 
 
 def demo_reply(human: str, variant: int) -> str:
-    """The response of the sample prompt most similar to ``human`` (Jaccard on words; ties: first)."""
-    words = _words(human)
-    best, best_score = None, -1.0
-    for i, (prompt_words, _chosen, _rejected) in enumerate(_sample_index()):
-        union = len(words | prompt_words) or 1
-        score = len(words & prompt_words) / union
-        if score > best_score:
-            best, best_score = i, score
-    _, chosen, rejected = _sample_index()[best]
-    return chosen if variant % 2 == 0 else rejected
+    """A reply on the human's topic from a small template of our own (``variant`` picks it):
+    deterministic, two variants never equal."""
+    topic, other = _topic_words(human)
+    template = _DEMO_REPLIES[variant % len(_DEMO_REPLIES)]
+    return template.format(topic=topic, other=other, Topic=topic[:1].upper() + topic[1:])
 
 
 def demo_choices(human: str, n: int = 3) -> list[str]:
-    """Both responses of the ``n`` sample prompts most similar to ``human`` (most similar first)."""
-    words = _words(human)
-    index = _sample_index()
-    scored = sorted(
-        range(len(index)),
-        key=lambda i: (-len(words & index[i][0]) / (len(words | index[i][0]) or 1), i),
-    )
-    return [text for i in scored[:n] for text in index[i][1:]]
+    """The first ``2 * n`` template replies on ``human``'s topic (what a temperature draws from)."""
+    return [demo_reply(human, v) for v in range(min(2 * n, len(_DEMO_REPLIES)))]
 
 
 class DemoBackend(_Plain):
-    """``demo``: no model; replies drawn from the bundled sample.
+    """``demo``: no model; replies on the human's topic from a small template (:func:`demo_reply`).
 
-    Successive calls alternate between the matched pair's two responses (starting with the
-    ``variant``), so two samples from one demo backend differ, as a sampling model's would: a
-    red-team conversation (one backend for both slots) gets two texts. With ``temperature`` > 0
-    each response is drawn at random among both responses of the three most similar sample
-    prompts, so a ``rerank`` backend over it has several texts to choose from.
+    Successive calls alternate between two replies (starting with the ``variant``), so two
+    samples from one demo backend differ, as a sampling model's would: a red-team conversation
+    (one backend for both slots) gets two texts. With ``temperature`` > 0 each response is drawn
+    at random among six replies, so a ``rerank`` backend over it has several texts to choose from.
     """
 
     kind = "demo"
@@ -214,7 +245,7 @@ class DemoBackend(_Plain):
         if self.config.temperature:
             text = self._rng.choice(demo_choices(prompt.human))
         else:
-            text = demo_reply(prompt.human, self.config.variant + next(self._calls))
+            text = demo_reply(prompt.human, self.config.variant + next(self._calls) % 2)
         for piece in re.findall(r"\S+\s*|\s+", text):
             if self.config.token_delay:
                 await asyncio.sleep(self.config.token_delay)

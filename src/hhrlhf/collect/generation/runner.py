@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import socket
 import time
@@ -28,9 +29,11 @@ from ..services import leases
 from ..textrules import clean_model_text
 from .backends import SPEAKER_MARKERS, BackendError, finalize, make_backend
 
-__all__ = ["Generator", "TurnRun", "Event", "slot_label"]
+__all__ = ["Generator", "TurnRun", "Event", "slot_label", "failure_message"]
 
 POLL_SECONDS = 0.2
+#: every backend failure is logged here, with the model server's own explanation
+log = logging.getLogger("hhrlhf.collect.backends")
 #: the first characters of the speaker markers (a text holding none holds no marker, whole or begun)
 _MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
 
@@ -51,6 +54,13 @@ def _done(c: dict) -> dict:
 
 def slot_label(slot: str) -> str:
     return slot.upper()
+
+
+def failure_message(slot: str, why: str | None) -> str:
+    """What an annotator reads for a failed response: why (the model server's own words when
+    it gave them), and that Retry is there."""
+    why = (why or "").rstrip().rstrip(".")
+    return f"Response {slot_label(slot)} could not be generated{f': {why}' if why else ''}. Retry."
 
 
 @dataclass(frozen=True)
@@ -224,14 +234,7 @@ class Generator:
                         },
                     )
                 else:
-                    label = slot_label(slot)
-                    run.emit(
-                        "error",
-                        {
-                            "slot": slot,
-                            "message": f"Response {label} could not be generated: {message}. Retry.",
-                        },
-                    )
+                    run.emit("error", {"slot": slot, "message": failure_message(slot, message)})
             status = stored or "failed"
         finally:  # never leave a listener waiting
             heartbeat.cancel()
@@ -272,6 +275,7 @@ class Generator:
                     await aclose()
 
         error = detail = None
+        shown_detail = False  # the detail is the server's (or the runner's) words, not a bug's
         try:
             if backend is None:
                 raise BackendError(
@@ -283,8 +287,10 @@ class Generator:
         except asyncio.TimeoutError:
             error = "the model server did not finish in time"
             detail = f"timed out after {config.timeout:g} s" if config else "timed out"
+            shown_detail = True
         except BackendError as exc:
             error, detail = exc.message, exc.detail
+            shown_detail = True
         except Exception as exc:  # a backend bug must not lose the turn
             error, detail = "the model server failed", f"{type(exc).__name__}: {exc}"
         fields: dict[str, Any] = dict(
@@ -310,13 +316,17 @@ class Generator:
                 )
                 return slot, fields, None
             error, detail = "the model gave an empty response", "empty after cutting"
-        fields.update(
-            text=None,
-            raw_text=whole or None,
-            cut=False,
-            error=f"{error}: {detail}" if detail else error,
+        stored = f"{error}: {detail}" if detail else error
+        fields.update(text=None, raw_text=whole or None, cut=False, error=stored)
+        log.warning(
+            "backend %s (model %s) failed for turn %s, response %s: %s",
+            backend_name,
+            config.model if config else "?",
+            run.turn_id,
+            slot_label(slot),
+            stored,
         )
-        return slot, fields, error
+        return slot, fields, stored if shown_detail else error
 
     async def events(self, turn_id: int):
         """Events for a listener: generate if pending, follow a run, or replay what is stored."""
@@ -339,13 +349,8 @@ class Generator:
                 if c["status"] == "ready":
                     yield Event("done", _done(c))
                 elif c["status"] == "failed":
-                    yield Event(
-                        "error",
-                        {
-                            "slot": c["slot"],
-                            "message": f"Response {slot_label(c['slot'])} could not be generated. Retry.",
-                        },
-                    )
+                    message = failure_message(c["slot"], c.get("error"))
+                    yield Event("error", {"slot": c["slot"], "message": message})
             yield Event("end", {"status": state["status"]})
             return
 

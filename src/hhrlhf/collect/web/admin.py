@@ -7,11 +7,19 @@ annotator changes through the JSON routes of :mod:`hhrlhf.collect.web.api_review
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse
+from starlette.background import BackgroundTask
 
-from ..services import conversations
+from ...errors import HHError
+from ..generation.health import CHECKED_KINDS, check_backends
+from ..services.export import export_collection
+from ..services.overview import STATUSES, ConversationFilter, backend_activity, conversation_page
 from ..services.review import next_review
 from ..services.stats import collection_stats, model_leaderboard
 from .auth import optional_annotator
@@ -23,6 +31,10 @@ router = APIRouter(include_in_schema=False)
 
 #: bootstrap resamples behind the admin pages (the CLI and the JSON routes take more on request)
 PAGE_RESAMPLES = 500
+#: conversations per page of the admin list
+PAGE_SIZE = 50
+#: the archive formats of the export download: (shutil.make_archive's name, media type)
+ARCHIVES = {"zip": ("zip", "application/zip"), "tar.gz": ("gztar", "application/gzip")}
 
 _SPEAKER = re.compile(r"\n\n(Human|Assistant):")
 
@@ -78,20 +90,102 @@ def _admin(request: Request):
 
 
 @router.get("/admin", response_class=HTMLResponse)
-def admin_page(request: Request):
+def admin_page(
+    request: Request,
+    mode: str = "",
+    annotator: str = "",
+    status: str = "",
+    page: int = 1,
+):
     who, refused = _admin(request)
     if refused is not None:
         return refused
     storage = request.app.state.storage
     stats = collection_stats(storage, resamples=PAGE_RESAMPLES)
-    rows = conversations.list_conversations(storage, who, all_=True)
+    where = ConversationFilter(mode, annotator, status)
+    page = max(1, min(page, 1_000_000))
+    conversations, total = conversation_page(
+        storage, where, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+    )
+    pages = max(1, -(-total // PAGE_SIZE))
+    query = {k: v for k, v in (("mode", mode), ("annotator", annotator), ("status", status)) if v}
     return _render(
         request,
         "collect/admin.html",
         stats=stats,
-        conversations=rows,
+        conversations=conversations,
+        filters={"mode": mode, "annotator": annotator, "status": status},
+        query=query,
+        modes=list(MODES),
+        statuses=STATUSES,
+        total=total,
+        page_no=page,
+        pages=pages,
         page="admin",
     )
+
+
+@router.get("/admin/export", response_model=None)
+def admin_export(request: Request, format: str = "zip"):
+    """The same export as ``hh collect export`` (its defaults), as one archive to download."""
+    _, refused = _admin(request)
+    if refused is not None:
+        return refused
+    if format not in ARCHIVES:
+        return _render(
+            request,
+            "collect/error.html",
+            400,
+            message=f"Unknown archive format {format!r}: zip or tar.gz.",
+            page="admin",
+        )
+    st = request.app.state
+    work = Path(tempfile.mkdtemp(prefix="hh-export-"))
+    try:
+        export_collection(
+            st.storage, work / "export", backends={b.name: b for b in st.settings.backends}
+        )
+        kind, media = ARCHIVES[format]
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        name = f"hh-collect-export-{stamp}"
+        archive = shutil.make_archive(str(work / name), kind, root_dir=work / "export")
+    except HHError as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        return _render(request, "collect/error.html", 500, message=str(exc), page="admin")
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return FileResponse(
+        archive,
+        media_type=media,
+        filename=f"{name}.{format}",
+        headers={"cache-control": "no-store"},
+        background=BackgroundTask(shutil.rmtree, work, ignore_errors=True),
+    )
+
+
+@router.get("/admin/backends", response_class=HTMLResponse)
+def admin_backends_page(request: Request):
+    """Each backend: its server's answer now, its last hour's latency, its latest failures."""
+    _, refused = _admin(request)
+    if refused is not None:
+        return refused
+    st = request.app.state
+    health = {h.name: h for h in check_backends(st.settings.backends)}
+    activity = backend_activity(st.storage)
+    rows = []
+    for b in st.settings.backends:
+        rows.append(
+            {
+                "config": b,
+                "checked": b.kind in CHECKED_KINDS,
+                "health": health[b.name],
+                "activity": activity.pop(b.name, None),
+            }
+        )
+    # backends no longer configured that still have candidates
+    gone = [{"name": name, "activity": a} for name, a in sorted(activity.items())]
+    return _render(request, "collect/admin_backends.html", rows=rows, gone=gone, page="admin")
 
 
 @router.get("/admin/leaderboard", response_class=HTMLResponse)

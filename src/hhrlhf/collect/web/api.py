@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ...errors import Forbidden, Invalid, TooLarge
 from ..domain import AnnotatorInfo
+from ..generation.runner import failure_message
 from ..services import annotators, choices, conversations, leases
 from ..services.pairing import choose_backends
 from ..textrules import Text
@@ -201,10 +202,7 @@ async def create_turn(
         ],
     }
     errors = [
-        {
-            "slot": c["slot"],
-            "message": f"Response {c['slot'].upper()} could not be generated. Retry.",
-        }
+        {"slot": c["slot"], "message": failure_message(c["slot"], c.get("error"))}
         for c in state["candidates"]
         if c["status"] == "failed"
     ]
@@ -315,6 +313,8 @@ def finish(
 
 #: the pre-login cookie of the login form (double submit: the form sends the same value)
 LOGIN_COOKIE = "hh_login"
+#: the page a visitor asked for before logging in (a local path, read back by ``GET /login``)
+NEXT_COOKIE = "hh_next"
 _LOGIN_COOKIE_SECONDS = 3600
 
 
@@ -353,11 +353,13 @@ def _login_page(
     *,
     name: str | None = None,
     token: str | None = None,
-    next_url: str = "/",
+    next_url: str | None = "/",
+    notice: str | None = None,
 ):
     form = login_form_value()
     context = {
         "error": message,
+        "notice": notice,
         "login_name": name,
         "login_token": token,
         "login_form": form,
@@ -382,6 +384,17 @@ def _login_page(
         )
     response.headers["cache-control"] = "no-store"
     set_login_cookie(request, response, form)
+    if status == 401 and safe_next(next_url) != "/":
+        # the page that was asked for, kept for the login link opened next (it has no next=)
+        response.set_cookie(
+            NEXT_COOKIE,
+            safe_next(next_url),
+            max_age=_LOGIN_COOKIE_SECONDS,
+            httponly=True,
+            samesite="lax",
+            secure=request.url.scheme == "https",
+            path="/login",
+        )
     return response
 
 
@@ -391,10 +404,19 @@ def client_address(request: Request) -> str:
 
 
 @login_router.get("/login", include_in_schema=False)
-def login(request: Request, token: str | None = None, next: str | None = None):
-    """Shows who the link logs in as, with a button that POSTs it; sets no session."""
+def login(
+    request: Request, token: str | None = None, next: str | None = None, out: str | None = None
+):
+    """Shows who the link logs in as, with a button that POSTs it; sets no session.
+
+    Without ``next``, the page asked for before (kept in a cookie when the login page was
+    shown instead of it) is where the login goes; ``out`` is the landing after logging out."""
     st = _state(request)
     st.limits.check_login(client_address(request))
+    if next is None:
+        next = safe_next(request.cookies.get(NEXT_COOKIE))
+    if not token and out is not None:
+        return _login_page(request, None, 200, next_url=next, notice="You are logged out.")
     if not token:
         return _login_page(
             request, "Open the login link you were given (/login?token=...).", 401, next_url=next
@@ -446,6 +468,7 @@ def login_post(
         path="/",
     )
     response.delete_cookie(LOGIN_COOKIE, path="/login")
+    response.delete_cookie(NEXT_COOKIE, path="/login")
     return response
 
 
@@ -465,7 +488,7 @@ def logout(request: Request):
         annotators.delete_session(request.app.state.storage, request.cookies.get(COOKIE, ""))
     response = JSONResponse({"status": "logged out"})
     if "text/html" in request.headers.get("accept", ""):
-        response = RedirectResponse("/login", status_code=303)
+        response = RedirectResponse("/login?out=1", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response
 

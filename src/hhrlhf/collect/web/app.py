@@ -126,6 +126,14 @@ def _validation_message(exc: RequestValidationError) -> str:
     return safe_for_json(message)
 
 
+def wants_html(request: Request) -> bool:
+    """A browser asking for a page (``Accept: text/html``), not an API client or ``/api/``."""
+    path = request.url.path
+    if path.startswith(("/api/", "/static/")):
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
 def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI:
     """The collection app. The database must be migrated (``Storage(url).upgrade()``, ``hh serve``)."""
     storage = storage or Storage(settings.db_url)
@@ -174,6 +182,13 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 404 and wants_html(request) and app.state.templates is not None:
+            return app.state.templates.TemplateResponse(
+                request,
+                "collect/error.html",
+                {"message": "There is no page at this address.", "who": None, "page": "error"},
+                status_code=404,
+            )
         return JSONResponse(
             {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
         )

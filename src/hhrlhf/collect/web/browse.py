@@ -27,6 +27,7 @@ from ..browse import MAX_LIMIT, DataIndex, PairQuery, collected_index
 from ..browse.diff import word_diff
 from ..browse.index import pair_json
 from ..browse.reports import REPORT_CACHE, _keep
+from ..browse.snippets import cut_words, highlight
 from ..services import transcripts
 from . import schemas
 from .api import Who
@@ -259,6 +260,8 @@ def _page(request: Request, index: DataIndex, name: str, status: int = 200, **co
         collected=collected,
         has_files=getattr(request.app.state, "data_index", None) is not None,
         visible=visible,
+        cut_words=cut_words,
+        highlight=highlight,
         **context,
     )
 
@@ -327,6 +330,15 @@ def pair_page(subset: str, split: str, row: int, request: Request):
         return _error(request, exc)
     diff = word_diff(p.chosen_response, p.rejected_response)
     collected = request.query_params.get("source") == "collected"
+    rows = next(
+        (
+            f["rows"]
+            for f in index.files
+            if (f["subset"] or "file") == subset and f["split"] == split
+        ),
+        0,
+    )
+    here = f"/data/pairs/{quote(subset)}/{quote(split)}/"
     return _page(
         request,
         index,
@@ -339,6 +351,7 @@ def pair_page(subset: str, split: str, row: int, request: Request):
         classes=[(c, PAIR_CLASSES[c]) for c in sorted(p.classes)],
         json_url=f"/api/v1/data/pairs/{quote(subset)}/{quote(split)}/{row}"
         + ("?source=collected" if collected else ""),
+        neighbours=_neighbours(here, row, rows, collected),
         markers={
             "chosen": bool(MARKER_RE.search(p.chosen_response)),
             "rejected": bool(MARKER_RE.search(p.rejected_response)),
@@ -435,4 +448,22 @@ def attempt_page(row: int, request: Request):
     except HHError as exc:
         return _error(request, exc)
     a = index.attempts[row]
-    return _page(request, index, "browse/attempt.html", attempt=a, row=row, turns=a.dialogue.turns)
+    collected = request.query_params.get("source") == "collected"
+    return _page(
+        request,
+        index,
+        "browse/attempt.html",
+        attempt=a,
+        row=row,
+        turns=a.dialogue.turns,
+        neighbours=_neighbours("/data/attempts/", row, len(index.attempts), collected),
+    )
+
+
+def _neighbours(base: str, row: int, rows: int, collected: bool) -> dict:
+    """The previous and next rows' page links (absent at either end of the file)."""
+    q = "?source=collected" if collected else ""
+    return {
+        "prev": f"{base}{row - 1}{q}" if row > 0 else None,
+        "next": f"{base}{row + 1}{q}" if row + 1 < rows else None,
+    }

@@ -1,0 +1,294 @@
+"""Backend trouble reaches the operator first: the start-up check of every OpenAI-compatible
+backend, the server's own explanation of a failure (logged, stored, shown), and ``hh serve``'s
+start and stop (against the loopback server of openai_server.py, in a subprocess)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from openai_server import Script, serve
+from test_api import say, sse, start
+
+from hhrlhf.collect.config import BackendConfig
+from hhrlhf.collect.generation.backends import server_message
+from hhrlhf.collect.generation.health import check_backend
+from hhrlhf.collect.services import annotators, leases
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def strict_server():
+    """A server that serves only ``real-model`` and answers 404 for any other, as real ones do."""
+    running = serve(Script(models=["real-model"], strict_models=True))
+    yield running
+    running.stop()
+
+
+def _backend(name: str, base_url: str, model: str, kind: str = "openai-chat") -> BackendConfig:
+    return BackendConfig(name=name, kind=kind, base_url=base_url, model=model, timeout=5)
+
+
+def test_the_check_names_a_wrong_model_and_what_the_server_serves(strict_server):
+    health = check_backend(_backend("m", strict_server.base_url, "wrong-model"))
+    assert not health.ok
+    assert "'wrong-model' is not served" in health.problem and "real-model" in health.problem
+    assert check_backend(_backend("m", strict_server.base_url, "real-model")).ok
+
+
+def test_the_check_hints_at_a_base_url_without_v1(strict_server):
+    base = strict_server.base_url.removesuffix("/v1")
+    health = check_backend(_backend("m", base, "real-model", "openai-completions"))
+    assert not health.ok
+    assert "HTTP 404" in health.problem
+    assert (
+        f"base_url has no /v1: OpenAI-compatible servers answer under {base}/v1" in health.problem
+    )
+
+
+def test_the_check_says_an_unreachable_server_is_unreachable():
+    health = check_backend(_backend("m", "http://127.0.0.1:9/v1", "real-model"))
+    assert not health.ok and "could not be reached" in health.problem
+
+
+def test_demo_backends_are_not_asked():
+    assert check_backend(BackendConfig("d", "demo", model="sample")).ok
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"error": {"message": "The model `x` does not exist."}}, "The model `x` does not exist."),
+        ({"message": "bad request"}, "bad request"),
+        ({"detail": "Not Found"}, "Not Found"),
+        ("plain words\n\x1b[31m", "plain words \\x1b[31m"),
+        (None, "fallback"),
+    ],
+)
+def test_the_server_message_is_read_from_each_error_shape(body, expected):
+    assert server_message(body, "fallback") == expected
+
+
+def test_a_failure_carries_the_servers_words_to_the_log_the_candidate_and_the_annotator(
+    make_client, settings, strict_server, alice, storage, caplog
+):
+    backends = (
+        _backend("m1", strict_server.base_url, "wrong-model"),
+        _backend("m2", strict_server.base_url, "wrong-model", "openai-completions"),
+    )
+    client = make_client(replace(settings, backends=backends, pairing="fixed"))
+    _, h, _ = alice
+    with caplog.at_level(logging.WARNING, logger="hhrlhf.collect.backends"):
+        t = say(client, h, start(client, h), wait=False)
+        events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    words = "The model `wrong-model` does not exist."
+    errors = [d for e, d in events if e == "error"]
+    assert len(errors) == 2
+    assert all(words in d["message"] and "HTTP 404" in d["message"] for d in errors)
+    assert all(d["message"].endswith("does not exist. Retry.") for d in errors)  # one full stop
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 2 and all(words in line and "wrong-model" in line for line in logged)
+    stored = leases.turn_state(storage, t["id"])["candidates"]
+    assert all(c["status"] == "failed" and words in c["error"] for c in stored)
+    # the page reloaded: the stored reason is replayed, and the turn's own answer says it
+    replay = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    assert [words in d["message"] for e, d in replay if e == "error"] == [True, True]
+
+
+# ---- hh serve in a subprocess -------------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _config(tmp_path: Path, backends: list[tuple[str, str, str]]) -> Path:
+    lines = ['[collect]\npairing = "fixed"\n']
+    for name, base_url, model in backends:
+        lines.append(
+            f'[[backend]]\nname = "{name}"\nkind = "openai-chat"\n'
+            f'base_url = "{base_url}"\nmodel = "{model}"\ntimeout = 60\n'
+        )
+    path = tmp_path / "collect.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+class _Serve:
+    """``hh serve ...`` with its stdout and stderr read line by line as they come."""
+
+    def __init__(self, args: list[str], cwd: Path):
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
+        for k in [k for k in env if k.startswith("HH_COLLECT_")]:
+            del env[k]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hhrlhf", "serve", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.out: list[tuple[float, str]] = []
+        self.err: list[str] = []
+        threading.Thread(target=self._read, args=(self.proc.stdout, True), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc.stderr, False), daemon=True).start()
+
+    def _read(self, stream, out: bool) -> None:
+        for line in stream:
+            (self.out.append((time.monotonic(), line)) if out else self.err.append(line))
+
+    def wait_for(self, text: str, timeout: float = 60) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for at, line in self.out:
+                if text in line:
+                    return at
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        pytest.fail(f"no {text!r} on stdout; stderr:\n{''.join(self.err)}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def test_hh_serve_warns_about_each_wrong_backend_and_still_starts(tmp_path, strict_server):
+    port = _free_port()
+    config = _config(
+        tmp_path,
+        [
+            ("wrong", strict_server.base_url, "wrong-model"),
+            ("nov1", strict_server.base_url.removesuffix("/v1"), "real-model"),
+            ("down", "http://127.0.0.1:9/v1", "real-model"),
+            ("good", strict_server.base_url, "real-model"),
+        ],
+    )
+    served = _Serve(
+        ["--config", str(config), "--db", "sqlite:///c.db", "--port", str(port)], tmp_path
+    )
+    try:
+        served.wait_for("serving on")
+        err = "".join(served.err)
+        assert "warning: backend wrong: model 'wrong-model' is not served there" in err
+        assert "warning: backend nov1: " in err and "base_url has no /v1" in err
+        assert (
+            "warning: backend down: the server at http://127.0.0.1:9/v1 could not be reached" in err
+        )
+        assert "backend good: ok" in err and "warning: backend good" not in err
+    finally:
+        served.stop()
+
+
+def test_hh_serve_says_serving_only_once_it_answers(tmp_path):
+    port = _free_port()
+    served = _Serve(
+        ["--demo", "--data", "sample", "--db", "sqlite:///c.db", "--port", str(port)], tmp_path
+    )
+    try:
+        served.wait_for("serving on")
+        # the very moment the line is out, the app answers (no retry, no wait)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=2) as r:
+            assert r.status == 200
+        login = served.wait_for("log in:")
+        assert login <= served.wait_for("serving on")  # the login link comes with it
+    finally:
+        served.stop()
+
+
+def test_ctrl_c_stops_hh_serve_within_2_s_while_a_backend_stalls(tmp_path):
+    stalled = serve(Script(stall=True))
+    try:
+        port = _free_port()
+        config = _config(
+            tmp_path,
+            [("s1", stalled.base_url, "test-model"), ("s2", stalled.base_url, "test-model")],
+        )
+        db = f"sqlite:///{tmp_path / 'c.db'}"
+        from hhrlhf.collect.db import Storage
+
+        st = Storage(db)
+        st.upgrade()
+        _, token = annotators.add_annotator(st, "ann")
+        st.dispose()
+        served = _Serve(["--config", str(config), "--db", db, "--port", str(port)], tmp_path)
+        try:
+            served.wait_for("serving on")
+            import httpx
+
+            base = f"http://127.0.0.1:{port}"
+            h = {"Authorization": f"Bearer {token}"}
+            with httpx.Client(base_url=base, headers=h, timeout=10) as client:
+                cid = client.post("/api/v1/conversations", json={"task_description": "t"}).json()
+                turn = client.post(
+                    f"/api/v1/conversations/{cid['id']}/turns",
+                    json={"text": "hello", "wait": False},
+                ).json()
+
+                def listen() -> None:
+                    try:
+                        with client.stream("GET", f"/api/v1/turns/{turn['id']}/stream") as r:
+                            for _ in r.iter_bytes():
+                                pass
+                    except httpx.HTTPError:
+                        pass
+
+                threading.Thread(target=listen, daemon=True).start()
+                deadline = time.monotonic() + 10
+                while len(stalled.script.requests) < 2 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert len(stalled.script.requests) == 2  # both requests wait on the server
+                t0 = time.monotonic()
+                served.proc.send_signal(signal.SIGINT)
+                served.proc.wait(15)
+                took = time.monotonic() - t0
+            assert took < 2.0, f"hh serve took {took:.1f} s to stop"
+        finally:
+            served.stop()
+    finally:
+        stalled.stop()
+
+
+@pytest.mark.browser
+def test_the_annotator_reads_the_servers_words_escaped_next_to_retry(tmp_path, strict_server):
+    from test_browser import TIMEOUT_MS, _login_and_start, _watch, open_chromium, serve_app
+
+    from hhrlhf.collect.config import demo_settings
+
+    hostile = "<img src=x onerror=alert(1)>"
+
+    def make(url):
+        backends = (
+            _backend("m1", strict_server.base_url, hostile),
+            _backend("m2", strict_server.base_url, "real-model"),
+        )
+        return replace(demo_settings(url), backends=backends, pairing="fixed")
+
+    with serve_app(tmp_path, make) as (base, _, token, _, _), open_chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        seen = _watch(page)
+        _login_and_start(page, base, token, "Ask about tea")
+        page.fill("#message", "How long should green tea steep?")
+        page.press("#message", "Enter")
+        page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
+        note = page.text_content('.candidate[data-slot="a"] [data-role="note"]')
+        assert f"The model `{hostile}` does not exist." in note
+        assert page.locator(".candidate img").count() == 0
+        assert page.is_visible("#retry")
+        assert seen["dialogs"] == [] and seen["errors"] == []
