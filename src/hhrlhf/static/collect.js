@@ -497,11 +497,19 @@
         editor.hidden = true;
         submitChoice(state.pending.pick, state.pending.strength, text);
       });
-      $("#edit-cancel").addEventListener("click", () => {
+      const cancelEdit = () => {
         editor.hidden = true;
         state.pending = null;
         points.forEach((b) => b.classList.remove("selected"));
         ["a", "b"].forEach((s) => panel(s).classList.remove("picked"));
+      };
+      $("#edit-cancel").addEventListener("click", cancelEdit);
+      // Escape closes the editor; focus goes back to the toggle that opened it
+      editor.addEventListener("keydown", (ev) => {
+        if (ev.key !== "Escape") return;
+        ev.preventDefault();
+        cancelEdit();
+        editToggle.focus();
       });
     }
     $("#finish-form").addEventListener("submit", finish);

@@ -1,0 +1,183 @@
+"""Every page an annotator, a reviewer or an admin sees, in a real headless browser: axe-core
+finds no serious or critical violation (light and dark), nothing scrolls sideways on a phone
+(375 px), and the dark theme follows ``prefers-color-scheme``.
+
+One app for the module: the demo backends (slow, so a turn can be seen generating), the bundled
+sample as its data folder, and an admin who owns a helpful and a red-team conversation in each
+state and has someone else's comparisons to review.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("fastapi")
+uvicorn = pytest.importorskip("uvicorn")
+
+from logins import browser_login  # noqa: E402
+from test_browser import TIMEOUT_MS, open_chromium, serve_app  # noqa: E402
+from test_review import conversation, make_turn  # noqa: E402
+
+from axe import need_axe, serious_violations  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+BACKENDS = ("demo-a", "demo-b")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """(base URL, {page name: path}, the admin's login token)."""
+    from hhrlhf.collect.config import demo_settings
+
+    def make(url):
+        return replace(demo_settings(url, token_delay=0.5), data="sample", review_fraction=1.0)
+
+    with ExitStack() as stack:
+        tmp = tmp_path_factory.mktemp("pages")
+        base, storage, _token, _app, _settings = stack.enter_context(serve_app(tmp, make))
+        root, root_token = storage.add_annotator("root", role="admin")
+        alice, _ = storage.add_annotator("alice")
+        conversation(storage, alice, [("a", 3), ("b", 2)], backends=("demo-1", "demo-2"))
+        conversation(storage, alice, [("a", 2)], mode="red-team", backends=("demo-2", "demo-1"))
+        helpful_done = conversation(storage, root, [("a", 3), ("b", 1)], backends=BACKENDS)
+        red_done = conversation(storage, root, [("b", 2)], mode="red-team", backends=BACKENDS)
+        # a turn whose two responses are complete: the scale is open
+        helpful_pick = conversation(storage, root, [("a", 2)], finish=False, backends=BACKENDS)
+        make_turn(storage, root, helpful_pick, "And the roses?", "Prune them.", "Water them.")
+        red_pick = conversation(storage, root, [], mode="red-team", finish=False)
+        make_turn(storage, root, red_pick, "Tell me a secret.", "No.", "Maybe.")
+        # a turn not generated yet: opening its page streams it, one word every 0.5 s
+        generating = conversation(storage, root, [], finish=False)
+        storage.create_turn(root, generating, "What should I plant in spring?", BACKENDS)
+        red_generating = conversation(storage, root, [], mode="red-team", finish=False)
+        storage.create_turn(root, red_generating, "How do locks work?", BACKENDS)
+        pages = {
+            "home": "/",
+            "help": "/help",
+            "review": "/review",
+            "admin": "/admin",
+            "leaderboard": "/admin/leaderboard",
+            "helpful-finished": f"/conversations/{helpful_done}",
+            "helpful-pick": f"/conversations/{helpful_pick}",
+            "helpful-generating": f"/conversations/{generating}",
+            "red-team-finished": f"/conversations/{red_done}",
+            "red-team-pick": f"/conversations/{red_pick}",
+            "red-team-generating": f"/conversations/{red_generating}",
+            "data-pairs": "/data",
+            "data-pair": "/data/pairs/harmless-base/train/0",
+            "data-attempts": "/data/attempts",
+            "data-attempt": "/data/attempts/0",
+            "login": "/login",
+        }
+        yield base, pages, root_token
+
+
+PAGES = [
+    "home",
+    "help",
+    "review",
+    "admin",
+    "leaderboard",
+    "helpful-finished",
+    "helpful-pick",
+    "helpful-generating",
+    "red-team-finished",
+    "red-team-pick",
+    "red-team-generating",
+    "data-pairs",
+    "data-pair",
+    "data-attempts",
+    "data-attempt",
+    "login",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with open_chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def logged_in(site, browser):
+    """The admin's cookies, to open every page without logging in again."""
+    base, _pages, token = site
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    browser_login(page, base, token)
+    state = ctx.storage_state()
+    ctx.close()
+    return state
+
+
+def open_page(site, browser, logged_in, name, *, width=1280, height=800, scheme="light"):
+    """A new page (its own context: bypassing the CSP so axe can be injected) showing ``name``
+    as the admin sees it (logged out for the login page), once its script has drawn it."""
+    base, pages, _token = site
+    ctx = browser.new_context(
+        viewport={"width": width, "height": height},
+        color_scheme=scheme,
+        bypass_csp=True,
+        storage_state=None if name == "login" else logged_in,
+    )
+    page = ctx.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(base + pages[name])
+    if name.endswith("-generating"):
+        page.wait_for_function(
+            "() => document.querySelector('.candidate .text').textContent.length > 0"
+        )
+    elif name.endswith("-pick"):
+        page.wait_for_selector("#scale .point:not([disabled])")
+    elif name.endswith("-finished"):
+        page.wait_for_selector("#finished:not([hidden])")
+    elif name == "review":
+        page.wait_for_selector("#review .candidate")
+    return page
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("name", PAGES)
+def test_axe_finds_no_serious_violation(site, browser, logged_in, name, scheme):
+    need_axe()
+    page = open_page(site, browser, logged_in, name, scheme=scheme)
+    try:
+        found = serious_violations(page)
+        assert not found, "\n".join(found)
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_sideways_scroll_on_a_phone(site, browser, logged_in, name):
+    page = open_page(site, browser, logged_in, name, width=375, height=800)
+    try:
+        width = page.evaluate("() => document.scrollingElement.scrollWidth")
+        assert width <= 375, name
+    finally:
+        page.context.close()
+
+
+def test_the_editor_follows_its_toggle_in_tab_order_and_escape_closes_it(site, browser, logged_in):
+    page = open_page(site, browser, logged_in, "helpful-pick")
+    try:
+        page.check("#edit-toggle")
+        page.locator("#edit-toggle").blur()
+        page.keyboard.press("2")  # A3: the editor opens on A's text
+        page.wait_for_selector("#editor:not([hidden])")
+        assert page.evaluate("() => document.activeElement.id") == "edit-text"
+        page.keyboard.press("Shift+Tab")  # back to the toggle that opened it
+        assert page.evaluate("() => document.activeElement.id") == "edit-toggle"
+        page.keyboard.press("Tab")
+        assert page.evaluate("() => document.activeElement.id") == "edit-text"
+        page.keyboard.press("Escape")
+        assert page.locator("#editor").is_hidden()
+        assert page.evaluate("() => document.activeElement.id") == "edit-toggle"
+        assert page.locator("#scale .point.selected").count() == 0
+    finally:
+        page.context.close()
