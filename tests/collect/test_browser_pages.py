@@ -181,3 +181,29 @@ def test_the_editor_follows_its_toggle_in_tab_order_and_escape_closes_it(site, b
         assert page.locator("#scale .point.selected").count() == 0
     finally:
         page.context.close()
+
+
+def _luminance(css_color: str) -> float:
+    """Relative luminance (0 black to 1 white) of an ``rgb(...)`` computed colour."""
+    r, g, b = (int(x) / 255 for x in css_color[css_color.index("(") + 1 : -1].split(",")[:3])
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+@pytest.mark.parametrize("name", ["home", "helpful-pick", "review", "data-pair", "login"])
+def test_the_dark_theme_follows_the_system(site, browser, logged_in, name):
+    looks = {}
+    for scheme in ("light", "dark"):
+        page = open_page(site, browser, logged_in, name, scheme=scheme)
+        try:
+            looks[scheme] = page.evaluate(
+                """() => [getComputedStyle(document.body).backgroundColor,
+                          getComputedStyle(document.body).color,
+                          getComputedStyle(document.querySelector('.card')).backgroundColor]"""
+            )
+        finally:
+            page.context.close()
+    body, ink, card = (_luminance(c) for c in looks["dark"])
+    assert body < 0.05 and card < 0.05, looks  # dark backgrounds
+    assert ink > 0.6, looks  # light text
+    assert _luminance(looks["light"][0]) > 0.8, looks  # the light theme stays light
