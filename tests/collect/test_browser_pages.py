@@ -48,6 +48,8 @@ def site(tmp_path_factory):
         # a turn whose two responses are complete: the scale is open
         helpful_pick = conversation(storage, root, [("a", 2)], finish=False, backends=BACKENDS)
         make_turn(storage, root, helpful_pick, "And the roses?", "Prune them.", "Water them.")
+        to_edit = conversation(storage, root, [], finish=False, backends=BACKENDS)
+        make_turn(storage, root, to_edit, "Tips for basil?", "Sun and water.", "Pinch it.")
         red_pick = conversation(storage, root, [], mode="red-team", finish=False)
         make_turn(storage, root, red_pick, "Tell me a secret.", "No.", "Maybe.")
         # a turn not generated yet: opening its page streams it, one word every 0.5 s
@@ -66,6 +68,7 @@ def site(tmp_path_factory):
             "helpful-generating": f"/conversations/{generating}",
             "red-team-finished": f"/conversations/{red_done}",
             "red-team-pick": f"/conversations/{red_pick}",
+            "helpful-edit": f"/conversations/{to_edit}",
             "red-team-generating": f"/conversations/{red_generating}",
             "data-pairs": "/data",
             "data-pair": "/data/pairs/harmless-base/train/0",
@@ -88,6 +91,7 @@ PAGES = [
     "red-team-finished",
     "red-team-pick",
     "red-team-generating",
+    "helpful-edit",
     "data-pairs",
     "data-pair",
     "data-attempts",
@@ -207,3 +211,30 @@ def test_the_dark_theme_follows_the_system(site, browser, logged_in, name):
     assert body < 0.05 and card < 0.05, looks  # dark backgrounds
     assert ink > 0.6, looks  # light text
     assert _luminance(looks["light"][0]) > 0.8, looks  # the light theme stays light
+
+
+def test_a_typed_edit_goes_with_the_point_clicked_after_it(site, browser, logged_in):
+    base, pages, _token = site
+    page = open_page(site, browser, logged_in, "helpful-edit")
+    try:
+        page.check("#edit-toggle")
+        page.click('#scale .point[data-key="3"]')  # A2: the editor opens on A's text
+        page.wait_for_selector("#editor:not([hidden])")
+        assert page.input_value("#edit-text") == "Sun and water."
+        page.fill("#edit-text", "Full sun, and water when the soil is dry.")
+        # a point of the other side does not throw the edit away: the page says so
+        page.click('#scale .point[data-key="6"]')
+        assert page.input_value("#edit-text") == "Full sun, and water when the soil is dry."
+        assert "edit of A is kept" in page.text_content("#choice-status")
+        assert page.locator("#editor").is_visible()
+        # a point of the edited side submits the edit with that strength
+        page.click('#scale .point[data-key="1"]')  # A4
+        page.wait_for_selector("#composer:not([hidden])")
+        conv_id = pages["helpful-edit"].rsplit("/", 1)[1]
+        conv = page.request.get(f"{base}/api/v1/conversations/{conv_id}").json()
+        turn = conv["turns"][-1]
+        assert (turn["pick"], turn["strength"]) == ("a", 4)
+        assert turn["edit"] == "Full sun, and water when the soil is dry."
+        assert turn["continued"] == "Full sun, and water when the soil is dry."
+    finally:
+        page.context.close()

@@ -338,10 +338,35 @@
       return points.find((b) => b.dataset.key === String(key));
     }
 
+    // the editor is open on a response and its text was changed: that edit must not be lost
+    function typedEdit() {
+      if (!editor || editor.hidden || !state.pending) return null;
+      const text = editText.value.trim();
+      return text && editText.value !== state.turn.texts[state.pending.pick] ? text : null;
+    }
+
     function choose(btn) {
       if (!state.scaleOn || state.sending) return;
       const pick = btn.dataset.slot;
       const strength = parseInt(btn.dataset.strength, 10);
+      const typed = typedEdit();
+      if (typed !== null) {
+        if (pick === state.pending.pick) {
+          // a point on the edited side: the edit goes with this strength
+          points.forEach((b) => b.classList.toggle("selected", b === btn));
+          editor.hidden = true;
+          submitChoice(pick, strength, typed);
+        } else {
+          say(
+            choiceStatus,
+            "Your edit of " + state.pending.pick.toUpperCase() + " is kept: continue with it, " +
+              "pick a point on its side, or cancel the edit to pick " + pick.toUpperCase() + ".",
+            "error",
+          );
+          editText.focus();
+        }
+        return;
+      }
       points.forEach((b) => b.classList.toggle("selected", b === btn));
       ["a", "b"].forEach((s) => panel(s).classList.toggle("picked", s === pick));
       if (editToggle && editToggle.checked) {
