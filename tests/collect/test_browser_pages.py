@@ -50,6 +50,9 @@ def site(tmp_path_factory):
         make_turn(storage, root, helpful_pick, "And the roses?", "Prune them.", "Water them.")
         to_edit = conversation(storage, root, [], finish=False, backends=BACKENDS)
         make_turn(storage, root, to_edit, "Tips for basil?", "Sun and water.", "Pinch it.")
+        long_text = "\n".join(f"Step {i}: water the basil a little." for i in range(400))
+        long_pick = conversation(storage, root, [], finish=False, backends=BACKENDS)
+        make_turn(storage, root, long_pick, "Every step, please.", long_text, "Water it.")
         red_pick = conversation(storage, root, [], mode="red-team", finish=False)
         make_turn(storage, root, red_pick, "Tell me a secret.", "No.", "Maybe.")
         # a turn not generated yet: opening its page streams it, one word every 0.5 s
@@ -69,6 +72,7 @@ def site(tmp_path_factory):
             "red-team-finished": f"/conversations/{red_done}",
             "red-team-pick": f"/conversations/{red_pick}",
             "helpful-edit": f"/conversations/{to_edit}",
+            "helpful-long": f"/conversations/{long_pick}",
             "red-team-generating": f"/conversations/{red_generating}",
             "data-pairs": "/data",
             "data-pair": "/data/pairs/harmless-base/train/0",
@@ -92,6 +96,7 @@ PAGES = [
     "red-team-pick",
     "red-team-generating",
     "helpful-edit",
+    "helpful-long",
     "data-pairs",
     "data-pair",
     "data-attempts",
@@ -136,7 +141,7 @@ def open_page(site, browser, logged_in, name, *, width=1280, height=800, scheme=
         page.wait_for_function(
             "() => document.querySelector('.candidate .text').textContent.length > 0"
         )
-    elif name.endswith("-pick"):
+    elif name.endswith(("-pick", "-long")):
         page.wait_for_selector("#scale .point:not([disabled])")
     elif name.endswith("-finished"):
         page.wait_for_selector("#finished:not([hidden])")
@@ -236,5 +241,23 @@ def test_a_typed_edit_goes_with_the_point_clicked_after_it(site, browser, logged
         assert (turn["pick"], turn["strength"]) == ("a", 4)
         assert turn["edit"] == "Full sun, and water when the soil is dry."
         assert turn["continued"] == "Full sun, and water when the soil is dry."
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (375, 800)])
+def test_the_scale_stays_in_view_beside_a_long_response(site, browser, logged_in, width, height):
+    page = open_page(site, browser, logged_in, "helpful-long", width=width, height=height)
+    try:
+        text = page.locator('.candidate[data-slot="a"] .text')
+        # the response scrolls in its own box
+        assert text.evaluate("e => e.scrollHeight > e.clientHeight + 100")
+        for where in ("start", "end"):  # A's top, then B's end, at the top of the window
+            target = "a" if where == "start" else "b"
+            page.locator(f'.candidate[data-slot="{target}"]').evaluate(
+                f"e => e.scrollIntoView({{block: '{where}'}})"
+            )
+            box = page.locator("#scale .points").bounding_box()
+            assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height
     finally:
         page.context.close()
