@@ -26,6 +26,16 @@ from axe import need_axe, serious_violations  # noqa: E402
 pytestmark = pytest.mark.browser
 
 BACKENDS = ("demo-a", "demo-b")
+#: a response with markdown and hostile pieces: the markdown renders, nothing runs or loads
+MARKDOWN = (
+    "Some **bold** words and `code`.\n\n"
+    "- first\n- second\n\n"
+    "```\nprint('<b>not bold</b>')\n```\n\n"
+    "| plant | water |\n|---|---|\n| basil | daily |\n\n"
+    "<script>window.hhPwned = 1</script>\n\n"
+    '<img src="x" onerror="window.hhPwned = 2">\n\n'
+    "[click me](javascript:window.hhPwned=3) and ![pic](http://127.0.0.1:9/x.png)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +63,8 @@ def site(tmp_path_factory):
         long_text = "\n".join(f"Step {i}: water the basil a little." for i in range(400))
         long_pick = conversation(storage, root, [], finish=False, backends=BACKENDS)
         make_turn(storage, root, long_pick, "Every step, please.", long_text, "Water it.")
+        md = conversation(storage, root, [], finish=False, backends=BACKENDS)
+        make_turn(storage, root, md, "Format it.", MARKDOWN, "Plain answer.")
         red_pick = conversation(storage, root, [], mode="red-team", finish=False)
         make_turn(storage, root, red_pick, "Tell me a secret.", "No.", "Maybe.")
         # a turn not generated yet: opening its page streams it, one word every 0.5 s
@@ -73,6 +85,7 @@ def site(tmp_path_factory):
             "red-team-pick": f"/conversations/{red_pick}",
             "helpful-edit": f"/conversations/{to_edit}",
             "helpful-long": f"/conversations/{long_pick}",
+            "helpful-markdown": f"/conversations/{md}",
             "red-team-generating": f"/conversations/{red_generating}",
             "data-pairs": "/data",
             "data-pair": "/data/pairs/harmless-base/train/0",
@@ -97,6 +110,7 @@ PAGES = [
     "red-team-generating",
     "helpful-edit",
     "helpful-long",
+    "helpful-markdown",
     "data-pairs",
     "data-pair",
     "data-attempts",
@@ -141,7 +155,7 @@ def open_page(site, browser, logged_in, name, *, width=1280, height=800, scheme=
         page.wait_for_function(
             "() => document.querySelector('.candidate .text').textContent.length > 0"
         )
-    elif name.endswith(("-pick", "-long")):
+    elif name.endswith(("-pick", "-long", "-markdown")):
         page.wait_for_selector("#scale .point:not([disabled])")
     elif name.endswith("-finished"):
         page.wait_for_selector("#finished:not([hidden])")
@@ -259,5 +273,35 @@ def test_the_scale_stays_in_view_beside_a_long_response(site, browser, logged_in
             )
             box = page.locator("#scale .points").bounding_box()
             assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height
+    finally:
+        page.context.close()
+
+
+def test_responses_render_markdown_sanitised_with_the_raw_text_a_click_away(
+    site, browser, logged_in
+):
+    page = open_page(site, browser, logged_in, "helpful-markdown")
+    try:
+        a = page.locator('.candidate[data-slot="a"] .text')
+        assert a.locator("strong").inner_text() == "bold"
+        assert a.locator("ul > li").all_inner_texts() == ["first", "second"]
+        assert "<b>not bold</b>" in a.locator("pre code").inner_text()
+        assert a.locator("table td").all_inner_texts() == ["basil", "daily"]
+        # hostile pieces: shown as text, nothing runs, no image, no javascript: link
+        assert a.locator("script, img, [onerror]").count() == 0
+        assert "<script>window.hhPwned = 1</script>" in a.inner_text()
+        assert a.locator("a[href^='javascript']").count() == 0
+        page.locator("a, button").first.hover()
+        assert page.evaluate("() => window.hhPwned") is None
+        # Raw: exactly the stored text, which is what the export holds
+        page.click('.candidate[data-slot="a"] .raw-toggle')
+        assert a.evaluate("e => e.textContent") == MARKDOWN
+        page.click('.candidate[data-slot="a"] .raw-toggle')
+        assert a.locator("strong").count() == 1
+        # picked: the transcript shows it formatted too
+        page.keyboard.press("1")
+        page.wait_for_selector(".msg.assistant .body strong")
+        assert page.locator(".msg.assistant .body script").count() == 0
+        assert page.evaluate("() => window.hhPwned") is None
     finally:
         page.context.close()

@@ -53,6 +53,48 @@
     el.classList.toggle("ok", kind === "ok");
   }
 
+  // Data text as hh show prints it (hhrlhf.text.printable): C0 controls but newline and tab,
+  // DEL and C1 as \xNN; the bidi controls and zero-width characters as \uNNNN.
+  const HIDDEN = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
+  function visible(text) {
+    return String(text).replace(HIDDEN, (c) => {
+      const n = c.charCodeAt(0);
+      return n < 0x100 ? "\\x" + n.toString(16).padStart(2, "0") : "\\u" + n.toString(16).padStart(4, "0");
+    });
+  }
+
+  // A response shown formatted: ``html`` is the server's rendering (markdown-it, raw HTML off,
+  // no images, only http/https/mailto links); without it, or with "Raw" pressed, the exact text.
+  function showText(el, text, html) {
+    el.hhText = text;
+    el.hhHtml = html;
+    const raw = html === undefined || html === null || el.classList.contains("raw");
+    el.classList.toggle("md", !raw);
+    if (raw) {
+      el.textContent = visible(text);
+      return;
+    }
+    const doc = new DOMParser().parseFromString(html, "text/html");
+    el.replaceChildren(...Array.from(doc.body.childNodes));
+  }
+
+  // a "Raw" button switches its response between formatted and the text that is exported
+  function rawToggle(el) {
+    const btn = document.createElement("button");
+    btn.type = "button";
+    btn.className = "raw-toggle link";
+    btn.textContent = "Raw";
+    btn.setAttribute("aria-pressed", "false");
+    btn.title = "Show the exact text that is exported";
+    btn.addEventListener("click", () => {
+      const raw = !el.classList.contains("raw");
+      el.classList.toggle("raw", raw);
+      btn.setAttribute("aria-pressed", String(raw));
+      if (el.hhText !== undefined) showText(el, el.hhText, el.hhHtml);
+    });
+    return btn;
+  }
+
   function newRequestId() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
     return Date.now().toString(36) + Math.random().toString(36).slice(2);
@@ -131,8 +173,12 @@
 
     const panel = (slot) => $('.candidate[data-slot="' + slot + '"]', compare);
     const part = (slot, role) => $('[data-role="' + role + '"]', panel(slot));
+    ["a", "b"].forEach((slot) => {
+      const head = $('.candidate[data-slot="' + slot + '"] header', compare);
+      head.append(rawToggle(part(slot, "text")));
+    });
 
-    function addBubble(kind, who, text, note) {
+    function addBubble(kind, who, text, note, html) {
       const li = document.createElement("li");
       li.className = "msg " + kind;
       const head = document.createElement("div");
@@ -145,7 +191,9 @@
       }
       const body = document.createElement("div");
       body.className = "body";
-      body.textContent = text;
+      body.dir = "auto";
+      showText(body, text, html);
+      if (html !== undefined) head.append(" ", rawToggle(body));
       li.append(head, body);
       transcript.appendChild(li);
       return li;
@@ -160,7 +208,7 @@
       if (!turn.edit && other && chosen && turn.continued === other.text && other.text !== chosen.text) {
         note = "(" + picked + turn.strength + " more harmful; continued with " + other.slot.toUpperCase() + ")";
       }
-      addBubble("assistant", "Assistant", turn.continued || "", note);
+      addBubble("assistant", "Assistant", turn.continued || "", note, turn.continued_html);
     }
 
     function setScale(on) {
@@ -196,7 +244,7 @@
 
     function resetCandidates() {
       ["a", "b"].forEach((slot) => {
-        part(slot, "text").textContent = "";
+        showText(part(slot, "text"), "");
         part(slot, "state").textContent = "waiting…";
         part(slot, "note").hidden = true;
         panel(slot).classList.remove("done", "failed", "picked");
@@ -213,10 +261,10 @@
       state.requestKey = null;
     }
 
-    function slotDone(slot, text, cut, cutReason) {
+    function slotDone(slot, text, cut, cutReason, html) {
       state.turn.texts[slot] = text;
       state.turn.done[slot] = true;
-      part(slot, "text").textContent = text;
+      showText(part(slot, "text"), text, html);
       part(slot, "state").textContent = "complete";
       panel(slot).classList.add("done");
       panel(slot).classList.remove("failed");
@@ -249,7 +297,7 @@
       turnError.hidden = true;
       ["a", "b"].forEach((slot) => {
         if (!turn.done[slot]) {
-          part(slot, "text").textContent = "";
+          showText(part(slot, "text"), "");
           part(slot, "state").textContent = "writing…";
           panel(slot).classList.remove("failed");
           part(slot, "note").hidden = true;
@@ -263,11 +311,11 @@
         const d = JSON.parse(ev.data);
         if (turn.done[d.slot]) return;
         turn.texts[d.slot] = (turn.texts[d.slot] || "") + d.text;
-        part(d.slot, "text").textContent = turn.texts[d.slot];
+        showText(part(d.slot, "text"), turn.texts[d.slot]); // plain text while it streams
       });
       es.addEventListener("done", (ev) => {
         const d = JSON.parse(ev.data);
-        slotDone(d.slot, d.text, d.cut, d.cut_reason);
+        slotDone(d.slot, d.text, d.cut, d.cut_reason, d.html);
       });
       es.addEventListener("error", (ev) => {
         // a server-sent "error" event carries data; a dropped connection does not
@@ -313,7 +361,7 @@
       compare.hidden = false;
       showComposer(false);
       (turn.candidates || []).forEach((c) => {
-        if (c.status === undefined || c.status === "ready") slotDone(c.slot, c.text, c.cut, c.cut_reason);
+        if (c.status === undefined || c.status === "ready") slotDone(c.slot, c.text, c.cut, c.cut_reason, c.html);
       });
       if (turn.status === "ready" && state.turn.done.a && state.turn.done.b) {
         bothReady();
@@ -569,9 +617,22 @@
   }
 
   // Shared with admin.js (base.html loads this file first on every page).
-  window.hhCollect = Object.freeze({ $, $$, api, say });
+  window.hhCollect = Object.freeze({ $, $$, api, say, visible, rawToggle, showText });
+
+  // server-rendered pages (review): "Raw" switches a response between formatted and exact
+  function setupRawToggles() {
+    $$(".shown-text").forEach((box) => {
+      const btn = $(".raw-toggle", box);
+      btn.addEventListener("click", () => {
+        const raw = !box.classList.contains("raw");
+        box.classList.toggle("raw", raw);
+        btn.setAttribute("aria-pressed", String(raw));
+      });
+    });
+  }
 
   document.addEventListener("DOMContentLoaded", () => {
+    setupRawToggles();
     setupLogout();
     setupHome();
     setupConversation();

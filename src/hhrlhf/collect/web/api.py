@@ -20,6 +20,7 @@ from ...errors import Forbidden, Invalid, TooLarge
 from ..db import AnnotatorInfo, choose_backends
 from ..textrules import Text
 from .auth import COOKIE, check_origin, current_annotator, require_annotator
+from .markdown import render_markdown, with_html
 
 __all__ = ["router", "login_router"]
 
@@ -124,6 +125,8 @@ def list_conversations(
 def get_conversation(conversation_id: int, request: Request, who: Who):
     out = _state(request).storage.get_conversation(who, conversation_id)
     out["strength_points"] = _state(request).settings.strength_points
+    for turn in out.get("turns") or ():
+        with_html(turn)
     return out
 
 
@@ -224,7 +227,11 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
                     continue
                 if event is None:
                     break
-                yield _sse(event.name, event.data)
+                data = event.data
+                if event.name == "done":  # the finished text, also as the page shows it
+                    html = await run_in_threadpool(render_markdown, data["text"])
+                    data = {**data, "html": html}
+                yield _sse(event.name, data)
         finally:
             task.cancel()
 
@@ -255,7 +262,7 @@ def choose(turn_id: int, body: Choice, request: Request, who: Who):
         edit=body.edit,
         request_id=body.request_id,
     )
-    return {"turn": turn}
+    return {"turn": with_html(turn)}
 
 
 @router.post("/conversations/{conversation_id}/finish")
