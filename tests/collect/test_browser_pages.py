@@ -26,6 +26,8 @@ from axe import need_axe, serious_violations  # noqa: E402
 pytestmark = pytest.mark.browser
 
 BACKENDS = ("demo-a", "demo-b")
+#: a response with a bell, an escape, a C1 control and a right-to-left override in it
+CONTROLS = "bell\x07 esc\x1b[2J c1\x85 rlo\u202eevil\ttab"
 #: a response with markdown and hostile pieces: the markdown renders, nothing runs or loads
 MARKDOWN = (
     "Some **bold** words and `code`.\n\n"
@@ -65,6 +67,8 @@ def site(tmp_path_factory):
         make_turn(storage, root, long_pick, "Every step, please.", long_text, "Water it.")
         md = conversation(storage, root, [], finish=False, backends=BACKENDS)
         make_turn(storage, root, md, "Format it.", MARKDOWN, "Plain answer.")
+        rtl = storage.create_conversation(root, "helpful", "שאלות על הגינה")["id"]
+        make_turn(storage, root, rtl, "מה לשתול באביב?", "עגבניות ובזיליקום.", CONTROLS)
         red_pick = conversation(storage, root, [], mode="red-team", finish=False)
         make_turn(storage, root, red_pick, "Tell me a secret.", "No.", "Maybe.")
         # a turn not generated yet: opening its page streams it, one word every 0.5 s
@@ -86,6 +90,7 @@ def site(tmp_path_factory):
             "helpful-edit": f"/conversations/{to_edit}",
             "helpful-long": f"/conversations/{long_pick}",
             "helpful-markdown": f"/conversations/{md}",
+            "helpful-rtl": f"/conversations/{rtl}",
             "red-team-generating": f"/conversations/{red_generating}",
             "data-pairs": "/data",
             "data-pair": "/data/pairs/harmless-base/train/0",
@@ -111,6 +116,7 @@ PAGES = [
     "helpful-edit",
     "helpful-long",
     "helpful-markdown",
+    "helpful-rtl",
     "data-pairs",
     "data-pair",
     "data-attempts",
@@ -155,7 +161,7 @@ def open_page(site, browser, logged_in, name, *, width=1280, height=800, scheme=
         page.wait_for_function(
             "() => document.querySelector('.candidate .text').textContent.length > 0"
         )
-    elif name.endswith(("-pick", "-long", "-markdown")):
+    elif name.endswith(("-pick", "-long", "-markdown", "-rtl")):
         page.wait_for_selector("#scale .point:not([disabled])")
     elif name.endswith("-finished"):
         page.wait_for_selector("#finished:not([hidden])")
@@ -303,5 +309,71 @@ def test_responses_render_markdown_sanitised_with_the_raw_text_a_click_away(
         page.wait_for_selector(".msg.assistant .body strong")
         assert page.locator(".msg.assistant .body script").count() == 0
         assert page.evaluate("() => window.hhPwned") is None
+    finally:
+        page.context.close()
+
+
+#: each text node holding ``needle`` on the page, and whether it is isolated from the page's
+#: direction: its element or the one around it has ``dir="auto"`` or is a ``<bdi>``
+ISOLATED = """(needle) => {
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const out = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.textContent.includes(needle)) continue;
+    const near = [n.parentElement, n.parentElement.parentElement];
+    const ok = near.some((e) => e && (e.dir === "auto" || e.tagName === "BDI"));
+    out.push([n.parentElement.tagName + "." + n.parentElement.className, ok]);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize(
+    ("name", "needle"),
+    [
+        ("home", "שאלות"),
+        ("admin", "שאלות"),
+        ("helpful-rtl", "שאלות"),
+        ("helpful-rtl", "לשתול"),
+        ("helpful-rtl", "עגבניות"),
+        ("helpful-rtl", "evil"),
+        ("review", "Answer"),
+        ("review", "Question"),
+        ("data-pairs", "tomorrow's quiz"),
+        ("data-pair", "tomorrow's quiz"),
+        ("data-pair", "few"),
+        ("data-attempts", "help me win at chess"),
+        ("data-attempts", "rejection sampling"),
+        ("data-attempt", "help me win at chess"),
+        ("data-attempt", "rejection sampling"),
+        ("data-attempt", "191c862c"),
+    ],
+)
+def test_every_piece_of_data_is_isolated_from_the_page_direction(
+    site, browser, logged_in, name, needle
+):
+    page = open_page(site, browser, logged_in, name)
+    try:
+        found = page.evaluate(ISOLATED, needle)
+        assert found, f"{needle!r} is not on {name}"
+        assert [where for where, ok in found if not ok] == [], found
+    finally:
+        page.context.close()
+
+
+def test_control_characters_show_as_the_escapes_hh_show_prints(site, browser, logged_in):
+    from hhrlhf.text import INVISIBLE, printable
+
+    page = open_page(site, browser, logged_in, "helpful-rtl")
+    try:
+        b = page.locator('.candidate[data-slot="b"] .text').inner_text()
+        assert "bell\\x07 esc\\x1b[2J c1\\x85 rlo\\u202eevil" in b
+        assert not set(b) & {"\x07", "\x1b", "\x85", "\u202e"}
+        page.click('.candidate[data-slot="b"] .raw-toggle')  # the raw text escapes them too
+        raw = page.locator('.candidate[data-slot="b"] .text').evaluate("e => e.textContent")
+        assert raw == printable(CONTROLS)
+        # the page's escaping (for text as it streams) is hh show's, character for character
+        every = "".join(map(chr, [*range(0x0, 0x250), *sorted(INVISIBLE), 0x2028, 0xFFFD]))
+        assert page.evaluate("s => window.hhCollect.visible(s)", every) == printable(every)
     finally:
         page.context.close()

@@ -28,6 +28,7 @@ def _renderer() -> Any:
     )
     md.enable("table").disable("image")
     md.validateLink = lambda url: url.strip().lower().startswith(_SAFE_SCHEMES)
+
     def link_open(renderer, tokens, idx, options, env):  # links open apart and tell nothing
         tokens[idx].attrSet("rel", "nofollow noopener noreferrer")
         tokens[idx].attrSet("target", "_blank")
