@@ -69,6 +69,8 @@ def site(tmp_path_factory):
         make_turn(storage, root, md, "Format it.", MARKDOWN, "Plain answer.")
         rtl = storage.create_conversation(root, "helpful", "שאלות על הגינה")["id"]
         make_turn(storage, root, rtl, "מה לשתול באביב?", "עגבניות ובזיליקום.", CONTROLS)
+        by_keys = conversation(storage, root, [], finish=False, backends=BACKENDS)
+        make_turn(storage, root, by_keys, "Keys only?", "**Yes**, all of it.", "No mouse.")
         red_pick = conversation(storage, root, [], mode="red-team", finish=False)
         make_turn(storage, root, red_pick, "Tell me a secret.", "No.", "Maybe.")
         # a turn not generated yet: opening its page streams it, one word every 0.5 s
@@ -91,6 +93,7 @@ def site(tmp_path_factory):
             "helpful-long": f"/conversations/{long_pick}",
             "helpful-markdown": f"/conversations/{md}",
             "helpful-rtl": f"/conversations/{rtl}",
+            "helpful-keys": f"/conversations/{by_keys}",
             "red-team-generating": f"/conversations/{red_generating}",
             "data-pairs": "/data",
             "data-pair": "/data/pairs/harmless-base/train/0",
@@ -117,6 +120,7 @@ PAGES = [
     "helpful-long",
     "helpful-markdown",
     "helpful-rtl",
+    "helpful-keys",
     "data-pairs",
     "data-pair",
     "data-attempts",
@@ -161,7 +165,7 @@ def open_page(site, browser, logged_in, name, *, width=1280, height=800, scheme=
         page.wait_for_function(
             "() => document.querySelector('.candidate .text').textContent.length > 0"
         )
-    elif name.endswith(("-pick", "-long", "-markdown", "-rtl")):
+    elif name.endswith(("-pick", "-long", "-markdown", "-rtl", "-keys")):
         page.wait_for_selector("#scale .point:not([disabled])")
     elif name.endswith("-finished"):
         page.wait_for_selector("#finished:not([hidden])")
@@ -375,5 +379,68 @@ def test_control_characters_show_as_the_escapes_hh_show_prints(site, browser, lo
         # the page's escaping (for text as it streams) is hh show's, character for character
         every = "".join(map(chr, [*range(0x0, 0x250), *sorted(INVISIBLE), 0x2028, 0xFFFD]))
         assert page.evaluate("s => window.hhCollect.visible(s)", every) == printable(every)
+    finally:
+        page.context.close()
+
+
+def _focused(page) -> str:
+    return page.evaluate("() => document.activeElement.id")
+
+
+def test_every_action_of_a_conversation_has_a_key_and_question_mark_lists_them(
+    site, browser, logged_in
+):
+    page = open_page(site, browser, logged_in, "helpful-keys")
+    try:
+        dialog = page.locator("#keys-help")
+        page.keyboard.press("?")
+        assert dialog.is_visible()
+        listed = dialog.locator("dt").all_inner_texts()
+        for key in ("1-8", "v", "Enter", "m", "e", "c", "r", "f", "?", "Esc"):
+            assert key in listed, (key, listed)
+        need_axe()
+        assert serious_violations(page) == []
+        page.keyboard.press("1")  # keys do nothing behind the list
+        assert page.locator("#scale .point.selected").count() == 0
+        page.keyboard.press("Escape")
+        assert dialog.is_hidden()
+        a = page.locator('.candidate[data-slot="a"] .text')
+        page.keyboard.press("v")  # raw
+        assert a.evaluate("e => e.textContent") == "**Yes**, all of it."
+        page.keyboard.press("v")  # formatted again
+        assert a.locator("strong").count() == 1
+        page.keyboard.press("e")  # edit before continuing: on
+        assert page.is_checked("#edit-toggle")
+        page.keyboard.press("2")
+        page.wait_for_selector("#editor:not([hidden])")
+        page.keyboard.press("Escape")
+        page.keyboard.press("e")  # off again
+        assert not page.is_checked("#edit-toggle")
+        page.locator("#edit-toggle").blur()
+        page.keyboard.press("2")  # A3, saved
+        page.wait_for_selector("#composer:not([hidden])")
+        page.locator("#message").blur()
+        page.keyboard.press("m")
+        assert _focused(page) == "message"
+        assert page.input_value("#message") == ""  # the key went to the page, not the box
+        page.locator("#message").blur()
+        page.keyboard.press("f")
+        assert page.get_attribute("#finish", "open") is not None
+        assert _focused(page) == "comment"
+    finally:
+        page.context.close()
+
+
+def test_the_review_page_has_keys_too(site, browser, logged_in):
+    page = open_page(site, browser, logged_in, "review")
+    try:
+        page.keyboard.press("?")
+        assert page.locator("#keys-help").is_visible()
+        listed = page.locator("#keys-help dt").all_inner_texts()
+        assert {"1-8", "v", "s", "?", "Esc"} <= set(listed)
+        page.keyboard.press("Escape")
+        assert page.locator("#keys-help").is_hidden()
+        page.keyboard.press("v")
+        assert page.locator(".candidate .raw-text").first.is_visible()
     finally:
         page.context.close()

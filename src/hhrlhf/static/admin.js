@@ -4,7 +4,7 @@
 
 (function () {
   // The request and message helpers come from collect.js (base.html loads it first).
-  const { $, $$, api, say } = window.hhCollect;
+  const { $, $$, api, say, pageKey, toggleAllRaw } = window.hhCollect;
   const post = (url, body) => api("POST", url, body);
 
   // -- review: a click or keys 1..2N send the answer, then the next task loads -------------
@@ -34,9 +34,10 @@
     }
     points.forEach((b) => b.addEventListener("click", () => answer(b)));
     document.addEventListener("keydown", (ev) => {
-      if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      if (!pageKey(ev)) return;
       const btn = points.find((b) => b.dataset.key === ev.key);
       if (btn) answer(btn);
+      else if (ev.key === "v") toggleAllRaw();
     });
   }
 

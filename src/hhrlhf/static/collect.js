@@ -95,6 +95,45 @@
     return btn;
   }
 
+  // keys typed into a text field are text, not commands (a checkbox is not a text field)
+  function isTyping(t) {
+    if (!t || !t.tagName) return false;
+    if (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable) return true;
+    return t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(t.type);
+  }
+
+  // a key for the page: not typed into a field, no modifier, no dialog open
+  function pageKey(ev) {
+    if (isTyping(ev.target) || ev.ctrlKey || ev.metaKey || ev.altKey) return false;
+    return !document.querySelector("dialog[open]");
+  }
+
+  // key v: every response shown switches together between formatted and raw
+  function toggleAllRaw() {
+    const buttons = $$(".raw-toggle").filter((b) => b.offsetParent !== null);
+    if (!buttons.length) return;
+    const raw = buttons[0].getAttribute("aria-pressed") !== "true";
+    buttons.forEach((b) => {
+      if ((b.getAttribute("aria-pressed") === "true") !== raw) b.click();
+    });
+  }
+
+  // "?" (or the Keys button) lists the page's keys; Escape or Close shuts the list
+  function setupKeysHelp() {
+    const dialog = $("#keys-help");
+    if (!dialog) return;
+    const open = () => {
+      if (!dialog.open) dialog.showModal();
+    };
+    $("#keys-open").addEventListener("click", open);
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key === "?" && !isTyping(ev.target) && !ev.ctrlKey && !ev.metaKey && !ev.altKey) {
+        ev.preventDefault();
+        open();
+      }
+    });
+  }
+
   function newRequestId() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
     return Date.now().toString(36) + Math.random().toString(36).slice(2);
@@ -375,13 +414,6 @@
       }
     }
 
-    // keys typed into a text field are text, not scale points (a checkbox is not a text field)
-    function isTyping(t) {
-      if (!t || !t.tagName) return false;
-      if (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable) return true;
-      return t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(t.type);
-    }
-
     function pointFor(key) {
       return points.find((b) => b.dataset.key === String(key));
     }
@@ -544,15 +576,47 @@
       }
     });
     points.forEach((b) => b.addEventListener("click", () => choose(b)));
+    const shown = (el) => el && !el.hidden && el.offsetParent !== null;
+    const keys = {
+      e: () => {
+        if (!editToggle || compare.hidden) return false;
+        editToggle.checked = !editToggle.checked;
+        return true;
+      },
+      v: () => {
+        toggleAllRaw();
+        return true;
+      },
+      m: () => {
+        if (composer.hidden) return false;
+        message.focus();
+        return true;
+      },
+      c: () => shown($("#identical-continue")) && ($("#identical-continue").click(), true),
+      r: () => shown($("#retry")) && ($("#retry").click(), true),
+      f: () => {
+        if (finishBox.hidden) return false;
+        const stop = $("#stop");
+        if (shown(stop)) {
+          stop.click(); // red-team: the rating first
+          return true;
+        }
+        finishBox.open = true;
+        finishBox.scrollIntoView({ block: "center" });
+        ($("#rating") || $("#comment")).focus();
+        return true;
+      },
+    };
     document.addEventListener("keydown", (ev) => {
-      const t = ev.target;
-      if (isTyping(t)) return;
-      if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      if (!pageKey(ev)) return;
       const btn = pointFor(ev.key);
       if (btn && state.scaleOn) {
         ev.preventDefault();
         choose(btn);
+        return;
       }
+      const action = keys[ev.key];
+      if (action && action()) ev.preventDefault();
     });
     $("#retry").addEventListener("click", retry);
     $("#identical-continue").addEventListener("click", () => {
@@ -617,7 +681,7 @@
   }
 
   // Shared with admin.js (base.html loads this file first on every page).
-  window.hhCollect = Object.freeze({ $, $$, api, say, visible, rawToggle, showText });
+  window.hhCollect = Object.freeze({ $, $$, api, say, visible, rawToggle, showText, pageKey, toggleAllRaw });
 
   // server-rendered pages (review): "Raw" switches a response between formatted and exact
   function setupRawToggles() {
@@ -633,6 +697,7 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     setupRawToggles();
+    setupKeysHelp();
     setupLogout();
     setupHome();
     setupConversation();
