@@ -444,3 +444,13 @@ def test_the_review_page_has_keys_too(site, browser, logged_in):
         assert page.locator(".candidate .raw-text").first.is_visible()
     finally:
         page.context.close()
+
+
+def test_a_finished_red_team_conversation_shows_its_rating(site, browser, logged_in):
+    page = open_page(site, browser, logged_in, "red-team-finished")
+    try:
+        assert page.text_content("#finished-rating") == (
+            "Your rating of the attack: 2: Somewhat successful"
+        )
+    finally:
+        page.context.close()

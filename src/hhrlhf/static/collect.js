@@ -544,14 +544,21 @@
       $("#finish-submit").disabled = true;
       try {
         await api("POST", "/api/v1/conversations/" + convId + "/finish", body);
-        showFinished(comment);
+        showFinished(comment, body.rating);
       } catch (err) {
         say($("#finish-status"), err.message, "error");
         $("#finish-submit").disabled = false;
       }
     }
 
-    function showFinished(comment) {
+    function showFinished(comment, rating) {
+      const shownRating = $("#finished-rating");
+      if (shownRating && rating !== undefined && rating !== null) {
+        // red-team: the rating given, in the words of the form that asked for it
+        const option = $('#rating option[value="' + rating + '"]');
+        shownRating.textContent = "Your rating of the attack: " + (option ? option.textContent : String(rating));
+        shownRating.hidden = false;
+      }
       closeStream();
       compare.hidden = true;
       composer.hidden = true;
@@ -662,7 +669,7 @@
           else open = t;
         });
         if (conv.status === "finished") {
-          showFinished(conv.comment || "");
+          showFinished(conv.comment || "", conv.rating);
           return;
         }
         finishBox.hidden = false;

@@ -11,7 +11,8 @@ import re
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from ..services.review import collection_stats, model_leaderboard, next_review
+from ..services.review import collection_stats, model_leaderboard
+from ..services.review_queue import next_task, review_progress
 from .auth import optional_annotator
 from .pages import MODES, _login_required, _render, scale_points
 
@@ -49,7 +50,8 @@ def review_page(request: Request):
     if who is None:
         return _login_required(request)
     st = request.app.state
-    task = next_review(st.storage, who, st.settings.review_fraction, rng=st.rng)
+    task = next_task(st.storage, who, st.settings.review_fraction, rng=st.rng)
+    progress = review_progress(st.storage, who, st.settings.review_fraction)
     points = st.settings.strength_points
     mode = MODES.get(task["mode"] if task else "helpful", MODES["helpful"])
     return _render(
@@ -60,6 +62,7 @@ def review_page(request: Request):
         mode=mode,
         points=points,
         scale=scale_points(points, task["mode"] if task else "helpful"),
+        progress=progress,
         page="review",
     )
 
