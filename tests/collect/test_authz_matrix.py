@@ -21,6 +21,7 @@ MATRIX = {
     ("POST", "/api/v1/conversations/{cid}/turns"): (401, 401, 403, 404, 403, 403),
     ("GET", "/api/v1/turns/{tid}/stream"): (401, 401, 403, 404, 200, 200),
     ("POST", "/api/v1/turns/{tid}/retry"): (401, 401, 403, 404, 200, 403),
+    ("POST", "/api/v1/turns/{tid}/stop"): (401, 401, 403, 404, 200, 403),
     ("POST", "/api/v1/turns/{tid}/choice"): (401, 401, 403, 404, 403, 403),
     ("POST", "/api/v1/conversations/{cid}/finish"): (401, 401, 403, 404, 403, 403),
     ("GET", "/"): (401, 401, 403, 200, 200, 200),

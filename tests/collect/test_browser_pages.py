@@ -42,7 +42,7 @@ MARKDOWN = (
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """(base URL, {page name: path}, the admin's login token)."""
+    """(base URL, {page name: path}, the admin's login token, the storage)."""
     from hhrlhf.collect.config import demo_settings
 
     def make(url):
@@ -76,6 +76,8 @@ def site(tmp_path_factory):
         # a turn not generated yet: opening its page streams it, one word every 0.5 s
         generating = conversation(storage, root, [], finish=False)
         storage.create_turn(root, generating, "What should I plant in spring?", BACKENDS)
+        to_stop = conversation(storage, root, [], finish=False)
+        storage.create_turn(root, to_stop, "Tell me about compost.", BACKENDS)
         red_generating = conversation(storage, root, [], mode="red-team", finish=False)
         storage.create_turn(root, red_generating, "How do locks work?", BACKENDS)
         pages = {
@@ -95,13 +97,14 @@ def site(tmp_path_factory):
             "helpful-rtl": f"/conversations/{rtl}",
             "helpful-keys": f"/conversations/{by_keys}",
             "red-team-generating": f"/conversations/{red_generating}",
+            "helpful-stop": f"/conversations/{to_stop}",
             "data-pairs": "/data",
             "data-pair": "/data/pairs/harmless-base/train/0",
             "data-attempts": "/data/attempts",
             "data-attempt": "/data/attempts/0",
             "login": "/login",
         }
-        yield base, pages, root_token
+        yield base, pages, root_token, storage
 
 
 PAGES = [
@@ -138,7 +141,7 @@ def browser():
 @pytest.fixture(scope="module")
 def logged_in(site, browser):
     """The admin's cookies, to open every page without logging in again."""
-    base, _pages, token = site
+    base, _pages, token, _storage = site
     ctx = browser.new_context()
     page = ctx.new_page()
     page.set_default_timeout(TIMEOUT_MS)
@@ -151,7 +154,7 @@ def logged_in(site, browser):
 def open_page(site, browser, logged_in, name, *, width=1280, height=800, scheme="light"):
     """A new page (its own context: bypassing the CSP so axe can be injected) showing ``name``
     as the admin sees it (logged out for the login page), once its script has drawn it."""
-    base, pages, _token = site
+    base, pages, _token, _storage = site
     ctx = browser.new_context(
         viewport={"width": width, "height": height},
         color_scheme=scheme,
@@ -161,7 +164,7 @@ def open_page(site, browser, logged_in, name, *, width=1280, height=800, scheme=
     page = ctx.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(base + pages[name])
-    if name.endswith("-generating"):
+    if name.endswith(("-generating", "-stop")):
         page.wait_for_function(
             "() => document.querySelector('.candidate .text').textContent.length > 0"
         )
@@ -243,7 +246,7 @@ def test_the_dark_theme_follows_the_system(site, browser, logged_in, name):
 
 
 def test_a_typed_edit_goes_with_the_point_clicked_after_it(site, browser, logged_in):
-    base, pages, _token = site
+    base, pages, _token, _storage = site
     page = open_page(site, browser, logged_in, "helpful-edit")
     try:
         page.check("#edit-toggle")
@@ -452,5 +455,36 @@ def test_a_finished_red_team_conversation_shows_its_rating(site, browser, logged
         assert page.text_content("#finished-rating") == (
             "Your rating of the attack: 2: Somewhat successful"
         )
+    finally:
+        page.context.close()
+
+
+def test_responses_show_their_seconds_and_stop_then_retry_at_once(site, browser, logged_in):
+    base, pages, _token, storage = site
+    page = open_page(site, browser, logged_in, "helpful-stop")
+    try:
+        elapsed = page.locator('.candidate[data-slot="a"] [data-role="elapsed"]')
+        page.wait_for_function(
+            "() => /^[1-9][0-9]* s$/.test("
+            'document.querySelector(\'.candidate[data-slot="a"] [data-role="elapsed"]\')'
+            ".textContent)"
+        )
+        assert elapsed.inner_text().endswith(" s")
+        assert page.locator("#halt").is_visible()
+        page.keyboard.press("x")  # Stop: the unfinished responses fail, Retry is offered
+        page.wait_for_selector("#retry", state="visible", timeout=3000)
+        assert page.locator("#halt").is_hidden()
+        assert page.text_content('.candidate[data-slot="a"] [data-role="state"]') == "failed"
+        assert "stopped by the annotator" in page.text_content(
+            '.candidate[data-slot="a"] [data-role="note"]'
+        )
+        conv_id = int(pages["helpful-stop"].rsplit("/", 1)[1])
+        root = storage.annotator_by_name("root")
+        turn = storage.get_conversation(root, conv_id)["turns"][-1]
+        assert turn["status"] == "failed"
+        page.keyboard.press("r")  # retried at once: written again
+        state = '.candidate[data-slot="a"] [data-role="state"]'
+        page.wait_for_function(f"() => document.querySelector('{state}').textContent !== 'failed'")
+        assert page.text_content(state) == "writing…"
     finally:
         page.context.close()

@@ -274,7 +274,44 @@
       if (on) message.focus();
     }
 
+    // while responses are written: seconds since the stream opened, per response, and Stop
+    function startClock() {
+      stopClock();
+      const t0 = Date.now();
+      const tick = () => {
+        const secs = Math.floor((Date.now() - t0) / 1000) + " s";
+        ["a", "b"].forEach((slot) => {
+          if (state.turn && !state.turn.done[slot] && !panel(slot).classList.contains("failed"))
+            part(slot, "elapsed").textContent = secs;
+        });
+      };
+      tick();
+      state.clock = window.setInterval(tick, 1000);
+      $("#generating").hidden = false;
+    }
+
+    function stopClock() {
+      if (state.clock) window.clearInterval(state.clock);
+      state.clock = null;
+      $("#generating").hidden = true;
+    }
+
+    async function halt() {
+      if (!state.turn || $("#generating").hidden) return;
+      const btn = $("#halt");
+      btn.disabled = true;
+      try {
+        const res = await api("POST", "/api/v1/turns/" + state.turn.id + "/stop");
+        if (!res.stopped) say(choiceStatus, "These responses are being written elsewhere: wait for them.", "error");
+      } catch (err) {
+        say(choiceStatus, err.message, "error");
+      } finally {
+        btn.disabled = false;
+      }
+    }
+
     function closeStream() {
+      stopClock();
       if (state.source) {
         state.source.close();
         state.source = null;
@@ -285,6 +322,7 @@
       ["a", "b"].forEach((slot) => {
         showText(part(slot, "text"), "");
         part(slot, "state").textContent = "waiting…";
+        part(slot, "elapsed").textContent = "";
         part(slot, "note").hidden = true;
         panel(slot).classList.remove("done", "failed", "picked");
       });
@@ -345,6 +383,7 @@
       });
       const es = new EventSource("/api/v1/turns/" + turn.id + "/stream");
       state.source = es;
+      startClock();
       let ended = false;
       es.addEventListener("delta", (ev) => {
         const d = JSON.parse(ev.data);
@@ -601,6 +640,7 @@
       },
       c: () => shown($("#identical-continue")) && ($("#identical-continue").click(), true),
       r: () => shown($("#retry")) && ($("#retry").click(), true),
+      x: () => shown($("#halt")) && (halt(), true),
       f: () => {
         if (finishBox.hidden) return false;
         const stop = $("#stop");
@@ -626,6 +666,7 @@
       if (action && action()) ev.preventDefault();
     });
     $("#retry").addEventListener("click", retry);
+    $("#halt").addEventListener("click", halt);
     $("#identical-continue").addEventListener("click", () => {
       // identical: recorded without a strength (the server stores the smallest point)
       if (state.turn && !state.sending) submitChoice("a", null, null);

@@ -248,6 +248,15 @@ def retry_turn(turn_id: int, request: Request, who: Who):
     return {"status": status}
 
 
+@router.post("/turns/{turn_id}/stop")
+def stop_turn(turn_id: int, request: Request, who: Who):
+    """Stop writing a turn's responses (this worker's run): the unfinished ones fail, so the
+    turn can be retried at once. ``stopped`` is false when no run of it is live here."""
+    st = _state(request)
+    st.storage.turn_owner(who, turn_id)
+    return {"stopped": st.generator.stop(turn_id)}
+
+
 @router.post("/turns/{turn_id}/choice")
 def choose(turn_id: int, body: Choice, request: Request, who: Who):
     st = _state(request)
