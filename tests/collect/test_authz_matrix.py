@@ -23,6 +23,7 @@ MATRIX = {
     ("POST", "/api/v1/conversations/{cid}/turns"): (401, 401, 403, 404, 403, 403),
     ("GET", "/api/v1/turns/{tid}/stream"): (401, 401, 403, 404, 200, 200),
     ("POST", "/api/v1/turns/{tid}/retry"): (401, 401, 403, 404, 200, 403),
+    ("POST", "/api/v1/turns/{tid}/stop"): (401, 401, 403, 404, 200, 403),
     ("POST", "/api/v1/turns/{tid}/choice"): (401, 401, 403, 404, 403, 403),
     ("POST", "/api/v1/conversations/{cid}/finish"): (401, 401, 403, 404, 403, 403),
     ("GET", "/"): (401, 401, 403, 200, 200, 200),
@@ -36,6 +37,7 @@ MATRIX = {
     # review tasks (nothing is due: review 0 does not exist) and the admin's routes
     ("GET", "/api/v1/reviews/next"): (401, 401, 403, 200, 200, 200),
     ("POST", "/api/v1/reviews/{rid}"): (401, 401, 403, 404, 404, 403),
+    ("POST", "/api/v1/reviews/{rid}/skip"): (401, 401, 403, 404, 404, 403),
     ("GET", "/review"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/admin/stats"): (401, 401, 403, 403, 200, 403),
     ("GET", "/api/v1/admin/leaderboard"): (401, 401, 403, 403, 200, 403),

@@ -154,8 +154,15 @@ def _assistant_count(page, n: int) -> None:
     )
 
 
+#: the texts of responses as received (the page shows them formatted from markdown)
+RAW = "els => els.map(e => e.hhText)"
+
+
 def _shown(page, slot: str) -> str:
-    return page.text_content(f'.candidate[data-slot="{slot}"] [data-role="text"]')
+    """The text of response ``slot`` as received (the page shows it formatted)."""
+    return page.locator(f'.candidate[data-slot="{slot}"] [data-role="text"]').evaluate(
+        "e => e.hhText"
+    )
 
 
 def _read_export(out: Path) -> list[tuple[str, str]]:
@@ -246,7 +253,7 @@ def test_three_turn_conversation_keyboard_mouse_edit_and_export(live_app, browse
     page.fill("#edit-text", edited)
     page.click("#edit-submit")
     _assistant_count(page, 3)
-    bubbles = page.locator("#transcript .msg.assistant .body").all_text_contents()
+    bubbles = page.locator("#transcript .msg.assistant .body").evaluate_all(RAW)
     assert bubbles == [shown[0]["a"], shown[1]["b"], edited]
     humans = page.locator("#transcript .msg.human .body").all_text_contents()
     assert humans == MESSAGES
@@ -259,7 +266,7 @@ def test_three_turn_conversation_keyboard_mouse_edit_and_export(live_app, browse
     assert page.is_hidden("#composer")
     page.reload()  # a finished conversation reopens as a read-only transcript
     page.wait_for_selector("#finished:not([hidden])", timeout=TIMEOUT_MS)
-    assert page.locator("#transcript .msg.assistant .body").all_text_contents() == bubbles
+    assert page.locator("#transcript .msg.assistant .body").evaluate_all(RAW) == bubbles
     assert (
         page.text_content("#finished-comment") == "Your comment: All three answers were sensible."
     )

@@ -86,7 +86,10 @@ def _watch(page) -> dict:
 
 
 def _shown(page, slot: str) -> str:
-    return page.text_content(f'.candidate[data-slot="{slot}"] [data-role="text"]')
+    """The text of response ``slot`` as received (the page shows it formatted)."""
+    return page.locator(f'.candidate[data-slot="{slot}"] [data-role="text"]').evaluate(
+        "e => e.hhText"
+    )
 
 
 def _bar_top(page) -> float:
@@ -147,7 +150,7 @@ def test_one_red_team_conversation_from_task_to_rating(red_team_app, browser, tm
         )
         last = page.locator("#transcript .msg.assistant").last
         # red_team_continue = "other": the conversation goes on with the response not picked
-        assert last.locator(".body").text_content() == REPLIES[0]
+        assert last.locator(".body").evaluate("e => e.hhText") == REPLIES[0]
         other = "b" if more == "a" else "a"
         assert f"more harmful; continued with {other.upper()}" in last.text_content()
 

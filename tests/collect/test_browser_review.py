@@ -107,3 +107,45 @@ def test_review_then_admin_pages(browser, tmp_path):
             assert (shots / name).read_bytes().startswith(PNG_MAGIC)
             if os.environ.get("HH_UPDATE_SCREENSHOTS") == "1":
                 shutil.copy(shots / name, DOCS_IMG / name)
+
+
+def test_review_shows_the_task_and_progress_skips_and_warns_before_red_team(browser, tmp_path):
+    with _serve(tmp_path) as (base, storage, token, app):
+        app.state.settings = replace(app.state.settings, review_fraction=1.0)
+        alice, _ = annotators.add_annotator(storage, "alice")
+        conversation(storage, alice, [("a", 3)], backends=("demo-1", "demo-2"))
+        conversation(storage, alice, [("b", 2)], mode="red-team", backends=("demo-1", "demo-2"))
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = ctx.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        seen = _watch(page)
+        browser_login(page, base, token)
+        page.goto(base + "/review")
+        assert page.text_content("#review-task") == "Garden questions"
+        assert page.text_content("#review-progress").startswith("2 left")
+        assert "0 done today" in page.text_content("#review-progress")
+        assert page.locator("#content-warning").count() == 0
+        with page.expect_navigation():
+            page.keyboard.press("s")  # skip: the red-team one comes next
+        # red-team: the warning first, nothing shown or answerable behind it
+        assert page.locator("#content-warning").is_visible()
+        assert page.locator("#review-content").is_hidden()
+        page.keyboard.press("1")
+        page.wait_for_timeout(300)
+        assert page.text_content("#review-status") == ""
+        page.click("#reveal")
+        assert page.locator("#review-content").is_visible()
+        assert page.locator("#content-warning").is_hidden()
+        with page.expect_navigation():
+            page.keyboard.press("1")
+        # nothing new is left: the skipped one comes back
+        assert page.text_content("#review-task") == "Garden questions"
+        assert page.text_content("#review-progress").startswith("1 left")
+        assert "1 done today" in page.text_content("#review-progress")
+        with page.expect_navigation():
+            page.click("#skip")  # skipped again: it is all there is, so it stays
+        with page.expect_navigation():
+            page.keyboard.press("8")
+        page.wait_for_selector("#review-empty")
+        assert seen["errors"] == [] and seen["dialogs"] == []
+        ctx.close()

@@ -18,6 +18,7 @@ import pytest
 from hostile import BIG, NAME, NUL, PAYLOADS, PWNED_PROBE, joined
 
 from hhrlhf.collect.config import Settings
+from hhrlhf.text import printable
 
 pytest.importorskip("fastapi")
 pytest.importorskip("sqlalchemy")
@@ -94,6 +95,12 @@ def _text(page, selector: str) -> str:
 
 
 def _texts(page, selector: str) -> list[str]:
+    """The texts of the messages as the page holds them (it shows responses formatted from
+    markdown, and control and bidi characters as visible escapes, as ``hh show`` does)."""
+    return page.eval_on_selector_all(selector, "els => els.map((el) => el.hhText)")
+
+
+def _shown_as(page, selector: str) -> list[str]:
     return page.eval_on_selector_all(selector, "els => els.map((el) => el.textContent)")
 
 
@@ -106,7 +113,7 @@ def _start(page, base: str, token: str, task: str, mode: str = "helpful") -> int
     page.click("#new-conversation button[type=submit]")
     page.wait_for_url("**/conversations/*", timeout=TIMEOUT_MS)
     page.wait_for_selector("#composer:not([hidden])", timeout=TIMEOUT_MS)
-    assert _text(page, "#task-text") == task.strip()
+    assert _text(page, "#task-text") == printable(task.strip())
     return int(page.url.rsplit("/", 1)[1])
 
 
@@ -117,7 +124,10 @@ def _send(page, text: str) -> None:
 
 
 def _candidates(page) -> dict[str, str]:
-    return {s: _text(page, f'.candidate[data-slot="{s}"] [data-role="text"]') for s in "ab"}
+    return {
+        s: page.eval_on_selector(f'.candidate[data-slot="{s}"] [data-role="text"]', "e => e.hhText")
+        for s in "ab"
+    }
 
 
 def _decided(page, n: int) -> None:
@@ -154,6 +164,8 @@ def test_every_payload_is_shown_literally_and_runs_nothing(served, browser, mode
         _replies(model, payload, other)
         _send(page, payload)
         assert _texts(page, "#transcript .msg.human .body")[-1] == payload.strip(), name
+        shown_human = _shown_as(page, "#transcript .msg.human .body")[-1]
+        assert shown_human == printable(payload.strip()), name
         shown = _candidates(page)
         mine, theirs = _shown(payload), _shown(other)
         assert sorted(shown.values()) == sorted([mine, theirs]), name
@@ -195,7 +207,7 @@ def test_every_payload_is_shown_literally_and_runs_nothing(served, browser, mode
     # the finished conversation, loaded again: every text as it was written
     page.reload()
     page.wait_for_selector("#finished:not([hidden])", timeout=TIMEOUT_MS)
-    assert _text(page, "#task-text") == task.strip()
+    assert _text(page, "#task-text") == printable(task.strip())
     assert _texts(page, "#transcript .msg.human .body") == [h for h, _ in history]
     assert _texts(page, "#transcript .msg.assistant .body") == [a for _, a in history]
     assert _text(page, "#finished-comment") == "Your comment: " + comment.strip()
@@ -204,7 +216,7 @@ def test_every_payload_is_shown_literally_and_runs_nothing(served, browser, mode
     # the home page lists it with the task as text
     page.goto(base + "/")
     page.wait_for_selector("#new-conversation")
-    assert _texts(page, ".conversations .task") == [task.strip()]
+    assert _shown_as(page, ".conversations .task") == [printable(task.strip())]
     assert _text(page, ".topbar .who") == NAME
     _clean(page, seen, "home")
     page.context.close()
@@ -257,7 +269,7 @@ def test_red_team_big_and_nul_and_the_other_pages(served, browser, model):
     page.reload()
     page.wait_for_selector("#finished:not([hidden])", timeout=TIMEOUT_MS)
     assert _texts(page, "#transcript .msg.human .body") == [message.strip()]
-    assert _text(page, "#task-text") == task
+    assert _text(page, "#task-text") == printable(task)
     _clean(page, seen, "red-team finished")
     conv = conversations.get_conversation(storage, annotators.annotator_by_name(storage, NAME), cid)
     assert conv["comment"] == comment and conv["rating"] == 3

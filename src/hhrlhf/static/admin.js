@@ -4,7 +4,7 @@
 
 (function () {
   // The request and message helpers come from collect.js (base.html loads it first).
-  const { $, $$, api, say } = window.hhCollect;
+  const { $, $$, api, say, pageKey, toggleAllRaw } = window.hhCollect;
   const post = (url, body) => api("POST", url, body);
 
   // -- review: a click or keys 1..2N send the answer, then the next task loads -------------
@@ -32,11 +32,39 @@
         busy = false;
       }
     }
+    async function skip() {
+      if (busy) return;
+      busy = true;
+      say(status, "Skipping…");
+      try {
+        await post("/api/v1/reviews/" + root.dataset.id + "/skip");
+        window.location.reload();
+      } catch (err) {
+        say(status, err.message, "error");
+        busy = false;
+      }
+    }
+    // red-team: the content warning first; nothing is shown or answered before "Show"
+    const content = $("#review-content");
+    const reveal = $("#reveal");
+    if (reveal)
+      reveal.addEventListener("click", () => {
+        content.hidden = false;
+        $("#content-warning").hidden = true;
+        (points[0] || content).focus();
+      });
     points.forEach((b) => b.addEventListener("click", () => answer(b)));
+    $("#skip").addEventListener("click", skip);
     document.addEventListener("keydown", (ev) => {
-      if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      if (!pageKey(ev)) return;
+      if (ev.key === "s") {
+        skip();
+        return;
+      }
+      if (content.hidden) return;
       const btn = points.find((b) => b.dataset.key === ev.key);
       if (btn) answer(btn);
+      else if (ev.key === "v") toggleAllRaw();
     });
   }
 

@@ -53,6 +53,87 @@
     el.classList.toggle("ok", kind === "ok");
   }
 
+  // Data text as hh show prints it (hhrlhf.text.printable): C0 controls but newline and tab,
+  // DEL and C1 as \xNN; the bidi controls and zero-width characters as \uNNNN.
+  const HIDDEN = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g;
+  function visible(text) {
+    return String(text).replace(HIDDEN, (c) => {
+      const n = c.charCodeAt(0);
+      return n < 0x100 ? "\\x" + n.toString(16).padStart(2, "0") : "\\u" + n.toString(16).padStart(4, "0");
+    });
+  }
+
+  // A response shown formatted: ``html`` is the server's rendering (markdown-it, raw HTML off,
+  // no images, only http/https/mailto links); without it, or with "Raw" pressed, the exact text.
+  function showText(el, text, html) {
+    el.hhText = text;
+    el.hhHtml = html;
+    const raw = html === undefined || html === null || el.classList.contains("raw");
+    el.classList.toggle("md", !raw);
+    if (raw) {
+      el.textContent = visible(text);
+      return;
+    }
+    const doc = new DOMParser().parseFromString(html, "text/html");
+    el.replaceChildren(...Array.from(doc.body.childNodes));
+  }
+
+  // a "Raw" button switches its response between formatted and the text that is exported
+  function rawToggle(el) {
+    const btn = document.createElement("button");
+    btn.type = "button";
+    btn.className = "raw-toggle link";
+    btn.textContent = "Raw";
+    btn.setAttribute("aria-pressed", "false");
+    btn.title = "Show the exact text that is exported";
+    btn.addEventListener("click", () => {
+      const raw = !el.classList.contains("raw");
+      el.classList.toggle("raw", raw);
+      btn.setAttribute("aria-pressed", String(raw));
+      if (el.hhText !== undefined) showText(el, el.hhText, el.hhHtml);
+    });
+    return btn;
+  }
+
+  // keys typed into a text field are text, not commands (a checkbox is not a text field)
+  function isTyping(t) {
+    if (!t || !t.tagName) return false;
+    if (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable) return true;
+    return t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(t.type);
+  }
+
+  // a key for the page: not typed into a field, no modifier, no dialog open
+  function pageKey(ev) {
+    if (isTyping(ev.target) || ev.ctrlKey || ev.metaKey || ev.altKey) return false;
+    return !document.querySelector("dialog[open]");
+  }
+
+  // key v: every response shown switches together between formatted and raw
+  function toggleAllRaw() {
+    const buttons = $$(".raw-toggle").filter((b) => b.offsetParent !== null);
+    if (!buttons.length) return;
+    const raw = buttons[0].getAttribute("aria-pressed") !== "true";
+    buttons.forEach((b) => {
+      if ((b.getAttribute("aria-pressed") === "true") !== raw) b.click();
+    });
+  }
+
+  // "?" (or the Keys button) lists the page's keys; Escape or Close shuts the list
+  function setupKeysHelp() {
+    const dialog = $("#keys-help");
+    if (!dialog) return;
+    const open = () => {
+      if (!dialog.open) dialog.showModal();
+    };
+    $("#keys-open").addEventListener("click", open);
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key === "?" && !isTyping(ev.target) && !ev.ctrlKey && !ev.metaKey && !ev.altKey) {
+        ev.preventDefault();
+        open();
+      }
+    });
+  }
+
   function newRequestId() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
     return Date.now().toString(36) + Math.random().toString(36).slice(2);
@@ -131,8 +212,12 @@
 
     const panel = (slot) => $('.candidate[data-slot="' + slot + '"]', compare);
     const part = (slot, role) => $('[data-role="' + role + '"]', panel(slot));
+    ["a", "b"].forEach((slot) => {
+      const head = $('.candidate[data-slot="' + slot + '"] header', compare);
+      head.append(rawToggle(part(slot, "text")));
+    });
 
-    function addBubble(kind, who, text, note) {
+    function addBubble(kind, who, text, note, html) {
       const li = document.createElement("li");
       li.className = "msg " + kind;
       const head = document.createElement("div");
@@ -145,7 +230,9 @@
       }
       const body = document.createElement("div");
       body.className = "body";
-      body.textContent = text;
+      body.dir = "auto";
+      showText(body, text, html);
+      if (html !== undefined) head.append(" ", rawToggle(body));
       li.append(head, body);
       transcript.appendChild(li);
       return li;
@@ -160,7 +247,7 @@
       if (!turn.edit && other && chosen && turn.continued === other.text && other.text !== chosen.text) {
         note = "(" + picked + turn.strength + " more harmful; continued with " + other.slot.toUpperCase() + ")";
       }
-      addBubble("assistant", "Assistant", turn.continued || "", note);
+      addBubble("assistant", "Assistant", turn.continued || "", note, turn.continued_html);
     }
 
     function setScale(on) {
@@ -187,7 +274,44 @@
       if (on) message.focus();
     }
 
+    // while responses are written: seconds since the stream opened, per response, and Stop
+    function startClock() {
+      stopClock();
+      const t0 = Date.now();
+      const tick = () => {
+        const secs = Math.floor((Date.now() - t0) / 1000) + " s";
+        ["a", "b"].forEach((slot) => {
+          if (state.turn && !state.turn.done[slot] && !panel(slot).classList.contains("failed"))
+            part(slot, "elapsed").textContent = secs;
+        });
+      };
+      tick();
+      state.clock = window.setInterval(tick, 1000);
+      $("#generating").hidden = false;
+    }
+
+    function stopClock() {
+      if (state.clock) window.clearInterval(state.clock);
+      state.clock = null;
+      $("#generating").hidden = true;
+    }
+
+    async function halt() {
+      if (!state.turn || $("#generating").hidden) return;
+      const btn = $("#halt");
+      btn.disabled = true;
+      try {
+        const res = await api("POST", "/api/v1/turns/" + state.turn.id + "/stop");
+        if (!res.stopped) say(choiceStatus, "These responses are being written elsewhere: wait for them.", "error");
+      } catch (err) {
+        say(choiceStatus, err.message, "error");
+      } finally {
+        btn.disabled = false;
+      }
+    }
+
     function closeStream() {
+      stopClock();
       if (state.source) {
         state.source.close();
         state.source = null;
@@ -196,8 +320,9 @@
 
     function resetCandidates() {
       ["a", "b"].forEach((slot) => {
-        part(slot, "text").textContent = "";
+        showText(part(slot, "text"), "");
         part(slot, "state").textContent = "waiting…";
+        part(slot, "elapsed").textContent = "";
         part(slot, "note").hidden = true;
         panel(slot).classList.remove("done", "failed", "picked");
       });
@@ -213,10 +338,10 @@
       state.requestKey = null;
     }
 
-    function slotDone(slot, text, cut, cutReason) {
+    function slotDone(slot, text, cut, cutReason, html) {
       state.turn.texts[slot] = text;
       state.turn.done[slot] = true;
-      part(slot, "text").textContent = text;
+      showText(part(slot, "text"), text, html);
       part(slot, "state").textContent = "complete";
       panel(slot).classList.add("done");
       panel(slot).classList.remove("failed");
@@ -249,7 +374,7 @@
       turnError.hidden = true;
       ["a", "b"].forEach((slot) => {
         if (!turn.done[slot]) {
-          part(slot, "text").textContent = "";
+          showText(part(slot, "text"), "");
           part(slot, "state").textContent = "writing…";
           panel(slot).classList.remove("failed");
           part(slot, "note").hidden = true;
@@ -258,16 +383,17 @@
       });
       const es = new EventSource("/api/v1/turns/" + turn.id + "/stream");
       state.source = es;
+      startClock();
       let ended = false;
       es.addEventListener("delta", (ev) => {
         const d = JSON.parse(ev.data);
         if (turn.done[d.slot]) return;
         turn.texts[d.slot] = (turn.texts[d.slot] || "") + d.text;
-        part(d.slot, "text").textContent = turn.texts[d.slot];
+        showText(part(d.slot, "text"), turn.texts[d.slot]); // plain text while it streams
       });
       es.addEventListener("done", (ev) => {
         const d = JSON.parse(ev.data);
-        slotDone(d.slot, d.text, d.cut, d.cut_reason);
+        slotDone(d.slot, d.text, d.cut, d.cut_reason, d.html);
       });
       es.addEventListener("error", (ev) => {
         // a server-sent "error" event carries data; a dropped connection does not
@@ -313,7 +439,7 @@
       compare.hidden = false;
       showComposer(false);
       (turn.candidates || []).forEach((c) => {
-        if (c.status === undefined || c.status === "ready") slotDone(c.slot, c.text, c.cut, c.cut_reason);
+        if (c.status === undefined || c.status === "ready") slotDone(c.slot, c.text, c.cut, c.cut_reason, c.html);
       });
       if (turn.status === "ready" && state.turn.done.a && state.turn.done.b) {
         bothReady();
@@ -327,21 +453,39 @@
       }
     }
 
-    // keys typed into a text field are text, not scale points (a checkbox is not a text field)
-    function isTyping(t) {
-      if (!t || !t.tagName) return false;
-      if (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable) return true;
-      return t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit"].includes(t.type);
-    }
-
     function pointFor(key) {
       return points.find((b) => b.dataset.key === String(key));
+    }
+
+    // the editor is open on a response and its text was changed: that edit must not be lost
+    function typedEdit() {
+      if (!editor || editor.hidden || !state.pending) return null;
+      const text = editText.value.trim();
+      return text && editText.value !== state.turn.texts[state.pending.pick] ? text : null;
     }
 
     function choose(btn) {
       if (!state.scaleOn || state.sending) return;
       const pick = btn.dataset.slot;
       const strength = parseInt(btn.dataset.strength, 10);
+      const typed = typedEdit();
+      if (typed !== null) {
+        if (pick === state.pending.pick) {
+          // a point on the edited side: the edit goes with this strength
+          points.forEach((b) => b.classList.toggle("selected", b === btn));
+          editor.hidden = true;
+          submitChoice(pick, strength, typed);
+        } else {
+          say(
+            choiceStatus,
+            "Your edit of " + state.pending.pick.toUpperCase() + " is kept: continue with it, " +
+              "pick a point on its side, or cancel the edit to pick " + pick.toUpperCase() + ".",
+            "error",
+          );
+          editText.focus();
+        }
+        return;
+      }
       points.forEach((b) => b.classList.toggle("selected", b === btn));
       ["a", "b"].forEach((s) => panel(s).classList.toggle("picked", s === pick));
       if (editToggle && editToggle.checked) {
@@ -439,14 +583,21 @@
       $("#finish-submit").disabled = true;
       try {
         await api("POST", "/api/v1/conversations/" + convId + "/finish", body);
-        showFinished(comment);
+        showFinished(comment, body.rating);
       } catch (err) {
         say($("#finish-status"), err.message, "error");
         $("#finish-submit").disabled = false;
       }
     }
 
-    function showFinished(comment) {
+    function showFinished(comment, rating) {
+      const shownRating = $("#finished-rating");
+      if (shownRating && rating !== undefined && rating !== null) {
+        // red-team: the rating given, in the words of the form that asked for it
+        const option = $('#rating option[value="' + rating + '"]');
+        shownRating.textContent = "Your rating of the attack: " + (option ? option.textContent : String(rating));
+        shownRating.hidden = false;
+      }
       closeStream();
       compare.hidden = true;
       composer.hidden = true;
@@ -471,17 +622,51 @@
       }
     });
     points.forEach((b) => b.addEventListener("click", () => choose(b)));
+    const shown = (el) => el && !el.hidden && el.offsetParent !== null;
+    const keys = {
+      e: () => {
+        if (!editToggle || compare.hidden) return false;
+        editToggle.checked = !editToggle.checked;
+        return true;
+      },
+      v: () => {
+        toggleAllRaw();
+        return true;
+      },
+      m: () => {
+        if (composer.hidden) return false;
+        message.focus();
+        return true;
+      },
+      c: () => shown($("#identical-continue")) && ($("#identical-continue").click(), true),
+      r: () => shown($("#retry")) && ($("#retry").click(), true),
+      x: () => shown($("#halt")) && (halt(), true),
+      f: () => {
+        if (finishBox.hidden) return false;
+        const stop = $("#stop");
+        if (shown(stop)) {
+          stop.click(); // red-team: the rating first
+          return true;
+        }
+        finishBox.open = true;
+        finishBox.scrollIntoView({ block: "center" });
+        ($("#rating") || $("#comment")).focus();
+        return true;
+      },
+    };
     document.addEventListener("keydown", (ev) => {
-      const t = ev.target;
-      if (isTyping(t)) return;
-      if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      if (!pageKey(ev)) return;
       const btn = pointFor(ev.key);
       if (btn && state.scaleOn) {
         ev.preventDefault();
         choose(btn);
+        return;
       }
+      const action = keys[ev.key];
+      if (action && action()) ev.preventDefault();
     });
     $("#retry").addEventListener("click", retry);
+    $("#halt").addEventListener("click", halt);
     $("#identical-continue").addEventListener("click", () => {
       // identical: recorded without a strength (the server stores the smallest point)
       if (state.turn && !state.sending) submitChoice("a", null, null);
@@ -497,11 +682,19 @@
         editor.hidden = true;
         submitChoice(state.pending.pick, state.pending.strength, text);
       });
-      $("#edit-cancel").addEventListener("click", () => {
+      const cancelEdit = () => {
         editor.hidden = true;
         state.pending = null;
         points.forEach((b) => b.classList.remove("selected"));
         ["a", "b"].forEach((s) => panel(s).classList.remove("picked"));
+      };
+      $("#edit-cancel").addEventListener("click", cancelEdit);
+      // Escape closes the editor; focus goes back to the toggle that opened it
+      editor.addEventListener("keydown", (ev) => {
+        if (ev.key !== "Escape") return;
+        ev.preventDefault();
+        cancelEdit();
+        editToggle.focus();
       });
     }
     $("#finish-form").addEventListener("submit", finish);
@@ -517,7 +710,7 @@
           else open = t;
         });
         if (conv.status === "finished") {
-          showFinished(conv.comment || "");
+          showFinished(conv.comment || "", conv.rating);
           return;
         }
         finishBox.hidden = false;
@@ -536,9 +729,23 @@
   }
 
   // Shared with admin.js (base.html loads this file first on every page).
-  window.hhCollect = Object.freeze({ $, $$, api, say });
+  window.hhCollect = Object.freeze({ $, $$, api, say, visible, rawToggle, showText, pageKey, toggleAllRaw });
+
+  // server-rendered pages (review): "Raw" switches a response between formatted and exact
+  function setupRawToggles() {
+    $$(".shown-text").forEach((box) => {
+      const btn = $(".raw-toggle", box);
+      btn.addEventListener("click", () => {
+        const raw = !box.classList.contains("raw");
+        box.classList.toggle("raw", raw);
+        btn.setAttribute("aria-pressed", String(raw));
+      });
+    });
+  }
 
   document.addEventListener("DOMContentLoaded", () => {
+    setupRawToggles();
+    setupKeysHelp();
     setupLogout();
     setupHome();
     setupConversation();

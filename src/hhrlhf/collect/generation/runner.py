@@ -75,6 +75,9 @@ class TurnRun:
     events: list[Event] = field(default_factory=list)
     done: bool = False
     status: str | None = None
+    #: set by :meth:`Generator.stop`: the responses still being written fail as "stopped"
+    stopped: bool = False
+    readers: set[asyncio.Task] = field(default_factory=set)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def emit(self, name: str, data: dict) -> None:
@@ -199,6 +202,18 @@ class Generator:
         task.add_done_callback(self._tasks.discard)
         return run
 
+    def stop(self, turn_id: int) -> bool:
+        """Stop the run of ``turn_id`` in this process: its open backend requests are closed
+        and its unfinished responses stored as failed (so the turn can be retried at once).
+        False when no run of it is live here."""
+        run = self.runs.get(turn_id)
+        if run is None or run.done:
+            return False
+        run.stopped = True
+        for task in list(run.readers):
+            task.cancel()
+        return True
+
     async def _renew(self, turn_id: int) -> None:
         """Heartbeat of a live run: keep the lease until the run ends (or the lease is lost)."""
         while True:
@@ -283,7 +298,19 @@ class Generator:
                     f"backend {backend_name!r} is not in the config",
                 )
             assert config is not None  # a configured backend has its config
-            await asyncio.wait_for(consume(), timeout=config.timeout)
+            reader = asyncio.ensure_future(consume())
+            run.readers.add(reader)
+            if run.stopped:
+                reader.cancel()
+            try:
+                await asyncio.wait_for(reader, timeout=config.timeout)
+            finally:
+                run.readers.discard(reader)
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if not run.stopped or (me is not None and getattr(me, "cancelling", lambda: 0)()):
+                raise  # the app is shutting down, not an annotator's Stop
+            error = "stopped by the annotator"
         except asyncio.TimeoutError:
             error = "the model server did not finish in time"
             detail = f"timed out after {config.timeout:g} s" if config else "timed out"

@@ -20,7 +20,7 @@ from ...errors import HHError
 from ..generation.health import CHECKED_KINDS, check_backends
 from ..services.export import export_collection
 from ..services.overview import STATUSES, ConversationFilter, backend_activity, conversation_page
-from ..services.review import next_review
+from ..services.review_queue import next_task, review_progress
 from ..services.stats import collection_stats, model_leaderboard
 from .auth import optional_annotator
 from .pages import MODES, _login_required, _render, scale_points
@@ -63,7 +63,8 @@ def review_page(request: Request):
     if who is None:
         return _login_required(request)
     st = request.app.state
-    task = next_review(st.storage, who, st.settings.review_fraction, rng=st.rng)
+    task = next_task(st.storage, who, st.settings.review_fraction, rng=st.rng)
+    progress = review_progress(st.storage, who, st.settings.review_fraction)
     points = st.settings.strength_points
     mode = MODES.get(task["mode"] if task else "helpful", MODES["helpful"])
     return _render(
@@ -74,6 +75,7 @@ def review_page(request: Request):
         mode=mode,
         points=points,
         scale=scale_points(points, task["mode"] if task else "helpful"),
+        progress=progress,
         page="review",
     )
 

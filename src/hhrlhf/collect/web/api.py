@@ -24,6 +24,7 @@ from ..services.pairing import choose_backends
 from ..textrules import Text
 from . import schemas
 from .auth import COOKIE, check_origin, current_annotator, require_annotator
+from .markdown import render_markdown, with_html
 from .schemas import answers
 
 __all__ = ["router", "login_router"]
@@ -132,6 +133,8 @@ def list_conversations(
 def get_conversation(conversation_id: int, request: Request, who: Who):
     out = conversations.get_conversation(_state(request).storage, who, conversation_id)
     out["strength_points"] = _state(request).settings.strength_points
+    for turn in out.get("turns") or ():
+        with_html(turn)
     return out
 
 
@@ -251,7 +254,11 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
                     continue
                 if event is None:
                     break
-                yield _sse(event.name, event.data)
+                data = event.data
+                if event.name == "done":  # the finished text, also as the page shows it
+                    html = await run_in_threadpool(render_markdown, data["text"])
+                    data = {**data, "html": html}
+                yield _sse(event.name, data)
         finally:
             task.cancel()
 
@@ -266,6 +273,15 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
 def retry_turn(turn_id: int, request: Request, who: Who):
     status = conversations.retry_turn(_state(request).storage, who, turn_id)
     return {"status": status}
+
+
+@router.post("/turns/{turn_id}/stop", responses=answers(schemas.Stopped))
+def stop_turn(turn_id: int, request: Request, who: Who):
+    """Stop writing a turn's responses (this worker's run): the unfinished ones fail, so the
+    turn can be retried at once. ``stopped`` is false when no run of it is live here."""
+    st = _state(request)
+    conversations.turn_owner(st.storage, who, turn_id)
+    return {"stopped": st.generator.stop(turn_id)}
 
 
 @router.post("/turns/{turn_id}/choice", responses=answers(schemas.Chosen))
@@ -283,7 +299,7 @@ def choose(turn_id: int, body: Choice, request: Request, who: Who):
         edit=body.edit,
         request_id=body.request_id,
     )
-    return {"turn": turn}
+    return {"turn": with_html(turn)}
 
 
 @router.post(

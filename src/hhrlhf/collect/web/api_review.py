@@ -12,7 +12,8 @@ from ...errors import Conflict, Invalid
 from ..domain import AnnotatorInfo
 from ..services import annotators
 from ..services.annotators import set_annotator
-from ..services.review import next_review, submit_review
+from ..services.review import submit_review
+from ..services.review_queue import next_task, review_progress, skip_review
 from ..services.stats import collection_stats, model_leaderboard
 from ..textrules import AttributeValue, Text
 from . import schemas
@@ -53,8 +54,16 @@ def _state(request: Request):
 @router.get("/reviews/next", responses=answers(schemas.NextReview))
 def review_next(request: Request, who: Who):
     st = _state(request)
-    task = next_review(st.storage, who, st.settings.review_fraction, rng=st.rng)
-    return {"review": task, "strength_points": st.settings.strength_points}
+    task = next_task(st.storage, who, st.settings.review_fraction, rng=st.rng)
+    progress = review_progress(st.storage, who, st.settings.review_fraction)
+    return {"review": task, "strength_points": st.settings.strength_points, "progress": progress}
+
+
+@router.post("/reviews/{review_id}/skip", responses=answers(schemas.Skipped))
+def review_skip(review_id: int, request: Request, who: Who):
+    """Put an open review aside; it comes back once nothing else is left to review."""
+    skip_review(_state(request).storage, who, review_id)
+    return {"skipped": review_id}
 
 
 @router.post("/reviews/{review_id}", responses=answers(schemas.ReviewAnswered))

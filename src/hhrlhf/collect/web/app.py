@@ -9,6 +9,7 @@ import time
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -161,6 +162,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         from ...templates import jinja2_templates
 
         app.state.templates = jinja2_templates()
+        _page_filters(app.state.templates.env)
     except HHError:
         app.state.templates = None
 
@@ -261,3 +263,15 @@ def settle_heap() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+def _page_filters(env: Any) -> None:
+    """``markdown``: model text as sanitised HTML; ``visible``: data text with its control
+    and bidi characters as visible escapes (both as ``hh show`` shows them)."""
+    from markupsafe import Markup
+
+    from .browse import visible
+    from .markdown import render_markdown
+
+    env.filters["markdown"] = lambda text: Markup(render_markdown(str(text)))  # noqa: S704
+    env.filters["visible"] = visible

@@ -63,6 +63,8 @@ class Candidate(_Answer):
     params: dict[str, Any] | None = None
     finish_reason: str | None = None
     latency_ms: int | None = None
+    #: the text rendered from markdown (raw HTML off), what the page shows
+    html: str | None = None
 
 
 class TurnView(_Answer):
@@ -76,6 +78,8 @@ class TurnView(_Answer):
     edit: str | None
     #: the assistant text the conversation continued with (None until the choice)
     continued: str | None
+    #: ``continued`` rendered from markdown
+    continued_html: str | None = None
     decided_at: str | None
 
 
@@ -122,6 +126,26 @@ class Status(_Answer):
     status: str
 
 
+class Stopped(_Answer):
+    """Whether a live run of the turn was stopped in this worker (its unfinished responses
+    fail, so the turn can be retried at once)."""
+
+    stopped: bool
+
+
+class Skipped(_Answer):
+    """The review put aside; it comes back once nothing else is left."""
+
+    skipped: int
+
+
+class ReviewProgress(_Answer):
+    #: reviews this reviewer can still be given
+    left: int
+    #: reviews answered since midnight UTC
+    done_today: int
+
+
 class Chosen(_Answer):
     turn: TurnView
 
@@ -149,6 +173,7 @@ class NextReview(_Answer):
     #: None: nothing left to review
     review: ReviewTask | None
     strength_points: int
+    progress: ReviewProgress | None = None
 
 
 class ReviewAnswered(_Answer):
