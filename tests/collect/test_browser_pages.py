@@ -22,7 +22,7 @@ from test_browser import TIMEOUT_MS, open_chromium, serve_app  # noqa: E402
 from test_review import conversation, make_turn  # noqa: E402
 
 from axe import need_axe, serious_violations  # noqa: E402
-from hhrlhf.collect.services import annotators, conversations
+from hhrlhf.collect.services import annotators, conversations  # noqa: E402
 
 pytestmark = pytest.mark.browser
 

@@ -7,8 +7,13 @@ import pytest
 from test_review import PTS, conversation
 
 from hhrlhf.collect.services import annotators
-from hhrlhf.collect.services.review import review_units, submit_review
-from hhrlhf.collect.services.review_queue import next_task, review_progress, skip_review
+from hhrlhf.collect.services.review import (
+    next_task,
+    review_progress,
+    review_units,
+    skip_review,
+    submit_review,
+)
 from hhrlhf.errors import Conflict, NotFound
 
 

@@ -20,7 +20,7 @@ from ...errors import HHError
 from ..generation.health import CHECKED_KINDS, check_backends
 from ..services.export import export_collection
 from ..services.overview import STATUSES, ConversationFilter, backend_activity, conversation_page
-from ..services.review_queue import next_task, review_progress
+from ..services.review import next_task, review_progress
 from ..services.stats import collection_stats, model_leaderboard
 from .auth import optional_annotator
 from .pages import MODES, _login_required, _render, scale_points

@@ -12,8 +12,7 @@ from ...errors import Conflict, Invalid
 from ..domain import AnnotatorInfo
 from ..services import annotators
 from ..services.annotators import set_annotator
-from ..services.review import submit_review
-from ..services.review_queue import next_task, review_progress, skip_review
+from ..services.review import next_task, review_progress, skip_review, submit_review
 from ..services.stats import collection_stats, model_leaderboard
 from ..textrules import AttributeValue, Text
 from . import schemas
