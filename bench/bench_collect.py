@@ -87,10 +87,10 @@ def server_statements(header: str) -> int | None:
 
 def _note(out: dict, r: httpx.Response) -> None:
     """Count a request and the SQL statements the server says it sent."""
-    out["requests"] += 1
+    out["requests"] = out.get("requests", 0) + 1
     n = server_statements(r.headers.get("server-timing", ""))
     if n is not None:
-        out["statements"] += n
+        out["statements"] = out.get("statements", 0) + n
 
 
 def free_port() -> int:
