@@ -18,6 +18,10 @@ both responses) and choose one (with a ``request_id``), then finish. It reports 
 * the turn minus backend time (the request's wall time less the slower candidate's
   generation time, as the server recorded it: what the app adds to a model's latency).
 
+and per turn: the server's CPU time (its process group's, from /proc), the requests sent and
+the SQL statements the server says they cost (``Server-Timing: sql;desc="N"``), so a
+regression shows as a number.
+
 Target (issue 13): 50 annotators, choice p99 under 100 ms on two cores, on SQLite and on
 PostgreSQL. After the run every acknowledged choice is checked to be stored exactly once.
 tests/collect/test_load.py runs the same clients, smaller, in the test suite.
