@@ -18,6 +18,10 @@ both responses) and choose one (with a ``request_id``), then finish. It reports 
 * the turn minus backend time (the request's wall time less the slower candidate's
   generation time, as the server recorded it: what the app adds to a model's latency).
 
+and per turn: the server's CPU time (its process group's, from /proc), the requests sent and
+the SQL statements the server says they cost (``Server-Timing: sql;desc="N"``), so a
+regression shows as a number.
+
 Target (issue 13): 50 annotators, choice p99 under 100 ms on two cores, on SQLite and on
 PostgreSQL. After the run every acknowledged choice is checked to be stored exactly once.
 tests/collect/test_load.py runs the same clients, smaller, in the test suite.
@@ -76,6 +80,23 @@ def server_time_ms(header: str) -> float | None:
     return None
 
 
+def server_statements(header: str) -> int | None:
+    """The ``sql`` count of a ``Server-Timing`` header (``sql;desc="7"``), or None."""
+    for metric in header.split(","):
+        name, _, params = metric.strip().partition(";")
+        if name == "sql" and params.startswith("desc="):
+            return int(params[5:].strip('"'))
+    return None
+
+
+def _note(out: dict, r: httpx.Response) -> None:
+    """Count a request and the SQL statements the server says it sent."""
+    out["requests"] = out.get("requests", 0) + 1
+    n = server_statements(r.headers.get("server-timing", ""))
+    if n is not None:
+        out["statements"] = out.get("statements", 0) + n
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -102,6 +123,7 @@ async def annotator(base: str, token: str, turns: int, i: int, out: dict, think:
         r = await c.post(
             "/api/v1/conversations", json={"mode": "helpful", "task_description": f"bench {i}"}
         )
+        _note(out, r)
         r.raise_for_status()
         cid = r.json()["id"]
         for t in range(turns):
@@ -111,6 +133,7 @@ async def annotator(base: str, token: str, turns: int, i: int, out: dict, think:
                 json={"text": PROMPTS[(i + t) % len(PROMPTS)] + f" ({i}.{t})"},
             )
             wall = time.perf_counter() - t0
+            _note(out, r)
             if r.status_code != 201 or r.json().get("status") != "ready":
                 out["errors"].append(f"turn: {r.status_code} {r.text[:200]}")
                 return
@@ -126,6 +149,7 @@ async def annotator(base: str, token: str, turns: int, i: int, out: dict, think:
             t0 = time.perf_counter()
             r = await c.post(f"/api/v1/turns/{turn['id']}/choice", json=body)
             out["choice"].append(time.perf_counter() - t0)
+            _note(out, r)
             server_ms = server_time_ms(r.headers.get("server-timing", ""))
             if server_ms is not None:
                 out["choice_server"].append(server_ms / 1000)
@@ -136,12 +160,21 @@ async def annotator(base: str, token: str, turns: int, i: int, out: dict, think:
             if think:  # writing the next message
                 await asyncio.sleep(think * rng.uniform(0.5, 1.5))
         r = await c.post(f"/api/v1/conversations/{cid}/finish", json={})
+        _note(out, r)
         if r.status_code != 200:
             out["errors"].append(f"finish: {r.status_code}")
 
 
 async def run_clients(base: str, tokens: list[str], turns: int, think: float = 0.0) -> dict:
-    out = {"turns": [], "choice": [], "choice_server": [], "errors": [], "acked": []}
+    out = {
+        "turns": [],
+        "choice": [],
+        "choice_server": [],
+        "errors": [],
+        "acked": [],
+        "requests": 0,
+        "statements": 0,
+    }
     t0 = time.perf_counter()
     await asyncio.gather(
         *(annotator(base, tok, turns, i, out, think) for i, tok in enumerate(tokens))
@@ -311,7 +344,10 @@ def _run(args, tmp: Path, pg, load_before) -> int:
         f"{len(res['errors'])} errors. Server CPU time: {cpu:.2f} s in all, "
         f"{1000 * cpu / max(1, len(res['turns'])):.1f} ms per turn (message, both demo responses, "
         "choice, and each request's authentication): the cost that does not depend on the "
-        "machine's other load.",
+        "machine's other load. Per turn: "
+        f"{res['requests'] / max(1, len(res['turns'])):.2f} requests and "
+        f"{res['statements'] / max(1, len(res['turns'])):.1f} SQL statements (the server's "
+        "`Server-Timing: sql` count; a conversation's start and finish spread over its turns).",
         "",
         "\"Server's own time\": the app's `Server-Timing` header, from the request reaching the "
         "app to its response headers; the client's time less this is the client process and "

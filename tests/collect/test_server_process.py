@@ -10,15 +10,22 @@ import time
 from pathlib import Path
 
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parents[2]
-TIMING = re.compile(r"^app;dur=(\d+\.\d)$")
+TIMING = re.compile(r'^app;dur=(\d+\.\d), sql;desc="(\d+)"$')
 
 
 def _dur(response) -> float:
     m = TIMING.match(response.headers.get("server-timing", ""))
     assert m, response.headers.get("server-timing")
     return float(m.group(1))
+
+
+def _statements(response) -> int:
+    m = TIMING.match(response.headers.get("server-timing", ""))
+    assert m, response.headers.get("server-timing")
+    return int(m.group(2))
 
 
 def test_every_response_says_how_long_the_app_took(storage, settings, alice):
@@ -52,6 +59,34 @@ def test_every_response_says_how_long_the_app_took(storage, settings, alice):
         assert _dur(r) >= 0
         assert len(r.headers.get_list("server-timing")) == 1
     assert _dur(client.get("/slow")) >= 50.0  # the handler's own time is inside it
+    # statements: none for the health check, some for a choice, none left counting after
+    assert _statements(answers[0]) == 0
+    assert _statements(answers[2]) >= 1
+    assert _statements(client.get("/api/v1/health")) == 0
+    client.close()
+
+
+def test_the_statement_count_is_the_requests_own(storage, settings, alice):
+    """``sql;desc`` counts exactly what the request sent: its reads and writes, in its thread
+    pool call, and nothing of another request."""
+    from hhrlhf.collect.db.engine import count_statements
+    from hhrlhf.collect.web.app import create_app
+
+    app = create_app(settings, storage=storage)
+
+    @app.get("/three")
+    def three():
+        with storage.read() as s:
+            for _ in range(3):
+                s.execute(text("SELECT 1"))
+        return {}
+
+    client = TestClient(app, base_url="http://testserver", raise_server_exceptions=False)
+    with count_statements() as outside:
+        r = client.get("/three")
+    # the three SELECTs, and SQLite's explicit BEGIN of a reading transaction
+    assert _statements(r) == 3 + storage.url.startswith("sqlite")
+    assert outside[0] == 0  # the test's context saw none of them (the app counted its own)
     client.close()
 
 

@@ -69,6 +69,24 @@ def test_durable_writes_sync_fully_and_bookkeeping_normally(sqlite_only, storage
         assert s.execute(text("PRAGMA synchronous")).scalar() == 2
 
 
+def test_the_sync_level_is_set_only_when_it_changes(sqlite_only, storage):
+    """Two durable writes in a row send no PRAGMA for the second (one statement fewer per
+    transaction); a switch to bookkeeping and back sends it each time."""
+    from hhrlhf.collect.db.engine import count_statements
+
+    def pragmas(durable: bool) -> int:
+        with count_statements() as n:
+            with storage.write(durable=durable) as s:
+                s.execute(text("SELECT 1"))
+        return n[0] - 2  # less the BEGIN IMMEDIATE and the SELECT
+
+    pragmas(True)
+    assert pragmas(True) == 0
+    assert pragmas(False) == 1
+    assert pragmas(False) == 0
+    assert pragmas(True) == 1
+
+
 def test_bad_urls_are_clear(tmp_path):
     with pytest.raises(HHError, match="does not exist"):
         Storage(f"sqlite:///{tmp_path / 'no' / 'such' / 'x.db'}")

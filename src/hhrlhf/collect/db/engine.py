@@ -7,6 +7,7 @@ import fcntl
 import os
 import threading
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,14 @@ from sqlalchemy.exc import ArgumentError
 
 from ...errors import HHError
 
-__all__ = ["make_engine", "is_sqlite", "bookkeeping", "WriterLock", "sqlite_file"]
+__all__ = [
+    "make_engine",
+    "is_sqlite",
+    "bookkeeping",
+    "WriterLock",
+    "sqlite_file",
+    "count_statements",
+]
 
 BUSY_TIMEOUT_MS = 10_000
 #: database connections per engine of a process (each ``hh serve`` worker): kept open, and
@@ -25,6 +33,30 @@ POOL_SIZE = 5
 MAX_OVERFLOW = 10
 #: seconds a request waits for a free pooled connection before it is refused (503, Retry-After)
 POOL_TIMEOUT = 30.0
+
+
+#: the statement tally of the unit of work running now (a request: its thread-pool calls and
+#: the tasks it starts share it, since both copy the context), or None: not counted
+_tally: ContextVar[list[int] | None] = ContextVar("hh_statement_tally", default=None)
+
+
+@contextlib.contextmanager
+def count_statements() -> Iterator[list[int]]:
+    """Count the SQL statements sent inside (this context and what it hands work to):
+    ``[n]``, read when the block ends or while it runs."""
+    tally = [0]
+    token = _tally.set(tally)
+    try:
+        yield tally
+    finally:
+        _tally.reset(token)
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _count(*_args: Any) -> None:
+    tally = _tally.get()
+    if tally is not None:
+        tally[0] += 1
 
 
 def is_sqlite(url: str) -> bool:
@@ -88,7 +120,7 @@ class WriterLock:
                 self._fd = None
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:
     # the driver's own transaction handling would delay BEGIN; SQLAlchemy emits it (below)
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
@@ -99,6 +131,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.close()
+    record.info[_SYNC] = "FULL"
+
+
+#: the connection's ``synchronous`` level now (in its pool entry's info): set only on a change
+_SYNC = "hh_synchronous"
 
 
 _local = threading.local()
@@ -123,7 +160,9 @@ def bookkeeping() -> Iterator[None]:
 
 def _sqlite_begin(conn: Connection) -> None:
     level = "NORMAL" if getattr(_local, "bookkeeping", False) else "FULL"
-    conn.exec_driver_sql(f"PRAGMA synchronous={level}")
+    if conn.info.get(_SYNC) != level:
+        conn.exec_driver_sql(f"PRAGMA synchronous={level}")
+        conn.info[_SYNC] = level
     # take the write lock up front: two writers never deadlock upgrading a read lock
     conn.exec_driver_sql("BEGIN IMMEDIATE")
 

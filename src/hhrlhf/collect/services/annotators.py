@@ -6,7 +6,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import timedelta
+import threading
+import time
+import weakref
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -24,6 +27,107 @@ from ..domain import (
 
 #: deletes of login sessions (plain SQL: no session object is loaded to be deleted)
 _delete_sessions = delete(Session).execution_options(synchronize_session=False)
+
+#: seconds a request's login (bearer token or cookie session) is answered from this process's
+#: memory instead of the database. A change made in this process (disable, role, token
+#: rotation, logout) empties the memory at once; one made by another process (another worker,
+#: another host, ``hh collect annotators disable``) is seen within this many seconds.
+AUTH_CACHE_SECONDS = 5.0
+#: logins remembered at most (the memory is emptied when full)
+AUTH_CACHE_SIZE = 10_000
+
+
+class _AuthCache:
+    """Recent logins of one database: digest -> (until, annotator, CSRF token, session expiry).
+
+    ``generation`` counts the changes: a lookup read before a change is not remembered after
+    it, so a request racing a disable cannot put the old state back.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.entries: dict[str, tuple[float, AnnotatorInfo, str | None, datetime | None]] = {}
+        self.generation = 0
+
+    def get(self, key: str) -> tuple[AnnotatorInfo, str | None, datetime | None] | None:
+        hit = self.entries.get(key)
+        if hit is None or hit[0] < _clock():
+            return None
+        return hit[1], hit[2], hit[3]
+
+    def put(
+        self,
+        generation: int,
+        key: str,
+        value: tuple[AnnotatorInfo, str | None, datetime | None],
+    ) -> None:
+        with self.lock:
+            if generation != self.generation:
+                return
+            if len(self.entries) >= AUTH_CACHE_SIZE:
+                self.entries.clear()
+            self.entries[key] = (_clock() + AUTH_CACHE_SECONDS, *value)
+
+    def forget(self) -> None:
+        with self.lock:
+            self.generation += 1
+            self.entries.clear()
+
+
+_clock = time.monotonic
+_caches: weakref.WeakKeyDictionary[Storage, _AuthCache] = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def _cache(storage: Storage) -> _AuthCache:
+    cache = _caches.get(storage)
+    if cache is None:
+        with _caches_lock:
+            cache = _caches.setdefault(storage, _AuthCache())
+    return cache
+
+
+def forget_logins(storage: Storage) -> None:
+    """Empty this process's memory of logins (called after every change to who may log in)."""
+    _cache(storage).forget()
+
+
+def cached_annotator_by_token(storage: Storage, token: str) -> AnnotatorInfo | None:
+    """:func:`annotator_by_token`, remembered for :data:`AUTH_CACHE_SECONDS` (found ones only)."""
+    if not token or len(token) > 200:
+        return None
+    cache = _cache(storage)
+    key = "t" + hash_token(token)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit[0]
+    generation = cache.generation
+    who = annotator_by_token(storage, token)
+    if who is not None:
+        cache.put(generation, key, (who, None, None))
+    return who
+
+
+def cached_session_annotator(storage: Storage, cookie: str) -> tuple[AnnotatorInfo, str] | None:
+    """:func:`session_annotator`, remembered for :data:`AUTH_CACHE_SECONDS` (live ones only;
+    the session's own expiry is checked on every use)."""
+    if not cookie or len(cookie) > 200:
+        return None
+    cache = _cache(storage)
+    key = "s" + hash_token(cookie)
+    hit = cache.get(key)
+    if hit is not None:
+        who, csrf, expires = hit
+        if expires is not None and csrf is not None and aware(expires) >= now():
+            return who, csrf
+        return None
+    generation = cache.generation
+    found = _session_row(storage, cookie)
+    if found is None:
+        return None
+    who, csrf, expires = found
+    cache.put(generation, key, (who, csrf, expires))
+    return who, csrf
 
 
 def add_annotator(
@@ -70,7 +174,9 @@ def set_disabled(storage: Storage, name: str, disabled: bool = True) -> Annotato
         a.disabled = disabled
         if disabled:
             s.execute(_delete_sessions.where(Session.annotator_id == a.id))
-        return annotator_info(a)
+        info = annotator_info(a)
+    forget_logins(storage)
+    return info
 
 
 def annotator_by_name(storage: Storage, name: str) -> AnnotatorInfo | None:
@@ -99,6 +205,7 @@ def rotate_token(storage: Storage, name: str) -> str:
             raise HHError(f"no annotator named {name!r}")
         a.token_hash = hash_token(token)
         s.execute(_delete_sessions.where(Session.annotator_id == a.id))
+    forget_logins(storage)
     return token
 
 
@@ -125,6 +232,12 @@ def session_annotator(storage: Storage, cookie: str) -> tuple[AnnotatorInfo, str
     """(annotator, CSRF token) of a live session, or None."""
     if not cookie or len(cookie) > 200:
         return None
+    found = _session_row(storage, cookie)
+    return None if found is None else (found[0], found[1])
+
+
+def _session_row(storage: Storage, cookie: str) -> tuple[AnnotatorInfo, str, datetime] | None:
+    """(annotator, CSRF token, expiry) of a live session, or None."""
     with storage.read() as s:
         row = s.execute(
             select(Session, Annotator)
@@ -136,12 +249,13 @@ def session_annotator(storage: Storage, cookie: str) -> tuple[AnnotatorInfo, str
         sess, a = row
         if aware(sess.expires_at) < now():
             return None
-        return annotator_info(a), sess.csrf_token
+        return annotator_info(a), sess.csrf_token, sess.expires_at
 
 
 def delete_session(storage: Storage, cookie: str) -> None:
     with storage.write(durable=False) as s:
         s.execute(_delete_sessions.where(Session.id == hash_token(cookie)))
+    forget_logins(storage)
 
 
 def new_token() -> str:
@@ -215,4 +329,6 @@ def set_annotator(
                     merged[k] = v
             a.attributes = merged
         s.flush()
-        return {"name": a.name, "role": a.role, "attributes": dict(a.attributes or {})}
+        out = {"name": a.name, "role": a.role, "attributes": dict(a.attributes or {})}
+    forget_logins(storage)
+    return out

@@ -3,9 +3,9 @@ once (a repeat answers what was stored; a different choice is a conflict)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload
 
@@ -15,9 +15,13 @@ from ..db.models import Comparison, Turn
 from ..domain import (
     SLOTS,
     AnnotatorInfo,
+    iso,
     now,
 )
 from . import conversations
+
+if TYPE_CHECKING:
+    from sqlalchemy import Table
 
 
 def record_choice(
@@ -127,8 +131,8 @@ def _record_choice(
             shown_at=t.ready_at,
             decided_at=decided,
         )
-        t.comparisons.append(
-            Comparison(
+        rows = [
+            dict(
                 kind="pick",
                 chosen_slot=pick,
                 rejected_slot=other,
@@ -136,10 +140,11 @@ def _record_choice(
                 rejected_text=other_text,
                 **common,
             )
-        )
-        if edit is not None and edit != picked_text:
-            t.comparisons.append(
-                Comparison(
+        ]
+        edited = edit is not None and edit != picked_text
+        if edited:
+            rows.append(
+                dict(
                     kind="edit",
                     chosen_slot=None,
                     rejected_slot=pick,
@@ -148,11 +153,30 @@ def _record_choice(
                     **common,
                 )
             )
+        continued: str | None
         if edit is not None:
-            t.continued = edit
+            continued = edit
         elif c.mode == "red-team" and c.red_team_continue == "other":
-            t.continued = other_text
+            continued = other_text
         else:
-            t.continued = picked_text
-        s.flush()
-        return conversations.turn_dict(t, admin=who.is_admin)
+            continued = picked_text
+        # plain statements (no ORM unit of work): the comparisons, then the turn's continuation
+        conn = s.connection()
+        conn.execute(insert(_comparison_table), rows)
+        conn.execute(
+            update(_turn_table).where(_turn_table.c.id == t.id).values(continued=continued)
+        )
+        # the answer is what was just written (committed when this block ends)
+        out = conversations.turn_dict(t, admin=who.is_admin)
+        out.update(
+            pick=pick,
+            strength=strength,
+            edit=edit if edited else None,
+            continued=continued,
+            decided_at=iso(decided),
+        )
+        return out
+
+
+_comparison_table = cast("Table", Comparison.__table__)
+_turn_table = cast("Table", Turn.__table__)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import selectinload
@@ -232,35 +233,50 @@ def create_turn(
             raise Forbidden("only the conversation's annotator can write in it")
         if c.status != "open":
             raise Conflict(f"conversation {c.id} is finished")
-        turns = s.scalars(
-            select(Turn).where(Turn.conversation_id == c.id).order_by(Turn.index)
+        # the earlier turns' texts only (plain rows, no ORM objects: a long conversation
+        # costs a message its rows, not their bookkeeping)
+        turns = s.execute(
+            select(Turn.human, Turn.continued)
+            .where(Turn.conversation_id == c.id)
+            .order_by(Turn.index)
         ).all()
         if turns and turns[-1].continued is None:
             raise Conflict(
                 "the last turn has no choice yet: pick a response before writing again",
             )
         # every earlier turn has its choice (checked above), so its continuation
-        history = [(t.human, t.continued or "") for t in turns]
+        history = [(human, continued or "") for human, continued in turns]
         if callable(backends):
             backends = backends(c.mode, c.backend)
-        t = Turn(
-            conversation_id=c.id,
+        created = now()
+        t = _NewTurn(
             index=len(turns),
             human=text,
             prefix=render_prefix(history, text),
-            status="pending",
-            created_at=now(),
+            status="pending" if lease is None else "generating",
         )
-        if lease is not None:
-            t.status = "generating"
-            t.lease_owner = lease[0]
-            t.lease_until = t.created_at + timedelta(seconds=lease[1])
-        s.add(t)
-        s.flush()
-        for slot, backend in zip(SLOTS, backends, strict=True):
-            s.add(Candidate(turn_id=t.id, slot=slot, backend=backend, status="pending"))
         try:
-            s.flush()
+            t.id = s.execute(
+                insert(Turn)
+                .values(
+                    conversation_id=c.id,
+                    index=t.index,
+                    human=t.human,
+                    prefix=t.prefix,
+                    status=t.status,
+                    lease_owner=None if lease is None else lease[0],
+                    lease_until=None if lease is None else created + timedelta(seconds=lease[1]),
+                    created_at=created,
+                )
+                .returning(Turn.id)
+            ).scalar_one()
+            s.execute(
+                insert(Candidate),
+                [
+                    {"turn_id": t.id, "slot": slot, "backend": backend, "status": "pending"}
+                    for slot, backend in zip(SLOTS, backends, strict=True)
+                ],
+            )
         except IntegrityError as exc:  # a concurrent message took this index
             raise Conflict("another message was sent at the same time") from exc
         out = {"id": t.id, "index": t.index, "conversation_id": c.id, "status": t.status}
@@ -271,6 +287,15 @@ def create_turn(
                 for slot, backend in zip(SLOTS, backends, strict=True)
             ]
         return out
+
+
+@dataclass
+class _NewTurn:
+    index: int
+    human: str
+    prefix: str
+    status: str
+    id: int = 0
 
 
 def turn_owner(storage: Storage, who: AnnotatorInfo, turn_id: int) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 
 from ..db import Storage
 from ..db.models import Candidate, Turn
@@ -19,6 +19,7 @@ from ..domain import (
 from ..finish import cut_reason
 
 if TYPE_CHECKING:
+    from sqlalchemy import Table
     from sqlalchemy.engine import CursorResult
 
 
@@ -99,21 +100,70 @@ def finish_generation(
 
     ``results`` maps a slot to :meth:`save_candidate`'s keyword arguments. Returns the turn's
     new status (ready or failed), or None if the lease was lost meanwhile (nothing stored).
+    Plain statements (no ORM objects: this runs once per turn): the candidates' statuses, the
+    turn's release guarded by the lease (nothing is written if another owner took it), and
+    one UPDATE per candidate.
     """
     with storage.write(durable=False) as s:
-        t = s.get_one(Turn, turn_id)
-        if t is None or t.lease_owner != owner or t.status != "generating":
+        conn = s.connection()  # plain statements, not the ORM's (no objects to synchronise)
+        statuses = dict(conn.execute(_candidate_statuses, {"tid": turn_id}).all())
+        for slot, fields in results.items():
+            if slot in statuses:
+                statuses[slot] = "failed" if fields.get("error") else "ready"
+        status = "ready" if all(x == "ready" for x in statuses.values()) else "failed"
+        release = _release_ready if status == "ready" else _release_failed
+        args = {"tid": turn_id, "owner": owner, "new_status": status, "ready": now()}
+        if cast("CursorResult[Any]", conn.execute(release, args)).rowcount != 1:
             return None
-        cands = s.scalars(select(Candidate).where(Candidate.turn_id == turn_id)).all()
-        for c in cands:
-            if c.slot in results:
-                _apply_candidate(c, **results[c.slot])
-        t.status = "ready" if all(c.status == "ready" for c in cands) else "failed"
-        if t.status == "ready":
-            t.ready_at = now()
-        t.lease_owner = None
-        t.lease_until = None
-        return t.status
+        rows = [
+            {"tid": turn_id, "b_slot": slot, **_candidate_values(**fields)}
+            for slot, fields in results.items()
+            if slot in statuses
+        ]
+        if rows:
+            conn.execute(_store_candidate, rows)
+        return status
+
+
+_turn_table = cast("Table", Turn.__table__)
+_candidate_table = cast("Table", Candidate.__table__)
+_turns, _candidates = _turn_table.c, _candidate_table.c
+_candidate_statuses = select(_candidates.slot, _candidates.status).where(
+    _candidates.turn_id == bindparam("tid")
+)
+_releasing = (
+    update(_turn_table)
+    .where(
+        _turns.id == bindparam("tid"),
+        _turns.lease_owner == bindparam("owner"),
+        _turns.status == "generating",
+    )
+    .values(status=bindparam("new_status"), lease_owner=None, lease_until=None)
+)
+_release_ready = _releasing.values(ready_at=bindparam("ready", type_=_turns.ready_at.type))
+_release_failed = _releasing
+#: the generated fields of a candidate (``_candidate_values``' keys, each bound as ``v_KEY``)
+_CANDIDATE_FIELDS = (
+    "status",
+    "text",
+    "raw_text",
+    "cut",
+    "model",
+    "model_type",
+    "num_params",
+    "params",
+    "finish_reason",
+    "latency_ms",
+    "error",
+)
+_store_candidate = (
+    update(_candidate_table)
+    .where(_candidates.turn_id == bindparam("tid"), _candidates.slot == bindparam("b_slot"))
+    .values(
+        attempts=func.coalesce(_candidates.attempts, 0) + 1,
+        **{k: bindparam(f"v_{k}", type_=_candidates[k].type) for k in _CANDIDATE_FIELDS},
+    )
+)
 
 
 def end_generation(storage: Storage, turn_id: int, owner: str) -> str:
@@ -155,6 +205,35 @@ def turn_state(storage: Storage, turn_id: int) -> dict[str, Any]:
                 for c in cands
             ],
         }
+
+
+def _candidate_values(
+    *,
+    text: str | None,
+    raw_text: str | None,
+    cut: bool = False,
+    model: str | None = None,
+    model_type: str | None = None,
+    num_params: str | None = None,
+    params: dict[str, Any] | None = None,
+    finish_reason: str | None = None,
+    latency_ms: int | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """:func:`_apply_candidate` as the parameters of ``_store_candidate``."""
+    return {
+        "v_status": "failed" if error else "ready",
+        "v_text": text,
+        "v_raw_text": raw_text,
+        "v_cut": cut,
+        "v_model": model,
+        "v_model_type": model_type,
+        "v_num_params": num_params,
+        "v_params": params or {},
+        "v_finish_reason": finish_reason,
+        "v_latency_ms": latency_ms,
+        "v_error": error,
+    }
 
 
 def _apply_candidate(

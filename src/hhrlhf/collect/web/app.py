@@ -22,6 +22,7 @@ from ...errors import HHError
 from ..browse import DataIndex
 from ..config import Settings, demo_settings, load_config
 from ..db import Storage
+from ..db.engine import count_statements
 from ..db.errors import DATABASE_ERRORS, as_unavailable
 from ..generation.runner import Generator
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
@@ -46,7 +47,10 @@ class GuardMiddleware:
     Every response also says how long the app took to start it: ``Server-Timing: app;dur=MS``
     (from the request reaching this layer to its response headers; for an event stream, to
     the stream's start). Browsers show it in their network panel; the benchmark separates the
-    server's time from the client's and the network's with it.
+    server's time from the client's and the network's with it. The same header counts the
+    SQL statements the request sent before its headers (``sql;desc="N"``: its own, in the
+    thread pool, and those of the generation it waited for), so the benchmark reports
+    statements per turn.
     """
 
     def __init__(self, app, max_body_bytes: int):
@@ -89,12 +93,14 @@ class GuardMiddleware:
                     if k.encode() not in present:
                         raw.append((k.encode(), v.encode()))
                 took = 1000 * (time.perf_counter() - started)
-                raw.append((b"server-timing", f"app;dur={took:.1f}".encode()))
+                timing = f'app;dur={took:.1f}, sql;desc="{tally[0]}"'
+                raw.append((b"server-timing", timing.encode()))
                 message = {**message, "headers": raw}
             await send(message)
 
         try:
-            await self.app(scope, limited_receive, send_with_headers)
+            with count_statements() as tally:
+                await self.app(scope, limited_receive, send_with_headers)
         except _BodyTooLarge:
             await _too_large(self.max_body_bytes, send_with_headers)
 

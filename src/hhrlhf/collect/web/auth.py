@@ -42,7 +42,9 @@ def _bearer(request: Request) -> str | None:
 def current_annotator(request: Request) -> tuple[AnnotatorInfo, str | None, str] | None:
     """(annotator, CSRF token or None, "bearer"|"cookie"), or None when not logged in.
 
-    A wrong bearer token is None too (401), never a fallback to the cookie.
+    A wrong bearer token is None too (401), never a fallback to the cookie. A login found is
+    remembered for a few seconds (``annotators.AUTH_CACHE_SECONDS``; a change in this process
+    is seen at once, one in another process within those seconds).
     """
     cached = getattr(request.state, "auth", "unset")
     if cached != "unset":
@@ -51,12 +53,12 @@ def current_annotator(request: Request) -> tuple[AnnotatorInfo, str | None, str]
     result = None
     token = _bearer(request)
     if token is not None:
-        who = annotators.annotator_by_token(storage, token)
+        who = annotators.cached_annotator_by_token(storage, token)
         result = (who, None, "bearer") if who else None
     else:
         cookie = request.cookies.get(COOKIE)
         if cookie:
-            found = annotators.session_annotator(storage, cookie)
+            found = annotators.cached_session_annotator(storage, cookie)
             if found:
                 result = (found[0], found[1], "cookie")
     request.state.auth = result
