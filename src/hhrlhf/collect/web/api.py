@@ -7,12 +7,18 @@ import hmac
 import random
 import secrets
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import orjson
 from fastapi import APIRouter, Depends, Form, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, StreamingResponse
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
@@ -90,7 +96,9 @@ def health():
 
 @router.get("/me", responses=answers(schemas.Me))
 def me(request: Request, who: Who):
-    _, csrf, via = current_annotator(request)
+    found = current_annotator(request)
+    assert found is not None  # Who: logged in
+    _, csrf, via = found
     return JSONResponse(
         {"name": who.name, "role": who.role, "csrf_token": csrf, "auth": via},
         headers={"cache-control": "no-store"},
@@ -188,7 +196,7 @@ async def create_turn(
             done[event.data["slot"]] = event.data
     if run.status == "ready" and len(done) == len(turn["pending"]):
         # as stored (the run's transaction committed them): no second read
-        state = {
+        state: dict[str, Any] = {
             "status": "ready",
             "candidates": [{**done[slot], "status": "ready"} for slot in sorted(done)],
         }
@@ -502,7 +510,7 @@ def logout(request: Request):
     if found is not None and found[2] == "cookie":
         require_annotator(request)  # CSRF and Origin
         annotators.delete_session(request.app.state.storage, request.cookies.get(COOKIE, ""))
-    response = JSONResponse({"status": "logged out"})
+    response: Response = JSONResponse({"status": "logged out"})
     if "text/html" in request.headers.get("accept", ""):
         response = RedirectResponse("/login?out=1", status_code=303)
     response.delete_cookie(COOKIE, path="/")

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import StrictBool, StrictInt
 
-from ...errors import Conflict, Invalid
+from ...errors import Conflict, Invalid, NotFound
 from ..domain import AnnotatorInfo
 from ..services import annotators
 from ..services.annotators import set_annotator
@@ -111,4 +111,6 @@ def admin_change_annotator(name: str, body: AnnotatorChange, request: Request, w
         keep_an_admin=True,
     )
     info = annotators.annotator_by_name(storage, name)
+    if info is None:  # deleted meanwhile
+        raise NotFound(f"no annotator named {name!r}")
     return {"annotator": {**info.to_dict(), "attributes": out["attributes"]}}

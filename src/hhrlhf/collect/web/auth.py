@@ -46,11 +46,11 @@ def current_annotator(request: Request) -> tuple[AnnotatorInfo, str | None, str]
     remembered for a few seconds (``annotators.AUTH_CACHE_SECONDS``; a change in this process
     is seen at once, one in another process within those seconds).
     """
-    cached = getattr(request.state, "auth", "unset")
-    if cached != "unset":
+    if hasattr(request.state, "auth"):  # this request's answer, found once
+        cached: tuple[AnnotatorInfo, str | None, str] | None = request.state.auth
         return cached
     storage = request.app.state.storage
-    result = None
+    result: tuple[AnnotatorInfo, str | None, str] | None = None
     token = _bearer(request)
     if token is not None:
         who = annotators.cached_annotator_by_token(storage, token)

@@ -22,7 +22,8 @@ from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import Forbidden, HHError, Invalid, NotFound, ReportBusy
-from ...records import MARKER_RE, PAIR_CLASSES
+from ...records import PAIR_CLASSES
+from ...transcript import MARKER_RE
 from ..browse import MAX_LIMIT, DataIndex, PairQuery, collected_index
 from ..browse.diff import word_diff
 from ..browse.index import pair_json

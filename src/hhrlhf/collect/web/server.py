@@ -116,7 +116,7 @@ except ImportError:  # httptools is not installed: uvicorn runs h11
 
 if HttpToolsProtocol is not None:
 
-    class GuardedHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):  # type: ignore[misc, valid-type]
+    class GuardedHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):
         """uvicorn's httptools protocol with the header deadline and the connection cap."""
 
 
