@@ -164,7 +164,7 @@ def test_a_live_run_renews_its_lease_and_keeps_the_turn(storage, settings):
     slow = replace(
         settings,
         lease_seconds=0.3,
-        backends=tuple(replace(b, token_delay=0.015) for b in settings.backends),
+        backends=tuple(replace(b, token_delay=0.06) for b in settings.backends),
     )
     gen = Generator(storage, slow)
     assert gen.lease_seconds == 0.3

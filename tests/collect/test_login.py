@@ -6,7 +6,7 @@ import pytest
 from logins import login, login_form, session_cookie
 
 from hhrlhf.collect.services import annotators
-from hhrlhf.collect.web.api import safe_next
+from hhrlhf.collect.web.login import safe_next
 
 
 def test_the_link_shows_who_it_logs_in_as_and_sets_no_session(client, storage):

@@ -521,3 +521,13 @@ def test_hsts_only_when_asked(make_client, settings, alice):
         hsts.post("/api/v1/conversations", content=b"x" * 300_000, headers=h),
     ):
         assert r.headers["strict-transport-security"] == "max-age=31536000", r.status_code
+
+
+def test_odd_path_text_is_not_found_not_a_server_error(client, admin):
+    """Found by the API fuzz: a NUL in an annotator's name reached PostgreSQL (503), and a
+    superscript digit passed str.isdigit() into int() (500)."""
+    _, headers, _ = admin
+    r = client.post("/api/v1/admin/annotators/%00", json={}, headers=headers)
+    assert r.status_code == 404 and "no annotator" in r.json()["error"]
+    r = client.post("/api/v1/turns/%C2%B9/retry", headers=headers)
+    assert r.status_code in (404, 422), r.text

@@ -130,6 +130,12 @@ def cached_session_annotator(storage: Storage, cookie: str) -> tuple[AnnotatorIn
     return who, csrf
 
 
+def _could_be_a_name(name: str) -> bool:
+    """Whether an annotator could have this name (:func:`add_annotator`'s rule): lookups
+    of other text find nobody without asking the database (PostgreSQL refuses NUL)."""
+    return 0 < len(name) <= 200 and not any(ord(ch) < 32 or ord(ch) == 127 for ch in name)
+
+
 def add_annotator(
     storage: Storage, name: str, role: str = "annotator", attributes: dict[str, Any] | None = None
 ) -> tuple[AnnotatorInfo, str]:
@@ -167,6 +173,8 @@ def list_annotators(storage: Storage) -> list[AnnotatorInfo]:
 
 
 def set_disabled(storage: Storage, name: str, disabled: bool = True) -> AnnotatorInfo:
+    if not _could_be_a_name(name):
+        raise HHError(f"no annotator named {name!r}")
     with storage.write() as s:
         a = s.scalar(select(Annotator).where(Annotator.name == name))
         if a is None:
@@ -180,6 +188,8 @@ def set_disabled(storage: Storage, name: str, disabled: bool = True) -> Annotato
 
 
 def annotator_by_name(storage: Storage, name: str) -> AnnotatorInfo | None:
+    if not _could_be_a_name(name):
+        return None
     with storage.read() as s:
         a = s.scalar(select(Annotator).where(Annotator.name == name))
         return annotator_info(a) if a else None
@@ -198,6 +208,8 @@ def annotator_by_token(storage: Storage, token: str) -> AnnotatorInfo | None:
 
 
 def rotate_token(storage: Storage, name: str) -> str:
+    if not _could_be_a_name(name):
+        raise HHError(f"no annotator named {name!r}")
     token = new_token()
     with storage.write() as s:
         a = s.scalar(select(Annotator).where(Annotator.name == name))
@@ -292,6 +304,8 @@ def set_annotator(
     """
     if role is not None and role not in ("annotator", "admin"):
         raise Invalid(f"role must be 'annotator' or 'admin', not {role!r}")
+    if not _could_be_a_name(name):
+        raise NotFound(f"no annotator named {name!r}")
     with storage.write() as s:
         admins = []
         if keep_an_admin:

@@ -26,10 +26,11 @@ from ..db.engine import count_statements
 from ..db.errors import DATABASE_ERRORS, as_unavailable
 from ..generation.runner import Generator
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
-from .api import login_router, new_rng
+from .api import new_rng
 from .api import router as api_router
 from .browse import router as browse_router
 from .errors import retry_after_of, status_of
+from .login import login_router
 from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
 

@@ -108,7 +108,7 @@ def _login_required(request: Request):
         message, status = "This account is disabled.", 403
     else:
         message, status = "Open the login link you were given (/login?token=...).", 401
-    from .api import _login_page
+    from .login import _login_page
 
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     return _login_page(request, message, status, next_url=target)

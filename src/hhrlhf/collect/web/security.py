@@ -12,6 +12,8 @@ are included:
 
 from __future__ import annotations
 
+import re
+
 from fastapi import Depends, Request
 
 from ...errors import NotFound
@@ -34,12 +36,16 @@ SECURITY_HEADERS = {
 MAX_ID = 2**31 - 1
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
 def _check_ids(request: Request) -> None:
     for name, value in request.path_params.items():
         if not name.endswith("_id") or not isinstance(value, str):
             continue
         text = value.strip()
-        if text.lstrip("+-").isdigit() and abs(int(text)) > MAX_ID:
+        # ASCII digits only: str.isdigit() also takes '¹', which int() refuses
+        if _INTEGER.fullmatch(text) and abs(int(text)) > MAX_ID:
             what = name.removesuffix("_id").replace("_", " ")
             raise NotFound(f"{what} {text[:30]} not found")
 
