@@ -96,13 +96,34 @@ def test_a_failure_carries_the_servers_words_to_the_log_the_candidate_and_the_an
     assert len(errors) == 2
     assert all(words in d["message"] and "HTTP 404" in d["message"] for d in errors)
     assert all(d["message"].endswith("does not exist. Retry.") for d in errors)  # one full stop
-    logged = [r.getMessage() for r in caplog.records]
+    logged = [r.getMessage() for r in caplog.records if r.name == "hhrlhf.collect.backends"]
     assert len(logged) == 2 and all(words in line and "wrong-model" in line for line in logged)
     stored = leases.turn_state(storage, t["id"])["candidates"]
     assert all(c["status"] == "failed" and words in c["error"] for c in stored)
     # the page reloaded: the stored reason is replayed, and the turn's own answer says it
     replay = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
     assert [words in d["message"] for e, d in replay if e == "error"] == [True, True]
+
+
+def test_the_backends_connections_close_with_the_app(settings, strict_server, alice, storage):
+    """Left to the garbage collector, a client's connections were closed later on another test's
+    event loop ("Event loop is closed", logged by asyncio): the app closes them as it stops."""
+    from fastapi.testclient import TestClient
+
+    from hhrlhf.collect.web.app import create_app
+
+    backends = (
+        _backend("m1", strict_server.base_url, "real-model"),
+        _backend("m2", strict_server.base_url, "real-model", "openai-completions"),
+    )
+    app = create_app(replace(settings, backends=backends, pairing="fixed"), storage=storage)
+    _, h, _ = alice
+    with TestClient(app, base_url="http://testserver") as client:
+        say(client, h, start(client, h))
+        opened = [b._client for b in app.state.generator.backends.values()]
+        assert all(c is not None and not c.is_closed() for c in opened)
+    assert all(c.is_closed() for c in opened)
+    assert all(b._client is None for b in app.state.generator.backends.values())
 
 
 # ---- hh serve in a subprocess -------------------------------------------------------------

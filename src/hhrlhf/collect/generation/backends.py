@@ -45,6 +45,9 @@ class _Plain:
     def record(self, prompt: Any, slot: str) -> dict[str, Any]:
         return {}
 
+    async def aclose(self) -> None:
+        return None
+
 
 def server_message(body: object, fallback: str = "") -> str:
     """The model server's own explanation in an error body: OpenAI's ``{"error": {"message"}}``,
@@ -87,6 +90,13 @@ class _OpenAIBase(_Plain):
 
     def _params(self) -> dict:
         return self.config.sampling_params()
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections on the loop that opened them (left to the garbage
+        collector, the client would try to close them later on whatever loop is running)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
 
     async def _guard(self, agen) -> AsyncIterator[tuple[str, str | None]]:
         openai = require("openai", "web", "OpenAI-compatible backends")

@@ -31,3 +31,7 @@ class Backend(Protocol):
     def record(self, prompt: Any, slot: str) -> dict[str, Any]:
         """What to store with the candidate beside the sampling parameters (``{}``: nothing)."""
         ...
+
+    async def aclose(self) -> None:
+        """Called once when the app stops, on the event loop that ran it: close connections."""
+        ...

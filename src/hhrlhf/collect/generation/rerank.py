@@ -182,3 +182,10 @@ class RerankBackend:
             base=self.config.base, k=self.config.k, pm=self.pm_for(prompt.mode), mode=prompt.mode
         )
         return {"rerank": out}
+
+    async def aclose(self) -> None:
+        """Forget the rankings (their futures belong to the stopping loop); ``base`` is
+        closed by the app as a backend of its own."""
+        for fut in self._rankings.values():
+            fut.cancel()
+        self._rankings.clear()

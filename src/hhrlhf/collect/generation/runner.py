@@ -389,3 +389,8 @@ class Generator:
                 await task
             except BaseException:
                 pass
+        for backend in self.backends.values():
+            try:
+                await backend.aclose()
+            except Exception as exc:  # closing must not stop the others closing
+                log.warning("backend %s did not close cleanly: %s", backend.config.name, exc)
