@@ -105,6 +105,79 @@ def test_a_failure_carries_the_servers_words_to_the_log_the_candidate_and_the_an
     assert [words in d["message"] for e, d in replay if e == "error"] == [True, True]
 
 
+def _retry(client, h, tid):
+    r = client.post(f"/api/v1/turns/{tid}/retry", headers=h)
+    assert r.status_code == 200 and r.json() == {"status": "pending"}, r.text
+    return sse(client.get(f"/api/v1/turns/{tid}/stream", headers=h).text)
+
+
+def _backends_of(storage, tid):
+    from sqlalchemy import select
+
+    from hhrlhf.collect.db.models import Candidate
+
+    with storage.read() as s:
+        rows = s.execute(
+            select(Candidate.slot, Candidate.backend, Candidate.status)
+            .where(Candidate.turn_id == tid)
+            .order_by(Candidate.slot)
+        ).all()
+    return [tuple(r) for r in rows]
+
+
+@pytest.mark.parametrize("mode", ["helpful", "red-team"])
+def test_a_backend_that_keeps_failing_is_replaced_on_the_second_retry(
+    make_client, settings, strict_server, alice, storage, caplog, mode
+):
+    backends = (
+        _backend("down", strict_server.base_url, "wrong-model"),
+        _backend("up", strict_server.base_url, "real-model"),
+    )
+    client = make_client(replace(settings, backends=backends, pairing="fixed"))
+    _, h, _ = alice
+    t = say(client, h, start(client, h, mode=mode), wait=False)
+    sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    # the first retry gives the failing backend its second chance
+    second = _retry(client, h, t["id"])
+    before = _backends_of(storage, t["id"])
+    assert ("a", "down", "failed") in before
+    assert sorted(d["slot"] for e, d in second if e == "error") == [
+        slot for slot, _, status in before if status == "failed"
+    ]
+    with caplog.at_level(logging.WARNING, logger="hhrlhf.collect.backends"):
+        third = _retry(client, h, t["id"])
+    if mode == "helpful":  # failed twice: drawn another backend, and the turn is ready
+        assert before == [("a", "down", "failed"), ("b", "up", "ready")]
+        assert sorted(d["slot"] for e, d in third if e == "done") == ["a", "b"]
+        assert not [e for e, _ in third if e == "error"]
+        assert third[-1] == ("end", {"status": "ready"})
+        assert _backends_of(storage, t["id"]) == [("a", "up", "ready"), ("b", "up", "ready")]
+        assert any(
+            "backend down failed 2 times; retried with up" in r.getMessage() for r in caplog.records
+        )
+    else:  # a red-team attempt keeps the models it ran on, however often they fail
+        assert _backends_of(storage, t["id"]) == before
+        assert not any("retried with" in r.getMessage() for r in caplog.records)
+
+
+def test_retry_switch_after_zero_never_switches(
+    make_client, settings, strict_server, alice, storage
+):
+    backends = (
+        _backend("down", strict_server.base_url, "wrong-model"),
+        _backend("up", strict_server.base_url, "real-model"),
+    )
+    client = make_client(
+        replace(settings, backends=backends, pairing="fixed", retry_switch_after=0)
+    )
+    _, h, _ = alice
+    t = say(client, h, start(client, h), wait=False)
+    sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    for _ in range(3):
+        _retry(client, h, t["id"])
+    assert _backends_of(storage, t["id"])[0] == ("a", "down", "failed")
+
+
 def test_the_backends_connections_close_with_the_app(settings, strict_server, alice, storage):
     """Left to the garbage collector, a client's connections were closed later on another test's
     event loop ("Event loop is closed", logged by asyncio): the app closes them as it stops."""

@@ -183,3 +183,53 @@ def test_a_live_run_renews_its_lease_and_keeps_the_turn(storage, settings):
     # once the run is over, nothing holds the turn
     state = leases.turn_state(storage, tid)
     assert state["status"] == "ready" and state["lease_until"] is None
+
+
+def _exited_pid() -> int:
+    """The PID of a process of this host that has exited (and been reaped)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_crashed_workers_turn_is_taken_over_at_once_not_after_its_lease(storage, settings):
+    """A worker of this host died mid-turn (an hh serve killed and restarted): the next listener
+    generates the turn at once, though its lease still has a minute to run."""
+    from hhrlhf.collect.generation import owners
+
+    who, _ = annotators.add_annotator(storage, "alice")
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "hello", ("demo-a", "demo-b"))["id"]
+    alive = owners.new_owner_id()
+    dead = alive.replace(f"-{__import__('os').getpid()}-", f"-{_exited_pid()}-")
+    assert owners.dead_here(dead) and not owners.dead_here(alive)
+    assert leases.acquire_lease(storage, tid, dead, 60) is not None
+    gen = Generator(storage, settings)
+
+    async def listen():
+        return [e.name async for e in gen.events(tid)]
+
+    started = asyncio.run(asyncio.wait_for(listen(), timeout=10))
+    assert started.count("done") == 2 and started[-1] == "end"
+    assert leases.turn_state(storage, tid)["status"] == "ready"
+
+
+def test_a_lease_of_a_live_or_foreign_process_is_never_taken_early():
+    import os
+
+    from hhrlhf.collect.generation import owners
+
+    me = owners.new_owner_id()
+    host, namespace, pid, rand = me.split("-")
+    gone = str(_exited_pid())
+    assert not owners.dead_here(me)  # this process (another generator in it may be live)
+    assert not owners.dead_here("-".join([host, namespace, str(os.getppid()), rand]))  # alive
+    assert not owners.dead_here("-".join(["otherhost", namespace, gone, rand]))  # another host
+    assert not owners.dead_here("-".join([host, "12345", gone, rand]))  # another PID namespace
+    assert not owners.dead_here("-".join([host, "0", gone, rand]))  # no /proc: cannot tell
+    assert not owners.dead_here("-".join([host, namespace, gone, rand]).replace(gone, "¹2"))
+    assert not owners.dead_here("w") and not owners.dead_here(None)
+    assert len(me) <= 64 and owners.dead_here("-".join([host, namespace, gone, rand]))

@@ -63,6 +63,10 @@ def test_db_precedence(tmp_path, monkeypatch):
         ('[collect]\npairing = "zigzag"\n[[backend]]\nname = "x"\nkind = "demo"\n', "pairing"),
         ('[collect]\nlease_seconds = 0\n[[backend]]\nname = "x"\nkind = "demo"\n', "lease_seconds"),
         (
+            '[collect]\nretry_switch_after = -1\n[[backend]]\nname = "x"\nkind = "demo"\n',
+            "retry_switch_after must be 0",
+        ),
+        (
             '[[backend]]\nname = "x"\nkind = "demo"\n[[backend]]\nname = "x"\nkind = "demo"\n',
             "unique",
         ),

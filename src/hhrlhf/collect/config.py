@@ -84,6 +84,9 @@ class Settings:
     review_fraction: float = 0.1
     session_hours: float = 24 * 14
     lease_seconds: float = 30.0
+    #: a response whose backend failed it this many times is retried with another backend
+    #: (drawn by weight among the others; helpful conversations only; 0: never)
+    retry_switch_after: int = 2
     max_message_chars: int = 20_000
     max_task_chars: int = 5_000
     max_edit_chars: int = 20_000
@@ -152,6 +155,7 @@ _COLLECT_KEYS = {
     "review_fraction": (int, float),
     "session_hours": (int, float),
     "lease_seconds": (int, float),
+    "retry_switch_after": int,
     "max_message_chars": int,
     "max_task_chars": int,
     "max_edit_chars": int,
@@ -265,6 +269,8 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
     file_db = settings.pop("db", None)
     if not settings.get("lease_seconds", 30.0) > 0:
         raise ConfigError(path, "lease_seconds must be above 0")
+    if settings.get("retry_switch_after", 2) < 0:
+        raise ConfigError(path, "retry_switch_after must be 0 (never) or more")
     if settings.get("pairing", "random") not in PAIRINGS:
         raise ConfigError(path, f"pairing must be one of: {', '.join(PAIRINGS)}")
     if settings.get("red_team_continue", "picked") not in CONTINUE:

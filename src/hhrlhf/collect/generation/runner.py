@@ -2,7 +2,8 @@
 
 The lease lives in the database (``turns.lease_owner``/``lease_until``), so across workers
 only one process generates a turn; a live run renews it, so a dead worker's turn is taken over
-``lease_seconds`` after its last renewal; a listener on another worker polls the turn until it is done
+``lease_seconds`` after its last renewal, or at once when the dead worker was a process of the
+same host (:mod:`.owners`); a listener on another worker polls the turn until it is done
 and replays the stored candidates. A run outlives the request that started it: an annotator
 who closes the page finds the responses stored when they come back.
 """
@@ -12,10 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
-import socket
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -28,6 +26,7 @@ from ..finish import cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
 from .backends import SPEAKER_MARKERS, BackendError, finalize, make_backend
+from .owners import dead_here, new_owner_id
 
 __all__ = ["Generator", "TurnRun", "Event", "slot_label", "failure_message"]
 
@@ -173,20 +172,26 @@ class Generator:
         self.backends = {b.name: make_backend(b) for b in settings.backends}
         for backend in self.backends.values():
             backend.bind(self.backends, settings.max_response_chars)
-        self.owner = f"{socket.gethostname()[:20]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.owner = new_owner_id()
         self.runs: dict[int, TurnRun] = {}
         # a live run renews its lease every third of it (however slow its backend), so a turn
         # is taken over only when its worker died: ``lease_seconds`` after the last renewal
         self.lease_seconds = settings.lease_seconds
         self._tasks: set[asyncio.Task] = set()
 
-    async def start(self, turn_id: int) -> TurnRun | None:
-        """The run generating ``turn_id`` in this process, starting it if the lease is free."""
+    async def start(self, turn_id: int, take_from: str | None = None) -> TurnRun | None:
+        """The run generating ``turn_id`` in this process, starting it if the lease is free
+        (or held by ``take_from``, a dead process: :func:`.owners.dead_here`)."""
         run = self.runs.get(turn_id)
         if run is not None and not run.done:
             return run
         got = await run_in_threadpool(
-            leases.acquire_lease, self.storage, turn_id, self.owner, self.lease_seconds
+            leases.acquire_lease,
+            self.storage,
+            turn_id,
+            self.owner,
+            self.lease_seconds,
+            take_from=take_from,
         )
         if got is None:
             return None
@@ -360,7 +365,14 @@ class Generator:
         state = await run_in_threadpool(leases.turn_state, self.storage, turn_id)
         while True:
             if state["status"] in ("pending", "generating"):
-                run = await self.start(turn_id)
+                # a crashed worker of this host is not waited for: its lease is taken at once
+                holder = state.get("lease_owner")
+                take = holder if state["status"] == "generating" and dead_here(holder) else None
+                if take:
+                    log.warning(
+                        "turn %s: its worker %s is gone; generating it here", turn_id, holder
+                    )
+                run = await self.start(turn_id, take_from=take)
                 if run is not None:
                     for c in state["candidates"]:
                         if c["status"] == "ready":

@@ -3,13 +3,14 @@ turn (drawing its two backends), retry, finish."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import selectinload
@@ -29,6 +30,9 @@ from ..domain import (
     render_prefix,
 )
 from ..finish import cut_reason
+
+#: a retry that moves a response to another backend is logged with the backends' failures
+log = logging.getLogger("hhrlhf.collect.backends")
 
 
 def owned_conversation(
@@ -310,17 +314,48 @@ def turn_owner(storage: Storage, who: AnnotatorInfo, turn_id: int) -> dict[str, 
         return {"id": t.id, "status": t.status, "conversation_id": c.id}
 
 
-def retry_turn(storage: Storage, who: AnnotatorInfo, turn_id: int) -> str:
-    """Failed candidates back to pending; nothing else is touched."""
+def retry_turn(
+    storage: Storage,
+    who: AnnotatorInfo,
+    turn_id: int,
+    *,
+    switch_after: int = 0,
+    replace: Callable[[str, str], str | None] | None = None,
+) -> str:
+    """Failed candidates back to pending; nothing else is touched.
+
+    A failed candidate of a ``helpful`` conversation whose backend has failed it
+    ``switch_after`` times (its ``attempts``; 0: never) is given the backend
+    ``replace(failed backend, the other slot's backend)`` names, when it names another one
+    (None: keep it); its attempts count again from 0. Red-team conversations keep their
+    backends (an attempt is rated against the models it ran on)."""
     turn_owner(storage, who, turn_id)
     with storage.write(durable=False) as s:
         t = s.get_one(Turn, turn_id)
         if t.status in ("pending", "generating", "ready"):
             return t.status
-        s.execute(
-            update(Candidate)
-            .where(Candidate.turn_id == turn_id, Candidate.status == "failed")
-            .values(status="pending", error=None)
+        cands = {c.slot: c for c in s.scalars(select(Candidate).where(Candidate.turn_id == t.id))}
+        switch = (
+            replace is not None
+            and switch_after > 0
+            and s.get_one(Conversation, t.conversation_id).mode == "helpful"
         )
+        for c in cands.values():
+            if c.status != "failed":
+                continue
+            if switch and replace is not None and (c.attempts or 0) >= switch_after:
+                other = next((o.backend for o in cands.values() if o.slot != c.slot), c.backend)
+                new = replace(c.backend, other)
+                if new is not None and new != c.backend:
+                    log.warning(
+                        "turn %s response %s: backend %s failed %s times; retried with %s",
+                        t.id,
+                        c.slot.upper(),
+                        c.backend,
+                        c.attempts,
+                        new,
+                    )
+                    c.backend, c.attempts = new, 0
+            c.status, c.error = "pending", None
         t.status = "pending"
         return "pending"

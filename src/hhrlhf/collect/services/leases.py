@@ -24,20 +24,29 @@ if TYPE_CHECKING:
 
 
 def acquire_lease(
-    storage: Storage, turn_id: int, owner: str, seconds: float
+    storage: Storage,
+    turn_id: int,
+    owner: str,
+    seconds: float,
+    *,
+    take_from: str | None = None,
 ) -> tuple[Prompt, list[PendingCandidate]] | None:
-    """Take the right to generate a turn (one generator per turn across workers), or None."""
+    """Take the right to generate a turn (one generator per turn across workers), or None.
+
+    Free: a pending turn, or one whose lease ran out; ``take_from``: also a turn still leased
+    by that owner (the caller knows it is dead)."""
     t0 = now()
+    free = or_(
+        Turn.status == "pending",
+        (Turn.status == "generating") & (Turn.lease_until < t0),
+    )
+    if take_from is not None:
+        free = or_(free, (Turn.status == "generating") & (Turn.lease_owner == take_from))
     with storage.write(durable=False) as s:
         res = s.execute(  # an UPDATE: a CursorResult, with a rowcount
             update(Turn)
             .where(Turn.id == turn_id)
-            .where(
-                or_(
-                    Turn.status == "pending",
-                    (Turn.status == "generating") & (Turn.lease_until < t0),
-                )
-            )
+            .where(free)
             .values(
                 status="generating",
                 lease_owner=owner,
@@ -192,6 +201,7 @@ def turn_state(storage: Storage, turn_id: int) -> dict[str, Any]:
             "id": t.id,
             "index": t.index,
             "status": t.status,
+            "lease_owner": t.lease_owner,
             "lease_until": aware(t.lease_until),
             "candidates": [
                 {

@@ -273,7 +273,27 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
 
 @router.post("/turns/{turn_id}/retry", responses=answers(schemas.Status))
 def retry_turn(turn_id: int, request: Request, who: Who):
-    status = conversations.retry_turn(_state(request).storage, who, turn_id)
+    """Failed responses go back to pending; one whose backend failed it
+    ``retry_switch_after`` times is drawn another backend (docs/collect.md)."""
+    st = _state(request)
+
+    def another_backend(failed: str, other: str) -> str | None:
+        names = [
+            n
+            for n in st.settings.drawn_backend_names
+            if n != failed and st.settings.backend(n).kind != "rerank"
+        ]
+        if not names:
+            return None
+        return st.rng.choices(names, st.settings.backend_weights(names))[0]
+
+    status = conversations.retry_turn(
+        st.storage,
+        who,
+        turn_id,
+        switch_after=st.settings.retry_switch_after,
+        replace=another_backend,
+    )
     return {"status": status}
 
 
