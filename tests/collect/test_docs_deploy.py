@@ -65,10 +65,16 @@ def test_named_command_options_exist():
 def test_the_numbers_are_the_codes():
     from hhrlhf.collect.web import api
 
-    per_worker = engine.POOL_SIZE + engine.MAX_OVERFLOW
-    assert f"keeps up to {engine.POOL_SIZE} PostgreSQL connections" in TEXT
-    assert f"up to {engine.MAX_OVERFLOW} more" in TEXT
-    assert f"**{per_worker} connections**" in TEXT and f"workers x {per_worker}" in TEXT
+    lone = engine.POOL_SIZE + engine.MAX_OVERFLOW
+    assert (
+        f"take up to {lone} while they run ({engine.POOL_SIZE} kept, {engine.MAX_OVERFLOW} more"
+        in TEXT
+    )
+    assert config.Settings.db_connections == engine.DB_CONNECTIONS
+    assert f"(default {engine.DB_CONNECTIONS})**" in TEXT
+    assert f"fits two hosts at the default ({2 * engine.DB_CONNECTIONS})" in TEXT
+    two = engine.worker_connections(engine.DB_CONNECTIONS, 2)
+    assert f"up to {2 * two} ({two} per worker;" in TEXT
     assert f"every {api.KEEPALIVE_SECONDS:g} s" in TEXT
     assert f"`max_body_bytes` ({config.Settings.max_body_bytes // 1024} KiB)" in TEXT
     url = "postgresql+psycopg://u@/db?host=/nowhere"

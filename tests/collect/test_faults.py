@@ -134,3 +134,22 @@ def test_a_choice_that_finds_no_free_connection_is_503_and_can_be_resent(
         r = client.post(f"/api/v1/turns/{tid}/choice", json={"pick": "a", "strength": 2}, headers=h)
         assert r.status_code == 200 and r.json()["turn"]["pick"] == "a"
     busy.dispose()
+
+
+def test_a_hosts_connections_are_shared_by_its_workers(monkeypatch, postgres_server):
+    """hh serve --workers N: each worker's pool is its share of db_connections, so a host's
+    PostgreSQL connections stay within db_connections whatever N is."""
+    from hhrlhf.collect.db import Storage, engine
+    from hhrlhf.collect.web.app import create_app_from_env
+
+    assert engine.pool_sizes(40) == (13, 27) and engine.pool_sizes(1) == (1, 1)
+    assert [engine.worker_connections(40, n) for n in (1, 2, 4, 64)] == [40, 20, 10, 2]
+    url = postgres_server.url()
+    monkeypatch.setenv("HH_COLLECT_DB", url)
+    monkeypatch.delenv("HH_COLLECT_CONFIG", raising=False)
+    for workers, (keep, extra) in ((1, (13, 27)), (4, (3, 7))):
+        monkeypatch.setenv("HH_COLLECT_WORKERS", str(workers))
+        pool = create_app_from_env().state.storage.engine.pool
+        assert (pool.size(), pool._max_overflow) == (keep, extra)
+    lone = Storage(url).engine.pool  # the CLI's commands
+    assert (lone.size(), lone._max_overflow) == (engine.POOL_SIZE, engine.MAX_OVERFLOW)

@@ -153,6 +153,15 @@ def serve(
     storage = _storage(settings.db_url, migrate=True)
     base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     click.echo(f"database: {settings.db_url} (migrated to {storage.revision()})", err=True)
+    if not settings.db_url.startswith("sqlite"):
+        from ..collect.db.engine import worker_connections
+
+        each = worker_connections(settings.db_connections, workers)
+        click.echo(
+            f"database connections: up to {each * workers} ({each} per worker; "
+            f"db_connections = {settings.db_connections})",
+            err=True,
+        )
     click.echo(f"backends: {', '.join(settings.backend_names)}", err=True)
     _check_backends(settings)
     ready = []
@@ -182,6 +191,7 @@ def serve(
     env["HH_COLLECT_HSTS"] = "1" if hsts else "0"
     env["HH_COLLECT_HEADER_TIMEOUT"] = str(header_timeout)
     env["HH_COLLECT_MAX_CONNECTIONS"] = str(max_connections)
+    env["HH_COLLECT_WORKERS"] = str(workers)
     if config_path:
         env["HH_COLLECT_CONFIG"] = os.path.abspath(config_path)
     else:

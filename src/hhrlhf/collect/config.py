@@ -84,6 +84,8 @@ class Settings:
     review_fraction: float = 0.1
     session_hours: float = 24 * 14
     lease_seconds: float = 30.0
+    #: PostgreSQL connections one ``hh serve`` host may hold, its workers sharing them equally
+    db_connections: int = 40
     #: a response whose backend failed it this many times is retried with another backend
     #: (drawn by weight among the others; helpful conversations only; 0: never)
     retry_switch_after: int = 2
@@ -156,6 +158,7 @@ _COLLECT_KEYS = {
     "session_hours": (int, float),
     "lease_seconds": (int, float),
     "retry_switch_after": int,
+    "db_connections": int,
     "max_message_chars": int,
     "max_task_chars": int,
     "max_edit_chars": int,
@@ -269,6 +272,8 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
     file_db = settings.pop("db", None)
     if not settings.get("lease_seconds", 30.0) > 0:
         raise ConfigError(path, "lease_seconds must be above 0")
+    if settings.get("db_connections", 40) < 2:
+        raise ConfigError(path, "db_connections must be at least 2")
     if settings.get("retry_switch_after", 2) < 0:
         raise ConfigError(path, "retry_switch_after must be 0 (never) or more")
     if settings.get("pairing", "random") not in PAIRINGS:

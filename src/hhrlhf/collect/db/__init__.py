@@ -28,9 +28,12 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 class Storage:
     """The collection database's handle: its engines, its transactions, its migrations."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, *, connections: int | None = None):
+        """``connections``: the most PostgreSQL connections this handle's pool may hold
+        (``hh serve`` gives each worker its share of ``db_connections``); None: 5 kept open
+        and 10 more under load."""
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, connections=connections)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if is_sqlite(url):
             # writers queue on a lock (in this process, and across processes on the same file)

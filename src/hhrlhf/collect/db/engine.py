@@ -19,6 +19,8 @@ from ...errors import HHError
 
 __all__ = [
     "make_engine",
+    "pool_sizes",
+    "worker_connections",
     "is_sqlite",
     "bookkeeping",
     "WriterLock",
@@ -27,10 +29,13 @@ __all__ = [
 ]
 
 BUSY_TIMEOUT_MS = 10_000
-#: database connections per engine of a process (each ``hh serve`` worker): kept open, and
-#: extra under load (SQLAlchemy's defaults, stated: docs/deploy.md sizes PostgreSQL by them)
+#: database connections of an engine made without a budget (the CLI's commands, a lone
+#: ``Storage``): kept open, and extra under load
 POOL_SIZE = 5
 MAX_OVERFLOW = 10
+#: PostgreSQL connections one ``hh serve`` host may hold, all its workers together
+#: (``db_connections``): each worker's pool gets its share (:func:`pool_sizes`)
+DB_CONNECTIONS = 40
 #: seconds a request waits for a free pooled connection before it is refused (503, Retry-After)
 POOL_TIMEOUT = 30.0
 
@@ -171,7 +176,20 @@ def _sqlite_begin_deferred(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN")
 
 
-def make_engine(url: str, *, writer: bool = True) -> Engine:
+def pool_sizes(connections: int) -> tuple[int, int]:
+    """``(kept open, extra under load)`` for an engine allowed ``connections`` (at least 2):
+    a third kept open, the rest opened under load and closed again."""
+    connections = max(2, connections)
+    keep = max(1, connections // 3)
+    return keep, connections - keep
+
+
+def worker_connections(db_connections: int, workers: int) -> int:
+    """Each worker's share of a host's ``db_connections`` (at least 2)."""
+    return max(2, db_connections // max(1, workers))
+
+
+def make_engine(url: str, *, writer: bool = True, connections: int | None = None) -> Engine:
     """A SQLAlchemy engine for ``url`` (``sqlite:///path.db`` or ``postgresql+psycopg://...``).
 
     SQLite: ``writer`` engines start every transaction with ``BEGIN IMMEDIATE``; the others
@@ -204,11 +222,15 @@ def make_engine(url: str, *, writer: bool = True) -> Engine:
         from ...errors import require
 
         require("psycopg", "postgres", "a PostgreSQL database")
+        keep, extra = (POOL_SIZE, MAX_OVERFLOW) if connections is None else pool_sizes(connections)
         return create_engine(
             parsed,
             pool_pre_ping=True,
-            pool_size=POOL_SIZE,
-            max_overflow=MAX_OVERFLOW,
+            pool_size=keep,
+            max_overflow=extra,
             pool_timeout=POOL_TIMEOUT,
+            # no server-side prepared statements: a pooler in transaction mode (PgBouncer)
+            # hands each transaction any server connection, where they would not exist
+            connect_args={"prepare_threshold": None},
         )
     raise HHError(f"--db {url}: only sqlite:/// and postgresql+psycopg:// URLs are supported")

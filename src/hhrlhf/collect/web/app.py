@@ -22,7 +22,7 @@ from ...errors import HHError
 from ..browse import DataIndex
 from ..config import Settings, demo_settings, load_config
 from ..db import Storage
-from ..db.engine import count_statements
+from ..db.engine import count_statements, worker_connections
 from ..db.errors import DATABASE_ERRORS, as_unavailable
 from ..generation.runner import Generator
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
@@ -253,7 +253,12 @@ def create_app_from_env() -> FastAPI:
         settings = replace(settings, forwarded_allow_ips=proxies)
     if os.environ.get("HH_COLLECT_HSTS") == "1":
         settings = replace(settings, hsts=True)
-    app = create_app(settings)
+    # this worker's share of the host's database connections (hh serve --workers N)
+    workers = int(os.environ.get("HH_COLLECT_WORKERS", "1") or 1)
+    storage = Storage(
+        settings.db_url, connections=worker_connections(settings.db_connections, workers)
+    )
+    app = create_app(settings, storage=storage)
     settle_heap()
     return app
 
