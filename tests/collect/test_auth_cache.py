@@ -107,3 +107,33 @@ def test_a_lookup_racing_a_change_is_not_remembered(storage, alice, clock):
 
 def storage_of(client):
     return client.app.state.storage
+
+
+def test_a_remembered_login_takes_no_thread_only_a_lookup_does(client, alice, monkeypatch):
+    """The login dependency is async: a remembered login (token or cookie) is settled on the
+    event loop; only a lookup in the database is sent to the thread pool."""
+    from hhrlhf.collect.web import auth
+
+    hops: list[str] = []
+    real = auth.run_in_threadpool
+
+    async def counted(func, *args):
+        hops.append(func.__name__)
+        return await real(func, *args)
+
+    monkeypatch.setattr(auth, "run_in_threadpool", counted)
+    _, h, token = alice
+    assert client.get("/api/v1/conversations", headers=h).status_code == 200
+    assert hops == ["current_annotator"]  # looked up once
+    assert client.get("/api/v1/conversations", headers=h).status_code == 200
+    assert hops == ["current_annotator"]  # remembered: no thread
+    assert login(client, token).status_code == 303  # a cookie session
+    client.headers.pop("authorization", None)
+    hops.clear()
+    for _ in range(2):
+        assert client.get("/api/v1/conversations").status_code == 200
+    assert hops == ["current_annotator"]
+    assert (
+        client.get("/api/v1/conversations", headers={"Authorization": "Bearer nope"}).status_code
+        == 401
+    )

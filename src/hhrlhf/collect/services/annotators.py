@@ -130,6 +130,30 @@ def cached_session_annotator(storage: Storage, cookie: str) -> tuple[AnnotatorIn
     return who, csrf
 
 
+def remembered_token(storage: Storage, token: str) -> AnnotatorInfo | None:
+    """The annotator of ``token`` if this process remembers the login (no database work, so an
+    async caller can ask on its event loop); None: not remembered (ask
+    :func:`cached_annotator_by_token`)."""
+    if not token or len(token) > 200:
+        return None
+    hit = _cache(storage).get("t" + hash_token(token))
+    return None if hit is None else hit[0]
+
+
+def remembered_session(storage: Storage, cookie: str) -> tuple[AnnotatorInfo, str] | None:
+    """A remembered, live cookie session's (annotator, CSRF token) (no database work); None:
+    not remembered or expired (ask :func:`cached_session_annotator`)."""
+    if not cookie or len(cookie) > 200:
+        return None
+    hit = _cache(storage).get("s" + hash_token(cookie))
+    if hit is None:
+        return None
+    who, csrf, expires = hit
+    if expires is not None and csrf is not None and aware(expires) >= now():
+        return who, csrf
+    return None
+
+
 def _could_be_a_name(name: str) -> bool:
     """Whether an annotator could have this name (:func:`add_annotator`'s rule): lookups
     of other text find nobody without asking the database (PostgreSQL refuses NUL)."""

@@ -24,7 +24,7 @@ from ..services import choices, conversations, leases
 from ..services.pairing import choose_backends
 from ..textrules import Text
 from . import schemas
-from .auth import current_annotator, require_annotator
+from .auth import current_annotator, logged_in
 from .markdown import render_markdown, with_html
 from .schemas import answers
 
@@ -33,7 +33,7 @@ __all__ = ["router", "Who", "new_rng"]
 router = APIRouter(prefix="/api/v1")
 
 #: the logged-in, enabled annotator (401/403 otherwise; CSRF checked for cookie writes)
-Who = Annotated[AnnotatorInfo, Depends(require_annotator)]
+Who = Annotated[AnnotatorInfo, Depends(logged_in)]
 
 #: seconds of silence on an event stream before a keep-alive comment is sent
 KEEPALIVE_SECONDS = 15.0

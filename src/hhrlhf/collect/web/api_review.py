@@ -17,15 +17,15 @@ from ..services.stats import collection_stats, model_leaderboard
 from ..textrules import AttributeValue, Text
 from . import schemas
 from .api import _Body
-from .auth import require_admin, require_annotator
+from .auth import logged_in, logged_in_admin
 from .schemas import answers
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api/v1")
 
-Who = Annotated[AnnotatorInfo, Depends(require_annotator)]
-Admin = Annotated[AnnotatorInfo, Depends(require_admin)]
+Who = Annotated[AnnotatorInfo, Depends(logged_in)]
+Admin = Annotated[AnnotatorInfo, Depends(logged_in_admin)]
 Resamples = Annotated[int, Query(ge=0, le=5000, description="bootstrap resamples")]
 
 

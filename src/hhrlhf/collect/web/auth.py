@@ -11,6 +11,7 @@ import hmac
 from urllib.parse import urlsplit
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 
 from ...errors import Forbidden, Unauthorized
 from ..domain import AnnotatorInfo
@@ -23,6 +24,8 @@ __all__ = [
     "optional_annotator",
     "require_annotator",
     "require_admin",
+    "logged_in",
+    "logged_in_admin",
     "check_origin",
 ]
 
@@ -63,6 +66,43 @@ def current_annotator(request: Request) -> tuple[AnnotatorInfo, str | None, str]
                 result = (found[0], found[1], "cookie")
     request.state.auth = result
     return result
+
+
+def _remembered(request: Request) -> bool:
+    """Settle this request's login from the process's memory alone (True), or leave it to
+    :func:`current_annotator` (False: a database lookup)."""
+    storage = request.app.state.storage
+    token = _bearer(request)
+    if token is not None:
+        who = annotators.remembered_token(storage, token)
+        if who is None:
+            return False
+        request.state.auth = (who, None, "bearer")
+        return True
+    cookie = request.cookies.get(COOKIE)
+    if not cookie:
+        request.state.auth = None
+        return True
+    found = annotators.remembered_session(storage, cookie)
+    if found is None:
+        return False
+    request.state.auth = (found[0], found[1], "cookie")
+    return True
+
+
+async def logged_in(request: Request) -> AnnotatorInfo:
+    """:func:`require_annotator` as an async dependency: a remembered login is checked on the
+    event loop; only a database lookup takes a thread (a sync dependency always would)."""
+    if not hasattr(request.state, "auth") and not _remembered(request):
+        await run_in_threadpool(current_annotator, request)
+    return require_annotator(request)
+
+
+async def logged_in_admin(request: Request) -> AnnotatorInfo:
+    """:func:`require_admin` as an async dependency (see :func:`logged_in`)."""
+    if not hasattr(request.state, "auth") and not _remembered(request):
+        await run_in_threadpool(current_annotator, request)
+    return require_admin(request)
 
 
 def optional_annotator(request: Request) -> AnnotatorInfo | None:

@@ -39,7 +39,8 @@ MAX_ID = 2**31 - 1
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
-def _check_ids(request: Request) -> None:
+async def _check_ids(request: Request) -> None:
+    """Pure and quick: async, so it runs on the event loop, not in a thread."""
     for name, value in request.path_params.items():
         if not name.endswith("_id") or not isinstance(value, str):
             continue
