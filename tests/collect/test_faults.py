@@ -142,12 +142,12 @@ def test_a_hosts_connections_are_shared_by_its_workers(monkeypatch, postgres_ser
     from hhrlhf.collect.db import Storage, engine
     from hhrlhf.collect.web.app import create_app_from_env
 
-    assert engine.pool_sizes(40) == (13, 27) and engine.pool_sizes(1) == (1, 1)
+    assert engine.pool_sizes(40) == (40, 0) and engine.pool_sizes(1) == (2, 0)
     assert [engine.worker_connections(40, n) for n in (1, 2, 4, 64)] == [40, 20, 10, 2]
     url = postgres_server.url()
     monkeypatch.setenv("HH_COLLECT_DB", url)
     monkeypatch.delenv("HH_COLLECT_CONFIG", raising=False)
-    for workers, (keep, extra) in ((1, (13, 27)), (4, (3, 7))):
+    for workers, (keep, extra) in ((1, (40, 0)), (4, (10, 0))):
         monkeypatch.setenv("HH_COLLECT_WORKERS", str(workers))
         pool = create_app_from_env().state.storage.engine.pool
         assert (pool.size(), pool._max_overflow) == (keep, extra)

@@ -207,7 +207,7 @@ def _export(db_url: str, out: Path) -> list[dict]:
 def test_kill_during_load_loses_no_acknowledged_choice(storage, db_url, tmp_path, report):
     tokens = _tokens(storage, KILL_ANNOTATORS, "kill")
     config = _config(tmp_path, 0.005)
-    out = {"turns": [], "choice": [], "choice_server": [], "errors": [], "acked": []}
+    out = bench.new_tally()
     t0 = time.monotonic()
     with serve(db_url, tmp_path, config) as server:
 

@@ -28,8 +28,8 @@ def test_two_servers_on_one_postgres_survive_a_kill(storage, db_url, tmp_path, r
     config = _config(tmp_path, 0.005)
     tokens_a = _tokens(storage, PER_HOST, "host-a")
     tokens_b = _tokens(storage, PER_HOST, "host-b")
-    out_a = {"turns": [], "choice": [], "choice_server": [], "errors": [], "acked": []}
-    out_b = {"turns": [], "choice": [], "choice_server": [], "errors": [], "acked": []}
+    out_a = bench.new_tally()
+    out_b = bench.new_tally()
     t0 = time.monotonic()
     with (
         serve(db_url, tmp_path, config, workers=1) as b,

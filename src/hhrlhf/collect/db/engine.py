@@ -177,11 +177,11 @@ def _sqlite_begin_deferred(conn: Connection) -> None:
 
 
 def pool_sizes(connections: int) -> tuple[int, int]:
-    """``(kept open, extra under load)`` for an engine allowed ``connections`` (at least 2):
-    a third kept open, the rest opened under load and closed again."""
-    connections = max(2, connections)
-    keep = max(1, connections // 3)
-    return keep, connections - keep
+    """``(pool size, overflow)`` for an engine allowed ``connections`` (at least 2): all of
+    them in the pool, opened as the load first needs them and then kept. (Overflow
+    connections are closed as soon as they are returned, so a load above the pool size would
+    start a PostgreSQL backend per transaction.)"""
+    return max(2, connections), 0
 
 
 def worker_connections(db_connections: int, workers: int) -> int:
