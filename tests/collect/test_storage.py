@@ -69,6 +69,23 @@ def test_durable_writes_sync_fully_and_bookkeeping_normally(sqlite_only, storage
         assert s.execute(text("PRAGMA synchronous")).scalar() == 2
 
 
+def test_postgres_commits_bookkeeping_without_waiting_for_its_flush(storage):
+    """PostgreSQL's analogue of SQLite's NORMAL sync: a bookkeeping write turns
+    synchronous_commit off for its own transaction only; durable writes keep the server's."""
+    if storage.engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL-specific")
+    show = text("SHOW synchronous_commit")
+    with storage.write() as s:
+        assert s.execute(show).scalar() == "on"
+    with storage.write(durable=False) as s:
+        assert s.execute(show).scalar() == "off"
+        s.execute(text("SELECT 1"))
+    with storage.write() as s:  # the same pooled connection: SET LOCAL ended with its transaction
+        assert s.execute(show).scalar() == "on"
+    with storage.read() as s:
+        assert s.execute(show).scalar() == "on"
+
+
 def test_the_sync_level_is_set_only_when_it_changes(sqlite_only, storage):
     """Two durable writes in a row send no PRAGMA for the second (one statement fewer per
     transaction); a switch to bookkeeping and back sends it each time."""

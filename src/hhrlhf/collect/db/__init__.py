@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import sessionmaker
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
 __all__ = ["Storage", "Base", "MIGRATIONS"]
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+#: PostgreSQL's bookkeeping commit: returns before its WAL is flushed; the next synchronous
+#: commit flushes the log up to itself, this one included (SET LOCAL: this transaction only)
+_ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
 
 
 class Storage:
@@ -46,6 +51,7 @@ class Storage:
         else:
             self._write_lock = contextlib.nullcontext()
             self.read_engine = self.engine
+        self._postgres = self.engine.dialect.name == "postgresql"
         self._readers = sessionmaker(self.read_engine, expire_on_commit=False)
 
     # -- schema ---------------------------------------------------------------------------
@@ -108,13 +114,19 @@ class Storage:
     def write(self, *, durable: bool = True) -> Iterator[DBSession]:
         """One write transaction, committed on exit (SQLite: BEGIN IMMEDIATE, one writer at a time).
 
-        ``durable=False``: state the app can redo after a power loss (SQLite: NORMAL sync;
-        see :func:`.engine.bookkeeping`).
+        ``durable=False``: state the app can redo after a power loss (a lease, generated
+        candidates, a login session): SQLite commits it with NORMAL sync (see
+        :func:`.engine.bookkeeping`), PostgreSQL with ``synchronous_commit`` off. Either way a
+        crash of the app loses nothing, a crash of the machine or the database server at most
+        the last fraction of a second of such commits, and each durable commit (a choice, a
+        message, a finish) makes every earlier one durable too.
         """
         with contextlib.ExitStack() as stack:
             if not durable:
                 stack.enter_context(bookkeeping())
             with self._write_lock, self._sessions() as s, s.begin():
+                if not durable and self._postgres:
+                    s.execute(_ASYNC_COMMIT)
                 yield s
 
     def session(self) -> DBSession:
