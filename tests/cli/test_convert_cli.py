@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -205,8 +206,10 @@ def test_import_lenient_that_skips_every_row_fails(tmp_path):
     assert "line 1" in r.stderr and "line 2" in r.stderr
     assert "read 0 of 2 rows (2 skipped)" in r.stderr
     assert r.stderr.splitlines()[-1] == f"error: {f}: every row was skipped (2 of 2)"
-    r = run("import", f, "--format", "dpo", "--lenient", "--out", tmp_path / "o.jsonl", code=1)
-    assert "every row was skipped" in r.stderr
+    out = tmp_path / "o.jsonl"
+    r = run("import", f, "--format", "dpo", "--lenient", "--out", out, code=1)
+    assert r.stderr.splitlines()[-1].endswith(f"removed what this run wrote: {out}")
+    assert not out.exists()  # no empty file for the next step to read, or to need --force
 
 
 def test_check_json_counts(dupes):
@@ -473,6 +476,31 @@ def test_export_lenient_that_skips_every_row_fails(tmp_path):
     r = run("export", "--format", "dpo", "--out", "-", "--data", data, "--lenient", code=1)
     assert "read 0 of 2 rows (2 skipped)" in r.stderr
     assert r.stderr.splitlines()[-1].endswith("every row was skipped (2 of 2)")
+
+
+def test_an_export_that_skipped_every_row_leaves_no_output(tmp_path):
+    """An empty file or DatasetDict would be read as data by the next step (and a rerun would
+    need --force): a lenient export that kept no row removes what it wrote, and says so."""
+    data = _damaged(tmp_path, ['{"chosen": 1}', '{"x": 2}'])
+    out = tmp_path / "o.jsonl"
+    args = ("export", "--format", "dpo", "--data", data, "--lenient")
+    r = run(*args, "--out", out, code=1)
+    assert r.stderr.splitlines()[-1].endswith(
+        f"every row was skipped (2 of 2); removed what this run wrote: {out}"
+    )
+    assert not out.exists()
+    out.write_text("an earlier export\n")  # with --force the old file is replaced, then removed
+    run(*args, "--out", out, "--force", code=1)
+    assert not out.exists()
+    if importlib.util.find_spec("datasets") is not None:
+        hf = tmp_path / "hf"
+        r = run(*args, "--hf", hf, code=1)
+        assert r.stderr.splitlines()[-1].endswith(f"removed what this run wrote: {hf}")
+        assert not hf.exists()
+        mine = tmp_path / "mine"  # a folder that was there before is never removed
+        mine.mkdir()
+        r = run(*args, "--hf", mine, code=1)
+        assert mine.is_dir() and "removed" not in r.stderr.splitlines()[-1]
 
 
 def test_check_counts_invisible_characters_and_its_report_escapes_them(tmp_path):

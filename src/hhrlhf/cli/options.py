@@ -113,11 +113,16 @@ def check_outputs(force: bool, **outputs) -> None:
     """Check every output before the work starts: ``option=(path, "file"|"dir")``, the
     option named with underscores (``hf=(hf_dir, "dir")`` checks ``--hf``); None paths are
     skipped. Raises :class:`~hhrlhf.errors.OutputError` (one ``error:`` line, exit 1)."""
+    from pathlib import Path
+
     from ..outputs import check_writable
 
+    ctx = click.get_current_context(silent=True)
     for name, (path, kind) in outputs.items():
         if path is not None:
             check_writable(path, kind=kind, force=force, option="--" + name.replace("_", "-"))
+            if ctx is not None:  # what a failed lenient run takes back (fail_if_all_skipped)
+                ctx.meta.setdefault(_OUTPUTS, []).append((Path(path), kind, Path(path).exists()))
 
 
 def split_option(default=None, help="Split to use (train or test); default: all."):
@@ -168,6 +173,10 @@ def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None
 _ROWS_READ = "hhrlhf.rows_read"
 
 
+#: ``ctx.meta`` key: the outputs a command checked, as (path, kind, existed before)
+_OUTPUTS = "hhrlhf.outputs"
+
+
 def note_rows_read(n: int) -> None:
     """Count ``n`` rows a command read and kept, for the closing "read N of M rows" line of
     its ``--lenient`` run (M adds the skipped rows)."""
@@ -195,12 +204,35 @@ def report_skipped(skipped, *, lenient: bool = True) -> None:
 
 
 def fail_if_all_skipped(skipped) -> None:
-    """A lenient run that skipped every row it read read nothing: one error, exit 1."""
+    """A lenient run that skipped every row it read read nothing: one error, exit 1. What it
+    wrote is removed (an empty export left behind would be read as data by the next step, and
+    a rerun would need --force): every output file, and every output folder it created."""
     if skipped and _rows_read() == 0:
         from ..errors import NoDataError
 
         paths = ", ".join(dict.fromkeys(str(s.path) for s in skipped))
-        raise NoDataError(paths, f"every row was skipped ({len(skipped):,} of {len(skipped):,})")
+        removed = _remove_outputs()
+        raise NoDataError(
+            paths,
+            f"every row was skipped ({len(skipped):,} of {len(skipped):,})"
+            + (f"; removed what this run wrote: {', '.join(removed)}" if removed else ""),
+        )
+
+
+def _remove_outputs() -> list[str]:
+    import shutil
+
+    ctx = click.get_current_context(silent=True)
+    removed: list[str] = []
+    for path, kind, existed in ctx.meta.get(_OUTPUTS, []) if ctx is not None else []:
+        if kind == "file" and path.is_file():
+            path.unlink()
+        elif kind == "dir" and not existed and path.is_dir():
+            shutil.rmtree(path)
+        else:
+            continue
+        removed.append(str(path))
+    return removed
 
 
 def _finish(skipped, lenient: bool, run):
