@@ -191,6 +191,27 @@ def test_serve_demo_prints_a_login_url_that_works(tmp_path):
     assert r.exit_code == 0 and r.stdout.count('"name"') == 1
 
 
+def test_serve_on_port_0_prints_the_port_it_serves(tmp_path):
+    db = f"sqlite:///{tmp_path / 'serve.db'}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", "0", "--db", db],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+        cwd=tmp_path,
+    )
+    try:
+        login = proc.stdout.readline().strip()
+        served = proc.stdout.readline().strip()
+        port = int(login.split("http://127.0.0.1:", 1)[1].split("/", 1)[0])
+        assert port > 0 and served == f"serving on http://127.0.0.1:{port}/ (Ctrl+C to stop)"
+        assert httpx.get(f"http://127.0.0.1:{port}/api/v1/health").status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
 @pytest.mark.parametrize(
     "subcommand", [["collect", "--help"], ["serve", "--help"], ["collect", "export", "--help"]]
 )

@@ -59,7 +59,13 @@ def _storage(db_url: str | None, *, migrate: bool = False):
 )
 @click.option("--demo", is_flag=True, help="Demo backends (no model, no network) and a demo admin.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on; 0: a free one, printed with the URL.",
+)
 @click.option(
     "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes."
 )
@@ -151,6 +157,8 @@ def serve(
         files = select_files("all", data=data, download=False)
         click.echo(f"data: {len(files)} files to browse at /data", err=True)
     storage = _storage(settings.db_url, migrate=True)
+    if port == 0:  # the URL printed must be the one served
+        port = _free_port(host)
     base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     click.echo(f"database: {settings.db_url} (migrated to {storage.revision()})", err=True)
     if not settings.db_url.startswith("sqlite"):
@@ -215,6 +223,16 @@ def serve(
 
 #: seconds ``hh serve`` waits for open requests after Ctrl+C before it cuts them
 SHUTDOWN_GRACE = 1.0
+
+
+def _free_port(host: str) -> int:
+    """A port that is free on ``host`` now (the operating system's pick)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
 
 
 def _check_backends(settings) -> None:
