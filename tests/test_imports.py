@@ -170,3 +170,20 @@ def test_the_file_format_check_sees_imports_inside_functions(tmp_path):
     p = tmp_path / "m.py"
     p.write_text("import click\n\ndef f():\n    import json\n    from gzip import open\n")
     assert _imported_names(p) & FILE_FORMATS == {"json", "gzip"}
+
+
+def test_the_download_stack_is_imported_only_for_a_download():
+    """http.client, ssl and email are a third of `import hhrlhf`: neither the library nor the
+    `hh` command line imports them until a file is fetched (hhrlhf.download._fetch_once)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, hhrlhf, hhrlhf.cli, hhrlhf.download\n"
+        "print(sorted(m for m in ('http.client', 'ssl', 'email.parser', 'urllib.request')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -61,18 +61,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import http.client
 import json
 import os
 import re
-import socket
 import stat
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -694,6 +690,13 @@ def _fetch_once(
     revision: str | None,
     timeout: float | None = None,
 ) -> str:
+    # imported here, not with the module: they are a third of `import hhrlhf`, and only a
+    # transfer needs them
+    import http.client
+    import socket
+    import urllib.error
+    import urllib.request
+
     offset = _part_size(part, url)
     if expected_size is not None and offset > expected_size:
         raise _Restart()
