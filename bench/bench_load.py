@@ -23,8 +23,8 @@ Routes over the eight preference files (169,352 pairs at full scale):
   ``chosen_response`` and ``rejected_response`` (Python strings), the collector on;
 * ``load_arrow``: ``hhrlhf.load_arrow(data=corpus)``, ``{split: pyarrow.Table}`` with the
   aligned dpo columns (prompt, chosen, rejected) and subset, split, index;
-* ``hhrlhf (2 threads)``, ``load_arrow (2 threads)``: the same with ``HH_RLHF_THREADS=2``
-  (two files at a time; by default one file after the other);
+* ``hhrlhf (1 thread)``, ``load_arrow (1 thread)``: the same with ``HH_RLHF_THREADS=1``
+  (one file after the other; by default the files load in one thread per core);
 * ``hhrlhf (pure Python)``: ``load_dataset`` with ``HH_RLHF_NATIVE=0`` (no C extension);
 * ``hhrlhf (reference)``: ``load_dataset(fast=False)``, the streaming reader collected;
 * raw readers, no alignment (only parsing the two strings): ``polars.read_ndjson`` per file,
@@ -81,15 +81,18 @@ TRIED_AND_REMOVED = [
     "the floor against 0.48x, 0.56x and 0.57x for the serial load in the same runs "
     "(synthetic corpus, one core busy with other work); it was not kept.",
     "",
-    "## Tried and not made the default: one thread per file",
+    "## One thread per core: the default",
     "",
-    "Loading the files in parallel threads (one per core) was the default for one run of "
-    "this benchmark (real-text corpus, load average 6.3-7.7 on the 2 cores, 5 rounds): "
-    "load_arrow 0.66x the floor with two threads against 0.39x with one, load_dataset 0.72x "
-    "against 0.51x, for the same CPU time (0.79 s and 0.78 s; 1.07 s and 0.97 s). With every "
-    "core busy, a thread that holds the GIL while the OS runs other work stalls the other "
-    "thread. The default is one file after the other; `HH_RLHF_THREADS=N` is there for idle "
-    "cores, and the (2 threads) rows measure it in every run.",
+    "The files load in parallel threads, one per core the process may use "
+    "(`HH_RLHF_THREADS=N` sets the count). An earlier run (real-text corpus, load average "
+    "6.3-7.7 on the 2 cores, other sessions' work) measured two threads slower than one "
+    "(load_arrow 0.66x the floor against 0.39x, load_dataset 0.72x against 0.51x), and one "
+    "file after the other was the default until three runs on 2026-11-26 (3-5 rounds each, "
+    "same corpus) measured two threads faster in every case: idle, load_arrow 0.30x against "
+    "0.40x and load_dataset 0.39x against 0.47x; with one core busy with a spinning process, "
+    "0.37x against 0.43x and 0.49x against 0.51x; with both cores busy, 0.33x against 0.41x "
+    "and 0.43x against 0.52x. The (1 thread) rows measure one file after the other in every "
+    "run.",
 ]
 
 
@@ -213,8 +216,8 @@ ROUTES = {
     "hhrlhf": (route_hhrlhf, {}, None),
     "hhrlhf + strings": (route_strings, {}, None),
     "load_arrow": (route_arrow, {}, "pyarrow"),
-    "hhrlhf (2 threads)": (route_hhrlhf, {"HH_RLHF_THREADS": "2"}, None),
-    "load_arrow (2 threads)": (route_arrow, {"HH_RLHF_THREADS": "2"}, "pyarrow"),
+    "hhrlhf (1 thread)": (route_hhrlhf, {"HH_RLHF_THREADS": "1"}, None),
+    "load_arrow (1 thread)": (route_arrow, {"HH_RLHF_THREADS": "1"}, "pyarrow"),
     "hhrlhf (pure Python)": (route_hhrlhf, {"HH_RLHF_NATIVE": "0"}, None),
     "hhrlhf (reference)": (lambda root: route_hhrlhf(root, fast=False), {}, None),
     "polars read_ndjson": (route_polars, {}, "polars"),
@@ -572,8 +575,8 @@ def render(
         "`chosen_response`, `rejected_response` as Python strings (collector on).",
         "- load_arrow: `hhrlhf.load_arrow(data=corpus)`: `{split: pyarrow.Table}` with the "
         "aligned dpo columns; the child checks that neither pandas nor datasets was imported.",
-        "- (2 threads): the same with `HH_RLHF_THREADS=2`, two files at a time in two "
-        "threads (by default a load reads one file after the other).",
+        "- Without a mark, a load reads the files in one thread per core (two here); "
+        "(1 thread): the same with `HH_RLHF_THREADS=1`, one file after the other.",
         "- hhrlhf (pure Python): `load_dataset` with `HH_RLHF_NATIVE=0` (no C extension); "
         "hhrlhf (reference): `fast=False`, the streaming reader collected.",
         "- Raw readers, no alignment (they only parse the two strings): `polars.read_ndjson` "

@@ -130,7 +130,8 @@ def test_lines_cut_across_blocks(tmp_path, block):
     path = tmp_path / "p.jsonl"
     path.write_bytes(body)
     blocks = (body[i : i + block] for i in range(0, len(body), block))
-    table = fastload._arrow_stream(pa, blocks, "dpo", "helpful-online", "test", fastload.NATIVE)
+    parsed = fastload._arrow_parts(blocks, "dpo", "helpful-online", "test", fastload.NATIVE)
+    table = fastload._parts_table(pa, parsed, "dpo", "helpful-online", "test")
     (expected,) = _expected([(path, "helpful-online", "test")])
     assert table.to_pylist() == expected and len(expected) == 40
 
@@ -480,7 +481,9 @@ def test_files_loaded_in_threads_are_the_serial_results(tmp_path, monkeypatch, t
 
 def test_thread_count(monkeypatch):
     monkeypatch.delenv("HH_RLHF_THREADS", raising=False)
-    assert fastload.threads(100) == 1  # one file after the other unless asked
-    for value, want in (("1", 1), ("4", 4), ("0", 1), ("x", 1), (" 3 ", 3)):
+    monkeypatch.setattr(fastload, "usable_cores", lambda: 6)
+    assert fastload.threads(100) == 6  # one per core by default
+    assert fastload.threads(4) == 4 and fastload.threads(1) == 1  # at most one per file
+    for value, want in (("1", 1), ("4", 4), ("0", 6), ("x", 6), (" 3 ", 3)):  # 0: the default
         monkeypatch.setenv("HH_RLHF_THREADS", value)
         assert fastload.threads(100) == want

@@ -401,15 +401,17 @@ def load_arrow(
     without a Python ``str`` per row.
     """
     policy = Lenient.of(lenient, skipped)
-    from .errors import require
+    from .errors import require, require_installed
     from .fastload import ARROW_COLUMNS, load_files_arrow, pairs_table
 
-    pa = require("pyarrow", "hf", "load_arrow()")
+    # installed or a clear error now; imported while the files are parsed (load_files_arrow)
+    require_installed("pyarrow", "hf", "load_arrow()")
     if columns not in ARROW_COLUMNS:
         raise UnknownNameError("columns", columns, list(ARROW_COLUMNS))
     src = resolve_source(data)
     jobs = _pair_jobs(src, data_dir, split)  # refuses the red-team attempts
     tables = load_files_arrow(jobs, columns=columns, lenient=policy)
+    pa = require("pyarrow", "hf", "load_arrow()")
     out: dict[str, list] = {}
     for (_, _, split_name), table in zip(jobs, tables, strict=True):
         out.setdefault(split_name, []).append(table)

@@ -301,6 +301,19 @@ def require(module: str, extra: str, feature: str | None = None) -> ModuleType:
         raise MissingExtraError(extra, module.split(".")[0], feature) from exc
 
 
+def require_installed(module: str, extra: str, feature: str | None = None) -> None:
+    """:func:`require` without the import: raise :class:`MissingExtraError` now if ``module``
+    is not installed, and leave its import for when it is needed."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a finder that refuses it, a module without a spec
+        found = False
+    if not found:
+        raise MissingExtraError(extra, module.split(".")[0], feature)
+
+
 class CollectError(HHError):
     """Something the collection app refuses to do. Its subclasses say why, in the app's own
     words (no HTTP here: the web layer maps each class to a status, in one table)."""

@@ -20,10 +20,10 @@ line. This module does them a block of lines at a time:
   checked, aligned and built with ``map`` over C-level callables (no per-line frames);
 * the alignment is :func:`hhrlhf.transcript.prompt_length`, whose fast path answers the
   usual pair with two ``memrchr`` calls and one prefix comparison (proof in its docstring);
-* files are independent, so ``HH_RLHF_THREADS=N`` loads them in N parallel threads (ISA-L
-  inflates and the C parser decodes without the GIL); by default one file after the other,
-  which measured faster on a shared 2-core machine. Fallbacks to the reference reader run
-  afterwards, in file order, so errors and lenient reports do not depend on the threads;
+* files are independent, so they load in parallel threads, one per core this process may
+  use (ISA-L inflates and the C parser decodes without the GIL; ``HH_RLHF_THREADS=N`` sets
+  the count, 1 one file after the other). Fallbacks to the reference reader run afterwards,
+  in file order, so errors and lenient reports do not depend on the threads;
 * records are filled through their slot descriptors, and the cyclic garbage collector is
   paused meanwhile: the records hold only strings and ints, so collection passes over
   hundreds of thousands of fresh objects would find nothing to free.
@@ -337,13 +337,22 @@ def iter_file(
 
 
 def threads(n_files: int) -> int:
-    """Threads a load uses for ``n_files`` files: ``HH_RLHF_THREADS`` (at most one per file),
-    by default 1, one file after the other. On a shared 2-core machine two threads made the
-    load slower, not faster (bench/RESULTS-load.md): a thread holding the GIL while the OS
-    runs other work stalls the other. On idle cores, ``HH_RLHF_THREADS`` may pay."""
+    """Threads a load uses for ``n_files`` files, at most one per file: ``HH_RLHF_THREADS``
+    when set to a positive number, else one per core this process may run on. On 2 cores,
+    two threads were faster than one idle (load_arrow 0.30x the floor against 0.40x), with
+    one core busy with other work (0.37x against 0.43x) and with both busy (0.33x against
+    0.41x); bench/RESULTS-load.md."""
     value = os.environ.get("HH_RLHF_THREADS", "").strip()
-    wanted = int(value) if value.isdigit() and int(value) > 0 else 1
+    wanted = int(value) if value.isdigit() and int(value) > 0 else usable_cores()
     return max(1, min(wanted, n_files))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS says, else all)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS and Windows have no affinity call
+        return os.cpu_count() or 1
 
 
 def _map_files(fn, jobs: list) -> list:
@@ -481,43 +490,58 @@ def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo"):
     return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
 
 
-def _arrow_stream(pa, blocks: Iterator[bytes], columns: str, subset, split, native: bool):
-    """One file's table from its decompressed blocks; raises :class:`Fallback` like
-    :func:`parse_jsonl`. The C parser gives each block's columns as UTF-8 data and int32
-    offsets, wrapped as Arrow arrays without a copy; a block it does not vouch for, and
-    every block without it, goes through the Python block parser's records."""
+def _arrow_parts(blocks: Iterator[bytes], columns: str, subset, split, native: bool):
+    """One file's blocks parsed for Arrow, without ``pyarrow`` (so that its import can run
+    meanwhile): ``(parts, rows)``, each part ``(columns, indices, count)`` from the C parser
+    (UTF-8 data and int32 offsets per column, int64 indices) or a list of records from the
+    Python block parser, for a block the C parser does not vouch for and every block without
+    it. Raises :class:`Fallback` like :func:`parse_jsonl`."""
+    dpo = columns == "dpo"
+    parts: list = []
+    n = 0
+    first = 1  # 1-based number of the next complete line
+    for chunk in _chunks(blocks):
+        got = _jsonl.parse_block_arrow(chunk, first - 1, prompt_length, dpo) if native else None
+        if got is None:  # the Python block parser: records
+            lines = _lines(chunk)
+            pairs = _parse_lines(lines, first, subset, split)
+            first += len(lines)
+            if pairs:
+                parts.append(pairs)
+                n += len(pairs)
+            continue
+        cols, idx, count, n_lines = got
+        first += n_lines
+        parts.append((cols, idx, count))
+        n += count
+    if not n:
+        raise Fallback  # empty, or blank lines only: the reference names the problem
+    return parts, n
+
+
+def _parts_table(pa, parsed, columns: str, subset, split):
+    """The table of one file's :func:`_arrow_parts`: the C parser's buffers wrapped as Arrow
+    arrays without a copy, the Python parser's records as string arrays."""
+    parts, n = parsed
     dpo = columns == "dpo"
     strings: list[list] = [[] for _ in ARROW_COLUMNS[columns]]
     indices: list = []
-    n = 0
-    first = 1  # 1-based number of the next complete line
     string, int64, from_buffers, py_buffer = (
         pa.string(),
         pa.int64(),
         pa.Array.from_buffers,
         pa.py_buffer,
     )
-    for chunk in _chunks(blocks):
-        got = _jsonl.parse_block_arrow(chunk, first - 1, prompt_length, dpo) if native else None
-        if got is None:  # the Python block parser: records, then their strings
-            lines = _lines(chunk)
-            pairs = _parse_lines(lines, first, subset, split)
-            first += len(lines)
-            if not pairs:
-                continue
-            for out, col in zip(strings, _pairs_columns(pairs, dpo), strict=True):
+    for part in parts:
+        if isinstance(part, list):
+            for out, col in zip(strings, _pairs_columns(part, dpo), strict=True):
                 out.append(_str_array(pa, col))
-            indices.append(_int_array(pa, _indices(pairs)))
-            n += len(pairs)
+            indices.append(_int_array(pa, _indices(part)))
             continue
-        cols, idx, count, n_lines = got
-        first += n_lines
+        cols, idx, count = part
         for out, (data, offsets) in zip(strings, cols, strict=True):
             out.append(from_buffers(string, count, [None, py_buffer(offsets), py_buffer(data)]))
         indices.append(from_buffers(int64, count, [None, py_buffer(idx)]))
-        n += count
-    if not n:
-        raise Fallback  # empty, or blank lines only: the reference names the problem
     return _job_table(pa, columns, strings, indices, n, subset, split)
 
 
@@ -537,23 +561,36 @@ def load_files_arrow(
     no error and no skipped row, so reading files one after the other in order meets the
     same first error and reports the same rows in the same order.
     """
-    from .errors import require
+    from .errors import require, require_installed
 
-    pa = require("pyarrow", "hf", "load_arrow()")
+    require_installed("pyarrow", "hf", "load_arrow()")
     if columns not in ARROW_COLUMNS:
         raise ValueError(f"columns must be one of {sorted(ARROW_COLUMNS)}, not {columns!r}")
-    jobs = [(str(p), subset, split) for p, subset, split in jobs]
+    todo = [(str(p), subset, split) for p, subset, split in jobs]
 
     def fast(job: tuple[str, str | None, str | None]):
         path, subset, split = job
         try:
-            return _arrow_stream(pa, _read_blocks(path), columns, subset, split, NATIVE)
+            return _arrow_parts(_read_blocks(path), columns, subset, split, NATIVE)
         except _FALLBACK_ERRORS:
             return None  # decided below by the reference reader
 
-    out = _map_files(fast, jobs)
+    # the files are parsed in worker threads (one at least) while this thread imports
+    # pyarrow (a sixth of a whole load_arrow in a fresh process); the parse needs none of it
+    with ThreadPoolExecutor(threads(len(todo)), thread_name_prefix="hhrlhf-load") as pool:
+        futures = [pool.submit(fast, job) for job in todo]
+        try:
+            pa = require("pyarrow", "hf", "load_arrow()")
+            parsed = [f.result() for f in futures]
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+    out = [
+        None if got is None else _parts_table(pa, got, columns, subset, split)
+        for got, (_, subset, split) in zip(parsed, todo, strict=True)
+    ]
     # The reference reader, in file order, for every file the fast path did not accept.
-    for k, (path, subset, split) in enumerate(jobs):
+    for k, (path, subset, split) in enumerate(todo):
         if out[k] is None:
             pairs = list(read_pairs(path, subset=subset, split=split, lenient=lenient))
             out[k] = pairs_table(pairs, columns)
