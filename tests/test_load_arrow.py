@@ -487,3 +487,26 @@ def test_thread_count(monkeypatch):
     for value, want in (("1", 1), ("4", 4), ("0", 6), ("x", 6), (" 3 ", 3)):  # 0: the default
         monkeypatch.setenv("HH_RLHF_THREADS", value)
         assert fastload.threads(100) == want
+
+
+def test_threads_take_the_largest_files_first_and_answer_in_file_order(tmp_path):
+    """Upstream's order puts the largest file last, where one thread would read it alone
+    while the others wait: files are started largest first, results stay in file order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = []
+    for k, size in enumerate((10, 300, 20, 5000, 1)):
+        path = tmp_path / f"{k}.bin"
+        path.write_bytes(b"x" * size)
+        jobs.append((str(path), None, None))
+    jobs.append((str(tmp_path / "missing.bin"), None, None))  # no size: started last
+    started: list[int] = []
+
+    def work(job):
+        started.append(int(Path(job[0]).stem) if "missing" not in job[0] else -1)
+        return job[0]
+
+    with ThreadPoolExecutor(1) as pool:
+        results = [f.result() for f in fastload._submit_files(pool, work, jobs)]
+    assert started == [3, 1, 2, 0, 4, -1]
+    assert results == [job[0] for job in jobs]

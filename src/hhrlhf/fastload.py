@@ -54,7 +54,7 @@ import os
 from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import fields
 from itertools import accumulate, repeat
 from operator import itemgetter
@@ -362,7 +362,24 @@ def _map_files(fn, jobs: list) -> list:
     if n <= 1:
         return [fn(job) for job in jobs]
     with ThreadPoolExecutor(n, thread_name_prefix="hhrlhf-load") as pool:
-        return list(pool.map(fn, jobs))
+        return [f.result() for f in _submit_files(pool, fn, jobs)]
+
+
+def _submit_files(pool: ThreadPoolExecutor, fn, jobs: list) -> list:
+    """``fn`` of each job submitted largest file first, so that the threads finish together
+    (in upstream's order, the largest file comes last and one thread reads it alone); the
+    futures in the jobs' order, so results and the first error keep it."""
+
+    def size(k: int) -> int:
+        try:
+            return os.path.getsize(jobs[k][0])
+        except OSError:
+            return 0
+
+    futures: dict[int, Future] = {}
+    for k in sorted(range(len(jobs)), key=size, reverse=True):
+        futures[k] = pool.submit(fn, jobs[k])
+    return [futures[k] for k in range(len(jobs))]
 
 
 def load_files(
@@ -578,7 +595,7 @@ def load_files_arrow(
     # the files are parsed in worker threads (one at least) while this thread imports
     # pyarrow (a sixth of a whole load_arrow in a fresh process); the parse needs none of it
     with ThreadPoolExecutor(threads(len(todo)), thread_name_prefix="hhrlhf-load") as pool:
-        futures = [pool.submit(fast, job) for job in todo]
+        futures = _submit_files(pool, fast, todo)
         try:
             pa = require("pyarrow", "hf", "load_arrow()")
             parsed = [f.result() for f in futures]
