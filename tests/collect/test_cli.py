@@ -150,8 +150,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_serve_demo_prints_a_login_url_that_works(tmp_path):
-    port = _free_port()
+def _serve_demo(tmp_path, port: int) -> tuple[subprocess.Popen, str]:
+    """``hh serve --demo --port PORT`` on a fresh SQLite file; (the process, its --db)."""
     db = f"sqlite:///{tmp_path / 'serve.db'}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", str(port), "--db", db],
@@ -161,6 +161,12 @@ def test_serve_demo_prints_a_login_url_that_works(tmp_path):
         env={**os.environ, "PYTHONPATH": SRC},
         cwd=tmp_path,
     )
+    return proc, db
+
+
+def test_serve_demo_prints_a_login_url_that_works(tmp_path):
+    port = _free_port()
+    proc, db = _serve_demo(tmp_path, port)
     try:
         login = proc.stdout.readline().strip()
         assert login.startswith(f"log in: http://127.0.0.1:{port}/login?token="), login
@@ -192,15 +198,7 @@ def test_serve_demo_prints_a_login_url_that_works(tmp_path):
 
 
 def test_serve_on_port_0_prints_the_port_it_serves(tmp_path):
-    db = f"sqlite:///{tmp_path / 'serve.db'}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", "0", "--db", db],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": SRC},
-        cwd=tmp_path,
-    )
+    proc, _ = _serve_demo(tmp_path, 0)
     try:
         login = proc.stdout.readline().strip()
         served = proc.stdout.readline().strip()
