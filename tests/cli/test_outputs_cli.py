@@ -111,3 +111,33 @@ def test_force_replaces_a_folder_output_whole(tmp_path, name, made):
     assert result.exit_code == 0, result.output
     assert (out / made).is_file() and not (out / "stray.bin").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_run_that_kept_no_row_removes_only_what_it_wrote(tmp_path):
+    """fail_if_all_skipped takes back the outputs this run wrote or created, and leaves an
+    output it did not touch (a --force'd file the command never got to rewrite)."""
+    import click
+
+    from hhrlhf.cli.options import check_outputs, fail_if_all_skipped, note_rows_read
+    from hhrlhf.errors import NoDataError
+    from hhrlhf.reader import SkippedRow
+
+    kept = tmp_path / "kept.txt"
+    kept.write_text("an earlier run's output\n")
+    written, made = tmp_path / "written.txt", tmp_path / "made"
+
+    @click.command()
+    def writer():
+        check_outputs(True, kept=(kept, "file"), written=(written, "file"), made=(made, "dir"))
+        written.write_text("")
+        made.mkdir()
+        note_rows_read(0)
+        fail_if_all_skipped([SkippedRow(str(tmp_path / "in.jsonl"), 1, "not JSON")])
+
+    r = CliRunner().invoke(writer, [])
+    assert isinstance(r.exception, NoDataError)
+    assert "every row was skipped (1 of 1); removed what this run wrote" in str(r.exception)
+    assert str(written) in str(r.exception) and str(made) in str(r.exception)
+    assert str(kept) not in str(r.exception)
+    assert kept.read_text() == "an earlier run's output\n"
+    assert not written.exists() and not made.exists()

@@ -113,16 +113,24 @@ def check_outputs(force: bool, **outputs) -> None:
     """Check every output before the work starts: ``option=(path, "file"|"dir")``, the
     option named with underscores (``hf=(hf_dir, "dir")`` checks ``--hf``); None paths are
     skipped. Raises :class:`~hhrlhf.errors.OutputError` (one ``error:`` line, exit 1)."""
-    from pathlib import Path
-
     from ..outputs import check_writable
 
     ctx = click.get_current_context(silent=True)
     for name, (path, kind) in outputs.items():
         if path is not None:
-            check_writable(path, kind=kind, force=force, option="--" + name.replace("_", "-"))
+            target = check_writable(
+                path, kind=kind, force=force, option="--" + name.replace("_", "-")
+            )
             if ctx is not None:  # what a failed lenient run takes back (fail_if_all_skipped)
-                ctx.meta.setdefault(_OUTPUTS, []).append((Path(path), kind, Path(path).exists()))
+                ctx.meta.setdefault(_OUTPUTS, []).append((target, kind, _stamp(target)))
+
+
+def _stamp(path) -> int | None:
+    """``path``'s modification time in ns, or None where nothing is there."""
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def split_option(default=None, help="Split to use (train or test); default: all."):
@@ -173,7 +181,7 @@ def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None
 _ROWS_READ = "hhrlhf.rows_read"
 
 
-#: ``ctx.meta`` key: the outputs a command checked, as (path, kind, existed before)
+#: ``ctx.meta`` key: the outputs a command checked, as (path, kind, its stamp then)
 _OUTPUTS = "hhrlhf.outputs"
 
 
@@ -206,7 +214,8 @@ def report_skipped(skipped, *, lenient: bool = True) -> None:
 def fail_if_all_skipped(skipped) -> None:
     """A lenient run that skipped every row it read read nothing: one error, exit 1. What it
     wrote is removed (an empty export left behind would be read as data by the next step, and
-    a rerun would need --force): every output file, and every output folder it created."""
+    a rerun would need --force): every output file it wrote, and every output folder it
+    created; a file it left as it was stays."""
     if skipped and _rows_read() == 0:
         from ..errors import NoDataError
 
@@ -224,10 +233,10 @@ def _remove_outputs() -> list[str]:
 
     ctx = click.get_current_context(silent=True)
     removed: list[str] = []
-    for path, kind, existed in ctx.meta.get(_OUTPUTS, []) if ctx is not None else []:
-        if kind == "file" and path.is_file():
+    for path, kind, before in ctx.meta.get(_OUTPUTS, []) if ctx is not None else []:
+        if kind == "file" and path.is_file() and _stamp(path) != before:
             path.unlink()
-        elif kind == "dir" and not existed and path.is_dir():
+        elif kind == "dir" and before is None and path.is_dir():
             shutil.rmtree(path)
         else:
             continue
