@@ -3,9 +3,10 @@
 Usage::
 
     python bench/profile_collect.py [--annotators 1] [--turns 40] [--think 0] [--py-spy PATH]
+                                    [--postgres]
 
-Starts the server as bench_collect.py does (SQLite, one worker, so the sampled process is
-the whole server), runs the scripted annotators, samples the worker with ``py-spy record
+Starts the server as bench_collect.py does (SQLite, or a throwaway PostgreSQL server with
+``--postgres``; one worker, so the sampled process is the whole server), runs the scripted annotators, samples the worker with ``py-spy record
 --format raw --gil`` (only the thread holding the GIL: Python's own CPU; py-spy's idle
 detection counted threads waiting on a condition as busy in this container) and prints the frames holding the most samples,
 inclusive, in ms of CPU per turn. py-spy is not a dependency: install it anywhere
@@ -47,6 +48,7 @@ GROUPS = [
     ("SQLAlchemy engine + compile (all)", "sqlalchemy/engine"),
     ("SQLAlchemy sql compiler (all)", "sqlalchemy/sql/compiler"),
     ("sqlite3 execute/commit", "sqlite3"),
+    ("psycopg (all)", "psycopg/"),
     ("pydantic validation / serialisation", "pydantic"),
     ("FastAPI routing + dependencies", "fastapi/"),
     ("Starlette (middleware, responses)", "starlette/"),
@@ -64,15 +66,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--think", type=float, default=0.0)
     ap.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
     ap.add_argument("--rate", type=int, default=500, help="py-spy samples per second")
+    ap.add_argument("--postgres", action="store_true", help="a throwaway PostgreSQL server")
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="hh-profile-collect-"))
-    db = f"sqlite:///{tmp / 'bench.db'}"
+    pg = None
+    if args.postgres:
+        sys.path.insert(0, str(HERE.parent / "tests"))
+        from pgserver import PostgresServer
+
+        pg = PostgresServer(durable=True).start()
+    try:
+        return _profile(args, tmp, pg.new_database("profile") if pg else None)
+    finally:
+        if pg is not None:
+            pg.stop()
+
+
+def _profile(args, tmp: Path, db: str | None) -> int:
+    db = db or f"sqlite:///{tmp / 'bench.db'}"
     storage = Storage(db)
     storage.upgrade()
     tokens = [annotators.add_annotator(storage, f"p-{i}")[1] for i in range(args.annotators)]
     storage.dispose()
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src"), "HH_COLLECT_DB": db}
+    path = os.pathsep.join(filter(None, [str(HERE.parent / "src"), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "HH_COLLECT_DB": db}
     server = subprocess.Popen(
         [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", str(port), "--workers", "1"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -126,12 +144,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{turns} turns, {args.annotators} annotator(s), server CPU {per_turn:.1f} ms per turn "
         f"(/proc), {total} samples, load average {os.getloadavg()[0]:.1f}; errors {len(res['errors'])}"
     )
+    for e in res["errors"][:5]:
+        print(f"error: {e}")
     print("\n| where (inclusive; groups overlap) | share of samples | ms per turn |")
     print("|---|---:|---:|")
     for label, n in counts.most_common():
         print(f"| {label} | {100 * n / total:.0f}% | {per_turn * n / total:.1f} |")
     print("\nTop frames (inclusive):")
-    for frame, n in frames.most_common(60):
+    for frame, n in frames.most_common(int(os.environ.get("HH_PROFILE_FRAMES", "60"))):
         print(f"{100 * n / total:5.1f}%  {frame}")
     print("\nTop frames (self):")
     for frame, n in leaves.most_common(30):
