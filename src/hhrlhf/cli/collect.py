@@ -6,6 +6,7 @@ A thin layer over :mod:`hhrlhf.collect`; the web extra is imported only when a c
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
@@ -186,6 +187,7 @@ def serve(
     import uvicorn
 
     from ..collect.web.server import guarded_protocol
+    from ..collect.web.workers import balances, run_workers
 
     env = {"HH_COLLECT_DB": settings.db_url}
     if data:
@@ -207,18 +209,21 @@ def serve(
     os.environ.update(env)
     if not config_path:
         os.environ.pop("HH_COLLECT_CONFIG", None)
-    uvicorn.run(
-        "hhrlhf.collect.web.app:create_app_from_env",
+    options = dict(
+        app="hhrlhf.collect.web.app:create_app_from_env",
         factory=True,
         host=host,
         port=port,
-        workers=workers,
         log_level="warning",
         proxy_headers=False,  # the app reads the proxy headers itself (forwarded_allow_ips)
         http=guarded_protocol(),  # a deadline for headers, a cap on connections
         # Ctrl+C: open event streams (a stalled backend's) get this long, then are cut
         timeout_graceful_shutdown=SHUTDOWN_GRACE,
     )
+    if workers > 1 and balances():
+        # a listening socket per worker: the kernel spreads the connections over them
+        sys.exit(run_workers(workers, **options))
+    uvicorn.run(workers=workers, **options)
 
 
 #: seconds ``hh serve`` waits for open requests after Ctrl+C before it cuts them
