@@ -68,7 +68,12 @@ def _storage(db_url: str | None, *, migrate: bool = False):
     help="Port to listen on; 0: a free one, printed with the URL.",
 )
 @click.option(
-    "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Worker processes."
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Worker processes, one per core (on Linux each listens on its own socket on the port, "
+    "so connections spread evenly).",
 )
 @click.option(
     "--demo-delay",
