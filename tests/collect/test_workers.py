@@ -215,6 +215,29 @@ def test_a_dead_worker_is_replaced_and_sigterm_stops_them_all(tmp_path):
         assert not [pid for pid in now if Path(f"/proc/{pid}").exists()]
 
 
+def test_workers_stop_when_the_supervisor_is_killed_outright(tmp_path):
+    """SIGKILL of the parent alone (no chance to stop anyone): the workers end too, and the
+    port is free again, instead of orphans serving it."""
+    with serving(tmp_path, 2) as (proc, port):
+        workers = _workers(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while [pid for pid in workers if _alive(pid)]:
+            assert time.monotonic() < deadline, "the workers outlived their supervisor"
+            time.sleep(0.1)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))  # free: nothing listens any more
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has ended (its parent, init here, reaps it)
+
+
 def test_a_worker_that_cannot_start_stops_the_server():
     """A worker that fails before serving (an app that cannot load) would fail the same way
     on every restart: the supervisor stops with exit status 1 instead of looping."""

@@ -10,7 +10,8 @@ socket per worker the kernel hashes each new connection to one of them.
 
 Linux only (elsewhere ``SO_REUSEPORT`` does not balance, and :func:`balances` is false:
 ``hh serve`` then runs uvicorn's supervisor). The supervisor here replaces a worker that dies,
-stops when a worker cannot start, and on SIGINT/SIGTERM stops every worker and waits for it.
+stops when a worker cannot start, and on SIGINT, SIGTERM or SIGHUP stops every worker and waits
+for it; a worker whose supervisor is killed outright stops too.
 Before the workers start, the port is bound once without ``SO_REUSEPORT``: a port another
 program (or another ``hh serve``) holds is refused at once, never shared.
 """
@@ -18,6 +19,7 @@ program (or another ``hh serve``) holds is refused at once, never shared.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import socket
 import sys
@@ -66,8 +68,23 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _worker(options: dict[str, Any]) -> None:
+def _end_with_parent(parent: int) -> None:
+    """Have the kernel send this process SIGTERM when the supervisor dies (even by SIGKILL),
+    so no worker is left serving the port on its own (Linux's PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not glibc/musl: the supervisor's own stop still works
+        return
+    if os.getppid() != parent:  # it died before the call above
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _worker(options: dict[str, Any], parent: int) -> None:
     """One worker process: its own socket, then uvicorn's server on it."""
+    _end_with_parent(parent)
     import uvicorn
 
     config = uvicorn.Config(**options)
@@ -89,14 +106,15 @@ def run_workers(workers: int, **options: Any) -> int:
     stop = threading.Event()
 
     def start() -> Any:
-        process = spawn.Process(target=_worker, args=(options,), name="hh-serve-worker")
+        process = spawn.Process(target=_worker, args=(options, os.getpid()), name="hh-serve-worker")
         process.start()
         return process
 
     def on_signal(signum: int, frame: Any) -> None:
         stop.set()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, on_signal) for s in stopping}
     processes = [start() for _ in range(workers)]
     status = 0
     try:
