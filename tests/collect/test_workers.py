@@ -48,6 +48,14 @@ def _hh(*args: str, **kwargs) -> subprocess.Popen:
     )
 
 
+def _serve(db: Path, port: int, workers: int) -> subprocess.Popen:
+    """``hh serve --demo`` on ``port`` with ``workers`` workers and a SQLite file ``db``."""
+    return _hh(
+        "serve", "--demo", "--db", f"sqlite:///{db}", "--port", str(port),
+        "--workers", str(workers),
+    )  # fmt: skip
+
+
 def _workers(parent: int) -> list[int]:
     """The worker processes of ``parent`` (multiprocessing's spawned children)."""
     found = []
@@ -107,10 +115,7 @@ def _connections_per_worker(workers: list[int], port: int) -> dict[int, int]:
 @contextmanager
 def serving(tmp_path: Path, workers: int) -> Iterator[tuple[subprocess.Popen, int]]:
     port = _free_port()
-    proc = _hh(
-        "serve", "--demo", "--db", f"sqlite:///{tmp_path / 'w.db'}",
-        "--port", str(port), "--workers", str(workers),
-    )  # fmt: skip
+    proc = _serve(tmp_path / "w.db", port, workers)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -172,10 +177,7 @@ def test_a_port_in_use_is_refused_not_shared(tmp_path):
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        proc = _hh(
-            "serve", "--demo", "--db", f"sqlite:///{tmp_path / 'p.db'}",
-            "--port", str(port), "--workers", "2",
-        )  # fmt: skip
+        proc = _serve(tmp_path / "p.db", port, 2)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert f"error: cannot serve on 127.0.0.1:{port}: Address already in use" in err
@@ -184,10 +186,7 @@ def test_a_port_in_use_is_refused_not_shared(tmp_path):
 
 def test_a_second_server_on_the_same_port_is_refused(tmp_path):
     with serving(tmp_path, 2) as (_, port):
-        second = _hh(
-            "serve", "--demo", "--db", f"sqlite:///{tmp_path / 'second.db'}",
-            "--port", str(port), "--workers", "2",
-        )  # fmt: skip
+        second = _serve(tmp_path / "second.db", port, 2)
         _, err = second.communicate(timeout=60)
         assert second.returncode == 1, err
         assert "Address already in use" in err
