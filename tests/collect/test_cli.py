@@ -6,13 +6,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 from click.testing import CliRunner
 from logins import login_form
+from serving import wait_until_serving
 
 from hhrlhf.cli import cli
 
@@ -171,15 +171,7 @@ def test_serve_demo_prints_a_login_url_that_works(tmp_path):
         login = proc.stdout.readline().strip()
         assert login.startswith(f"log in: http://127.0.0.1:{port}/login?token="), login
         url = login.split(" ", 2)[2]
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v1/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
-            time.sleep(0.1)
+        wait_until_serving(proc, f"http://127.0.0.1:{port}", timeout=30, log=proc.stderr.read)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
             r = c.get(url.replace(f"http://127.0.0.1:{port}", ""))
             assert r.status_code == 200 and "hh_session" not in r.cookies  # a page, no session

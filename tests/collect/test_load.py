@@ -27,6 +27,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+from serving import wait_until_serving
 from sqlalchemy import text
 
 from hhrlhf.collect.services import annotators
@@ -57,19 +58,8 @@ def serve(db_url: str, tmp_path: Path, config: Path, *, workers: int = 2):
     log = open(log_path, "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(cmd, env=_env(), stdout=log, stderr=log, start_new_session=True)
     proc.base = f"http://127.0.0.1:{port}"
-    t0 = time.monotonic()
     try:
-        deadline = t0 + 60
-        while True:
-            try:
-                if httpx.get(proc.base + "/api/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "server did not start in 60 s"
-            time.sleep(0.1)
-        proc.started_in = time.monotonic() - t0
+        proc.started_in = wait_until_serving(proc, proc.base, log=log_path.read_text)
         yield proc
     finally:
         if proc.poll() is None:

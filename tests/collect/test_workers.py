@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
+from serving import wait_until_serving
 
 from hhrlhf.collect.web.workers import balances
 
@@ -117,17 +117,12 @@ def serving(tmp_path: Path, workers: int) -> Iterator[tuple[subprocess.Popen, in
     port = _free_port()
     proc = _serve(tmp_path / "w.db", port, workers)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=2).is_success:
-                    if len(_listening(_workers(proc.pid), port)) == workers:
-                        break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "server did not start in 60 s"
-            time.sleep(0.1)
+        wait_until_serving(
+            proc,
+            f"http://127.0.0.1:{port}",
+            also=lambda: len(_listening(_workers(proc.pid), port)) == workers,
+            log=lambda: str(proc.communicate()),
+        )
         yield proc, port
     finally:
         if proc.poll() is None:
