@@ -205,7 +205,7 @@ def test_a_dead_worker_is_replaced_and_sigterm_stops_them_all(tmp_path):
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
-        assert f"warning: worker {first[0]} ended" in err
+        assert f"warning: worker {first[0]} ended (killed by SIGKILL); starting another" in err
         assert not [pid for pid in now if Path(f"/proc/{pid}").exists()]
 
 

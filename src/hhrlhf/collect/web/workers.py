@@ -132,9 +132,14 @@ def run_workers(workers: int, **options: Any) -> int:
                     status = 1
                     stop.set()
                     break
+                code = process.exitcode
+                why = (
+                    f"killed by {signal.Signals(-code).name}"
+                    if code is not None and code < 0
+                    else f"exit status {code}"
+                )
                 print(
-                    f"warning: worker {process.pid} ended (exit status {process.exitcode}); "
-                    "starting another",
+                    f"warning: worker {process.pid} ended ({why}); starting another",
                     file=sys.stderr,
                 )
                 processes[i] = start()
