@@ -99,6 +99,13 @@ def _note(out: dict, r: httpx.Response) -> None:
         out["statements"] = out.get("statements", 0) + n
 
 
+def server_env(db: str) -> dict[str, str]:
+    """The environment for ``hh serve`` on database ``db``: this checkout's src first on
+    PYTHONPATH (what is already there kept after it)."""
+    path = os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "HH_COLLECT_DB": db}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -401,8 +408,7 @@ def _describe(db: str, pg) -> str:
 
 def _run(args, tmp: Path, pg, load_before) -> int:
     db = args.db or (pg.new_database("bench") if pg else f"sqlite:///{tmp / 'bench.db'}")
-    path = os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path, "HH_COLLECT_DB": db}
+    env = server_env(db)
     sys.path.insert(0, str(SRC))
     from hhrlhf.collect.db import Storage
 

@@ -3,10 +3,11 @@
 Usage::
 
     python bench/profile_collect.py [--annotators 1] [--turns 40] [--think 0] [--py-spy PATH]
-                                    [--postgres]
+                                    [--postgres] [--frames 60]
 
 Starts the server as bench_collect.py does (SQLite, or a throwaway PostgreSQL server with
-``--postgres``; one worker, so the sampled process is the whole server), runs the scripted annotators, samples the worker with ``py-spy record
+``--postgres``; one worker, so the sampled process is the whole server), runs the scripted
+annotators, samples the worker with ``py-spy record
 --format raw --gil`` (only the thread holding the GIL: Python's own CPU; py-spy's idle
 detection counted threads waiting on a condition as busy in this container) and prints the frames holding the most samples,
 inclusive, in ms of CPU per turn. py-spy is not a dependency: install it anywhere
@@ -33,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from bench_collect import free_port, group_cpu_seconds, run_clients  # noqa: E402
+from bench_collect import free_port, group_cpu_seconds, run_clients, server_env  # noqa: E402
 from hhrlhf.collect.db import Storage  # noqa: E402
 from hhrlhf.collect.services import annotators  # noqa: E402
 
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
     ap.add_argument("--rate", type=int, default=500, help="py-spy samples per second")
     ap.add_argument("--postgres", action="store_true", help="a throwaway PostgreSQL server")
+    ap.add_argument("--frames", type=int, default=60, help="inclusive frames to print")
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="hh-profile-collect-"))
     pg = None
@@ -89,8 +91,7 @@ def _profile(args, tmp: Path, db: str | None) -> int:
     tokens = [annotators.add_annotator(storage, f"p-{i}")[1] for i in range(args.annotators)]
     storage.dispose()
     port = free_port()
-    path = os.pathsep.join(filter(None, [str(HERE.parent / "src"), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path, "HH_COLLECT_DB": db}
+    env = server_env(db)
     server = subprocess.Popen(
         [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", str(port), "--workers", "1"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -151,7 +152,7 @@ def _profile(args, tmp: Path, db: str | None) -> int:
     for label, n in counts.most_common():
         print(f"| {label} | {100 * n / total:.0f}% | {per_turn * n / total:.1f} |")
     print("\nTop frames (inclusive):")
-    for frame, n in frames.most_common(int(os.environ.get("HH_PROFILE_FRAMES", "60"))):
+    for frame, n in frames.most_common(args.frames):
         print(f"{100 * n / total:5.1f}%  {frame}")
     print("\nTop frames (self):")
     for frame, n in leaves.most_common(30):

@@ -22,17 +22,11 @@ from pathlib import Path
 import pytest
 from serving import wait_until_serving
 
-from hhrlhf.collect.web.workers import balances
+from hhrlhf.collect.web.workers import balances, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not balances(), reason="per-worker sockets are Linux only")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _hh(*args: str, **kwargs) -> subprocess.Popen:
@@ -114,7 +108,7 @@ def _connections_per_worker(workers: list[int], port: int) -> dict[int, int]:
 
 @contextmanager
 def serving(tmp_path: Path, workers: int) -> Iterator[tuple[subprocess.Popen, int]]:
-    port = _free_port()
+    port = free_port("127.0.0.1")
     proc = _serve(tmp_path / "w.db", port, workers)
     try:
         wait_until_serving(
@@ -238,7 +232,7 @@ def test_a_worker_that_cannot_start_stops_the_server():
     code = (
         "import sys; from hhrlhf.collect.web.workers import run_workers; "
         f"sys.exit(run_workers(2, app='hhrlhf_no_such_module:app', host='127.0.0.1', "
-        f"port={_free_port()}, log_level='critical'))"
+        f"port={free_port('127.0.0.1')}, log_level='critical'))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],

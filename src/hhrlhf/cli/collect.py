@@ -164,7 +164,9 @@ def serve(
         click.echo(f"data: {len(files)} files to browse at /data", err=True)
     storage = _storage(settings.db_url, migrate=True)
     if port == 0:  # the URL printed must be the one served
-        port = _free_port(host)
+        from ..collect.web.workers import free_port
+
+        port = free_port(host)
     base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     click.echo(f"database: {settings.db_url} (migrated to {storage.revision()})", err=True)
     if not settings.db_url.startswith("sqlite"):
@@ -233,16 +235,6 @@ def serve(
 
 #: seconds ``hh serve`` waits for open requests after Ctrl+C before it cuts them
 SHUTDOWN_GRACE = 1.0
-
-
-def _free_port(host: str) -> int:
-    """A port that is free on ``host`` now (the operating system's pick)."""
-    import socket
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _check_backends(settings) -> None:

@@ -27,12 +27,12 @@ import threading
 import time
 from typing import Any
 
+from uvicorn.config import STARTUP_FAILURE  # a worker that could not start exits with it
+
 from ...errors import HHError
 
-__all__ = ["balances", "run_workers"]
+__all__ = ["balances", "free_port", "run_workers"]
 
-#: uvicorn's exit status for a worker that could not start (uvicorn.config.STARTUP_FAILURE)
-STARTUP_FAILURE = 3
 #: seconds a stopping worker gets after SIGTERM (its open requests' grace included) before SIGKILL
 STOP_WAIT = 15.0
 
@@ -44,6 +44,13 @@ def balances() -> bool:
 
 def _family(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def free_port(host: str) -> int:
+    """A port that is free on ``host`` now (the operating system's pick)."""
+    with socket.socket(_family(host), socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
 
 
 def check_port(host: str, port: int) -> None:
@@ -98,7 +105,7 @@ def _worker(options: dict[str, Any], parent: int) -> None:
 
 def run_workers(workers: int, **options: Any) -> int:
     """Serve uvicorn ``options`` (``uvicorn.Config``'s keywords: app, host, port...) from
-    ``workers`` processes until SIGINT or SIGTERM; the exit status (0, or 1 when a worker could
+    ``workers`` processes until SIGINT, SIGTERM or SIGHUP; the exit status (0, or 1 when a worker could
     not start)."""
     host, port = options["host"], options["port"]
     check_port(host, port)
