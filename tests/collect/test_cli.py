@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -100,6 +101,19 @@ def test_export_errors_are_one_line(db_url, tmp_path, storage):
 def test_serve_needs_config_or_demo():
     r = CliRunner().invoke(cli, ["serve"])
     assert r.exit_code == 2 and "--config FILE or --demo" in r.output
+
+
+def test_serve_stops_waiting_for_its_app_once_the_server_has_returned(tmp_path, monkeypatch):
+    # the thread that prints the login line when the app answers must not poll a server
+    # that is gone (it did, forever, in every in-process serve)
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: None)
+    before = {t for t in threading.enumerate() if t.name == "hh-serve-ready"}
+    r = CliRunner().invoke(cli, ["serve", "--demo", "--db", f"sqlite:///{tmp_path / 'x.db'}"])
+    assert r.exit_code == 0, r.output
+    started = [t for t in threading.enumerate() if t.name == "hh-serve-ready" and t not in before]
+    for thread in started:
+        thread.join(timeout=5)
+    assert not [t for t in started if t.is_alive()]
 
 
 def test_bad_config_is_one_line(tmp_path):

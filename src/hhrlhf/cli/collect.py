@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import click
 
@@ -190,7 +191,7 @@ def serve(
         ready.append(f"log in: {base}/login?token={token}")
     ready.append(f"serving on {base}/ (Ctrl+C to stop)")
     storage.dispose()
-    _announce_when_ready(host, port, ready)
+    announcing = _announce_when_ready(host, port, ready)
     import uvicorn
 
     from ..collect.web.server import guarded_protocol
@@ -227,10 +228,13 @@ def serve(
         # Ctrl+C: open event streams (a stalled backend's) get this long, then are cut
         timeout_graceful_shutdown=SHUTDOWN_GRACE,
     )
-    if workers > 1 and balances():
-        # a listening socket per worker: the kernel spreads the connections over them
-        sys.exit(run_workers(workers, **options))
-    uvicorn.run(workers=workers, **options)
+    try:
+        if workers > 1 and balances():
+            # a listening socket per worker: the kernel spreads the connections over them
+            sys.exit(run_workers(workers, **options))
+        uvicorn.run(workers=workers, **options)
+    finally:  # a server that never answered: stop asking
+        announcing.set()
 
 
 #: seconds ``hh serve`` waits for open requests after Ctrl+C before it cuts them
@@ -250,17 +254,17 @@ def _check_backends(settings) -> None:
             click.echo(f"warning: backend {health.name}: {health.problem}", err=True)
 
 
-def _announce_when_ready(host: str, port: int, lines: list[str]) -> None:
+def _announce_when_ready(host: str, port: int, lines: list[str]) -> threading.Event:
     """Print ``lines`` once the app answers on ``host:port`` (the data index is built, the
-    workers are up), from a thread that polls its health route."""
+    workers are up), from a thread that polls its health route until it answers or the
+    returned event is set (the server has stopped)."""
     import http.client
-    import threading
-    import time
 
+    stop = threading.Event()
     target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
 
     def poll() -> None:
-        while True:
+        while not stop.is_set():
             try:
                 conn = http.client.HTTPConnection(target, port, timeout=2)
                 conn.request("GET", "/api/v1/health")
@@ -272,9 +276,10 @@ def _announce_when_ready(host: str, port: int, lines: list[str]) -> None:
                 for line in lines:
                     click.echo(line)
                 return
-            time.sleep(0.05)
+            stop.wait(0.05)
 
     threading.Thread(target=poll, name="hh-serve-ready", daemon=True).start()
+    return stop
 
 
 @click.group()
