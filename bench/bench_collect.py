@@ -3,8 +3,8 @@
 Usage::
 
     python bench/bench_collect.py [--annotators 50] [--turns 10] [--workers 2] [--think 1]
-                                  [--db URL | --postgres] [--demo-delay 0] [--append]
-                                  [--client loopback|httpx]
+                                  [--db URL | --postgres [--no-fsync] [--prepare-threshold N|none]]
+                                  [--demo-delay 0] [--append] [--client loopback|httpx]
                                   [--out bench/RESULTS-collect.md]
 
 Starts ``hh serve --demo --workers N`` in a subprocess on a free loopback port (SQLite by
@@ -373,8 +373,17 @@ def main(argv=None) -> int:
         help="with --postgres: the server without fsync (a commit then waits for no disk "
         "flush: separates a slow disk's flush time from the app's own)",
     )
+    ap.add_argument(
+        "--prepare-threshold",
+        default=None,
+        metavar="N|none",
+        help="with --postgres: the URL's ?prepare_threshold= (psycopg's server-side prepared "
+        "statements; default: the app's, prepared from a statement's fifth run on a connection)",
+    )
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS-collect.md")
     args = ap.parse_args(argv)
+    if args.prepare_threshold is not None and not args.postgres:
+        ap.error("--prepare-threshold needs --postgres")
 
     load_before = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="hh-bench-collect-"))
@@ -408,21 +417,29 @@ def _describe(db: str, pg) -> str:
 
 def _run(args, tmp: Path, pg, load_before) -> int:
     db = args.db or (pg.new_database("bench") if pg else f"sqlite:///{tmp / 'bench.db'}")
+    if pg is not None and args.prepare_threshold is not None:
+        db += f"&prepare_threshold={args.prepare_threshold}"
     env = server_env(db)
     sys.path.insert(0, str(SRC))
     from hhrlhf.collect.db import Storage
 
     storage = Storage(db)
     storage.upgrade()
-    tokens = [annotators.add_annotator(storage, f"bench-{i}")[1] for i in range(args.annotators)]
-    admin = annotators.add_annotator(storage, "bench-admin", role="admin")[1]
+    run = uuid.uuid4().hex[:6]  # a --db given twice gets new annotators each run
+    tokens = [
+        annotators.add_annotator(storage, f"bench-{run}-{i}")[1] for i in range(args.annotators)
+    ]
+    admin = annotators.add_annotator(storage, f"bench-{run}-admin", role="admin")[1]
     storage.dispose()
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", str(port),
-         "--workers", str(args.workers), "--demo-delay", str(args.demo_delay)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+    # the server's output goes to a file: a pipe nobody reads would stall a server that logs
+    server_log = tmp / "server.log"
+    with server_log.open("w") as log_file:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", str(port),
+             "--workers", str(args.workers), "--demo-delay", str(args.demo_delay)],
+            env=env, stdout=log_file, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -433,10 +450,7 @@ def _run(args, tmp: Path, pg, load_before) -> int:
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit(
-                    "server did not start: "
-                    + (server.stderr.read() if server.poll() is not None else "")
-                )
+                raise SystemExit("server did not start: " + server_log.read_text()[-4000:])
             time.sleep(0.1)
         # warm-up: one conversation (imports, the demo index, the first connections)
         asyncio.run(run_clients(base, tokens[:1], 1))
@@ -482,6 +496,7 @@ def _run(args, tmp: Path, pg, load_before) -> int:
         f"--workers {args.workers} --demo-delay {args.demo_delay:g} --think {args.think:g}"
         + (" --postgres" if pg else "" if args.db is None else " --db (given)")
         + (" --no-fsync" if pg and not pg.durable else "")
+        + (f" --prepare-threshold {args.prepare_threshold}" if args.prepare_threshold else "")
         + ("" if args.client == "loopback" else f" --client {args.client}")
         + "`",
         "",
@@ -496,6 +511,9 @@ def _run(args, tmp: Path, pg, load_before) -> int:
         "|---|---:|---:|---:|---:|",
     ]
     for name, values in rows:
+        if not values:  # every such request failed: the errors below say why
+            lines.append(f"| {name} | 0 | - | - | - |")
+            continue
         lines.append(
             f"| {name} | {len(values)} | {ms(statistics.median(values))} | {ms(pct(values, 99))} | {ms(max(values))} |"
         )
@@ -529,6 +547,9 @@ def _run(args, tmp: Path, pg, load_before) -> int:
     ]
     if res["errors"]:
         lines += ["", "Errors (first 5):", *[f"- {e}" for e in res["errors"][:5]]]
+        logged = server_log.read_text(errors="replace").splitlines()
+        if logged:
+            lines += ["", "The server's last log lines:", *[f"    {x}" for x in logged[-5:]]]
     text = "\n".join(lines) + "\n"
     if args.append and args.out.exists():
         text = args.out.read_text() + "\n" + text

@@ -44,6 +44,8 @@ def test_named_config_keys_exist():
     # nginx's own settings
     named -= {"client_header_timeout", "client_body_timeout", "limit_conn"}
     named -= {"proxy_request_buffering"}
+    # PgBouncer's own settings, psycopg's URL parameter
+    named -= {"max_prepared_statements", "prepare_threshold"}
     assert {"lease_seconds", "rate_login_per_minute", "max_body_bytes", "api_key_env"} <= named
     assert named <= keys, named - keys
 

@@ -2,11 +2,13 @@
 connections than the pooler's server connections, every choice stored once, the export whole.
 
 Transaction pooling hands each transaction whichever server connection is free, so a client
-that keeps session state or server-side prepared statements breaks under it; the app keeps
-neither (its engine turns psycopg's automatic prepared statements off)."""
+that keeps session state or server-side prepared statements breaks under it. The app keeps no
+session state; its prepared statements (psycopg's, on by default) are turned off by
+``?prepare_threshold=none`` in the URL, and without it the failure names that fix."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -45,7 +47,7 @@ def test_the_app_through_pgbouncer_in_transaction_mode(bouncer, postgres_server,
     from hhrlhf.collect.web.app import create_app
 
     name = make_url(postgres_server.new_database()).database
-    url = bouncer.url(name)
+    url = bouncer.url(name) + "&prepare_threshold=none"
     storage = Storage(url, connections=ANNOTATORS + 2)
     storage.upgrade()  # the migrations run through the pooler too
     tokens = [annotators.add_annotator(storage, f"a{i}")[1] for i in range(ANNOTATORS)]
@@ -111,3 +113,35 @@ def test_the_app_through_pgbouncer_in_transaction_mode(bouncer, postgres_server,
         f"{TURNS} turns through up to {seen['client']} client connections in {elapsed:.1f} s, "
         f"0 errors, {ANNOTATORS * TURNS} choices stored once"
     )
+
+
+def test_prepared_statements_through_the_pooler_fail_with_the_fix_named(postgres_server):
+    """Without ``?prepare_threshold=none``, a client connection's statement prepared on one
+    server connection is not there when the pooler gives its next transaction another one:
+    the error a client is given says what to add to the URL."""
+    from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+
+    from hhrlhf.collect.db.errors import DATABASE_ERRORS, as_unavailable, pooler_trouble
+    from pgbouncer import PgBouncer
+
+    name = make_url(postgres_server.new_database()).database
+    pooler = PgBouncer(postgres_server, pool_size=2).start()
+    try:
+        storage = Storage(pooler.url(name) + "&prepare_threshold=0")  # prepare at once
+        first, second = storage.engine.connect(), storage.engine.connect()
+        try:
+            first.execute(text("SELECT 1")).scalar()  # prepared on server connection 1
+            first.commit()
+            second.execute(text("SELECT 2")).scalar()  # its open transaction holds 1
+            with pytest.raises(DATABASE_ERRORS) as info:  # on server connection 2
+                first.execute(text("SELECT 1")).scalar()
+        finally:
+            for conn in (first, second):
+                with contextlib.suppress(*DATABASE_ERRORS):
+                    conn.close()
+            storage.dispose()
+    finally:
+        pooler.stop()
+    assert pooler_trouble(info.value)
+    assert "add ?prepare_threshold=none to the --db URL" in str(as_unavailable(info.value))

@@ -86,6 +86,39 @@ def test_postgres_commits_bookkeeping_without_waiting_for_its_flush(storage):
         assert s.execute(show).scalar() == "on"
 
 
+def _prepared_after(url: str, runs: int) -> int:
+    """Server-side prepared statements of a connection after it ran one query ``runs`` times."""
+    st = Storage(url)
+    try:
+        with st.read() as s:
+            for _ in range(runs):
+                s.execute(text("SELECT count(*) FROM annotators")).scalar()
+            return s.execute(text("SELECT count(*) FROM pg_prepared_statements")).scalar_one()
+    finally:
+        st.dispose()
+
+
+def test_postgres_prepares_a_repeated_statement_unless_the_url_says_none(
+    postgres_server, _migrated_postgres
+):
+    """psycopg's prepared statements are on (PostgreSQL then parses and plans a statement once
+    per connection); ``?prepare_threshold=none`` turns them off for a pooler in transaction
+    mode, and the parameter is not handed on to libpq (which would refuse it)."""
+    url = postgres_server.new_database(template=_migrated_postgres)
+    assert _prepared_after(url, 4) == 0  # psycopg's threshold: prepared from the fifth run
+    assert _prepared_after(url, 6) == 1
+    assert _prepared_after(url + "&prepare_threshold=none", 20) == 0
+    # every statement at once: the counted one and the count of pg_prepared_statements
+    assert _prepared_after(url + "&prepare_threshold=0", 1) == 2
+    for bad, problem in (
+        ("-1", "is not a number of runs"),
+        ("soon", "is not a number of runs"),
+        ("1&prepare_threshold=2", "more than once"),
+    ):
+        with pytest.raises(HHError, match=problem):
+            Storage(f"{url}&prepare_threshold={bad}")
+
+
 def test_the_sync_level_is_set_only_when_it_changes(sqlite_only, storage):
     """Two durable writes in a row send no PRAGMA for the second (one statement fewer per
     transaction); a switch to bookkeeping and back sends it each time."""

@@ -33,7 +33,8 @@ def db_option(f):
         "db_url",
         default=None,
         metavar="URL",
-        help="Database URL (sqlite:///path.db, postgresql+psycopg://...); "
+        help="Database URL (sqlite:///path.db, postgresql+psycopg://...; behind PgBouncer "
+        "in transaction mode add ?prepare_threshold=none); "
         "default: $HH_COLLECT_DB, else sqlite:///hh-collect.db.",
     )(f)
 

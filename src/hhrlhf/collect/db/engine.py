@@ -19,6 +19,7 @@ from ...errors import HHError
 
 __all__ = [
     "make_engine",
+    "prepare_threshold",
     "pool_sizes",
     "worker_connections",
     "is_sqlite",
@@ -189,6 +190,36 @@ def worker_connections(db_connections: int, workers: int) -> int:
     return max(2, db_connections // max(1, workers))
 
 
+#: the ``--db`` URL's query parameter (psycopg's name) for server-side prepared statements
+PREPARE_PARAM = "prepare_threshold"
+#: psycopg's default: a statement run this many times on a connection is prepared on the
+#: server, which then parses and plans it once per connection (about 40% of PostgreSQL's
+#: CPU per turn saved: bench/RESULTS-collect.md)
+PREPARE_THRESHOLD = 5
+
+
+def prepare_threshold(url: str, value: str | tuple[str, ...] | None) -> int | None:
+    """``?prepare_threshold=`` of a PostgreSQL URL: ``none`` turns prepared statements off
+    (needed behind a transaction-mode pooler that cannot carry them: PgBouncer before 1.21,
+    or later without ``max_prepared_statements``); a number is how many runs of a statement
+    come before it is prepared; absent, :data:`PREPARE_THRESHOLD`."""
+    if value is None:
+        return PREPARE_THRESHOLD
+    if isinstance(value, tuple):
+        raise HHError(f"--db {url}: {PREPARE_PARAM} is given more than once")
+    if value.strip().lower() in ("none", "off"):
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise HHError(
+            f"--db {url}: {PREPARE_PARAM}={value!r} is not a number of runs (0 or more) or none"
+        )
+    return number
+
+
 def make_engine(url: str, *, writer: bool = True, connections: int | None = None) -> Engine:
     """A SQLAlchemy engine for ``url`` (``sqlite:///path.db`` or ``postgresql+psycopg://...``).
 
@@ -223,14 +254,13 @@ def make_engine(url: str, *, writer: bool = True, connections: int | None = None
 
         require("psycopg", "postgres", "a PostgreSQL database")
         keep, extra = (POOL_SIZE, MAX_OVERFLOW) if connections is None else pool_sizes(connections)
+        threshold = prepare_threshold(url, parsed.query.get(PREPARE_PARAM))
         return create_engine(
-            parsed,
+            parsed.difference_update_query([PREPARE_PARAM]),
             pool_pre_ping=True,
             pool_size=keep,
             max_overflow=extra,
             pool_timeout=POOL_TIMEOUT,
-            # no server-side prepared statements: a pooler in transaction mode (PgBouncer)
-            # hands each transaction any server connection, where they would not exist
-            connect_args={"prepare_threshold": None},
+            connect_args={"prepare_threshold": threshold},
         )
     raise HHError(f"--db {url}: only sqlite:/// and postgresql+psycopg:// URLs are supported")

@@ -9,10 +9,27 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from ...errors import Unavailable
 
-__all__ = ["DATABASE_ERRORS", "as_unavailable"]
+__all__ = ["DATABASE_ERRORS", "as_unavailable", "pooler_trouble"]
 
 #: what a database failure is raised as by the driver and the pool
 DATABASE_ERRORS: tuple[type[Exception], ...] = (DBAPIError, PoolTimeout)
+
+
+#: SQLSTATEs of a server-side prepared statement that is not where psycopg left it: a
+#: transaction-mode pooler handed the transaction another server connection
+#: (invalid_sql_statement_name, duplicate_prepared_statement)
+_LOST_PREPARED = ("26000", "42P05")
+
+POOLER_HINT = (
+    "a pooler in transaction mode does not carry prepared statements from one server "
+    "connection to the next: add ?prepare_threshold=none to the --db URL "
+    "(docs/deploy.md, PgBouncer)"
+)
+
+
+def pooler_trouble(exc: Exception) -> bool:
+    """Whether ``exc`` is PostgreSQL missing (or already holding) a prepared statement."""
+    return getattr(getattr(exc, "orig", None), "sqlstate", None) in _LOST_PREPARED
 
 
 def as_unavailable(exc: Exception) -> Unavailable:
@@ -25,6 +42,8 @@ def as_unavailable(exc: Exception) -> Unavailable:
         )
     orig = getattr(exc, "orig", None)
     detail = str(orig).splitlines()[0] if orig is not None else type(exc).__name__
+    if pooler_trouble(exc):
+        detail = f"{detail}; {POOLER_HINT}"
     return Unavailable(
         f"the database could not store this ({detail}); nothing was saved, try again"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import logging
 import os
 import time
 from contextlib import asynccontextmanager
@@ -23,7 +24,7 @@ from ..browse import DataIndex
 from ..config import Settings, demo_settings, load_config
 from ..db import Storage
 from ..db.engine import count_statements, worker_connections
-from ..db.errors import DATABASE_ERRORS, as_unavailable
+from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_trouble
 from ..generation.runner import Generator
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .api import new_rng
@@ -33,6 +34,8 @@ from .errors import retry_after_of, status_of
 from .login import login_router
 from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
+
+log = logging.getLogger("hhrlhf.collect.database")
 
 __all__ = ["create_app", "create_app_from_env", "settle_heap", "SECURITY_HEADERS"]
 
@@ -180,6 +183,8 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         return JSONResponse({"error": str(exc)}, status_code=status_of(exc), headers=headers)
 
     async def database_error(request: Request, exc: Exception):
+        if pooler_trouble(exc):  # the operator's to fix: say so where they look
+            log.error("%s %s: %s", request.method, request.url.path, POOLER_HINT)
         return await hh_error(request, as_unavailable(exc))
 
     for db_error in DATABASE_ERRORS:
