@@ -294,3 +294,37 @@ def test_a_turn_created_with_a_lease_is_generating_and_held(storage):
     assert leases.turn_state(storage, turn["id"])["status"] == "generating"
     results = {s: dict(text=f"more {s}", raw_text=f"more {s}") for s in "ab"}
     assert leases.finish_generation(storage, turn["id"], "w1", results) == "ready"
+
+
+def test_finishing_a_retry_of_one_response_counts_the_others_stored_status(storage):
+    """A turn generated whole is finished without reading its candidates back (both statuses
+    are the results'); a retry of one failed response reads the other's stored status."""
+    from hhrlhf.collect.db.engine import count_statements
+
+    who, _ = annotators.add_annotator(storage, "alice")
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    assert leases.acquire_lease(storage, tid, "w1", 60) is not None
+    both = {
+        "a": dict(text="fine a", raw_text="fine a"),
+        "b": dict(text=None, raw_text=None, error="the model failed"),
+    }
+    with count_statements() as whole:
+        assert leases.finish_generation(storage, tid, "w1", both) == "failed"
+    for owner, b, status in (
+        ("w2", dict(text=None, raw_text=None, error="failed again"), "failed"),
+        ("w3", {}, "ready"),
+    ):
+        # the retry regenerates b only: it is ready only with a's stored "ready"
+        assert conversations.retry_turn(storage, who, tid) == "pending"
+        got = leases.acquire_lease(storage, tid, owner, 60)
+        assert got is not None and [p.slot for p in got[1]] == ["b"]
+        with count_statements() as retry:
+            answer = b or dict(text="fine b", raw_text="fine b")
+            assert leases.finish_generation(storage, tid, owner, {"b": answer}) == status
+        assert retry[0] == whole[0] + 1  # the one read of the stored statuses
+    state = leases.turn_state(storage, tid)
+    assert [(c["slot"], c["status"]) for c in state["candidates"]] == [
+        ("a", "ready"),
+        ("b", "ready"),
+    ]

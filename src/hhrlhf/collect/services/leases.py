@@ -11,6 +11,7 @@ from sqlalchemy import bindparam, func, or_, select, update
 from ..db import Storage
 from ..db.models import Candidate, Turn
 from ..domain import (
+    SLOTS,
     PendingCandidate,
     Prompt,
     aware,
@@ -109,13 +110,16 @@ def finish_generation(
 
     ``results`` maps a slot to :meth:`save_candidate`'s keyword arguments. Returns the turn's
     new status (ready or failed), or None if the lease was lost meanwhile (nothing stored).
-    Plain statements (no ORM objects: this runs once per turn): the candidates' statuses, the
-    turn's release guarded by the lease (nothing is written if another owner took it), and
-    one UPDATE per candidate.
+    Plain statements (no ORM objects: this runs once per turn): the candidates' statuses (read
+    only when ``results`` leaves one out), the turn's release guarded by the lease (nothing is
+    written if another owner took it), and one UPDATE per candidate.
     """
     with storage.write(durable=False) as s:
         conn = s.connection()  # plain statements, not the ORM's (no objects to synchronise)
-        statuses = dict(conn.execute(_candidate_statuses, {"tid": turn_id}).all())
+        if set(results) >= set(SLOTS):  # both generated now: no earlier status counts
+            statuses = dict.fromkeys(SLOTS, "pending")
+        else:  # a retry of one: the other's stored status counts
+            statuses = dict(conn.execute(_candidate_statuses, {"tid": turn_id}).all())
         for slot, fields in results.items():
             if slot in statuses:
                 statuses[slot] = "failed" if fields.get("error") else "ready"
