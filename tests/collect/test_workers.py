@@ -107,14 +107,19 @@ def _connections_per_worker(workers: list[int], port: int) -> dict[int, int]:
 
 
 @contextmanager
-def serving(tmp_path: Path, workers: int) -> Iterator[tuple[subprocess.Popen, int]]:
+def serving(
+    tmp_path: Path, workers: int, *, every_worker: bool = True
+) -> Iterator[tuple[subprocess.Popen, int]]:
+    """``hh serve`` with ``workers`` workers, from when every worker listens (or, without
+    ``every_worker``, from the first answer of any of them: when a proxy or a waiting browser
+    gets through)."""
     port = free_port("127.0.0.1")
     proc = _serve(tmp_path / "w.db", port, workers)
     try:
         wait_until_serving(
             proc,
             f"http://127.0.0.1:{port}",
-            also=lambda: len(_listening(_workers(proc.pid), port)) == workers,
+            also=lambda: not every_worker or len(_listening(_workers(proc.pid), port)) == workers,
             log=lambda: str(proc.communicate()),
         )
         yield proc, port
@@ -157,6 +162,18 @@ def test_connections_opened_together_spread_over_every_worker(tmp_path):
     # a fair hash gives each worker 20 +- 4; the shared socket gave one worker most
     assert min(counts.values()) >= 5, counts
     assert max(counts.values()) <= 40, counts
+
+
+def test_connections_made_as_soon_as_the_server_answers_spread_too(tmp_path):
+    """Connections that arrive the moment the first worker answers (a proxy's, browsers'
+    reconnecting after a restart) are spread over every worker, the ones still loading
+    included: when a worker listened only once its app had loaded, all of them went to the
+    first one ready (200 of 200 connections in 4 runs of 5, with 2 workers) and stayed."""
+    with serving(tmp_path, 4, every_worker=False) as (proc, port):
+        counts = _burst(proc, port, 80)
+    assert len(counts) == 4
+    assert sum(counts.values()) == 80, counts
+    assert min(counts.values()) >= 5, counts
 
 
 def test_a_port_in_use_is_refused_not_shared(tmp_path):
