@@ -35,7 +35,6 @@ import asyncio
 import os
 import platform
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -48,6 +47,7 @@ import httpx
 import orjson
 
 from hhrlhf.collect.services import annotators
+from hhrlhf.collect.web.workers import free_port
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
@@ -104,12 +104,6 @@ def server_env(db: str) -> dict[str, str]:
     PYTHONPATH (what is already there kept after it)."""
     path = os.pathsep.join(filter(None, [str(SRC), os.environ.get("PYTHONPATH")]))
     return {**os.environ, "PYTHONPATH": path, "HH_COLLECT_DB": db}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def group_cpu_seconds(pgid: int) -> float:
@@ -431,7 +425,7 @@ def _run(args, tmp: Path, pg, load_before) -> int:
     ]
     admin = annotators.add_annotator(storage, f"bench-{run}-admin", role="admin")[1]
     storage.dispose()
-    port = free_port()
+    port = free_port("127.0.0.1")
     # the server's output goes to a file: a pipe nobody reads would stall a server that logs
     server_log = tmp / "server.log"
     with server_log.open("w") as log_file:

@@ -34,9 +34,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from bench_collect import free_port, group_cpu_seconds, run_clients, server_env  # noqa: E402
+from bench_collect import group_cpu_seconds, run_clients, server_env  # noqa: E402
 from hhrlhf.collect.db import Storage  # noqa: E402
 from hhrlhf.collect.services import annotators  # noqa: E402
+from hhrlhf.collect.web.workers import free_port  # noqa: E402
 
 #: frames worth naming: (label, substring of "function (file)")
 GROUPS = [
@@ -90,7 +91,7 @@ def _profile(args, tmp: Path, db: str | None) -> int:
     storage.upgrade()
     tokens = [annotators.add_annotator(storage, f"p-{i}")[1] for i in range(args.annotators)]
     storage.dispose()
-    port = free_port()
+    port = free_port("127.0.0.1")
     env = server_env(db)
     server = subprocess.Popen(
         [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", str(port), "--workers", "1"],

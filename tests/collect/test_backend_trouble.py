@@ -23,6 +23,7 @@ from hhrlhf.collect.config import BackendConfig
 from hhrlhf.collect.generation.backends import server_message
 from hhrlhf.collect.generation.health import check_backend
 from hhrlhf.collect.services import annotators, leases
+from hhrlhf.collect.web.workers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -202,14 +203,6 @@ def test_the_backends_connections_close_with_the_app(settings, strict_server, al
 # ---- hh serve in a subprocess -------------------------------------------------------------
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _config(tmp_path: Path, backends: list[tuple[str, str, str]]) -> Path:
     lines = ['[collect]\npairing = "fixed"\n']
     for name, base_url, model in backends:
@@ -264,7 +257,7 @@ class _Serve:
 
 
 def test_hh_serve_warns_about_each_wrong_backend_and_still_starts(tmp_path, strict_server):
-    port = _free_port()
+    port = free_port("127.0.0.1")
     config = _config(
         tmp_path,
         [
@@ -291,7 +284,7 @@ def test_hh_serve_warns_about_each_wrong_backend_and_still_starts(tmp_path, stri
 
 
 def test_hh_serve_says_serving_only_once_it_answers(tmp_path):
-    port = _free_port()
+    port = free_port("127.0.0.1")
     served = _Serve(
         ["--demo", "--data", "sample", "--db", "sqlite:///c.db", "--port", str(port)], tmp_path
     )
@@ -309,7 +302,7 @@ def test_hh_serve_says_serving_only_once_it_answers(tmp_path):
 def test_ctrl_c_stops_hh_serve_within_2_s_while_a_backend_stalls(tmp_path):
     stalled = serve(Script(stall=True))
     try:
-        port = _free_port()
+        port = free_port("127.0.0.1")
         config = _config(
             tmp_path,
             [("s1", stalled.base_url, "test-model"), ("s2", stalled.base_url, "test-model")],

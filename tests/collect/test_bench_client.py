@@ -10,6 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hhrlhf.collect.web.workers import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bench_collect", ROOT / "bench" / "bench_collect.py")
 bench = importlib.util.module_from_spec(_spec)
@@ -83,7 +85,7 @@ def test_reads_every_framing_and_reconnects_after_close():
 
 def test_a_refused_connection_is_httpx_connect_error():
     async def main():
-        async with bench.LoopbackClient(f"http://127.0.0.1:{bench.free_port()}", {}, 5) as c:
+        async with bench.LoopbackClient(f"http://127.0.0.1:{free_port('127.0.0.1')}", {}, 5) as c:
             await c.get("/")
 
     with pytest.raises(httpx.ConnectError):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from logins import login_form
 from serving import wait_until_serving
 
 from hhrlhf.cli import cli
+from hhrlhf.collect.web.workers import free_port
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -158,12 +158,6 @@ def test_hh_help_and_import_do_not_load_the_web_stack():
     assert p.stdout.strip() == "[]"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve_demo(tmp_path, port: int) -> tuple[subprocess.Popen, str]:
     """``hh serve --demo --port PORT`` on a fresh SQLite file; (the process, its --db)."""
     db = f"sqlite:///{tmp_path / 'serve.db'}"
@@ -179,7 +173,7 @@ def _serve_demo(tmp_path, port: int) -> tuple[subprocess.Popen, str]:
 
 
 def test_serve_demo_prints_a_login_url_that_works(tmp_path):
-    port = _free_port()
+    port = free_port("127.0.0.1")
     proc, db = _serve_demo(tmp_path, port)
     try:
         login = proc.stdout.readline().strip()

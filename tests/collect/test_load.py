@@ -31,6 +31,7 @@ from serving import wait_until_serving
 from sqlalchemy import text
 
 from hhrlhf.collect.services import annotators
+from hhrlhf.collect.web.workers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bench_collect", ROOT / "bench" / "bench_collect.py")
@@ -51,7 +52,7 @@ def _env() -> dict:
 @contextmanager
 def serve(db_url: str, tmp_path: Path, config: Path, *, workers: int = 2):
     """``hh serve --workers N`` in its own process group; yields the Popen with ``.base`` set."""
-    port = bench.free_port()
+    port = free_port("127.0.0.1")
     cmd = [sys.executable, "-m", "hhrlhf", "serve", "--config", str(config), "--db", db_url,
            "--port", str(port), "--workers", str(workers)]  # fmt: skip
     log_path = tmp_path / f"serve-{port}.log"

@@ -14,18 +14,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hhrlhf.collect.web.workers import free_port
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 SLOW = 300
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve(tmp_path, *args: str):
-    port = _free_port()
+    port = free_port("127.0.0.1")
     db = f"sqlite:///{tmp_path / 'serve.db'}"
     cmd = [sys.executable, "-m", "hhrlhf", "serve", "--demo", "--port", str(port), "--db", db]
     proc = subprocess.Popen(
