@@ -96,7 +96,9 @@ def test_storage_is_a_handle_not_a_god_class():
 
     public = sorted(n for n in vars(Storage) if not n.startswith("_"))
     assert public == [
+        "call",
         "check_current",
+        "close_loop",
         "dispose",
         "downgrade",
         "head",

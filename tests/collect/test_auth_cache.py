@@ -111,28 +111,28 @@ def storage_of(client):
 
 def test_a_remembered_login_takes_no_thread_only_a_lookup_does(client, alice, monkeypatch):
     """The login dependency is async: a remembered login (token or cookie) is settled on the
-    event loop; only a lookup in the database is sent to the thread pool."""
-    from hhrlhf.collect.web import auth
-
+    event loop; only a lookup in the database is a unit of work (:meth:`Storage.call`: a
+    thread on SQLite, the loop's async connection on PostgreSQL)."""
+    storage = storage_of(client)
     hops: list[str] = []
-    real = auth.run_in_threadpool
+    real = storage.call
 
     async def counted(func, *args):
         hops.append(func.__name__)
         return await real(func, *args)
 
-    monkeypatch.setattr(auth, "run_in_threadpool", counted)
+    monkeypatch.setattr(storage, "call", counted)
     _, h, token = alice
     assert client.get("/api/v1/conversations", headers=h).status_code == 200
-    assert hops == ["current_annotator"]  # looked up once
+    assert hops == ["_settle"]  # looked up once
     assert client.get("/api/v1/conversations", headers=h).status_code == 200
-    assert hops == ["current_annotator"]  # remembered: no thread
+    assert hops == ["_settle"]  # remembered: no lookup
     assert login(client, token).status_code == 303  # a cookie session
     client.headers.pop("authorization", None)
     hops.clear()
     for _ in range(2):
         assert client.get("/api/v1/conversations").status_code == 200
-    assert hops == ["current_annotator"]
+    assert hops == ["_settle"]
     assert (
         client.get("/api/v1/conversations", headers={"Authorization": "Bearer nope"}).status_code
         == 401

@@ -46,14 +46,14 @@ def read_only(storage):
     name = make_url(storage.url).database
     with storage.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
         c.exec_driver_sql(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
-    storage.engine.dispose()
+    storage.dispose()  # every pooled connection, the event loop's too, opens anew
     try:
         yield
     finally:
         with storage.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
             c.exec_driver_sql("SET default_transaction_read_only = off")
             c.exec_driver_sql(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
-        storage.engine.dispose()
+        storage.dispose()
 
 
 @contextmanager
@@ -102,6 +102,20 @@ def test_a_read_only_database_refuses_a_new_conversation(client, storage, alice)
     assert r.status_code == 503 and transcripts.counts(storage)["conversations"] == 0
 
 
+async def _take_loop_connections(storage, n):
+    """Check out ``n`` connections of the running loop's engine (PostgreSQL's units of work)."""
+    import asyncio
+
+    loop_engine = storage._loops[asyncio.get_running_loop()][0]
+    assert loop_engine.sync_engine.pool.timeout() == 0.2
+    return [await loop_engine.connect() for _ in range(n)]
+
+
+async def _close_all(connections):
+    for c in connections:
+        await c.close()
+
+
 def test_a_choice_that_finds_no_free_connection_is_503_and_can_be_resent(
     db_url, settings, storage, alice, monkeypatch
 ):
@@ -119,14 +133,19 @@ def test_a_choice_that_finds_no_free_connection_is_503_and_can_be_resent(
     with TestClient(create_app(settings, storage=busy), base_url="http://testserver") as client:
         _, tid = _ready_turn(client, h)
         before = transcripts.counts(storage)
-        held = [busy.engine.connect() for _ in range(engine.POOL_SIZE + engine.MAX_OVERFLOW)]
+        every = engine.POOL_SIZE + engine.MAX_OVERFLOW
+        if db_url.startswith("sqlite"):  # the choice's unit of work runs in a thread
+            held = [busy.engine.connect() for _ in range(every)]
+            release = lambda: [c.close() for c in held]  # noqa: E731
+        else:  # on the event loop, through the loop's async engine
+            loop_held = client.portal.call(_take_loop_connections, busy, every)
+            release = lambda: client.portal.call(_close_all, loop_held)  # noqa: E731
         try:
             r = client.post(
                 f"/api/v1/turns/{tid}/choice", json={"pick": "a", "strength": 2}, headers=h
             )
         finally:
-            for c in held:
-                c.close()
+            release()
         assert r.status_code == 503, r.text
         assert r.headers["retry-after"] == "1"
         assert "busy" in r.json()["error"] and "nothing was saved" in r.json()["error"]
@@ -139,6 +158,8 @@ def test_a_choice_that_finds_no_free_connection_is_503_and_can_be_resent(
 def test_a_hosts_connections_are_shared_by_its_workers(monkeypatch, postgres_server):
     """hh serve --workers N: each worker's pool is its share of db_connections, so a host's
     PostgreSQL connections stay within db_connections whatever N is."""
+    import asyncio
+
     from hhrlhf.collect.db import Storage, engine
     from hhrlhf.collect.web.app import create_app_from_env
 
@@ -147,9 +168,20 @@ def test_a_hosts_connections_are_shared_by_its_workers(monkeypatch, postgres_ser
     url = postgres_server.url()
     monkeypatch.setenv("HH_COLLECT_DB", url)
     monkeypatch.delenv("HH_COLLECT_CONFIG", raising=False)
-    for workers, (keep, extra) in ((1, (40, 0)), (4, (10, 0))):
+    assert [engine.loop_share(n) for n in (40, 10, 4, 2)] == [30, 8, 2, 2]
+
+    async def pools(storage):  # threads' and the event loop's
+        await storage.call(lambda _storage: None)  # the loop's engine is made on first use
+        loop_pool = storage._loops[asyncio.get_running_loop()][0].sync_engine.pool
+        out = [(p.size(), p._max_overflow) for p in (storage.engine.pool, loop_pool)]
+        await storage.close_loop()
+        return out
+
+    for workers, threads, loop in ((1, 10, 30), (4, 2, 8)):
         monkeypatch.setenv("HH_COLLECT_WORKERS", str(workers))
-        pool = create_app_from_env().state.storage.engine.pool
-        assert (pool.size(), pool._max_overflow) == (keep, extra)
+        storage = create_app_from_env().state.storage
+        assert asyncio.run(pools(storage)) == [(threads, 0), (loop, 0)]
+        assert threads + loop == engine.worker_connections(40, workers)
+        storage.dispose()
     lone = Storage(url).engine.pool  # the CLI's commands
     assert (lone.size(), lone._max_overflow) == (engine.POOL_SIZE, engine.MAX_OVERFLOW)

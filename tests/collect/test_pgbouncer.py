@@ -63,7 +63,10 @@ def test_the_app_through_pgbouncer_in_transaction_mode(bouncer, postgres_server,
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (name,)
                 ).fetchone()
                 seen["server"] = max(seen["server"], n)
-                seen["client"] = max(seen["client"], storage.engine.pool.checkedout())
+                in_use = storage.engine.pool.checkedout() + sum(
+                    e.sync_engine.pool.checkedout() for e, _ in list(storage._loops.values())
+                )
+                seen["client"] = max(seen["client"], in_use)
                 time.sleep(0.005)
 
     errors: list[str] = []

@@ -1,13 +1,23 @@
 """The collection database: :class:`Storage` is its handle (the engines, one short transaction
 per unit of work, the schema's migrations). The rules over it are the services
-(:mod:`hhrlhf.collect.services`); the tables are :mod:`.models`."""
+(:mod:`hhrlhf.collect.services`); the tables are :mod:`.models`.
+
+The services are plain functions that take the storage first and block on the database. The
+app's event loop runs them with :meth:`Storage.call`: on PostgreSQL on the loop itself, each
+wait for the server an ``await`` on psycopg's async connection (SQLAlchemy's greenlet bridge,
+the mechanism under its ``AsyncSession.run_sync``); on SQLite in a worker thread. Under load
+that is about half the CPU per transaction of a thread per call, whose threads queue for the
+worker's GIL at every answer from the server (bench/RESULTS-collect.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -15,11 +25,20 @@ from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import sessionmaker
 
 from ...errors import HHError
-from .engine import WriterLock, bookkeeping, is_sqlite, make_engine, sqlite_file
+from .engine import (
+    WriterLock,
+    bookkeeping,
+    is_sqlite,
+    loop_share,
+    make_engine,
+    make_loop_engine,
+    sqlite_file,
+)
 from .models import Base
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 __all__ = ["Storage", "Base", "MIGRATIONS"]
 
@@ -28,6 +47,23 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 #: PostgreSQL's bookkeeping commit: returns before its WAL is flushed; the next synchronous
 #: commit flushes the log up to itself, this one included (SET LOCAL: this transaction only)
 _ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
+
+T = TypeVar("T")
+
+#: the storage whose :meth:`Storage.call` is running this code on its event loop, or None
+#: (a worker thread, the CLI, a test): its sessions then use that loop's async connections
+_on_loop: ContextVar[Storage | None] = ContextVar("hh_storage_on_loop", default=None)
+
+
+#: seconds :meth:`Storage.dispose` waits for another thread's loop to close its connections
+DISPOSE_SECONDS = 10.0
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class Storage:
@@ -38,7 +74,13 @@ class Storage:
         (``hh serve`` gives each worker its share of ``db_connections``); None: 5 kept open
         and 10 more under load."""
         self.url = url
-        self.engine = make_engine(url, connections=connections)
+        self._postgres = not is_sqlite(url)
+        threads = connections
+        if self._postgres and connections is not None:
+            # the event loop's pool holds most of the budget; worker threads (pages, the
+            # CLI's work in the same process) the rest
+            threads = connections - loop_share(connections)
+        self.engine = make_engine(url, connections=threads)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if is_sqlite(url):
             # writers queue on a lock (in this process, and across processes on the same file)
@@ -51,8 +93,59 @@ class Storage:
         else:
             self._write_lock = contextlib.nullcontext()
             self.read_engine = self.engine
-        self._postgres = self.engine.dialect.name == "postgresql"
         self._readers = sessionmaker(self.read_engine, expire_on_commit=False)
+        self._connections = connections
+        #: PostgreSQL: an async engine (and its sessions) per event loop that called
+        #: :meth:`call`: a server worker has one; a test's clients each run their own
+        self._loops: dict[
+            asyncio.AbstractEventLoop, tuple[AsyncEngine, sessionmaker[DBSession]]
+        ] = {}
+
+    # -- units of work from the event loop ---------------------------------------------
+    async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``fn(self, *args, **kwargs)`` (a service function: plain code that blocks on this
+        database) without blocking the event loop: on PostgreSQL on the loop, its database
+        waits awaited; on SQLite in a worker thread (SQLite's calls are in-process file I/O,
+        and its writers take a file lock)."""
+        if not self._postgres:
+            import anyio.to_thread
+
+            return await anyio.to_thread.run_sync(functools.partial(fn, self, *args, **kwargs))
+        from sqlalchemy.util import greenlet_spawn
+
+        await self._loop_engine()
+        token = _on_loop.set(self)
+        try:
+            return await greenlet_spawn(fn, self, *args, **kwargs)
+        finally:
+            _on_loop.reset(token)
+
+    async def _loop_engine(self) -> None:
+        """Make the running loop's async engine on its first call; dispose of those of loops
+        that have closed since (a test's earlier clients)."""
+        loop = asyncio.get_running_loop()
+        if loop in self._loops:
+            return
+        for old in [x for x in self._loops if x.is_closed()]:
+            engine, _ = self._loops.pop(old)
+            await engine.dispose()
+        engine = make_loop_engine(self.url, connections=self._loop_connections())
+        self._loops[loop] = (engine, sessionmaker(engine.sync_engine, expire_on_commit=False))
+
+    def _loop_connections(self) -> int | None:
+        return None if self._connections is None else loop_share(self._connections)
+
+    async def close_loop(self) -> None:
+        """Close the running loop's database connections (the app's shutdown)."""
+        found = self._loops.pop(asyncio.get_running_loop(), None)
+        if found is not None:
+            await found[0].dispose()
+
+    def _maker(self, default: sessionmaker[DBSession]) -> sessionmaker[DBSession]:
+        """The loop's sessions inside :meth:`call` on PostgreSQL, else ``default``."""
+        if _on_loop.get() is self:
+            return self._loops[asyncio.get_running_loop()][1]
+        return default
 
     # -- schema ---------------------------------------------------------------------------
     def _alembic_config(self, connection: Connection | None) -> Config:
@@ -105,10 +198,22 @@ class Storage:
             self._write_lock.close()
         self.engine.dispose()
         self.read_engine.dispose()
+        # each loop's async connections are closed on that loop: one running in another
+        # thread (a test's client) is asked to; those of a closed loop are dropped (a loop
+        # closes after its app's shutdown, which closed them: :meth:`close_loop`)
+        here = _running_loop()
+        while self._loops:
+            loop, (engine, _) = self._loops.popitem()
+            if loop.is_closed() or loop is here:
+                continue
+            if loop.is_running():
+                asyncio.run_coroutine_threadsafe(engine.dispose(), loop).result(DISPOSE_SECONDS)
+            else:
+                loop.run_until_complete(engine.dispose())
 
     def read(self) -> DBSession:
         """A session for reading (SQLite: a deferred transaction, concurrent with a writer)."""
-        return self._readers()
+        return self._maker(self._readers)()
 
     @contextlib.contextmanager
     def write(self, *, durable: bool = True) -> Iterator[DBSession]:
@@ -124,7 +229,7 @@ class Storage:
         with contextlib.ExitStack() as stack:
             if not durable:
                 stack.enter_context(bookkeeping())
-            with self._write_lock, self._sessions() as s, s.begin():
+            with self._write_lock, self._maker(self._sessions)() as s, s.begin():
                 if not durable and self._postgres:
                     s.execute(_ASYNC_COMMIT)
                 yield s

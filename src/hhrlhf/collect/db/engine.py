@@ -9,16 +9,21 @@ import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 
 from ...errors import HHError
 
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
 __all__ = [
     "make_engine",
+    "make_loop_engine",
+    "loop_share",
     "prepare_threshold",
     "pool_sizes",
     "worker_connections",
@@ -253,14 +258,43 @@ def make_engine(url: str, *, writer: bool = True, connections: int | None = None
         from ...errors import require
 
         require("psycopg", "postgres", "a PostgreSQL database")
-        keep, extra = (POOL_SIZE, MAX_OVERFLOW) if connections is None else pool_sizes(connections)
-        threshold = prepare_threshold(url, parsed.query.get(PREPARE_PARAM))
         return create_engine(
             parsed.difference_update_query([PREPARE_PARAM]),
-            pool_pre_ping=True,
-            pool_size=keep,
-            max_overflow=extra,
-            pool_timeout=POOL_TIMEOUT,
-            connect_args={"prepare_threshold": threshold},
+            **_postgres_options(url, parsed, connections),
         )
     raise HHError(f"--db {url}: only sqlite:/// and postgresql+psycopg:// URLs are supported")
+
+
+def _postgres_options(url: str, parsed: URL, connections: int | None) -> dict[str, Any]:
+    keep, extra = (POOL_SIZE, MAX_OVERFLOW) if connections is None else pool_sizes(connections)
+    threshold = prepare_threshold(url, parsed.query.get(PREPARE_PARAM))
+    return dict(
+        pool_pre_ping=True,
+        pool_size=keep,
+        max_overflow=extra,
+        pool_timeout=POOL_TIMEOUT,
+        connect_args={"prepare_threshold": threshold},
+    )
+
+
+def loop_share(connections: int) -> int:
+    """Of a PostgreSQL handle's ``connections``, those of its event loop's engine (the
+    collection app's requests and generation: :meth:`.Storage.call`); the rest (at least 2)
+    are for work in threads."""
+    return max(2, connections - max(2, connections // 4))
+
+
+def make_loop_engine(url: str, *, connections: int | None = None) -> AsyncEngine:
+    """An async engine on the same PostgreSQL database, with the same pool settings as
+    :func:`make_engine`'s, through psycopg's async connections: what :meth:`.Storage.call`
+    runs the services on inside an event loop."""
+    from ...errors import require
+
+    require("greenlet", "postgres", "a PostgreSQL database")
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    parsed = make_url(url).set(drivername="postgresql+psycopg_async")
+    return create_async_engine(
+        parsed.difference_update_query([PREPARE_PARAM]),
+        **_postgres_options(url, parsed, connections),
+    )

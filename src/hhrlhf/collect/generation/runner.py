@@ -11,14 +11,10 @@ who closes the page finds the responses stored when they come back.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-
-import anyio.to_thread
 
 from ..config import Settings
 from ..db import Storage
@@ -38,12 +34,6 @@ _MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
 
 
 T = TypeVar("T")
-
-
-async def run_in_threadpool(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``func(*args, **kwargs)`` in the worker threads (the pool the app's plain routes run
-    in), so database work never blocks the event loop."""
-    return await anyio.to_thread.run_sync(functools.partial(func, *args, **kwargs))
 
 
 def _done(c: dict) -> dict:
@@ -185,9 +175,8 @@ class Generator:
         run = self.runs.get(turn_id)
         if run is not None and not run.done:
             return run
-        got = await run_in_threadpool(
+        got = await self.storage.call(
             leases.acquire_lease,
-            self.storage,
             turn_id,
             self.owner,
             self.lease_seconds,
@@ -223,8 +212,8 @@ class Generator:
         """Heartbeat of a live run: keep the lease until the run ends (or the lease is lost)."""
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
-            if not await run_in_threadpool(
-                leases.renew_lease, self.storage, turn_id, self.owner, self.lease_seconds
+            if not await self.storage.call(
+                leases.renew_lease, turn_id, self.owner, self.lease_seconds
             ):
                 return
 
@@ -237,8 +226,8 @@ class Generator:
             )
             # one transaction (one fsync) for both candidates and the lease
             results = {slot: fields for slot, fields, _ in outcomes}
-            stored = await run_in_threadpool(
-                leases.finish_generation, self.storage, run.turn_id, self.owner, results
+            stored = await self.storage.call(
+                leases.finish_generation, run.turn_id, self.owner, results
             )
             for slot, fields, message in outcomes:
                 if stored is None:
@@ -362,7 +351,7 @@ class Generator:
 
     async def events(self, turn_id: int):
         """Events for a listener: generate if pending, follow a run, or replay what is stored."""
-        state = await run_in_threadpool(leases.turn_state, self.storage, turn_id)
+        state = await self.storage.call(leases.turn_state, turn_id)
         while True:
             if state["status"] in ("pending", "generating"):
                 # a crashed worker of this host is not waited for: its lease is taken at once
@@ -382,7 +371,7 @@ class Generator:
                     return
                 # another worker holds the lease: wait for it to finish (or expire)
                 await asyncio.sleep(POLL_SECONDS)
-                state = await run_in_threadpool(leases.turn_state, self.storage, turn_id)
+                state = await self.storage.call(leases.turn_state, turn_id)
                 continue
             for c in state["candidates"]:
                 if c["status"] == "ready":

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from functools import partial
 from typing import Annotated, Any
 
 import orjson
@@ -100,7 +99,7 @@ def me(request: Request, who: Who):
 
 
 @router.post("/conversations", status_code=201, responses=answers(schemas.ConversationSummary, 201))
-def create_conversation(body: NewConversation, request: Request, who: Who):
+async def create_conversation(body: NewConversation, request: Request, who: Who):
     st = _state(request)
     _limit("task_description", body.task_description, st.settings.max_task_chars)
     backend = red_team_continue = None
@@ -108,8 +107,8 @@ def create_conversation(body: NewConversation, request: Request, who: Who):
         names = st.settings.drawn_backend_names
         backend = st.rng.choices(names, st.settings.backend_weights(names))[0]
         red_team_continue = st.settings.red_team_continue
-    return conversations.create_conversation(
-        st.storage,
+    return await st.storage.call(
+        conversations.create_conversation,
         who,
         body.mode,
         body.task_description,
@@ -170,16 +169,8 @@ async def create_turn(
     gen = st.generator
     # waiting: the turn is created leased to this worker, which generates it here
     lease = (gen.owner, gen.lease_seconds) if body.wait else None
-    turn = await run_in_threadpool(
-        partial(
-            conversations.create_turn,
-            st.storage,
-            who,
-            conversation_id,
-            body.text,
-            pick_backends,
-            lease=lease,
-        )
+    turn = await st.storage.call(
+        conversations.create_turn, who, conversation_id, body.text, pick_backends, lease=lease
     )
     if not body.wait:
         return {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
@@ -195,7 +186,7 @@ async def create_turn(
             "candidates": [{**done[slot], "status": "ready"} for slot in sorted(done)],
         }
     else:
-        state = await run_in_threadpool(leases.turn_state, st.storage, turn["id"])
+        state = await st.storage.call(leases.turn_state, turn["id"])
     out = {
         "id": turn["id"],
         "index": turn["index"],
@@ -233,7 +224,7 @@ def _sse(name: str, data: dict) -> bytes:
 )
 async def stream_turn(turn_id: int, request: Request, who: Who):
     st = _state(request)
-    await run_in_threadpool(conversations.turn_owner, st.storage, who, turn_id)
+    await st.storage.call(conversations.turn_owner, who, turn_id)
 
     async def body():
         # a comment line while nothing happens keeps proxies from closing a quiet stream
@@ -307,12 +298,12 @@ def stop_turn(turn_id: int, request: Request, who: Who):
 
 
 @router.post("/turns/{turn_id}/choice", responses=answers(schemas.Chosen))
-def choose(turn_id: int, body: Choice, request: Request, who: Who):
+async def choose(turn_id: int, body: Choice, request: Request, who: Who):
     st = _state(request)
     _limit("the edit", body.edit, st.settings.max_edit_chars)
     _limit("request_id", body.request_id, 100)
-    turn = choices.record_choice(
-        st.storage,
+    turn = await st.storage.call(
+        choices.record_choice,
         who,
         turn_id,
         pick=body.pick,
@@ -327,7 +318,7 @@ def choose(turn_id: int, body: Choice, request: Request, who: Who):
 @router.post(
     "/conversations/{conversation_id}/finish", responses=answers(schemas.ConversationSummary)
 )
-def finish(
+async def finish(
     conversation_id: int,
     request: Request,
     who: Who,
@@ -336,8 +327,8 @@ def finish(
     st = _state(request)
     body = body or Finish()
     _limit("the comment", body.comment, st.settings.max_comment_chars)
-    return conversations.finish_conversation(
-        st.storage, who, conversation_id, body.comment, body.rating
+    return await st.storage.call(
+        conversations.finish_conversation, who, conversation_id, body.comment, body.rating
     )
 
 

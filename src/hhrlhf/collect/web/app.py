@@ -154,6 +154,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     async def lifespan(app):
         yield
         await generator.shutdown()
+        await storage.close_loop()
 
     app = FastAPI(
         title="hhrlhf collection",

@@ -11,9 +11,9 @@ import hmac
 from urllib.parse import urlsplit
 
 from fastapi import Request
-from starlette.concurrency import run_in_threadpool
 
 from ...errors import Forbidden, Unauthorized
+from ..db import Storage
 from ..domain import AnnotatorInfo
 from ..services import annotators
 
@@ -90,18 +90,23 @@ def _remembered(request: Request) -> bool:
     return True
 
 
+def _settle(_storage: Storage, request: Request) -> None:
+    """:func:`current_annotator` as a unit of work for :meth:`Storage.call`."""
+    current_annotator(request)
+
+
 async def logged_in(request: Request) -> AnnotatorInfo:
     """:func:`require_annotator` as an async dependency: a remembered login is checked on the
     event loop; only a database lookup takes a thread (a sync dependency always would)."""
     if not hasattr(request.state, "auth") and not _remembered(request):
-        await run_in_threadpool(current_annotator, request)
+        await request.app.state.storage.call(_settle, request)
     return require_annotator(request)
 
 
 async def logged_in_admin(request: Request) -> AnnotatorInfo:
     """:func:`require_admin` as an async dependency (see :func:`logged_in`)."""
     if not hasattr(request.state, "auth") and not _remembered(request):
-        await run_in_threadpool(current_annotator, request)
+        await request.app.state.storage.call(_settle, request)
     return require_admin(request)
 
 

@@ -1,0 +1,184 @@
+"""Units of work from the event loop (:meth:`Storage.call`): on PostgreSQL on the loop itself,
+through psycopg's async connections; on SQLite in a worker thread. Either way the loop goes on
+while the database answers, every unit is one transaction, and the connections close with the
+app (or with :meth:`Storage.dispose`, from any thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from sqlalchemy import func, select, text, update
+from sqlalchemy.engine import make_url
+
+from hhrlhf.collect.db import Storage, engine
+from hhrlhf.collect.db.models import Annotator
+from hhrlhf.collect.services import annotators
+
+
+def _where(storage: Storage) -> tuple[int, bool]:
+    """A unit of work that says which thread ran it, and whether through an async driver."""
+    with storage.read() as s:
+        s.execute(text("SELECT 1"))
+        return threading.get_ident(), s.get_bind().dialect.is_async
+
+
+def test_postgres_units_of_work_run_on_the_loop_sqlite_ones_in_a_thread(storage):
+    async def main():
+        return threading.get_ident(), await storage.call(_where)
+
+    loop_thread, (ran_on, is_async) = asyncio.run(main())
+    if storage.url.startswith("sqlite"):
+        assert (ran_on != loop_thread, is_async) == (True, False)
+    else:
+        assert (ran_on, is_async) == (loop_thread, True)
+    # outside a loop the same service code uses the plain engine
+    assert _where(storage) == (threading.get_ident(), False)
+
+
+def _sleep(storage: Storage, seconds: float) -> None:
+    with storage.read() as s:
+        if storage.url.startswith("sqlite"):
+            time.sleep(seconds)  # in a worker thread: blocks only that thread
+        else:
+            s.execute(text("SELECT pg_sleep(:s)"), {"s": seconds})
+
+
+def test_the_loop_goes_on_while_the_database_answers(storage):
+    """A unit of work waiting 0.3 s on the database holds up nothing else on the loop."""
+
+    async def main():
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker():
+            nonlocal ticks
+            while not stop.is_set():
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        await asyncio.gather(*(storage.call(_sleep, 0.3) for _ in range(3)))
+        stop.set()
+        await task
+        return ticks
+
+    t0 = time.monotonic()
+    ticks = asyncio.run(main())
+    assert time.monotonic() - t0 < 0.9  # the three waits overlapped
+    assert ticks >= 10, ticks  # ~30 ticks of 10 ms when nothing blocks the loop
+
+
+def test_a_unit_of_work_is_one_transaction_rolled_back_on_error(storage):
+    """A failure inside a unit of work leaves nothing of it behind."""
+
+    def change_then_fail(st: Storage) -> None:
+        with st.write() as s:
+            s.execute(update(Annotator).values(role="admin"))
+            raise RuntimeError("boom")
+
+    async def main():
+        await storage.call(annotators.add_annotator, "whole")
+        with pytest.raises(RuntimeError, match="boom"):
+            await storage.call(change_then_fail)
+        await storage.close_loop()
+
+    asyncio.run(main())
+    with storage.read() as s:
+        assert list(s.execute(select(Annotator.name, Annotator.role))) == [("whole", "annotator")]
+
+
+def _connections(server, url: str) -> int:
+    import psycopg
+
+    name = make_url(url).database
+    with psycopg.connect(server.conninfo(), autocommit=True) as c:
+        row = c.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.fixture
+def pg_storage(postgres_server, _migrated_postgres):
+    url = postgres_server.new_database(template=_migrated_postgres)
+    st = Storage(url)
+    yield postgres_server, st
+    st.dispose()
+
+
+def test_the_loops_connections_close_with_the_app(pg_storage):
+    server, storage = pg_storage
+
+    async def main():
+        await asyncio.gather(*(storage.call(_sleep, 0.05) for _ in range(4)))
+        opened = _connections(server, storage.url)
+        await storage.close_loop()
+        return opened
+
+    assert asyncio.run(main()) >= 2  # the four overlapped on connections of their own
+    assert _connections(server, storage.url) == 0
+
+
+def test_dispose_closes_a_loop_running_in_another_thread(pg_storage):
+    """A test's client runs its app's loop in a thread of its own: dispose() from here closes
+    that loop's connections too, and the next request opens new ones."""
+    from fastapi.testclient import TestClient
+
+    from hhrlhf.collect.config import demo_settings
+    from hhrlhf.collect.web.app import create_app
+
+    server, storage = pg_storage
+    _, token = annotators.add_annotator(storage, "alice")
+    h = {"Authorization": f"Bearer {token}"}
+    app = create_app(demo_settings(storage.url), storage=storage)
+    with TestClient(app, base_url="http://testserver") as client:
+        body = {"mode": "helpful", "task_description": "Cats"}
+        assert client.post("/api/v1/conversations", json=body, headers=h).status_code == 201
+        assert _connections(server, storage.url) >= 1
+        storage.dispose()
+        assert _connections(server, storage.url) == 0
+        assert client.post("/api/v1/conversations", json=body, headers=h).status_code == 201
+    assert _connections(server, storage.url) == 0  # the app's shutdown closed the new ones
+
+
+def test_a_database_restart_is_not_seen_by_the_loops_units_of_work(pg_storage):
+    """Every pooled connection cut by the server (what a PostgreSQL restart does): the next
+    unit of work checks its connection first, reconnects, and succeeds."""
+    import psycopg
+
+    server, storage = pg_storage
+
+    async def main():
+        await asyncio.gather(*(storage.call(_sleep, 0.05) for _ in range(3)))
+        with psycopg.connect(server.conninfo(), autocommit=True) as c:
+            cut = c.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (make_url(storage.url).database,),
+            ).fetchone()
+        assert cut is not None and cut[0] >= 2
+        who, _ = await storage.call(annotators.add_annotator, "after")
+        await storage.close_loop()
+        return who.name
+
+    assert asyncio.run(main()) == "after"
+    with storage.read() as s:
+        assert s.scalar(select(func.count()).select_from(Annotator)) == 1
+
+
+def test_pool_budget_is_split_between_the_loop_and_threads():
+    """A worker's share of db_connections: most for the loop's units of work, the rest (two
+    at least) for threads (pages, exports); four in all at the least."""
+    split = {}
+    for share in (2, 4, 10, 20, 40):
+        loop = engine.loop_share(share)
+        threads = engine.pool_sizes(share - loop)[0]
+        split[share] = (loop, threads)
+        assert loop + threads == max(share, 4)
+    assert split == {2: (2, 2), 4: (2, 2), 10: (8, 2), 20: (15, 5), 40: (30, 10)}
