@@ -106,7 +106,7 @@ async def _take_loop_connections(storage, n):
     """Check out ``n`` connections of the running loop's engine (PostgreSQL's units of work)."""
     import asyncio
 
-    loop_engine = storage._loops[asyncio.get_running_loop()][0]
+    loop_engine = storage._loops[asyncio.get_running_loop()].engine
     assert loop_engine.sync_engine.pool.timeout() == 0.2
     return [await loop_engine.connect() for _ in range(n)]
 
@@ -172,7 +172,7 @@ def test_a_hosts_connections_are_shared_by_its_workers(monkeypatch, postgres_ser
 
     async def pools(storage):  # threads' and the event loop's
         await storage.call(lambda _storage: None)  # the loop's engine is made on first use
-        loop_pool = storage._loops[asyncio.get_running_loop()][0].sync_engine.pool
+        loop_pool = storage._loops[asyncio.get_running_loop()].engine.sync_engine.pool
         out = [(p.size(), p._max_overflow) for p in (storage.engine.pool, loop_pool)]
         await storage.close_loop()
         return out

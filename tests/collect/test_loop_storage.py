@@ -6,6 +6,7 @@ app (or with :meth:`Storage.dispose`, from any thread)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import threading
 import time
 
@@ -182,3 +183,78 @@ def test_pool_budget_is_split_between_the_loop_and_threads():
         split[share] = (loop, threads)
         assert loop + threads == max(share, 4)
     assert split == {2: (2, 2), 4: (2, 2), 10: (8, 2), 20: (15, 5), 40: (30, 10)}
+
+
+async def _arrivals_and_admissions(gate, tasks: int = 300) -> tuple[list[int], list[int]]:
+    import random
+
+    rng = random.Random(5)
+    arrived: list[int] = []
+    admitted: list[int] = []
+
+    async def unit(i: int):
+        await asyncio.sleep(rng.uniform(0, 0.02))
+        arrived.append(i)
+        async with gate:
+            admitted.append(i)
+            await asyncio.sleep(rng.choice([0, 0, 0.001]))
+
+    await asyncio.gather(*(unit(i) for i in range(tasks)))
+    return arrived, admitted
+
+
+class _Barging:
+    """A gate as SQLAlchemy's async pool queue behaves: a freed slot goes to whoever asks
+    first; a woken waiter that finds it gone queues again at the back."""
+
+    def __init__(self, slots: int):
+        self.free = slots
+        self.waiting: collections.deque = collections.deque()
+
+    async def __aenter__(self):
+        while self.free == 0:
+            waiter = asyncio.get_running_loop().create_future()
+            self.waiting.append(waiter)
+            await waiter
+        self.free -= 1
+
+    async def __aexit__(self, *exc):
+        self.free += 1
+        while self.waiting:
+            waiter = self.waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                break
+
+
+def test_the_gate_admits_in_order_of_arrival_even_when_a_slot_comes_free():
+    """With every slot taken, a task that arrives just as one frees queues behind those
+    already waiting; a barging gate lets it in first, and the same check finds that."""
+    from hhrlhf.collect.db import _FairGate
+
+    arrived, admitted = asyncio.run(_arrivals_and_admissions(_FairGate(3)))
+    assert len(admitted) == 300 and admitted == arrived
+    arrived, admitted = asyncio.run(_arrivals_and_admissions(_Barging(3)))
+    assert len(admitted) == 300 and admitted != arrived
+
+
+def test_a_cancelled_waiter_gives_its_place_and_any_slot_it_was_handed_to_the_next():
+    from hhrlhf.collect.db import _FairGate
+
+    async def main():
+        gate = _FairGate(1)
+        await gate.__aenter__()  # the one slot, held here
+        gone, handed, last = (asyncio.create_task(gate.__aenter__()) for _ in range(3))
+        await asyncio.sleep(0)  # all three wait
+        gone.cancel()  # cancelled while waiting: leaves the queue
+        await asyncio.sleep(0)
+        await gate.__aexit__()  # the slot is handed to the next waiting ...
+        handed.cancel()  # ... which is cancelled before it runs: the slot passes on
+        results = await asyncio.wait_for(
+            asyncio.gather(gone, handed, last, return_exceptions=True), 1
+        )
+        await gate.__aexit__()  # "last" leaves: the slot is free again
+        await asyncio.wait_for(gate.__aenter__(), 1)
+        return [type(r).__name__ for r in results]
+
+    assert asyncio.run(main()) == ["CancelledError", "CancelledError", "NoneType"]

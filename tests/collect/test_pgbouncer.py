@@ -64,7 +64,7 @@ def test_the_app_through_pgbouncer_in_transaction_mode(bouncer, postgres_server,
                 ).fetchone()
                 seen["server"] = max(seen["server"], n)
                 in_use = storage.engine.pool.checkedout() + sum(
-                    e.sync_engine.pool.checkedout() for e, _ in list(storage._loops.values())
+                    db.engine.sync_engine.pool.checkedout() for db in list(storage._loops.values())
                 )
                 seen["client"] = max(seen["client"], in_use)
                 time.sleep(0.005)

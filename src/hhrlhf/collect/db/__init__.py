@@ -12,10 +12,12 @@ worker's GIL at every answer from the server (bench/RESULTS-collect.md)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,12 +28,15 @@ from sqlalchemy.orm import sessionmaker
 
 from ...errors import HHError
 from .engine import (
+    MAX_OVERFLOW,
+    POOL_SIZE,
     WriterLock,
     bookkeeping,
     is_sqlite,
     loop_share,
     make_engine,
     make_loop_engine,
+    pool_sizes,
     sqlite_file,
 )
 from .models import Base
@@ -66,6 +71,53 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
+@dataclass
+class _LoopDB:
+    """An event loop's way to PostgreSQL: its async engine, sessions on it, and the gate
+    that admits as many units of work as the engine has connections."""
+
+    engine: AsyncEngine
+    sessions: sessionmaker[DBSession]
+    gate: _FairGate
+
+
+class _FairGate:
+    """A semaphore that admits in order of arrival: a task arriving while others wait queues
+    behind them even when a slot has just come free (its own, so that the order does not
+    depend on the Python version's ``asyncio.Semaphore``)."""
+
+    def __init__(self, slots: int):
+        self._free = slots
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def __aenter__(self) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await waiter  # the slot is handed over by __aexit__
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._release()  # handed a slot while being cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):  # not yet handed over: leave the queue
+                    self._waiting.remove(waiter)
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the slot goes to the longest waiting
+                return
+        self._free += 1
+
+
 class Storage:
     """The collection database's handle: its engines, its transactions, its migrations."""
 
@@ -97,54 +149,61 @@ class Storage:
         self._connections = connections
         #: PostgreSQL: an async engine (and its sessions) per event loop that called
         #: :meth:`call`: a server worker has one; a test's clients each run their own
-        self._loops: dict[
-            asyncio.AbstractEventLoop, tuple[AsyncEngine, sessionmaker[DBSession]]
-        ] = {}
+        self._loops: dict[asyncio.AbstractEventLoop, _LoopDB] = {}
 
     # -- units of work from the event loop ---------------------------------------------
     async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """``fn(self, *args, **kwargs)`` (a service function: plain code that blocks on this
         database) without blocking the event loop: on PostgreSQL on the loop, its database
         waits awaited; on SQLite in a worker thread (SQLite's calls are in-process file I/O,
-        and its writers take a file lock)."""
+        and its writers take a file lock).
+
+        On PostgreSQL no more units run at once than the loop's pool has connections; the
+        others wait their turn in order of arrival (the pool's own queue lets a newcomer take
+        a connection just returned before those already waiting, which left a few waiting
+        for a second or more when every connection was busy: bench/RESULTS-collect.md)."""
         if not self._postgres:
             import anyio.to_thread
 
             return await anyio.to_thread.run_sync(functools.partial(fn, self, *args, **kwargs))
         from sqlalchemy.util import greenlet_spawn
 
-        await self._loop_engine()
-        token = _on_loop.set(self)
-        try:
-            return await greenlet_spawn(fn, self, *args, **kwargs)
-        finally:
-            _on_loop.reset(token)
+        db = await self._loop_db()
+        async with db.gate:
+            token = _on_loop.set(self)
+            try:
+                return await greenlet_spawn(fn, self, *args, **kwargs)
+            finally:
+                _on_loop.reset(token)
 
-    async def _loop_engine(self) -> None:
-        """Make the running loop's async engine on its first call; dispose of those of loops
-        that have closed since (a test's earlier clients)."""
+    async def _loop_db(self) -> _LoopDB:
+        """The running loop's async engine, made on its first call; those of loops that have
+        closed since (a test's earlier clients) are disposed of."""
         loop = asyncio.get_running_loop()
-        if loop in self._loops:
-            return
+        found = self._loops.get(loop)
+        if found is not None:
+            return found
         for old in [x for x in self._loops if x.is_closed()]:
-            engine, _ = self._loops.pop(old)
-            await engine.dispose()
-        engine = make_loop_engine(self.url, connections=self._loop_connections())
-        self._loops[loop] = (engine, sessionmaker(engine.sync_engine, expire_on_commit=False))
-
-    def _loop_connections(self) -> int | None:
-        return None if self._connections is None else loop_share(self._connections)
+            await self._loops.pop(old).engine.dispose()
+        connections = None if self._connections is None else loop_share(self._connections)
+        engine = make_loop_engine(self.url, connections=connections)
+        slots = POOL_SIZE + MAX_OVERFLOW if connections is None else sum(pool_sizes(connections))
+        db = _LoopDB(
+            engine, sessionmaker(engine.sync_engine, expire_on_commit=False), _FairGate(slots)
+        )
+        self._loops[loop] = db
+        return db
 
     async def close_loop(self) -> None:
         """Close the running loop's database connections (the app's shutdown)."""
         found = self._loops.pop(asyncio.get_running_loop(), None)
         if found is not None:
-            await found[0].dispose()
+            await found.engine.dispose()
 
     def _maker(self, default: sessionmaker[DBSession]) -> sessionmaker[DBSession]:
         """The loop's sessions inside :meth:`call` on PostgreSQL, else ``default``."""
         if _on_loop.get() is self:
-            return self._loops[asyncio.get_running_loop()][1]
+            return self._loops[asyncio.get_running_loop()].sessions
         return default
 
     # -- schema ---------------------------------------------------------------------------
@@ -203,7 +262,8 @@ class Storage:
         # closes after its app's shutdown, which closed them: :meth:`close_loop`)
         here = _running_loop()
         while self._loops:
-            loop, (engine, _) = self._loops.popitem()
+            loop, db = self._loops.popitem()
+            engine = db.engine
             if loop.is_closed() or loop is here:
                 continue
             if loop.is_running():
