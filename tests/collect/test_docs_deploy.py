@@ -77,6 +77,8 @@ def test_the_numbers_are_the_codes():
     assert f"fits two hosts at the default ({2 * engine.DB_CONNECTIONS})" in TEXT
     two = engine.worker_connections(engine.DB_CONNECTIONS, 2)
     assert f"up to {2 * two} ({two} per worker;" in TEXT
+    loop = engine.loop_share(two)  # the event loop's connections, then the threads'
+    assert f"in threads ({two} per worker: {loop} and {two - loop})" in TEXT
     assert f"every {api.KEEPALIVE_SECONDS:g} s" in TEXT
     assert f"`max_body_bytes` ({config.Settings.max_body_bytes // 1024} KiB)" in TEXT
     url = "postgresql+psycopg://u@/db?host=/nowhere"

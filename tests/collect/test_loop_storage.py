@@ -258,3 +258,48 @@ def test_a_cancelled_waiter_gives_its_place_and_any_slot_it_was_handed_to_the_ne
         return [type(r).__name__ for r in results]
 
     assert asyncio.run(main()) == ["CancelledError", "CancelledError", "NoneType"]
+
+
+def test_a_database_that_refuses_connections_is_a_503_then_the_same_choice_is_stored(pg_storage):
+    """PostgreSQL refusing new connections and every open one cut (a restart in progress):
+    the choice is refused with 503 and nothing stored; sent again once the database takes
+    connections, it is stored once."""
+    import psycopg
+    from fastapi.testclient import TestClient
+
+    from hhrlhf.collect.config import demo_settings
+    from hhrlhf.collect.services import transcripts
+    from hhrlhf.collect.web.app import create_app
+
+    server, storage = pg_storage
+    name = make_url(storage.url).database
+    _, token = annotators.add_annotator(storage, "alice")
+    h = {"Authorization": f"Bearer {token}"}
+
+    def allow(yes: bool) -> None:
+        with psycopg.connect(server.conninfo(), autocommit=True) as c:
+            c.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {str(yes).lower()}')
+            if not yes:
+                c.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (name,),
+                )
+
+    app = create_app(demo_settings(storage.url), storage=storage)
+    with TestClient(app, base_url="http://testserver") as client:
+        body = {"mode": "helpful", "task_description": "Cats"}
+        cid = client.post("/api/v1/conversations", json=body, headers=h).json()["id"]
+        r = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": "Hi"}, headers=h)
+        tid = r.json()["id"]
+        choice = {"pick": "a", "strength": 2, "request_id": "r1"}
+        allow(False)
+        try:
+            r = client.post(f"/api/v1/turns/{tid}/choice", json=choice, headers=h)
+        finally:
+            allow(True)
+        assert r.status_code == 503, r.text
+        assert "nothing was saved" in r.json()["error"]
+        r = client.post(f"/api/v1/turns/{tid}/choice", json=choice, headers=h)
+        assert r.status_code == 200 and r.json()["turn"]["pick"] == "a"
+    assert transcripts.counts(storage)["comparisons"] == 1
