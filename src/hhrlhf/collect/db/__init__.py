@@ -5,9 +5,9 @@ per unit of work, the schema's migrations). The rules over it are the services
 The services are plain functions that take the storage first and block on the database. The
 app's event loop runs them with :meth:`Storage.call`: on PostgreSQL on the loop itself, each
 wait for the server an ``await`` on psycopg's async connection (SQLAlchemy's greenlet bridge,
-the mechanism under its ``AsyncSession.run_sync``); on SQLite in a worker thread. Under load
-that is about half the CPU per transaction of a thread per call, whose threads queue for the
-worker's GIL at every answer from the server (bench/RESULTS-collect.md)."""
+the mechanism under its ``AsyncSession.run_sync``); on SQLite in a worker thread. A thread per
+call woke a thread at every answer from the server, which then queued for the worker's GIL
+(bench/RESULTS-collect.md, fifth pass)."""
 
 from __future__ import annotations
 
@@ -122,9 +122,10 @@ class Storage:
     """The collection database's handle: its engines, its transactions, its migrations."""
 
     def __init__(self, url: str, *, connections: int | None = None):
-        """``connections``: the most PostgreSQL connections this handle's pool may hold
-        (``hh serve`` gives each worker its share of ``db_connections``); None: 5 kept open
-        and 10 more under load."""
+        """``connections``: the most PostgreSQL connections this handle may hold (``hh
+        serve`` gives each worker its share of ``db_connections``), split between its event
+        loop's engine (:meth:`call`) and its threads' (:func:`.engine.loop_share`); None:
+        each engine keeps 5 open and opens 10 more under load."""
         self.url = url
         self._postgres = not is_sqlite(url)
         threads = connections
@@ -258,8 +259,9 @@ class Storage:
         self.engine.dispose()
         self.read_engine.dispose()
         # each loop's async connections are closed on that loop: one running in another
-        # thread (a test's client) is asked to; those of a closed loop are dropped (a loop
-        # closes after its app's shutdown, which closed them: :meth:`close_loop`)
+        # thread (a test's client) is asked to; those of a closed loop (its app's shutdown
+        # closed them: :meth:`close_loop`) or of the loop calling this (which cannot wait
+        # here) are dropped, and close when they are collected
         here = _running_loop()
         while self._loops:
             loop, db = self._loops.popitem()

@@ -97,7 +97,8 @@ def _settle(_storage: Storage, request: Request) -> None:
 
 async def logged_in(request: Request) -> AnnotatorInfo:
     """:func:`require_annotator` as an async dependency: a remembered login is checked on the
-    event loop; only a database lookup takes a thread (a sync dependency always would)."""
+    event loop; only a database lookup is a unit of work (:meth:`Storage.call`: a thread on
+    SQLite, an async wait on PostgreSQL), where a sync dependency would always take a thread."""
     if not hasattr(request.state, "auth") and not _remembered(request):
         await request.app.state.storage.call(_settle, request)
     return require_annotator(request)
