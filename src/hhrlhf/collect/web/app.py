@@ -52,8 +52,8 @@ class GuardMiddleware:
     (from the request reaching this layer to its response headers; for an event stream, to
     the stream's start). Browsers show it in their network panel; the benchmark separates the
     server's time from the client's and the network's with it. The same header counts the
-    SQL statements the request sent before its headers (``sql;desc="N"``: its own, in the
-    thread pool, and those of the generation it waited for), so the benchmark reports
+    SQL statements the request sent before its headers (``sql;desc="N"``: its own, in
+    its units of work, and those of the generation it waited for), so the benchmark reports
     statements per turn.
     """
 
