@@ -28,15 +28,13 @@ from sqlalchemy.orm import sessionmaker
 
 from ...errors import HHError
 from .engine import (
-    MAX_OVERFLOW,
-    POOL_SIZE,
     WriterLock,
     bookkeeping,
     is_sqlite,
     loop_share,
     make_engine,
     make_loop_engine,
-    pool_sizes,
+    pool_limits,
     sqlite_file,
 )
 from .models import Base
@@ -188,7 +186,7 @@ class Storage:
             await self._loops.pop(old).engine.dispose()
         connections = None if self._connections is None else loop_share(self._connections)
         engine = make_loop_engine(self.url, connections=connections)
-        slots = POOL_SIZE + MAX_OVERFLOW if connections is None else sum(pool_sizes(connections))
+        slots = sum(pool_limits(connections))  # every connection the loop's pool may open
         db = _LoopDB(
             engine, sessionmaker(engine.sync_engine, expire_on_commit=False), _FairGate(slots)
         )

@@ -26,6 +26,7 @@ __all__ = [
     "loop_share",
     "prepare_threshold",
     "pool_sizes",
+    "pool_limits",
     "worker_connections",
     "is_sqlite",
     "bookkeeping",
@@ -265,8 +266,14 @@ def make_engine(url: str, *, writer: bool = True, connections: int | None = None
     raise HHError(f"--db {url}: only sqlite:/// and postgresql+psycopg:// URLs are supported")
 
 
+def pool_limits(connections: int | None) -> tuple[int, int]:
+    """``(pool size, overflow)`` of a PostgreSQL engine allowed ``connections`` (None: no
+    budget, :data:`POOL_SIZE` kept and :data:`MAX_OVERFLOW` more under load)."""
+    return (POOL_SIZE, MAX_OVERFLOW) if connections is None else pool_sizes(connections)
+
+
 def _postgres_options(url: str, parsed: URL, connections: int | None) -> dict[str, Any]:
-    keep, extra = (POOL_SIZE, MAX_OVERFLOW) if connections is None else pool_sizes(connections)
+    keep, extra = pool_limits(connections)
     threshold = prepare_threshold(url, parsed.query.get(PREPARE_PARAM))
     return dict(
         pool_pre_ping=True,

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from ..config import Settings
 from ..db import Storage
@@ -31,9 +31,6 @@ POLL_SECONDS = 0.2
 log = logging.getLogger("hhrlhf.collect.backends")
 #: the first characters of the speaker markers (a text holding none holds no marker, whole or begun)
 _MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
-
-
-T = TypeVar("T")
 
 
 def _done(c: dict) -> dict:
