@@ -57,7 +57,28 @@ def watched():
     event.remove(Engine, "before_cursor_execute", check)
 
 
-def test_no_page_or_route_touches_the_database_on_the_event_loop(storage, settings, watched):
+@pytest.fixture
+def markdown_on_loop(monkeypatch):
+    """``list`` of the lengths of texts rendered as markdown on an event loop's thread (a
+    hostile 20,000-character text takes a quarter of a second: the loop would stall)."""
+    from hhrlhf.collect.web import api, markdown
+
+    rendered: list[int] = []
+    real = markdown.render_markdown
+
+    def watched_render(text: str) -> str:
+        if _on_event_loop():
+            rendered.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(markdown, "render_markdown", watched_render)
+    monkeypatch.setattr(api, "render_markdown", watched_render)
+    return rendered
+
+
+def test_no_page_or_route_touches_the_database_on_the_event_loop(
+    storage, settings, watched, markdown_on_loop
+):
     app = create_app(replace(settings, review_fraction=1.0, data="sample"), storage=storage)
     alice, alice_token = annotators.add_annotator(storage, "alice")
     _, bob_token = annotators.add_annotator(storage, "bob")
@@ -105,6 +126,7 @@ def test_no_page_or_route_touches_the_database_on_the_event_loop(storage, settin
                 r = client.get(path)
                 assert r.status_code < 500, (path, r.status_code)
     assert watched["blocking"] == [], watched["blocking"]
+    assert markdown_on_loop == []  # nor renders markdown there
     if storage.url.startswith("sqlite"):
         assert watched["async"] == 0  # SQLite's units of work run in threads
     else:
