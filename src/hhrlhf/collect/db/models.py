@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -13,6 +13,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -185,3 +186,12 @@ class Review(Base):
     strength: Mapped[int | None] = mapped_column(Integer, nullable=True)
     assigned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+# The tables as Core objects: the annotation loop's hot services (a message, its generation,
+# a choice) read and write plain rows through them, with statements built once (no ORM
+# objects to load and track: bench/RESULTS-collect.md has the cost of each).
+conversations_table = cast(Table, Conversation.__table__)
+turns_table = cast(Table, Turn.__table__)
+candidates_table = cast(Table, Candidate.__table__)
+comparisons_table = cast(Table, Comparison.__table__)

@@ -3,25 +3,21 @@ once (a repeat answers what was stored; a different choice is a conflict)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from datetime import datetime
+from typing import Any, NamedTuple
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import joinedload
 
 from ...errors import Conflict, Forbidden, Invalid, NotFound
 from ..db import Storage
-from ..db.models import Comparison, Turn
+from ..db.models import candidates_table, comparisons_table, conversations_table, turns_table
 from ..domain import (
     SLOTS,
     AnnotatorInfo,
-    iso,
     now,
 )
 from . import conversations
-
-if TYPE_CHECKING:
-    from sqlalchemy import Table
 
 
 def record_choice(
@@ -72,55 +68,44 @@ def _record_choice(
 ) -> dict[str, Any]:
     # a return inside the block runs after the commit: only then is the choice acknowledged
     with storage.write() as s:
-        # one statement for the turn, its conversation, candidates and comparisons
-        # (at most 2 x 2 joined rows): each round trip is a wait on a busy server
-        t = (
-            s.scalars(
-                select(Turn)
-                .where(Turn.id == turn_id)
-                .options(
-                    joinedload(Turn.conversation),
-                    joinedload(Turn.candidates),
-                    joinedload(Turn.comparisons),
-                )
-            )
-            .unique()
-            .one_or_none()
-        )
-        if t is None:
+        conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
+        # one statement (each round trip is a wait on a busy server): a row per candidate,
+        # each with the turn, its conversation and its stored pick and edit if any
+        rows = conn.execute(_choice_state, {"tid": turn_id}).all()
+        if not rows:
             raise NotFound(f"turn {turn_id} not found")
-        c = t.conversation
-        if c.annotator_id != who.id and not who.is_admin:
+        t = rows[0]
+        if t.annotator_id != who.id and not who.is_admin:
             raise NotFound(f"turn {turn_id} not found")
+        # ("index" is a row's tuple method: the column is read by its label)
+        view = conversations.TurnView(t.id, t.turn_index, t.human, t.status)
+        cands = conversations.candidate_views(rows)
+        texts = {x.slot: x.text for x in cands}
         if strength is None:
-            texts = {x.slot: x.text for x in t.candidates}
             if t.status != "ready" or texts.get("a") != texts.get("b"):
                 raise Invalid("strength is required: the two responses differ")
             strength = 1
-        existing = list(t.comparisons)
-        stored = next((x for x in existing if x.kind == "pick"), None)
-        if stored is not None:
-            stored_edit = next((x.chosen_text for x in existing if x.kind == "edit"), None)
-            same = (stored.pick, stored.strength, stored_edit) == (pick, strength, edit)
-            if (request_id and stored.request_id == request_id) or same:
-                return conversations.turn_dict(t, admin=who.is_admin)
+        if t.pick is not None:
+            same = (t.pick, t.strength, t.edit) == (pick, strength, edit)
+            if (request_id and t.request_id == request_id) or same:
+                return conversations.turn_dict(
+                    view, cands, t, t.edit, t.continued, admin=who.is_admin
+                )
             raise Conflict(
-                f"turn {turn_id} already has a different choice ({stored.pick}, "
-                f"strength {stored.strength})",
+                f"turn {turn_id} already has a different choice ({t.pick}, strength {t.strength})",
             )
-        if c.annotator_id != who.id:
+        if t.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can choose")
-        if c.status != "open":
-            raise Conflict(f"conversation {c.id} is finished")
+        if t.conversation_status != "open":
+            raise Conflict(f"conversation {t.conversation_id} is finished")
         if t.status != "ready":
             raise Conflict(
                 f"turn {turn_id} is not ready for a choice (status {t.status})",
             )
-        if edit is not None and c.mode != "helpful":
+        if edit is not None and t.mode != "helpful":
             raise Invalid("edits are for helpful conversations only")
-        cands = {x.slot: x for x in t.candidates}
         other = "b" if pick == "a" else "a"
-        picked_text, other_text = cands[pick].text, cands[other].text
+        picked_text, other_text = texts[pick], texts[other]
         decided = now()
         common = dict(
             turn_id=t.id,
@@ -131,7 +116,7 @@ def _record_choice(
             shown_at=t.ready_at,
             decided_at=decided,
         )
-        rows = [
+        rows_in = [
             dict(
                 kind="pick",
                 chosen_slot=pick,
@@ -143,7 +128,7 @@ def _record_choice(
         ]
         edited = edit is not None and edit != picked_text
         if edited:
-            rows.append(
+            rows_in.append(
                 dict(
                     kind="edit",
                     chosen_slot=None,
@@ -156,27 +141,63 @@ def _record_choice(
         continued: str | None
         if edit is not None:
             continued = edit
-        elif c.mode == "red-team" and c.red_team_continue == "other":
+        elif t.mode == "red-team" and t.red_team_continue == "other":
             continued = other_text
         else:
             continued = picked_text
-        # plain statements (no ORM unit of work): the comparisons, then the turn's continuation
-        conn = s.connection()
-        conn.execute(insert(_comparison_table), rows)
-        conn.execute(
-            update(_turn_table).where(_turn_table.c.id == t.id).values(continued=continued)
-        )
+        conn.execute(insert(comparisons_table), rows_in)
+        conn.execute(_continue, {"tid": t.id, "continued": continued})
         # the answer is what was just written (committed when this block ends)
-        out = conversations.turn_dict(t, admin=who.is_admin)
-        out.update(
-            pick=pick,
-            strength=strength,
-            edit=edit if edited else None,
-            continued=continued,
-            decided_at=iso(decided),
+        stored = _Decided(pick, strength, decided)
+        return conversations.turn_dict(
+            view, cands, stored, edit if edited else None, continued, admin=who.is_admin
         )
-        return out
 
 
-_comparison_table = cast("Table", Comparison.__table__)
-_turn_table = cast("Table", Turn.__table__)
+class _Decided(NamedTuple):
+    """A choice just stored, as :func:`.conversations.turn_dict` reads a stored pick."""
+
+    pick: str
+    strength: int
+    decided_at: datetime
+
+
+_turns, _conversations = turns_table.c, conversations_table.c
+_candidates = candidates_table.c
+_picks = comparisons_table.alias("pick")
+_edits = comparisons_table.alias("edit")
+#: a row per candidate (slot order), each with the turn, its conversation, and the stored
+#: pick and edit (NULL when none); the candidate's admin-only fields as conversations.turn_dict
+#: reads them
+_choice_state = (
+    select(
+        _turns.id,
+        _turns.index.label("turn_index"),
+        _turns.human,
+        _turns.status,
+        _turns.continued,
+        _turns.ready_at,
+        _turns.conversation_id,
+        _conversations.annotator_id,
+        _conversations.status.label("conversation_status"),
+        _conversations.mode,
+        _conversations.red_team_continue,
+        *conversations.CANDIDATE_COLUMNS,
+        _picks.c.pick,
+        _picks.c.strength,
+        _picks.c.request_id,
+        _picks.c.decided_at,
+        _edits.c.chosen_text.label("edit"),
+    )
+    .join_from(turns_table, conversations_table, _conversations.id == _turns.conversation_id)
+    .outerjoin(candidates_table, _candidates.turn_id == _turns.id)
+    .outerjoin(_picks, (_picks.c.turn_id == _turns.id) & (_picks.c.kind == "pick"))
+    .outerjoin(_edits, (_edits.c.turn_id == _turns.id) & (_edits.c.kind == "edit"))
+    .where(_turns.id == bindparam("tid"))
+    .order_by(_candidates.slot)
+)
+_continue = (
+    update(turns_table)
+    .where(_turns.id == bindparam("tid"))
+    .values(continued=bindparam("continued"))
+)

@@ -5,20 +5,27 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session as DBSession
 from sqlalchemy.orm import selectinload
 
 from ...errors import Conflict, Forbidden, Invalid, NotFound
 from ..db import Storage
 from ..db.engine import is_sqlite
-from ..db.models import Annotator, Candidate, Conversation, Turn
+from ..db.models import (
+    Annotator,
+    Candidate,
+    Conversation,
+    Turn,
+    candidates_table,
+    conversations_table,
+    turns_table,
+)
 from ..domain import (
     MODES,
     SLOTS,
@@ -31,17 +38,30 @@ from ..domain import (
 )
 from ..finish import cut_reason
 
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from typing_extensions import Unpack
+
+    #: a row of any columns
+    AnyRow: TypeAlias = Row[Unpack[tuple[Any, ...]]]
+
 #: a retry that moves a response to another backend is logged with the backends' failures
 log = logging.getLogger("hhrlhf.collect.backends")
 
 
 def owned_conversation(
-    storage: Storage, s: DBSession, who: AnnotatorInfo, conversation_id: int, *, lock: bool = False
-) -> Conversation:
-    q = select(Conversation).where(Conversation.id == conversation_id)
-    if lock and not is_sqlite(storage.url):
-        q = q.with_for_update()
-    c = s.scalar(q)
+    storage: Storage,
+    conn: Connection,
+    who: AnnotatorInfo,
+    conversation_id: int,
+    *,
+    lock: bool = False,
+) -> AnyRow:
+    """The conversation's row (404 if it is not one's own; admins see every one).
+    ``lock``: held until the transaction ends (PostgreSQL; SQLite's writer holds the file)."""
+    q = _conversation_for_update if lock and not is_sqlite(storage.url) else _conversation
+    c = conn.execute(q, {"cid": conversation_id}).one_or_none()
     if c is None or (c.annotator_id != who.id and not who.is_admin):
         raise NotFound(f"conversation {conversation_id} not found")
     return c
@@ -61,23 +81,31 @@ def create_conversation(
     task_description = task_description.strip()
     if not task_description:
         raise Invalid("task_description is empty: say what you want to do")
+    created = now()
+    values = dict(
+        uid=uuid.uuid4().hex,
+        annotator_id=who.id,
+        mode=mode,
+        task_description=task_description,
+        status="open",
+        backend=backend if mode == "red-team" else None,
+        red_team_continue=red_team_continue if mode == "red-team" else None,
+        created_at=created,
+    )
     with storage.write() as s:
-        c = Conversation(
-            uid=uuid.uuid4().hex,
-            annotator_id=who.id,
-            mode=mode,
-            task_description=task_description,
-            status="open",
-            backend=backend if mode == "red-team" else None,
-            red_team_continue=red_team_continue if mode == "red-team" else None,
-            created_at=now(),
-        )
-        s.add(c)
-        s.flush()
-        return conversation_summary(c, 0)
+        cid = s.connection().execute(_new_conversation, values).scalar_one()
+    return {
+        "id": cid,
+        "mode": mode,
+        "task_description": task_description,
+        "status": "open",
+        "turns": 0,
+        "created_at": iso(created),
+        "finished_at": None,
+    }
 
 
-def conversation_summary(c: Conversation, turns: int) -> dict[str, Any]:
+def conversation_summary(c: Conversation | AnyRow, turns: int) -> dict[str, Any]:
     return {
         "id": c.id,
         "mode": c.mode,
@@ -120,7 +148,7 @@ def list_conversations(
 def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int) -> dict[str, Any]:
     """The whole conversation; backend names only for admins."""
     with storage.read() as s:
-        c = owned_conversation(storage, s, who, conversation_id)
+        c = owned_conversation(storage, s.connection(), who, conversation_id)
         turns = s.scalars(
             select(Turn)
             .where(Turn.conversation_id == c.id)
@@ -136,7 +164,7 @@ def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int)
             "rating": c.rating,
             "created_at": iso(c.created_at),
             "finished_at": iso(c.finished_at),
-            "turns": [turn_dict(t, admin=who.is_admin) for t in turns],
+            "turns": [_stored_turn_dict(t, admin=who.is_admin) for t in turns],
         }
         if who.is_admin:
             out["backend"] = c.backend
@@ -144,11 +172,82 @@ def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int)
         return out
 
 
-def turn_dict(t: Turn, *, admin: bool) -> dict[str, Any]:
-    pick = next((x for x in t.comparisons if x.kind == "pick"), None)
-    edit = next((x for x in t.comparisons if x.kind == "edit"), None)
+class CandidateView(NamedTuple):
+    """A candidate as :func:`turn_dict` reads it: an ORM row's fields, or a plain row's
+    (:data:`CANDIDATE_COLUMNS`, in this order)."""
+
+    slot: str
+    text: str | None
+    cut: bool
+    finish_reason: str | None
+    status: str
+    backend: str
+    model: str | None
+    params: dict[str, Any]
+    latency_ms: int | None
+    error: str | None
+
+
+_candidates = candidates_table.c
+#: :class:`CandidateView`'s columns, for a statement that joins candidates to other rows
+#: (the status labelled, as a turn and a conversation have one too)
+CANDIDATE_COLUMNS = (
+    _candidates.slot,
+    _candidates.text,
+    _candidates.cut,
+    _candidates.finish_reason,
+    _candidates.status.label("candidate_status"),
+    _candidates.backend,
+    _candidates.model,
+    _candidates.params,
+    _candidates.latency_ms,
+    _candidates.error,
+)
+
+
+def candidate_views(rows: Iterable[AnyRow]) -> list[CandidateView]:
+    """The candidates of rows selected with :data:`CANDIDATE_COLUMNS` (an outer join's
+    row without one is left out)."""
+    return [
+        CandidateView(*(r._mapping[col] for col in CANDIDATE_COLUMNS))
+        for r in rows
+        if r.slot is not None
+    ]
+
+
+class PickView(Protocol):
+    """A stored pick as :func:`turn_dict` reads it."""
+
+    @property
+    def pick(self) -> str: ...
+    @property
+    def strength(self) -> int: ...
+    @property
+    def decided_at(self) -> datetime: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    """A turn's own fields as :func:`turn_dict` answers them."""
+
+    id: int
+    index: int
+    human: str
+    status: str
+
+
+def turn_dict(
+    t: TurnView,
+    candidates: Iterable[CandidateView | Candidate],
+    pick: PickView | None,
+    edit: str | None,
+    continued: str | None,
+    *,
+    admin: bool,
+) -> dict[str, Any]:
+    """A turn as the API answers it; backends, models and errors only for admins."""
     cands = []
-    for cand in t.candidates:
+    for cand in candidates:
         d: dict[str, Any] = {
             "slot": cand.slot,
             "text": cand.text,
@@ -176,10 +275,18 @@ def turn_dict(t: Turn, *, admin: bool) -> dict[str, Any]:
         "candidates": cands,
         "pick": pick.pick if pick else None,
         "strength": pick.strength if pick else None,
-        "edit": edit.chosen_text if edit else None,
-        "continued": t.continued,
+        "edit": edit,
+        "continued": continued,
         "decided_at": iso(pick.decided_at) if pick else None,
     }
+
+
+def _stored_turn_dict(t: Turn, *, admin: bool) -> dict[str, Any]:
+    """:func:`turn_dict` of a turn loaded with its candidates and comparisons."""
+    pick = next((x for x in t.comparisons if x.kind == "pick"), None)
+    edit = next((x.chosen_text for x in t.comparisons if x.kind == "edit"), None)
+    view = TurnView(t.id, t.index, t.human, t.status)
+    return turn_dict(view, t.candidates, pick, edit, t.continued, admin=admin)
 
 
 def finish_conversation(
@@ -190,7 +297,8 @@ def finish_conversation(
     rating: int | None = None,
 ) -> dict[str, Any]:
     with storage.write() as s:
-        c = owned_conversation(storage, s, who, conversation_id, lock=True)
+        conn = s.connection()
+        c = owned_conversation(storage, conn, who, conversation_id, lock=True)
         if c.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can finish it")
         if c.mode == "red-team":
@@ -201,15 +309,20 @@ def finish_conversation(
         elif rating is not None:
             raise Invalid("only red-team conversations take a rating")
         comment = (comment or "").strip() or None
+        turns = conn.execute(_turn_count, {"cid": c.id}).scalar_one()
         if c.status == "finished":
             if (c.comment, c.rating) == (comment, rating):
-                return conversation_summary(c, len(c.turns))
+                return conversation_summary(c, turns)
             raise Conflict(f"conversation {c.id} is already finished")
-        c.status = "finished"
-        c.comment = comment
-        c.rating = rating
-        c.finished_at = now()
-        return conversation_summary(c, len(c.turns))
+        finished = now()
+        conn.execute(
+            _finish, {"cid": c.id, "comment": comment, "rating": rating, "finished": finished}
+        )
+        return {
+            **conversation_summary(c, turns),
+            "status": "finished",
+            "finished_at": iso(finished),
+        }
 
 
 def create_turn(
@@ -232,18 +345,14 @@ def create_turn(
     if not text:
         raise Invalid("the message is empty")
     with storage.write() as s:
-        c = owned_conversation(storage, s, who, conversation_id, lock=True)
+        conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
+        c = owned_conversation(storage, conn, who, conversation_id, lock=True)
         if c.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can write in it")
         if c.status != "open":
             raise Conflict(f"conversation {c.id} is finished")
-        # the earlier turns' texts only (plain rows, no ORM objects: a long conversation
-        # costs a message its rows, not their bookkeeping)
-        turns = s.execute(
-            select(Turn.human, Turn.continued)
-            .where(Turn.conversation_id == c.id)
-            .order_by(Turn.index)
-        ).all()
+        # the earlier turns' texts only
+        turns = conn.execute(_history, {"cid": c.id}).all()
         if turns and turns[-1].continued is None:
             raise Conflict(
                 "the last turn has no choice yet: pick a response before writing again",
@@ -260,9 +369,9 @@ def create_turn(
             status="pending" if lease is None else "generating",
         )
         try:
-            t.id = s.execute(
-                insert(Turn)
-                .values(
+            t.id = conn.execute(
+                _new_turn,
+                dict(
                     conversation_id=c.id,
                     index=t.index,
                     human=t.human,
@@ -271,11 +380,10 @@ def create_turn(
                     lease_owner=None if lease is None else lease[0],
                     lease_until=None if lease is None else created + timedelta(seconds=lease[1]),
                     created_at=created,
-                )
-                .returning(Turn.id)
+                ),
             ).scalar_one()
-            s.execute(
-                insert(Candidate),
+            conn.execute(
+                _new_candidates,
                 [
                     {"turn_id": t.id, "slot": slot, "backend": backend, "status": "pending"}
                     for slot, backend in zip(SLOTS, backends, strict=True)
@@ -305,13 +413,10 @@ class _NewTurn:
 def turn_owner(storage: Storage, who: AnnotatorInfo, turn_id: int) -> dict[str, Any]:
     """Authorise access to a turn (404 if not one's own); returns its status."""
     with storage.read() as s:
-        t = s.get(Turn, turn_id)
-        if t is None:
+        t = s.connection().execute(_turn_owner, {"tid": turn_id}).one_or_none()
+        if t is None or (t.annotator_id != who.id and not who.is_admin):
             raise NotFound(f"turn {turn_id} not found")
-        c = s.get_one(Conversation, t.conversation_id)
-        if c.annotator_id != who.id and not who.is_admin:
-            raise NotFound(f"turn {turn_id} not found")
-        return {"id": t.id, "status": t.status, "conversation_id": c.id}
+        return {"id": t.id, "status": t.status, "conversation_id": t.conversation_id}
 
 
 def retry_turn(
@@ -359,3 +464,35 @@ def retry_turn(
             c.status, c.error = "pending", None
         t.status = "pending"
         return "pending"
+
+
+# the hot services' statements, built once (their cache keys too)
+_turns, _conversations = turns_table.c, conversations_table.c
+_conversation = select(conversations_table).where(_conversations.id == bindparam("cid"))
+_conversation_for_update = _conversation.with_for_update()
+_new_conversation = insert(conversations_table).returning(_conversations.id)
+_turn_count = (
+    select(func.count()).select_from(turns_table).where(_turns.conversation_id == bindparam("cid"))
+)
+_finish = (
+    update(conversations_table)
+    .where(_conversations.id == bindparam("cid"))
+    .values(
+        status="finished",
+        comment=bindparam("comment"),
+        rating=bindparam("rating"),
+        finished_at=bindparam("finished", type_=_conversations.finished_at.type),
+    )
+)
+_history = (
+    select(_turns.human, _turns.continued)
+    .where(_turns.conversation_id == bindparam("cid"))
+    .order_by(_turns.index)
+)
+_new_turn = insert(turns_table).returning(_turns.id)
+_new_candidates = insert(candidates_table)
+_turn_owner = (
+    select(_turns.id, _turns.status, _turns.conversation_id, _conversations.annotator_id)
+    .join_from(turns_table, conversations_table, _conversations.id == _turns.conversation_id)
+    .where(_turns.id == bindparam("tid"))
+)

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import bindparam, func, or_, select, update
 
+from ...errors import NotFound
 from ..db import Storage
-from ..db.models import Candidate, Turn
+from ..db.models import Candidate, Turn, candidates_table, conversations_table, turns_table
 from ..domain import (
     SLOTS,
     PendingCandidate,
@@ -20,8 +21,9 @@ from ..domain import (
 from ..finish import cut_reason
 
 if TYPE_CHECKING:
-    from sqlalchemy import Table
+    from sqlalchemy import ColumnElement
     from sqlalchemy.engine import CursorResult
+    from sqlalchemy.sql.dml import ReturningUpdate
 
 
 def acquire_lease(
@@ -37,41 +39,25 @@ def acquire_lease(
     Free: a pending turn, or one whose lease ran out; ``take_from``: also a turn still leased
     by that owner (the caller knows it is dead)."""
     t0 = now()
-    free = or_(
-        Turn.status == "pending",
-        (Turn.status == "generating") & (Turn.lease_until < t0),
-    )
-    if take_from is not None:
-        free = or_(free, (Turn.status == "generating") & (Turn.lease_owner == take_from))
+    args = {
+        "tid": turn_id,
+        "now": t0,
+        "owner": owner,
+        "until": t0 + timedelta(seconds=seconds),
+        "take_from": take_from,
+    }
     with storage.write(durable=False) as s:
-        res = s.execute(  # an UPDATE: a CursorResult, with a rowcount
-            update(Turn)
-            .where(Turn.id == turn_id)
-            .where(free)
-            .values(
-                status="generating",
-                lease_owner=owner,
-                lease_until=t0 + timedelta(seconds=seconds),
-            )
-        )
-        if cast("CursorResult[Any]", res).rowcount != 1:
+        conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
+        t = conn.execute(_lease if take_from is None else _lease_or_take, args).one_or_none()
+        if t is None:
             return None
-        t = s.get_one(Turn, turn_id)
-        history = s.execute(
-            select(Turn.human, Turn.continued)
-            .where(Turn.conversation_id == t.conversation_id, Turn.index < t.index)
-            .order_by(Turn.index)
+        # (a row's "index" is its tuple method: the column is read through the mapping)
+        history = conn.execute(
+            _history, {"cid": t.conversation_id, "before": t._mapping["index"]}
         ).all()
-        prompt = Prompt(
-            tuple((h, a or "") for h, a in history), t.human, t.prefix, t.conversation.mode
-        )
-        pending = [
-            PendingCandidate(c.slot, c.backend)
-            for c in s.scalars(
-                select(Candidate).where(Candidate.turn_id == turn_id).order_by(Candidate.slot)
-            )
-            if c.status != "ready"
-        ]
+        cands = conn.execute(_pending, {"tid": turn_id}).all()
+        prompt = Prompt(tuple((h, a or "") for h, a in history), t.human, t.prefix, cands[0].mode)
+        pending = [PendingCandidate(c.slot, c.backend) for c in cands if c.status != "ready"]
         return prompt, pending
 
 
@@ -79,8 +65,8 @@ def renew_lease(storage: Storage, turn_id: int, owner: str, seconds: float) -> b
     """Extend a lease this owner still holds (a live run's heartbeat); False if it was lost."""
     with storage.write(durable=False) as s:
         res = s.execute(  # an UPDATE: a CursorResult, with a rowcount
-            update(Turn)
-            .where(Turn.id == turn_id, Turn.lease_owner == owner, Turn.status == "generating")
+            update(turns_table)
+            .where(_turns.id == turn_id, _turns.lease_owner == owner, _turns.status == "generating")
             .values(lease_until=now() + timedelta(seconds=seconds))
         )
         return cast("CursorResult[Any]", res).rowcount == 1
@@ -138,14 +124,70 @@ def finish_generation(
         return status
 
 
-_turn_table = cast("Table", Turn.__table__)
-_candidate_table = cast("Table", Candidate.__table__)
-_turns, _candidates = _turn_table.c, _candidate_table.c
+_turns, _candidates = turns_table.c, candidates_table.c
+_conversations = conversations_table.c
+_generating = _turns.status == "generating"
+_free = or_(
+    _turns.status == "pending",
+    _generating & (_turns.lease_until < bindparam("now", type_=_turns.lease_until.type)),
+)
+
+
+def _leasing(free: ColumnElement[bool]) -> ReturningUpdate[Any, Any, Any, Any]:
+    """The turn leased if ``free``: its fields for the prompt."""
+    return (
+        update(turns_table)
+        .where(_turns.id == bindparam("tid"), free)
+        .values(
+            status="generating",
+            lease_owner=bindparam("owner"),
+            lease_until=bindparam("until", type_=_turns.lease_until.type),
+        )
+        .returning(_turns.conversation_id, _turns.index, _turns.human, _turns.prefix)
+    )
+
+
+#: a free turn: pending, or its lease ran out
+_lease = _leasing(_free)
+#: the same, or a turn still leased by a dead owner (``take_from``)
+_lease_or_take = _leasing(or_(_free, _generating & (_turns.lease_owner == bindparam("take_from"))))
+_history = (
+    select(_turns.human, _turns.continued)
+    .where(_turns.conversation_id == bindparam("cid"), _turns.index < bindparam("before"))
+    .order_by(_turns.index)
+)
+#: a turn's candidates, each with its conversation's mode
+_pending = (
+    select(_candidates.slot, _candidates.backend, _candidates.status, _conversations.mode)
+    .join_from(candidates_table, turns_table, _turns.id == _candidates.turn_id)
+    .join(conversations_table, _conversations.id == _turns.conversation_id)
+    .where(_candidates.turn_id == bindparam("tid"))
+    .order_by(_candidates.slot)
+)
+#: a row per candidate (slot order), each with the turn's own fields
+_turn_state = (
+    select(
+        _turns.id,
+        _turns.index.label("turn_index"),
+        _turns.status,
+        _turns.lease_owner,
+        _turns.lease_until,
+        _candidates.slot,
+        _candidates.status.label("candidate_status"),
+        _candidates.text,
+        _candidates.cut,
+        _candidates.finish_reason,
+        _candidates.error,
+    )
+    .outerjoin_from(turns_table, candidates_table, _candidates.turn_id == _turns.id)
+    .where(_turns.id == bindparam("tid"))
+    .order_by(_candidates.slot)
+)
 _candidate_statuses = select(_candidates.slot, _candidates.status).where(
     _candidates.turn_id == bindparam("tid")
 )
 _releasing = (
-    update(_turn_table)
+    update(turns_table)
     .where(
         _turns.id == bindparam("tid"),
         _turns.lease_owner == bindparam("owner"),
@@ -170,7 +212,7 @@ _CANDIDATE_FIELDS = (
     "error",
 )
 _store_candidate = (
-    update(_candidate_table)
+    update(candidates_table)
     .where(_candidates.turn_id == bindparam("tid"), _candidates.slot == bindparam("b_slot"))
     .values(
         attempts=func.coalesce(_candidates.attempts, 0) + 1,
@@ -197,28 +239,29 @@ def end_generation(storage: Storage, turn_id: int, owner: str) -> str:
 def turn_state(storage: Storage, turn_id: int) -> dict[str, Any]:
     """Status and candidates of a turn (no authorisation: call :meth:`turn_owner` first)."""
     with storage.read() as s:
-        t = s.get_one(Turn, turn_id)
-        cands = s.scalars(
-            select(Candidate).where(Candidate.turn_id == turn_id).order_by(Candidate.slot)
-        ).all()
-        return {
-            "id": t.id,
-            "index": t.index,
-            "status": t.status,
-            "lease_owner": t.lease_owner,
-            "lease_until": aware(t.lease_until),
-            "candidates": [
-                {
-                    "slot": c.slot,
-                    "status": c.status,
-                    "text": c.text,
-                    "cut": c.cut,
-                    "cut_reason": cut_reason(c.cut, c.finish_reason),
-                    "error": c.error,
-                }
-                for c in cands
-            ],
-        }
+        rows = s.connection().execute(_turn_state, {"tid": turn_id}).all()
+    if not rows:
+        raise NotFound(f"turn {turn_id} not found")
+    t = rows[0]
+    return {
+        "id": t.id,
+        "index": t.turn_index,
+        "status": t.status,
+        "lease_owner": t.lease_owner,
+        "lease_until": aware(t.lease_until),
+        "candidates": [
+            {
+                "slot": c.slot,
+                "status": c.candidate_status,
+                "text": c.text,
+                "cut": c.cut,
+                "cut_reason": cut_reason(c.cut, c.finish_reason),
+                "error": c.error,
+            }
+            for c in rows
+            if c.slot is not None
+        ],
+    }
 
 
 def _candidate_values(

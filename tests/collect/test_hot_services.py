@@ -1,0 +1,130 @@
+"""The annotation loop's hot services (a conversation, a message, its generation, a choice)
+read and write plain rows: no ORM object is loaded or flushed, and each sends a fixed number
+of statements. An ORM object's lazy load, or a second read where one join did, shows here as
+a failure (bench/RESULTS-collect.md has what each costs on a busy server)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from hhrlhf.collect.db.engine import count_statements
+from hhrlhf.collect.db.models import Base
+from hhrlhf.collect.services import annotators, choices, conversations, leases
+
+#: statements each hot service sends, by database, in the test's order: PostgreSQL's
+#: non-durable writes add a SET LOCAL; SQLite's transactions an explicit BEGIN (reads too: a
+#: deferred one), and a PRAGMA where the connection's durability changes (to a lease's after
+#: a message, back to a choice's after generation)
+EXPECTED = {
+    "sqlite": {
+        "create_conversation": 2,
+        "create_turn": 5,
+        "acquire_lease": 5,
+        "turn_owner": 2,
+        "turn_state": 2,
+        "finish_generation": 3,
+        "record_choice": 5,
+        "record_choice again": 2,
+        "finish_conversation": 4,
+    },
+    "postgres": {
+        "create_conversation": 1,
+        "create_turn": 4,
+        "acquire_lease": 4,
+        "turn_owner": 1,
+        "turn_state": 1,
+        "finish_generation": 3,
+        "record_choice": 3,
+        "record_choice again": 1,
+        "finish_conversation": 3,
+    },
+}
+
+
+@contextlib.contextmanager
+def no_orm_objects():
+    """Fails the test if an ORM object is loaded or a session flushes inside."""
+    seen: list[str] = []
+
+    def loaded(target, _context):
+        seen.append(f"loaded {type(target).__name__}")
+
+    def flushed(session, _context, _instances):
+        seen.append(f"flushed {sorted(type(x).__name__ for x in session.new | session.dirty)}")
+
+    event.listen(Base, "load", loaded, propagate=True)
+    event.listen(Session, "before_flush", flushed)
+    try:
+        yield
+    finally:
+        event.remove(Base, "load", loaded)
+        event.remove(Session, "before_flush", flushed)
+    assert seen == []
+
+
+def test_the_hot_services_send_plain_statements_and_no_more(storage):
+    kind = "sqlite" if storage.url.startswith("sqlite") else "postgres"
+    who, _ = annotators.add_annotator(storage, "alice")
+    sent: dict[str, int] = {}
+
+    def run(name, fn, *args, **kwargs):
+        with no_orm_objects(), count_statements() as n:
+            out = fn(storage, *args, **kwargs)
+        sent[name] = n[0]
+        return out
+
+    cid = run("create_conversation", conversations.create_conversation, who, "helpful", "t")["id"]
+    first = run(
+        "create_turn", conversations.create_turn, who, cid, "hello", ("m1", "m2"), lease=None
+    )
+    got = run("acquire_lease", leases.acquire_lease, first["id"], "w1", 60)
+    assert got is not None and got[0].mode == "helpful" and got[0].human == "hello"
+    assert [p.slot for p in got[1]] == ["a", "b"]
+    assert run("turn_owner", conversations.turn_owner, who, first["id"])["status"] == "generating"
+    state = run("turn_state", leases.turn_state, first["id"])
+    assert (state["status"], state["index"], state["lease_owner"]) == ("generating", 0, "w1")
+    results = {s: dict(text=f"fine {s}", raw_text=f"fine {s}") for s in "ab"}
+    assert run("finish_generation", leases.finish_generation, first["id"], "w1", results) == (
+        "ready"
+    )
+    choice = dict(pick="b", strength=3, strength_points=4, request_id="r1")
+    out = run("record_choice", choices.record_choice, who, first["id"], **choice)
+    again = run("record_choice again", choices.record_choice, who, first["id"], **choice)
+    # the repeat answers what the first stored, read back
+    assert again == out and out["continued"] == "fine b" and out["pick"] == "b"
+    done = run("finish_conversation", conversations.finish_conversation, who, cid)
+    assert (done["status"], done["turns"]) == ("finished", 1)
+    assert sent == EXPECTED[kind]
+
+
+@pytest.mark.parametrize("admin", [False, True])
+def test_a_choice_answers_as_the_conversation_reads(storage, admin):
+    """The choice's answer (built from the rows it read and wrote) is the turn as a later
+    read of the whole conversation gives it: pick, strength, edit, continuation, and the
+    admin-only fields of the candidates."""
+    who, _ = annotators.add_annotator(storage, "alice")
+    boss, _ = annotators.add_annotator(storage, "boss", role="admin")
+    cid = conversations.create_conversation(storage, who, "helpful", "t")["id"]
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    assert leases.acquire_lease(storage, tid, "w1", 60) is not None
+    results = {
+        s: dict(text=f"fine {s}", raw_text=f"fine {s}", model=f"model-{s}", latency_ms=5)
+        for s in "ab"
+    }
+    leases.finish_generation(storage, tid, "w1", results)
+    reader = boss if admin else who
+    out = choices.record_choice(
+        storage, who, tid, pick="a", strength=2, strength_points=4, edit="better a"
+    )
+    if admin:  # the admin's view of the same choice, as a repeat
+        out = choices.record_choice(
+            storage, boss, tid, pick="a", strength=2, strength_points=4, edit="better a"
+        )
+    [stored] = conversations.get_conversation(storage, reader, cid)["turns"]
+    assert out == stored
+    assert (out["edit"], out["continued"], out["strength"]) == ("better a", "better a", 2)
+    assert ("model" in out["candidates"][0]) is admin
