@@ -6,6 +6,10 @@ a failure (bench/RESULTS-collect.md has what each costs on a busy server)."""
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from sqlalchemy import event
@@ -128,3 +132,28 @@ def test_a_choice_answers_as_the_conversation_reads(storage, admin):
     assert out == stored
     assert (out["edit"], out["continued"], out["strength"]) == ("better a", "better a", 2)
     assert ("model" in out["candidates"][0]) is admin
+
+
+def test_the_services_bench_runs_and_counts_what_the_test_above_expects():
+    """bench/bench_services.py (a short SQLite run) prints a row per hot service with the
+    statements it sent: the same counts as this module's (a bench that drifted from the
+    services, or broke, fails here)."""
+    root = Path(__file__).resolve().parents[2]
+    p = subprocess.run(
+        [sys.executable, str(root / "bench" / "bench_services.py"), "--sqlite", "--turns", "10"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root / "src")},
+    )
+    assert p.returncode == 0, p.stderr
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[4].strip()
+        for line in p.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| service")
+    }
+    # each call's statements, averaged over the run: the first calls' durability PRAGMAs
+    # (see EXPECTED) are spread over 10 turns, so only the steady services are compared
+    assert float(rows["turn_owner"]) == EXPECTED["sqlite"]["turn_owner"]
+    assert float(rows["turn_state"]) == EXPECTED["sqlite"]["turn_state"]
+    assert set(rows) >= (set(EXPECTED["sqlite"]) - {"record_choice again"}) | {"**a turn**"}
