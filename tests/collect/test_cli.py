@@ -98,6 +98,48 @@ def test_export_errors_are_one_line(db_url, tmp_path, storage):
     assert r.exit_code == 1 and "preference subset" in r.stderr
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["collect", "annotator", "list"], ["collect", "export", "--out", "OUT"], ["serve", "--demo"]],
+)
+def test_a_database_that_cannot_be_opened_is_one_line_without_its_password(
+    command, postgres_server, tmp_path
+):
+    """No server on the port, a database that is not there, a port that is not a number:
+    one ``error:`` line naming the URL with its password hidden, and exit 1 (no traceback:
+    ``catch_exceptions=False`` would raise it here)."""
+    nothing_there = f"postgresql+psycopg://hh:s3cret-pw@127.0.0.1:{free_port('127.0.0.1')}/db"
+    missing = (
+        f"postgresql+psycopg://{postgres_server.role}:s3cret-pw@/no_such_database"
+        f"?host={postgres_server.root}"
+    )
+    bad_port = "postgresql+psycopg://hh:s3cret-pw@localhost:port/db"
+    for url, problem in (
+        (nothing_there, "Connection refused"),
+        (missing, "does not exist"),
+        (bad_port, "not a database URL"),
+    ):
+        args = [str(tmp_path / "out") if x == "OUT" else x for x in command]
+        r = run(*args, "--db", url)
+        assert r.exit_code == 1, r.output
+        [line] = r.stderr.strip().splitlines()
+        assert line.startswith("error: --db ") and problem in line, line
+        assert "s3cret-pw" not in r.output and ":***@" in line
+
+
+def test_shown_urls_hide_the_password():
+    from hhrlhf.collect.db.engine import shown_url
+
+    assert shown_url("postgresql+psycopg://u:p%40ss@h:5432/db?x=1") == (
+        "postgresql+psycopg://u:***@h:5432/db?x=1"
+    )
+    assert (
+        shown_url("postgresql+psycopg://u@/db?host=/run") == "postgresql+psycopg://u@/db?host=/run"
+    )
+    assert shown_url("sqlite:///a/b.db") == "sqlite:///a/b.db"
+    assert shown_url("weird://u:pw@h:x/db") == "weird://u:***@h:x/db"  # not parsed: still hidden
+
+
 def test_serve_needs_config_or_demo():
     r = CliRunner().invoke(cli, ["serve"])
     assert r.exit_code == 2 and "--config FILE or --demo" in r.output

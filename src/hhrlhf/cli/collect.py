@@ -11,7 +11,7 @@ import threading
 
 import click
 
-from ..errors import OutputError, require
+from ..errors import HHError, OutputError, require
 from ..text import printable
 from .options import emit_json, out_dir_option, print_table
 
@@ -42,12 +42,19 @@ def db_option(f):
 def _storage(db_url: str | None, *, migrate: bool = False):
     _web()
     from ..collect.db import Storage
+    from ..collect.db.engine import shown_url
+    from ..collect.db.errors import DATABASE_ERRORS, describe
 
-    storage = Storage(db_url or _default_db())
-    if migrate:
-        storage.upgrade()
-    else:
-        storage.check_current()
+    url = db_url or _default_db()
+    storage = Storage(url)
+    try:
+        if migrate:
+            storage.upgrade()
+        else:
+            storage.check_current()
+    except DATABASE_ERRORS as exc:  # no server there, a wrong password, a missing database
+        storage.dispose()
+        raise HHError(f"--db {shown_url(url)}: cannot open the database: {describe(exc)}") from exc
     return storage
 
 
@@ -170,7 +177,10 @@ def serve(
 
         port = free_port(host)
     base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
-    click.echo(f"database: {settings.db_url} (migrated to {storage.revision()})", err=True)
+    from ..collect.db.engine import shown_url
+
+    shown = shown_url(settings.db_url)
+    click.echo(f"database: {shown} (migrated to {storage.revision()})", err=True)
     if not settings.db_url.startswith("sqlite"):
         from ..collect.db.engine import worker_connections
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -212,7 +213,7 @@ def prepare_threshold(url: str, value: str | tuple[str, ...] | None) -> int | No
     if value is None:
         return PREPARE_THRESHOLD
     if isinstance(value, tuple):
-        raise HHError(f"--db {url}: {PREPARE_PARAM} is given more than once")
+        raise HHError(f"--db {shown_url(url)}: {PREPARE_PARAM} is given more than once")
     if value.strip().lower() in ("none", "off"):
         return None
     try:
@@ -221,7 +222,8 @@ def prepare_threshold(url: str, value: str | tuple[str, ...] | None) -> int | No
         number = -1
     if number < 0:
         raise HHError(
-            f"--db {url}: {PREPARE_PARAM}={value!r} is not a number of runs (0 or more) or none"
+            f"--db {shown_url(url)}: {PREPARE_PARAM}={value!r} is not a number of runs "
+            "(0 or more) or none"
         )
     return number
 
@@ -234,14 +236,16 @@ def make_engine(url: str, *, writer: bool = True, connections: int | None = None
     """
     try:
         parsed = make_url(url)
-    except ArgumentError as exc:
-        raise HHError(f"--db {url!r}: not a database URL (e.g. sqlite:///hh-collect.db)") from exc
+    except (ArgumentError, ValueError) as exc:  # not a URL; a port that is not a number
+        raise HHError(
+            f"--db {shown_url(url)!r}: not a database URL (e.g. sqlite:///hh-collect.db)"
+        ) from exc
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:":
             folder = Path(database).expanduser().resolve().parent
             if not folder.is_dir():
-                raise HHError(f"--db {url}: folder {folder} does not exist")
+                raise HHError(f"--db {shown_url(url)}: folder {folder} does not exist")
         pool = {}
         if database and database != ":memory:" and not database.startswith("file:"):
             pool = dict(pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW, pool_timeout=POOL_TIMEOUT)
@@ -263,7 +267,18 @@ def make_engine(url: str, *, writer: bool = True, connections: int | None = None
             parsed.difference_update_query([PREPARE_PARAM]),
             **_postgres_options(url, parsed, connections),
         )
-    raise HHError(f"--db {url}: only sqlite:/// and postgresql+psycopg:// URLs are supported")
+    raise HHError(
+        f"--db {shown_url(url)}: only sqlite:/// and postgresql+psycopg:// URLs are supported"
+    )
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages and logs show it: its password, if any, as ``***``."""
+    try:
+        parsed = make_url(url)
+        return url if parsed.password is None else parsed.render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):  # not a URL SQLAlchemy reads: still no password shown
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 def pool_limits(connections: int | None) -> tuple[int, int]:

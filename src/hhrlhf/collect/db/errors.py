@@ -9,7 +9,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from ...errors import Unavailable
 
-__all__ = ["DATABASE_ERRORS", "as_unavailable", "pooler_trouble"]
+__all__ = ["DATABASE_ERRORS", "as_unavailable", "describe", "pooler_trouble"]
 
 #: what a database failure is raised as by the driver and the pool
 DATABASE_ERRORS: tuple[type[Exception], ...] = (DBAPIError, PoolTimeout)
@@ -40,10 +40,15 @@ def as_unavailable(exc: Exception) -> Unavailable:
             "the database is busy (no free connection in time); nothing was saved, try again",
             retry_after=1,
         )
-    orig = getattr(exc, "orig", None)
-    detail = str(orig).splitlines()[0] if orig is not None else type(exc).__name__
-    if pooler_trouble(exc):
-        detail = f"{detail}; {POOLER_HINT}"
     return Unavailable(
-        f"the database could not store this ({detail}); nothing was saved, try again"
+        f"the database could not store this ({describe(exc)}); nothing was saved, try again"
     )
+
+
+def describe(exc: Exception) -> str:
+    """The driver's own first line for ``exc`` (a database failure), with the pooler's hint
+    where that is the trouble; no SQLAlchemy banner or link."""
+    orig = getattr(exc, "orig", None)
+    lines = str(orig if orig is not None else exc).strip().splitlines()
+    detail = lines[0] if lines else type(exc).__name__
+    return f"{detail}; {POOLER_HINT}" if pooler_trouble(exc) else detail
