@@ -127,6 +127,15 @@ def test_a_database_that_cannot_be_opened_is_one_line_without_its_password(
         assert "s3cret-pw" not in r.output and ":***@" in line
 
 
+def test_an_unmigrated_database_is_named_without_its_password(postgres_url):
+    """A database at no schema yet: the message names it (password hidden) and the fix."""
+    user, rest = postgres_url.split("://", 1)[1].split("@", 1)
+    with_pw = f"postgresql+psycopg://{user}:s3cret-pw@{rest}"  # the test server trusts it
+    r = run("collect", "annotator", "list", "--db", with_pw)
+    assert r.exit_code == 1
+    assert "s3cret-pw" not in r.output and ":***@" in r.stderr and "hh serve" in r.stderr
+
+
 def test_shown_urls_hide_the_password():
     from hhrlhf.collect.db.engine import shown_url
 

@@ -35,6 +35,7 @@ from .engine import (
     make_engine,
     make_loop_engine,
     pool_limits,
+    shown_url,
     sqlite_file,
 )
 from .models import Base
@@ -247,7 +248,7 @@ class Storage:
         current = self.revision()
         if current != self.head():
             raise HHError(
-                f"{self.url}: database schema is at {current or 'nothing'}, the code needs "
+                f"{shown_url(self.url)}: database schema is at {current or 'nothing'}, the code needs "
                 f"{self.head()}; run `hh serve` (it migrates) first"
             )
 
