@@ -145,7 +145,7 @@ def _record_choice(
             continued = other_text
         else:
             continued = picked_text
-        conn.execute(insert(comparisons_table), rows_in)
+        conn.execute(_new_comparisons, rows_in)
         conn.execute(_continue, {"tid": t.id, "continued": continued})
         # the answer is what was just written (committed when this block ends)
         stored = _Decided(pick, strength, decided)
@@ -196,6 +196,7 @@ _choice_state = (
     .where(_turns.id == bindparam("tid"))
     .order_by(_candidates.slot)
 )
+_new_comparisons = insert(comparisons_table)
 _continue = (
     update(turns_table)
     .where(_turns.id == bindparam("tid"))
