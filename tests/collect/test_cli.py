@@ -146,7 +146,10 @@ def test_shown_urls_hide_the_password():
         shown_url("postgresql+psycopg://u@/db?host=/run") == "postgresql+psycopg://u@/db?host=/run"
     )
     assert shown_url("sqlite:///a/b.db") == "sqlite:///a/b.db"
-    assert shown_url("weird://u:pw@h:x/db") == "weird://u:***@h:x/db"  # not parsed: still hidden
+    assert shown_url("weird://u:pw@h:x/db") == "weird://u:***@h:x/db"  # not a URL it reads
+    assert shown_url("postgresql+psycopg://u:pw@/db?host=/run") == (
+        "postgresql+psycopg://u:***@/db?host=/run"  # the rest as typed
+    )
 
 
 def test_serve_needs_config_or_demo():

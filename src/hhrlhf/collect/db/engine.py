@@ -273,12 +273,13 @@ def make_engine(url: str, *, writer: bool = True, connections: int | None = None
 
 
 def shown_url(url: str) -> str:
-    """``url`` as messages and logs show it: its password, if any, as ``***``."""
-    try:
-        parsed = make_url(url)
-        return url if parsed.password is None else parsed.render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):  # not a URL SQLAlchemy reads: still no password shown
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    """``url`` as messages and logs show it: its password, if any, as ``***`` (the rest as
+    typed; a password's own ``@`` is ``%40`` in a URL)."""
+    return _PASSWORD.sub(r"\1***@", url, count=1)
+
+
+#: a URL's ``scheme://user:`` and the password after it, up to the ``@``
+_PASSWORD = re.compile(r"^([\w+.-]+://[^:@/?#]*:)[^@]*@")
 
 
 def pool_limits(connections: int | None) -> tuple[int, int]:
