@@ -270,3 +270,23 @@ def test_serve_on_port_0_prints_the_port_it_serves(tmp_path):
 def test_help_has_examples(subcommand):
     r = CliRunner().invoke(cli, subcommand)
     assert r.exit_code == 0 and "hh " in r.output
+
+
+def test_a_database_failure_during_a_command_is_one_line(db_url, monkeypatch):
+    """The database failing after it opened (its server gone mid-command): one ``error:``
+    line in the driver's words and exit 1, no traceback (``catch_exceptions=False``)."""
+    from sqlalchemy.exc import OperationalError
+
+    from hhrlhf.collect.services import annotators
+
+    def gone(*_args, **_kwargs):
+        why = Exception("server closed the connection unexpectedly\n\tmore detail")
+        raise OperationalError("SELECT annotators.id FROM annotators", {}, why)
+
+    monkeypatch.setattr(annotators, "list_annotators", gone)
+    r = run("collect", "annotator", "list", "--db", db_url)
+    assert r.exit_code == 1
+    assert r.stderr.strip().splitlines() == [
+        "error: the database failed: server closed the connection unexpectedly; "
+        "the command stopped there"
+    ]

@@ -36,6 +36,23 @@ class HHGroup(click.Group):
             return super().invoke(ctx)
         except HHError as exc:
             raise _UserError(exc) from exc
+        except Exception as exc:
+            failure = _database_failure(exc)
+            if failure is None:
+                raise
+            raise _UserError(failure) from exc
+
+
+def _database_failure(exc: Exception) -> HHError | None:
+    """A collection database's failure during a command (the server gone, a full disk) as
+    one line in the driver's words; None for any other exception."""
+    if "sqlalchemy" not in sys.modules:  # only the collection commands load it
+        return None
+    from ..collect.db.errors import DATABASE_ERRORS, describe
+
+    if not isinstance(exc, DATABASE_ERRORS):
+        return None
+    return HHError(f"the database failed: {describe(exc)}; the command stopped there")
 
 
 def _loader() -> str:
