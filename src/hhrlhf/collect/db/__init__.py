@@ -248,8 +248,8 @@ class Storage:
         current = self.revision()
         if current != self.head():
             raise HHError(
-                f"{shown_url(self.url)}: database schema is at {current or 'nothing'}, the code needs "
-                f"{self.head()}; run `hh serve` (it migrates) first"
+                f"{shown_url(self.url)}: database schema is at {current or 'nothing'}, the "
+                f"code needs {self.head()}; run `hh serve` (it migrates) first"
             )
 
     def dispose(self) -> None:
