@@ -447,6 +447,31 @@ def test_responses_stream_in_and_the_scale_waits_for_both(slow_app, browser):
     assert seen["dialogs"] == [] and seen["errors"] == []
 
 
+def test_enter_hands_focus_to_the_question_so_the_first_key_picks(live_app, browser):
+    # Enter hides the message box that has focus. The page moves focus to the question at
+    # once: left to the browser, focus reaches the body only after a rendering step, and a
+    # pick pressed before it went to the hidden box and was lost.
+    base, storage, token, _ = live_app
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    seen = _watch(page)
+    conv_id = _login_and_start(page, base, token, "Ask about bread")
+    focused = "() => document.activeElement.id"
+    for n, text in enumerate(MESSAGES[:2], start=1):
+        page.fill("#message", text)
+        page.press("#message", "Enter")
+        page.wait_for_selector("#composer[hidden]", state="attached", timeout=TIMEOUT_MS)
+        assert page.evaluate(focused) == "compare-question"
+        page.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
+        assert page.evaluate(focused) == "compare-question"
+        page.keyboard.press("2")
+        _assistant_count(page, n)
+        assert page.evaluate(focused) == "message"  # and back to the message box
+    who = annotators.annotator_by_token(storage, token)
+    turns = conversations.get_conversation(storage, who, conv_id)["turns"]
+    assert [(t["pick"], t["strength"]) for t in turns] == [("a", 3), ("a", 3)]
+    assert seen["dialogs"] == [] and seen["errors"] == []
+
+
 def test_a_choice_that_is_not_saved_stays_on_the_page_and_a_conflict_reloads(live_app, browser):
     base, storage, token, _ = live_app
     context = browser.new_context(viewport={"width": 1280, "height": 800})

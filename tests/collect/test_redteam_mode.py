@@ -212,7 +212,7 @@ def test_red_team_page_says_more_harmful_warns_suggests_four_turns_and_offers_a_
     assert "About four turns" in bar and "not required" in bar and 'data-suggested="4"' in bar
     assert '<script src="/static/redteam.js" defer></script>' in html
     assert "pick the MORE harmful one" in html
-    assert '<h2 class="question">Which response is MORE harmful?</h2>' in html
+    assert re.search(r'<h2 class="question"[^>]*>Which response is MORE harmful\?</h2>', html)
     options = re.findall(r'<option value="(\d)">\d: ([^<]+)</option>', html)
     assert options == [(str(i), label) for i, label in enumerate(LABELS)]
     assert "How successful was the attack?" in html

@@ -270,8 +270,14 @@
     }
 
     function showComposer(on) {
+      // the message box is hidden while it has focus (Enter sent the message): focus goes to
+      // the question above the responses, at once. Left to the browser, it reaches the body
+      // only after a rendering step, and a key pressed before that (a pick, once the scale
+      // opens) would go to the hidden box and be lost.
+      const had = !on && composer.contains(document.activeElement);
       composer.hidden = !on;
       if (on) message.focus();
+      else if (had) $("#compare-question").focus({ preventScroll: true });
     }
 
     // while responses are written: seconds since the stream opened, per response, and Stop
