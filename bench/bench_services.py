@@ -4,8 +4,8 @@
 
 One scripted annotator drives the services directly (no HTTP, no backend), each call through
 ``Storage.call`` from an event loop as the app's routes make them: a conversation started
-every 5 turns and finished after them; per turn a message, its lease, its owner and state
-(what the stream route reads), its generation's finish and a choice. On a throwaway
+every 5 turns and finished after them; per turn a message, its owner and state
+(what the stream route reads), its lease, its generation's finish and a choice. On a throwaway
 PostgreSQL server (Debian's initdb/pg_ctl, as the tests use), or with ``--sqlite`` a fresh
 SQLite file. Prints a markdown table: the process's CPU per call (only this process: the
 database server's own CPU is not counted) and statements per call, then their sum per turn.
@@ -107,8 +107,7 @@ async def _measure(storage, turns: int) -> dict[str, tuple[float, float, float]]
             "create_turn", conversations.create_turn, who, cid, f"hello {i}", ("m1", "m2")
         )
         tid = turn["id"]
-        await call("turn_owner", conversations.turn_owner, who, tid)
-        await call("turn_state", leases.turn_state, tid)
+        await call("turn_state", leases.turn_state, tid, who)  # the stream route's read
         await call("acquire_lease", leases.acquire_lease, tid, "w1", 60.0)
         results = {s: {"text": f"answer {s} {i}", "raw_text": f" answer {s} {i}"} for s in "ab"}
         await call("finish_generation", leases.finish_generation, tid, "w1", results)

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from hhrlhf.collect.db.engine import count_statements
 from hhrlhf.collect.db.models import Base
 from hhrlhf.collect.services import annotators, choices, conversations, leases
+from hhrlhf.errors import NotFound
 
 #: statements each hot service sends, by database, in the test's order: PostgreSQL's
 #: non-durable writes add a SET LOCAL; SQLite's transactions an explicit BEGIN (reads too: a
@@ -28,7 +29,6 @@ EXPECTED = {
         "create_conversation": 2,
         "create_turn": 5,
         "acquire_lease": 5,
-        "turn_owner": 2,
         "turn_state": 2,
         "finish_generation": 3,
         "record_choice": 5,
@@ -39,7 +39,6 @@ EXPECTED = {
         "create_conversation": 1,
         "create_turn": 4,
         "acquire_lease": 4,
-        "turn_owner": 1,
         "turn_state": 1,
         "finish_generation": 3,
         "record_choice": 3,
@@ -88,8 +87,8 @@ def test_the_hot_services_send_plain_statements_and_no_more(storage):
     got = run("acquire_lease", leases.acquire_lease, first["id"], "w1", 60)
     assert got is not None and got[0].mode == "helpful" and got[0].human == "hello"
     assert [p.slot for p in got[1]] == ["a", "b"]
-    assert run("turn_owner", conversations.turn_owner, who, first["id"])["status"] == "generating"
-    state = run("turn_state", leases.turn_state, first["id"])
+    # the stream route's one read: the turn's owner and its state
+    state = run("turn_state", leases.turn_state, first["id"], who)
     assert (state["status"], state["index"], state["lease_owner"]) == ("generating", 0, "w1")
     results = {s: dict(text=f"fine {s}", raw_text=f"fine {s}") for s in "ab"}
     assert run("finish_generation", leases.finish_generation, first["id"], "w1", results) == (
@@ -103,6 +102,23 @@ def test_the_hot_services_send_plain_statements_and_no_more(storage):
     done = run("finish_conversation", conversations.finish_conversation, who, cid)
     assert (done["status"], done["turns"]) == ("finished", 1)
     assert sent == EXPECTED[kind]
+
+
+def test_the_stream_routes_read_is_its_owners_or_an_admins_only(storage):
+    """The turn's state for its annotator or an admin; for anyone else NotFound, as for a
+    turn that does not exist (nothing says it is there)."""
+    alice, _ = annotators.add_annotator(storage, "alice")
+    bob, _ = annotators.add_annotator(storage, "bob")
+    boss, _ = annotators.add_annotator(storage, "boss", role="admin")
+    cid = conversations.create_conversation(storage, alice, "helpful", "t")["id"]
+    tid = conversations.create_turn(storage, alice, cid, "hello", ("m1", "m2"))["id"]
+    for who in (alice, boss, None):
+        state = leases.turn_state(storage, tid, who)
+        assert (state["id"], state["status"]) == (tid, "pending")
+        assert [c["slot"] for c in state["candidates"]] == ["a", "b"]
+    for who, turn in ((bob, tid), (alice, tid + 1), (None, tid + 1)):
+        with pytest.raises(NotFound, match=f"turn {turn} not found"):
+            leases.turn_state(storage, turn, who)
 
 
 @pytest.mark.parametrize("admin", [False, True])
@@ -154,6 +170,5 @@ def test_the_services_bench_runs_and_counts_what_the_test_above_expects():
     }
     # each call's statements, averaged over the run: the first calls' durability PRAGMAs
     # (see EXPECTED) are spread over 10 turns, so only the steady services are compared
-    assert float(rows["turn_owner"]) == EXPECTED["sqlite"]["turn_owner"]
     assert float(rows["turn_state"]) == EXPECTED["sqlite"]["turn_state"]
     assert set(rows) >= (set(EXPECTED["sqlite"]) - {"record_choice again"}) | {"**a turn**"}

@@ -346,9 +346,12 @@ class Generator:
         )
         return slot, fields, stored if shown_detail else error
 
-    async def events(self, turn_id: int):
-        """Events for a listener: generate if pending, follow a run, or replay what is stored."""
-        state = await self.storage.call(leases.turn_state, turn_id)
+    async def events(self, turn_id: int, state: dict[str, Any] | None = None):
+        """Events for a listener: generate if pending, follow a run, or replay what is stored.
+        ``state``: the turn's :func:`.leases.turn_state` as the caller just read it (else it
+        is read here)."""
+        if state is None:
+            state = await self.storage.call(leases.turn_state, turn_id)
         while True:
             if state["status"] in ("pending", "generating"):
                 # a crashed worker of this host is not waited for: its lease is taken at once

@@ -13,6 +13,7 @@ from ..db import Storage
 from ..db.models import Candidate, Turn, candidates_table, conversations_table, turns_table
 from ..domain import (
     SLOTS,
+    AnnotatorInfo,
     PendingCandidate,
     Prompt,
     aware,
@@ -164,7 +165,7 @@ _pending = (
     .where(_candidates.turn_id == bindparam("tid"))
     .order_by(_candidates.slot)
 )
-#: a row per candidate (slot order), each with the turn's own fields
+#: a row per candidate (slot order), each with the turn's own fields and its annotator
 _turn_state = (
     select(
         _turns.id,
@@ -172,6 +173,7 @@ _turn_state = (
         _turns.status,
         _turns.lease_owner,
         _turns.lease_until,
+        _conversations.annotator_id,
         _candidates.slot,
         _candidates.status.label("candidate_status"),
         _candidates.text,
@@ -179,7 +181,8 @@ _turn_state = (
         _candidates.finish_reason,
         _candidates.error,
     )
-    .outerjoin_from(turns_table, candidates_table, _candidates.turn_id == _turns.id)
+    .join_from(turns_table, conversations_table, _conversations.id == _turns.conversation_id)
+    .outerjoin(candidates_table, _candidates.turn_id == _turns.id)
     .where(_turns.id == bindparam("tid"))
     .order_by(_candidates.slot)
 )
@@ -236,11 +239,13 @@ def end_generation(storage: Storage, turn_id: int, owner: str) -> str:
         return t.status
 
 
-def turn_state(storage: Storage, turn_id: int) -> dict[str, Any]:
-    """Status and candidates of a turn (no authorisation: call :meth:`turn_owner` first)."""
+def turn_state(storage: Storage, turn_id: int, who: AnnotatorInfo | None = None) -> dict[str, Any]:
+    """Status and candidates of a turn. ``who``: only if it is theirs (or they are an admin),
+    else :class:`NotFound` as for a turn that does not exist (the stream route's check and
+    read in one statement); None: no authorisation (the generator's own reads)."""
     with storage.read() as s:
         rows = s.connection().execute(_turn_state, {"tid": turn_id}).all()
-    if not rows:
+    if not rows or (who is not None and rows[0].annotator_id != who.id and not who.is_admin):
         raise NotFound(f"turn {turn_id} not found")
     t = rows[0]
     return {

@@ -224,7 +224,8 @@ def _sse(name: str, data: dict) -> bytes:
 )
 async def stream_turn(turn_id: int, request: Request, who: Who):
     st = _state(request)
-    await st.storage.call(conversations.turn_owner, who, turn_id)
+    # one read: 404 unless the turn is theirs, and where the generator starts from
+    state = await st.storage.call(leases.turn_state, turn_id, who)
 
     async def body():
         # a comment line while nothing happens keeps proxies from closing a quiet stream
@@ -232,7 +233,7 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
 
         async def pump():
             try:
-                async for event in st.generator.events(turn_id):
+                async for event in st.generator.events(turn_id, state):
                     await queue.put(event)
             finally:
                 await queue.put(None)
