@@ -69,3 +69,40 @@ def test_an_answer_that_drifts_from_its_model_fails_the_check(client, admin):
     with pytest.raises(ValidationError):
         model.model_validate(drifted)
     assert model.model_validate(r.json())
+
+
+def test_the_loops_routes_answer_without_fastapis_encoder(client, alice, monkeypatch):
+    """A turn's routes answer the services' plain data as it is: FastAPI's per-value walk
+    over an answer (``jsonable_encoder``, ~90 us for a choice's) is not made, while the
+    answers still match their documented models (the test above)."""
+    import fastapi.routing
+
+    walked: list[object] = []
+    real = fastapi.routing.jsonable_encoder
+    monkeypatch.setattr(
+        fastapi.routing, "jsonable_encoder", lambda obj, *a, **k: walked.append(obj) or real(obj)
+    )
+    _, headers, _ = alice
+    r = client.post(
+        "/api/v1/conversations", json={"mode": "helpful", "task_description": "t"}, headers=headers
+    )
+    assert r.status_code == 201
+    cid = r.json()["id"]
+    for wait in (True, False):
+        r = client.post(
+            f"/api/v1/conversations/{cid}/turns", json={"text": "Hi", "wait": wait}, headers=headers
+        )
+        assert r.status_code == 201 and r.headers["content-type"] == "application/json"
+        tid = r.json()["id"]
+        if not wait:
+            assert r.json()["status"] == "pending"
+            client.get(f"/api/v1/turns/{tid}/stream", headers=headers)
+        r = client.post(
+            f"/api/v1/turns/{tid}/choice", json={"pick": "b", "strength": 2}, headers=headers
+        )
+        assert r.status_code == 200 and r.json()["turn"]["pick"] == "b"
+    r = client.post(f"/api/v1/conversations/{cid}/finish", json={}, headers=headers)
+    assert r.status_code == 200 and r.json()["status"] == "finished"
+    assert walked == []
+    client.get("/api/v1/conversations", headers=headers)  # not a loop route: walked
+    assert walked

@@ -11,6 +11,7 @@ import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import (
     JSONResponse,
+    Response,
     StreamingResponse,
 )
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
@@ -78,6 +79,13 @@ def _limit(what: str, value: str | None, limit: int) -> None:
         raise Invalid(f"{what} holds a NUL character (U+0000), which cannot be stored")
 
 
+def _answer(data: dict[str, Any], status_code: int = 200) -> Response:
+    """A hot route's answer, encoded as it is: the services build plain JSON data, so
+    FastAPI's per-value walk over it (``jsonable_encoder``: ~90 us for a choice's answer) is
+    skipped. The route's documented schema is unchanged."""
+    return Response(orjson.dumps(data), status_code, media_type="application/json")
+
+
 def _state(request: Request):
     return request.app.state
 
@@ -107,7 +115,7 @@ async def create_conversation(body: NewConversation, request: Request, who: Who)
         names = st.settings.drawn_backend_names
         backend = st.rng.choices(names, st.settings.backend_weights(names))[0]
         red_team_continue = st.settings.red_team_continue
-    return await st.storage.call(
+    started = await st.storage.call(
         conversations.create_conversation,
         who,
         body.mode,
@@ -115,6 +123,7 @@ async def create_conversation(body: NewConversation, request: Request, who: Who)
         backend=backend,
         red_team_continue=red_team_continue,
     )
+    return _answer(started, 201)
 
 
 @router.get("/conversations", responses=answers(schemas.ConversationList))
@@ -173,7 +182,8 @@ async def create_turn(
         conversations.create_turn, who, conversation_id, body.text, pick_backends, lease=lease
     )
     if not body.wait:
-        return {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
+        pending = {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
+        return _answer(pending, 201)
     run = gen.adopt(turn["id"], turn["prompt"], turn["pending"])
     done = {}
     async for event in run.follow():
@@ -204,7 +214,7 @@ async def create_turn(
     ]
     if errors:
         out["errors"] = errors
-    return out
+    return _answer(out, 201)
 
 
 def _sse(name: str, data: dict) -> bytes:
@@ -314,7 +324,7 @@ async def choose(turn_id: int, body: Choice, request: Request, who: Who):
         request_id=body.request_id,
     )
     # off the loop, as the stream's: hostile markdown of 20,000 characters takes ~0.25 s
-    return {"turn": await run_in_threadpool(with_html, turn)}
+    return _answer({"turn": await run_in_threadpool(with_html, turn)})
 
 
 @router.post(
@@ -329,9 +339,10 @@ async def finish(
     st = _state(request)
     body = body or Finish()
     _limit("the comment", body.comment, st.settings.max_comment_chars)
-    return await st.storage.call(
+    finished = await st.storage.call(
         conversations.finish_conversation, who, conversation_id, body.comment, body.rating
     )
+    return _answer(finished)
 
 
 def new_rng(seed: int | None) -> random.Random:
