@@ -4,14 +4,16 @@ Usage::
 
     python bench/bench_collect.py [--annotators 50] [--turns 10] [--workers 2] [--think 1]
                                   [--db URL | --postgres [--no-fsync] [--prepare-threshold N|none]]
-                                  [--demo-delay 0] [--append] [--client loopback|httpx]
+                                  [--demo-delay 0] [--append] [--client loopback|httpx] [--stream]
                                   [--out bench/RESULTS-collect.md]
 
 Starts ``hh serve --demo --workers N`` in a subprocess on a free loopback port (SQLite by
 default; ``--postgres`` starts a throwaway PostgreSQL server with fsync on, from Debian's
 binaries, as the tests do), adds one annotator per client, and runs every client at once (a
-small keep-alive HTTP/1.1 client on one connection each, or ``--client httpx``): start a conversation, then per turn send a message (``"wait": true``: the answer holds
-both responses) and choose one (with a ``request_id``), then finish. It reports p50/p99 of
+small keep-alive HTTP/1.1 client on one connection each, or ``--client httpx``): start a
+conversation, then per turn send a message (``"wait": true``: the answer holds both
+responses; ``--stream``: as the page sends it, ``"wait": false`` and then the turn's event
+stream) and choose one (with a ``request_id``), then finish. It reports p50/p99 of
 
 * the choice (``POST /turns/{id}/choice``, acknowledged after its commit), as the client saw
   it and as the server timed itself (its ``Server-Timing: app;dur=`` header: the rest is the
@@ -238,9 +240,24 @@ def _client(kind: str, base: str, headers: dict[str, str], timeout: float):
     return LoopbackClient(base, headers, timeout)
 
 
+#: the end of a turn's event stream when both responses are ready (api.py's ``_sse``)
+STREAM_READY = 'event: end\ndata: {"status":"ready"}'
+
+
 async def annotator(
-    base: str, token: str, turns: int, i: int, out: dict, think: float, client: str = "loopback"
+    base: str,
+    token: str,
+    turns: int,
+    i: int,
+    out: dict,
+    think: float,
+    client: str = "loopback",
+    stream: bool = False,
 ) -> None:
+    """One scripted annotator: a conversation of ``turns`` turns, each a message and a choice.
+    ``stream``: each message as the page sends it (``"wait": false``, then the turn's event
+    stream, a request more a turn); else ``"wait": true`` (the responses in the message's own
+    answer)."""
     rng = random.Random(i)
     headers = {"Authorization": f"Bearer {token}"}
     async with _client(client, base, headers, 60) as c:
@@ -252,16 +269,22 @@ async def annotator(
         cid = r.json()["id"]
         for t in range(turns):
             t0 = time.perf_counter()
+            text = PROMPTS[(i + t) % len(PROMPTS)] + f" ({i}.{t})"
             r = await c.post(
-                f"/api/v1/conversations/{cid}/turns",
-                json={"text": PROMPTS[(i + t) % len(PROMPTS)] + f" ({i}.{t})"},
+                f"/api/v1/conversations/{cid}/turns", json={"text": text, "wait": not stream}
             )
-            wall = time.perf_counter() - t0
             _note(out, r)
-            if r.status_code != 201 or r.json().get("status") != "ready":
+            if r.status_code != 201 or r.json().get("status") != ("pending" if stream else "ready"):
                 out["errors"].append(f"turn: {r.status_code} {r.text[:200]}")
                 return
             turn = r.json()
+            if stream:
+                r = await c.get(f"/api/v1/turns/{turn['id']}/stream")
+                _note(out, r)
+                if r.status_code != 200 or STREAM_READY not in r.text:
+                    out["errors"].append(f"stream: {r.status_code} {r.text[-200:]}")
+                    return
+            wall = time.perf_counter() - t0
             out["turns"].append((turn["id"], wall))
             if think:  # reading the two responses
                 await asyncio.sleep(think * rng.uniform(0.5, 1.5))
@@ -306,12 +329,20 @@ def new_tally() -> dict:
 
 
 async def run_clients(
-    base: str, tokens: list[str], turns: int, think: float = 0.0, client: str = "loopback"
+    base: str,
+    tokens: list[str],
+    turns: int,
+    think: float = 0.0,
+    client: str = "loopback",
+    stream: bool = False,
 ) -> dict:
     out = new_tally()
     t0 = time.perf_counter()
     await asyncio.gather(
-        *(annotator(base, tok, turns, i, out, think, client) for i, tok in enumerate(tokens))
+        *(
+            annotator(base, tok, turns, i, out, think, client, stream)
+            for i, tok in enumerate(tokens)
+        )
     )
     out["elapsed"] = time.perf_counter() - t0
     return out
@@ -352,6 +383,12 @@ def main(argv=None) -> int:
         default="loopback",
         help="the clients' HTTP library: a small keep-alive client (default; least CPU taken "
         "from the server's cores) or httpx",
+    )
+    ap.add_argument(
+        "--stream",
+        action="store_true",
+        help="send each message as the page does: without waiting, then read the turn's event "
+        "stream (default: the message's answer holds both responses)",
     )
     ap.add_argument("--append", action="store_true", help="append to --out instead of replacing it")
     where = ap.add_mutually_exclusive_group()
@@ -453,7 +490,9 @@ def _run(args, tmp: Path, pg, load_before) -> int:
             time.process_time(),
             machine_cpu_seconds(),
         )
-        res = asyncio.run(run_clients(base, tokens, args.turns, args.think, args.client))
+        res = asyncio.run(
+            run_clients(base, tokens, args.turns, args.think, args.client, args.stream)
+        )
         cpu, mine = group_cpu_seconds(server.pid) - cpu0, time.process_time() - mine0
         busy, every = (b - a for a, b in zip((busy0, all0), machine_cpu_seconds(), strict=True))
         load_after = os.getloadavg()
@@ -492,6 +531,7 @@ def _run(args, tmp: Path, pg, load_before) -> int:
         + (" --no-fsync" if pg and not pg.durable else "")
         + (f" --prepare-threshold {args.prepare_threshold}" if args.prepare_threshold else "")
         + ("" if args.client == "loopback" else f" --client {args.client}")
+        + (" --stream" if args.stream else "")
         + "`",
         "",
         f"Machine: {platform.platform()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}, "

@@ -129,6 +129,23 @@ def test_fifty_annotators_on_two_workers(storage, db_url, tmp_path, report):
     )
 
 
+def test_annotators_streaming_as_the_page_does(storage, db_url, tmp_path):
+    """The bench's ``--stream`` annotators: each message sent without waiting, its responses
+    read from the turn's event stream, then the choice; every choice stored once."""
+    n, turns = 10, 3
+    tokens = _tokens(storage, n, "stream")
+    with serve(db_url, tmp_path, _config(tmp_path, 0.002)) as server:
+        res = asyncio.run(bench.run_clients(server.base, tokens, turns, stream=True))
+    assert res["errors"] == []
+    assert len(res["acked"]) == len(res["turns"]) == n * turns
+    stored = _stored_picks(storage)
+    assert {tid: stored[tid] for tid, _, _ in res["acked"]} == {
+        tid: [(pick, strength)] for tid, pick, strength in res["acked"]
+    }
+    # a start, per turn a message, its stream and a choice, and a finish
+    assert res["requests"] == n * (1 + 3 * turns + 1)
+
+
 async def _twenty_choices_at_once(base: str, token: str):
     """A new turn, then 20 different choices for it sent at once (separate connections)."""
     headers = {"Authorization": f"Bearer {token}"}
