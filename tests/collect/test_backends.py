@@ -187,3 +187,39 @@ def test_every_backend_kind_implements_the_protocol():
         assert backend.kind == backend.config.kind
     assert made["r"].base is made["d"] and made["r"].max_chars == 1000
     assert made["d"].record(None, "a") == {}
+
+
+@pytest.mark.parametrize("kind", ["openai-chat", "openai-completions"])
+def test_a_stream_closed_early_closes_the_reply_before_it_returns(model_server, kind):
+    """A reply cut short (max_response_chars, Stop) is closed as its stream is: the inner
+    reader's ``finally`` (which closes the HTTP response) has run when ``aclose`` returns,
+    not later on whatever loop finalizes it."""
+    b = make_backend(openai_backend("m", kind, model_server.base_url))
+    closed: list[str] = []
+
+    async def reply():
+        try:
+            yield "ha ", None
+            yield "ha ", None
+        finally:
+            closed.append("closed")
+
+    async def run():
+        guarded = b._guard(reply())
+        assert await guarded.__anext__() == ("ha ", None)
+        await guarded.aclose()
+        return list(closed)  # before the loop runs anything else
+
+    assert asyncio.run(run()) == ["closed"]
+    # the real thing: a looping model's stream, closed after two pieces, is not read on
+    model_server.script.replies = ["It begins: "]
+    model_server.script.repeat = ("ha " * 1000, 600)
+
+    async def cut():
+        stream = b.stream(PROMPT)
+        for _ in range(2):
+            await stream.__anext__()
+        await stream.aclose()
+
+    asyncio.run(cut())
+    assert model_server.script.repeated < 600

@@ -99,6 +99,10 @@ class _OpenAIBase(_Plain):
             await client.close()
 
     async def _guard(self, agen) -> AsyncIterator[tuple[str, str | None]]:
+        """``agen``'s items, its errors as :class:`BackendError`. Closed early (a reply cut at
+        ``max_response_chars``, Stop), it closes ``agen`` before it returns, so the reply's
+        HTTP response is closed then: left alone, ``agen`` would be closed later by the
+        event loop's finalizer, or by a garbage collection on whatever loop then runs."""
         openai = require("openai", "web", "OpenAI-compatible backends")
         try:
             async for item in agen:
@@ -114,6 +118,8 @@ class _OpenAIBase(_Plain):
             ) from exc
         except openai.OpenAIError as exc:
             raise BackendError("the model server failed", str(exc)) from exc
+        finally:
+            await agen.aclose()
 
 
 class OpenAIChatBackend(_OpenAIBase):
