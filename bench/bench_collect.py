@@ -37,6 +37,7 @@ import asyncio
 import os
 import platform
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -429,6 +430,7 @@ def main(argv=None) -> int:
     finally:
         if pg is not None:
             pg.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # the SQLite file and the server's log
 
 
 def _describe(db: str, pg) -> str:

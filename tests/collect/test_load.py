@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -292,3 +293,18 @@ def test_kill_during_load_loses_no_acknowledged_choice(storage, db_url, tmp_path
         f"{restart_s:.1f} s; {time.monotonic() - t0:.1f} s in all, of which "
         f"{sum(starts):.1f} s starting the server twice (load average {os.getloadavg()[0]:.1f})"
     )
+
+
+def test_the_bench_writes_its_report_and_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    """``bench_collect.py`` end to end, smallest: the report, and nothing left in the temporary
+    folder (each run's SQLite file and server log were left behind, ~7 MB a run)."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    out = tmp_path / "report.md"
+    args = ["--annotators", "2", "--turns", "1", "--workers", "1", "--think", "0"]
+    assert bench.main([*args, "--stream", "--out", str(out)]) == 0
+    report = out.read_text()
+    assert "2 choices acknowledged, 2 found stored as acknowledged" in report
+    assert "--stream" in report and "0 errors" in report
+    assert list(scratch.iterdir()) == []
