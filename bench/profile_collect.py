@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if pg is not None:
             pg.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # the SQLite file and py-spy's samples
 
 
 def _profile(args, tmp: Path, db: str | None) -> int:
