@@ -529,3 +529,32 @@ def test_a_quiet_stream_gets_keep_alive_comments(
     r = client.get(f"/api/v1/turns/{t['id']}/stream", headers=h)
     assert ": keep-alive\n\n" in r.text
     assert sse(r.text)[-1] == ("end", {"status": "ready"})
+
+
+def test_a_burst_of_events_goes_out_in_one_write(storage, settings, alice):
+    """Events queued while the stream was writing go out together: a fast model's (or the
+    demo's) words are a few writes to the socket, not one each."""
+    from fastapi.testclient import TestClient
+
+    from hhrlhf.collect.web.app import create_app
+
+    app = create_app(settings, storage=storage)
+    writes: list[bytes] = []
+
+    async def counting(scope, receive, send):
+        async def counted(message):
+            if message["type"] == "http.response.body" and message.get("body"):
+                if scope["path"].endswith("/stream"):
+                    writes.append(message["body"])
+            await send(message)
+
+        await app(scope, receive, counted)
+
+    _, h, _ = alice
+    with TestClient(counting, base_url="http://testserver") as client:
+        t = say(client, h, start(client, h), wait=False)
+        events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    assert events[-1] == ("end", {"status": "ready"})
+    assert sum(e == "delta" for e, _ in events) >= 20
+    assert sse(b"".join(writes).decode()) == events  # nothing lost or reordered
+    assert len(writes) <= len(events) / 4, (len(writes), len(events))

@@ -248,6 +248,13 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
             finally:
                 await queue.put(None)
 
+        async def frame(event) -> bytes:
+            data = event.data
+            if event.name == "done":  # the finished text, also as the page shows it
+                html = await run_in_threadpool(render_markdown, data["text"])
+                data = {**data, "html": html}
+            return _sse(event.name, data)
+
         task = asyncio.create_task(pump())
         try:
             while True:
@@ -256,13 +263,16 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
                 except asyncio.TimeoutError:
                     yield b": keep-alive\n\n"
                     continue
-                if event is None:
+                # the events queued meanwhile go in the same write: a burst of deltas (a
+                # fast model, a replay) is one write, not one each (None comes last)
+                batch = [event]
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                frames = [await frame(e) for e in batch if e is not None]
+                if frames:
+                    yield b"".join(frames)
+                if batch[-1] is None:
                     break
-                data = event.data
-                if event.name == "done":  # the finished text, also as the page shows it
-                    html = await run_in_threadpool(render_markdown, data["text"])
-                    data = {**data, "html": html}
-                yield _sse(event.name, data)
         finally:
             task.cancel()
 
