@@ -61,6 +61,11 @@ class AnnotatorInfo:
     def is_admin(self) -> bool:
         return self.role == "admin"
 
+    def sees(self, annotator_id: int) -> bool:
+        """Whether the work of annotator ``annotator_id`` is visible to this one: their own,
+        or anyone's to an admin (to anyone else it is not found, not forbidden)."""
+        return annotator_id == self.id or self.is_admin
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -75,7 +75,7 @@ def _record_choice(
         if not rows:
             raise NotFound(f"turn {turn_id} not found")
         t = rows[0]
-        if t.annotator_id != who.id and not who.is_admin:
+        if not who.sees(t.annotator_id):
             raise NotFound(f"turn {turn_id} not found")
         # ("index" is a row's tuple method: the column is read by its label)
         view = conversations.TurnView(t.id, t.turn_index, t.human, t.status)

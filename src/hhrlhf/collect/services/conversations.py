@@ -62,7 +62,7 @@ def owned_conversation(
     ``lock``: held until the transaction ends (PostgreSQL; SQLite's writer holds the file)."""
     q = _conversation_for_update if lock and not is_sqlite(storage.url) else _conversation
     c = conn.execute(q, {"cid": conversation_id}).one_or_none()
-    if c is None or (c.annotator_id != who.id and not who.is_admin):
+    if c is None or not who.sees(c.annotator_id):
         raise NotFound(f"conversation {conversation_id} not found")
     return c
 
@@ -414,7 +414,7 @@ def turn_owner(storage: Storage, who: AnnotatorInfo, turn_id: int) -> dict[str, 
     """Authorise access to a turn (404 if not one's own); returns its status."""
     with storage.read() as s:
         t = s.connection().execute(_turn_owner, {"tid": turn_id}).one_or_none()
-        if t is None or (t.annotator_id != who.id and not who.is_admin):
+        if t is None or not who.sees(t.annotator_id):
             raise NotFound(f"turn {turn_id} not found")
         return {"id": t.id, "status": t.status, "conversation_id": t.conversation_id}
 

@@ -245,7 +245,7 @@ def turn_state(storage: Storage, turn_id: int, who: AnnotatorInfo | None = None)
     read in one statement); None: no authorisation (the generator's own reads)."""
     with storage.read() as s:
         rows = s.connection().execute(_turn_state, {"tid": turn_id}).all()
-    if not rows or (who is not None and rows[0].annotator_id != who.id and not who.is_admin):
+    if not rows or (who is not None and not who.sees(rows[0].annotator_id)):
         raise NotFound(f"turn {turn_id} not found")
     t = rows[0]
     return {
