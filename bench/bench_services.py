@@ -107,8 +107,8 @@ async def _measure(storage, turns: int) -> dict[str, tuple[float, float, float]]
             "create_turn", conversations.create_turn, who, cid, f"hello {i}", ("m1", "m2")
         )
         tid = turn["id"]
-        await call("turn_state", leases.turn_state, tid, who)  # the stream route's read
-        await call("acquire_lease", leases.acquire_lease, tid, "w1", 60.0)
+        # the stream route's one transaction: the state, the lease and the prompt
+        await call("open_turn", leases.open_turn, tid, who, "w1", 60.0)
         results = {s: {"text": f"answer {s} {i}", "raw_text": f" answer {s} {i}"} for s in "ab"}
         await call("finish_generation", leases.finish_generation, tid, "w1", results)
         await call(

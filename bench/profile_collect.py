@@ -3,7 +3,7 @@
 Usage::
 
     python bench/profile_collect.py [--annotators 1] [--turns 40] [--think 0] [--py-spy PATH]
-                                    [--postgres] [--frames 60]
+                                    [--postgres] [--frames 60] [--stream]
 
 Starts the server as bench_collect.py does (SQLite, or a throwaway PostgreSQL server with
 ``--postgres``; one worker, so the sampled process is the whole server), runs the scripted
@@ -44,6 +44,7 @@ GROUPS = [
     ("auth: token lookup", "annotator_by_token"),
     ("message: create_turn", "create_turn ("),
     ("generation: Generator.events/run", "runner.py"),
+    ("event stream route (api.py stream_turn)", "stream_turn"),
     ("choice: record_choice", "record_choice"),
     ("finish / start conversation", "conversations.py"),
     ("SQLAlchemy ORM (all)", "sqlalchemy/orm"),
@@ -70,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=int, default=500, help="py-spy samples per second")
     ap.add_argument("--postgres", action="store_true", help="a throwaway PostgreSQL server")
     ap.add_argument("--frames", type=int, default=60, help="inclusive frames to print")
+    ap.add_argument(
+        "--stream",
+        action="store_true",
+        help="each message as the page sends it (then the turn's event stream)",
+    )
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="hh-profile-collect-"))
     pg = None
@@ -119,7 +125,7 @@ def _profile(args, tmp: Path, db: str | None) -> int:
         )  # fmt: skip
         time.sleep(1.0)
         cpu0 = group_cpu_seconds(server.pid)
-        res = asyncio.run(run_clients(base, tokens, args.turns, args.think))
+        res = asyncio.run(run_clients(base, tokens, args.turns, args.think, stream=args.stream))
         cpu = group_cpu_seconds(server.pid) - cpu0
         spy.send_signal(signal.SIGINT)
         spy.wait(timeout=60)

@@ -28,21 +28,25 @@ EXPECTED = {
     "sqlite": {
         "create_conversation": 2,
         "create_turn": 5,
-        "acquire_lease": 5,
+        "open_turn": 4,
         "turn_state": 2,
         "finish_generation": 3,
         "record_choice": 5,
         "record_choice again": 2,
-        "finish_conversation": 4,
+        "create_turn, a second": 5,
+        "open_turn, a second": 5,
+        "finish_conversation": 5,
     },
     "postgres": {
         "create_conversation": 1,
         "create_turn": 4,
-        "acquire_lease": 4,
+        "open_turn": 3,
         "turn_state": 1,
         "finish_generation": 3,
         "record_choice": 3,
         "record_choice again": 1,
+        "create_turn, a second": 4,
+        "open_turn, a second": 4,
         "finish_conversation": 3,
     },
 }
@@ -84,10 +88,13 @@ def test_the_hot_services_send_plain_statements_and_no_more(storage):
     first = run(
         "create_turn", conversations.create_turn, who, cid, "hello", ("m1", "m2"), lease=None
     )
-    got = run("acquire_lease", leases.acquire_lease, first["id"], "w1", 60)
+    # the stream route's one transaction: the state, the lease and the prompt (no history
+    # before the first turn: no statement for it)
+    state, got = run("open_turn", leases.open_turn, first["id"], who, "w1", 60)
+    assert (state["status"], state["index"]) == ("pending", 0)
     assert got is not None and got[0].mode == "helpful" and got[0].human == "hello"
-    assert [p.slot for p in got[1]] == ["a", "b"]
-    # the stream route's one read: the turn's owner and its state
+    assert got[0].history == () and [p.slot for p in got[1]] == ["a", "b"]
+    # the stream route's read while a run is live in its process
     state = run("turn_state", leases.turn_state, first["id"], who)
     assert (state["status"], state["index"], state["lease_owner"]) == ("generating", 0, "w1")
     results = {s: dict(text=f"fine {s}", raw_text=f"fine {s}") for s in "ab"}
@@ -99,8 +106,19 @@ def test_the_hot_services_send_plain_statements_and_no_more(storage):
     again = run("record_choice again", choices.record_choice, who, first["id"], **choice)
     # the repeat answers what the first stored, read back
     assert again == out and out["continued"] == "fine b" and out["pick"] == "b"
+    second = run(
+        "create_turn, a second",
+        conversations.create_turn,
+        who,
+        cid,
+        "and then?",
+        ("m1", "m2"),
+        lease=None,
+    )
+    _, got = run("open_turn, a second", leases.open_turn, second["id"], who, "w1", 60)
+    assert got is not None and got[0].history == (("hello", "fine b"),)
     done = run("finish_conversation", conversations.finish_conversation, who, cid)
-    assert (done["status"], done["turns"]) == ("finished", 1)
+    assert (done["status"], done["turns"]) == ("finished", 2)
     assert sent == EXPECTED[kind]
 
 
@@ -170,5 +188,13 @@ def test_the_services_bench_runs_and_counts_what_the_test_above_expects():
     }
     # each call's statements, averaged over the run: the first calls' durability PRAGMAs
     # (see EXPECTED) are spread over 10 turns, so only the steady services are compared
-    assert float(rows["turn_state"]) == EXPECTED["sqlite"]["turn_state"]
-    assert set(rows) >= (set(EXPECTED["sqlite"]) - {"record_choice again"}) | {"**a turn**"}
+    expected = EXPECTED["sqlite"]
+    for name in ("create_turn", "finish_generation", "record_choice"):
+        assert float(rows[name]) == expected[name], name
+    # the stream's transaction: of a conversation's five turns, the first reads no history
+    assert (
+        float(rows["open_turn"])
+        == (expected["open_turn"] + 4 * expected["open_turn, a second"]) / 5
+    )
+    hot = {"create_conversation", "create_turn", "open_turn", "finish_generation", "record_choice"}
+    assert set(rows) >= hot | {"finish_conversation", "**a turn**"}

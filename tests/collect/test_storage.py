@@ -209,6 +209,100 @@ def test_only_one_generator_holds_a_turn(storage):
     assert not leases.save_candidate(storage, tid, "a", owner="w1", text="x", raw_text="x")
 
 
+def _lease_ran_out(storage, tid):
+    with storage.engine.begin() as c:
+        c.execute(
+            text("UPDATE turns SET lease_until = :t WHERE id = :id"),
+            {"t": storage_now() - timedelta(seconds=5), "id": tid},
+        )
+
+
+def test_the_streams_transaction_leases_a_free_turn_to_its_annotator_only(storage):
+    """``open_turn``: the state as read, and the lease with the prompt when the turn is free
+    (pending, its lease run out, or its holder dead); a turn held by a live worker, or
+    finished, is read and not leased; someone else's turn is not found and left pending."""
+    alice, _ = annotators.add_annotator(storage, "alice")
+    bob, _ = annotators.add_annotator(storage, "bob")
+    boss, _ = annotators.add_annotator(storage, "boss", role="admin")
+    tid = _ready_turn(storage, alice)
+    # a finished turn: read (what the stream replays), not leased
+    state, got = leases.open_turn(storage, tid, alice, "w2", 60)
+    assert (state["status"], got) == ("ready", None)
+    assert [c["text"] for c in state["candidates"]] == ["answer a", "answer b"]
+    choices.record_choice(storage, alice, tid, pick="b", strength=2, strength_points=4)
+    conv = conversations.turn_owner(storage, alice, tid)["conversation_id"]
+    second = conversations.create_turn(storage, alice, conv, "and then?", ("m1", "m2"))["id"]
+    with pytest.raises(NotFound, match=f"turn {second} not found"):
+        leases.open_turn(storage, second, bob, "w-bob", 60)
+    assert leases.turn_state(storage, second)["status"] == "pending"  # bob leased nothing
+    state, got = leases.open_turn(storage, second, alice, "w1", 60)
+    assert state["status"] == "pending" and got is not None
+    prompt, pending = got
+    assert prompt.history == (("hello", "answer b"),) and prompt.human == "and then?"
+    assert prompt.prefix.endswith("\n\nHuman: and then?\n\nAssistant:")
+    assert [(p.slot, p.backend) for p in pending] == [("a", "m1"), ("b", "m2")]
+    after = leases.turn_state(storage, second)
+    assert (after["status"], after["lease_owner"]) == ("generating", "w1")
+    # held by a live worker: read, not taken (an admin's listener too)
+    for who in (alice, boss):
+        state, got = leases.open_turn(storage, second, who, "w2", 60, dead=lambda o: False)
+        assert (state["status"], state["lease_owner"], got) == ("generating", "w1", None)
+    # its holder dead: taken at once; its lease run out: taken by anyone's listener
+    state, got = leases.open_turn(storage, second, alice, "w2", 60, dead=lambda o: o == "w1")
+    assert state["lease_owner"] == "w1" and got is not None
+    assert not leases.save_candidate(storage, second, "a", owner="w1", text="x", raw_text="x")
+    _lease_ran_out(storage, second)
+    state, got = leases.open_turn(storage, second, boss, "w3", 60)
+    assert state["lease_owner"] == "w2" and got is not None
+    assert leases.turn_state(storage, second)["lease_owner"] == "w3"
+
+
+def test_listeners_opening_one_turn_at_once_start_one_run(storage):
+    """Twenty streams of one pending turn opened at the same moment (pages, workers): one
+    takes the lease, every other reads it held."""
+    who, _ = annotators.add_annotator(storage, "alice")
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    barrier, got = threading.Barrier(20), []
+
+    def one(i):
+        barrier.wait()
+        got.append(leases.open_turn(storage, tid, who, f"w{i}", 60))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    leased = [state for state, run in got if run is not None]
+    assert len(got) == 20 and len(leased) == 1
+    holder = leases.turn_state(storage, tid)["lease_owner"]
+    assert all(state["lease_owner"] in (None, holder) for state, _ in got)
+
+
+def test_the_streams_transaction_after_a_retry_leases_the_failed_response_only(storage):
+    who, _ = annotators.add_annotator(storage, "alice")
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    _, got = leases.open_turn(storage, tid, who, "w1", 60)
+    assert got is not None and got[0].history == ()
+    results = {
+        "a": dict(text="fine a", raw_text="fine a"),
+        "b": dict(text=None, raw_text=None, error="the model failed"),
+    }
+    assert leases.finish_generation(storage, tid, "w1", results) == "failed"
+    state, got = leases.open_turn(storage, tid, who, "w2", 60)
+    assert (state["status"], got) == ("failed", None)  # failed: replayed until retried
+    assert conversations.retry_turn(storage, who, tid) == "pending"
+    state, got = leases.open_turn(storage, tid, who, "w2", 60)
+    assert got is not None and [p.slot for p in got[1]] == ["b"]
+    # the ready one is in the state read, for the listener to show at once
+    assert [(c["slot"], c["status"]) for c in state["candidates"]] == [
+        ("a", "ready"),
+        ("b", "pending"),
+    ]
+
+
 def test_the_database_allows_one_pick_per_turn(storage):
     who, _ = annotators.add_annotator(storage, "alice")
     tid = _ready_turn(storage, who)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..config import Settings
 from ..db import Storage
+from ..domain import AnnotatorInfo
 from ..finish import cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
@@ -184,6 +185,25 @@ class Generator:
         prompt, pending = got
         return self.adopt(turn_id, prompt, pending)
 
+    async def open(self, turn_id: int, who: AnnotatorInfo) -> tuple[dict[str, Any], TurnRun | None]:
+        """A listener's start: the turn's :func:`.leases.turn_state` (NotFound unless it is
+        ``who``'s or they are an admin) and the run generating it in this process, if any:
+        one already live here, or one started now when the turn is free (pending, its lease
+        run out, or its worker a dead process of this host). One transaction either way."""
+        run = self.runs.get(turn_id)
+        if run is not None and not run.done:
+            return await self.storage.call(leases.turn_state, turn_id, who), run
+        state, got = await self.storage.call(
+            leases.open_turn, turn_id, who, self.owner, self.lease_seconds, dead=dead_here
+        )
+        if got is None:
+            return state, None
+        if state["status"] == "generating":
+            log.warning(
+                "turn %s: its worker %s is gone; generating it here", turn_id, state["lease_owner"]
+            )
+        return state, self.adopt(turn_id, *got)
+
     def adopt(self, turn_id: int, prompt, pending) -> TurnRun:
         """Generate a turn whose lease this process holds (``conversations.create_turn(Storage, lease=...)``)."""
         run = TurnRun(turn_id)
@@ -346,22 +366,25 @@ class Generator:
         )
         return slot, fields, stored if shown_detail else error
 
-    async def events(self, turn_id: int, state: dict[str, Any] | None = None):
+    async def events(
+        self, turn_id: int, state: dict[str, Any] | None = None, run: TurnRun | None = None
+    ):
         """Events for a listener: generate if pending, follow a run, or replay what is stored.
-        ``state``: the turn's :func:`.leases.turn_state` as the caller just read it (else it
-        is read here)."""
+        ``state`` and ``run``: what :meth:`open` gave the caller (else the state is read
+        here, and a pending turn's run started)."""
         if state is None:
             state = await self.storage.call(leases.turn_state, turn_id)
         while True:
             if state["status"] in ("pending", "generating"):
-                # a crashed worker of this host is not waited for: its lease is taken at once
-                holder = state.get("lease_owner")
-                take = holder if state["status"] == "generating" and dead_here(holder) else None
-                if take:
-                    log.warning(
-                        "turn %s: its worker %s is gone; generating it here", turn_id, holder
-                    )
-                run = await self.start(turn_id, take_from=take)
+                if run is None:
+                    # a crashed worker of this host is not waited for: its lease is taken at once
+                    holder = state.get("lease_owner")
+                    gone = state["status"] == "generating" and dead_here(holder)
+                    if gone:
+                        log.warning(
+                            "turn %s: its worker %s is gone; generating it here", turn_id, holder
+                        )
+                    run = await self.start(turn_id, take_from=holder if gone else None)
                 if run is not None:
                     for c in state["candidates"]:
                         if c["status"] == "ready":

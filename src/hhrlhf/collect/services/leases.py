@@ -22,7 +22,9 @@ from ..domain import (
 from ..finish import cut_reason
 
 if TYPE_CHECKING:
-    from sqlalchemy import ColumnElement
+    from collections.abc import Callable, Sequence
+
+    from sqlalchemy import ColumnElement, Connection, Row, Select
     from sqlalchemy.engine import CursorResult
     from sqlalchemy.sql.dml import ReturningUpdate
 
@@ -53,13 +55,70 @@ def acquire_lease(
         if t is None:
             return None
         # (a row's "index" is its tuple method: the column is read through the mapping)
-        history = conn.execute(
-            _history, {"cid": t.conversation_id, "before": t._mapping["index"]}
-        ).all()
+        history = _history_before(conn, t.conversation_id, t._mapping["index"])
         cands = conn.execute(_pending, {"tid": turn_id}).all()
-        prompt = Prompt(tuple((h, a or "") for h, a in history), t.human, t.prefix, cands[0].mode)
+        prompt = Prompt(history, t.human, t.prefix, cands[0].mode)
         pending = [PendingCandidate(c.slot, c.backend) for c in cands if c.status != "ready"]
         return prompt, pending
+
+
+def open_turn(
+    storage: Storage,
+    turn_id: int,
+    who: AnnotatorInfo,
+    owner: str,
+    seconds: float,
+    *,
+    dead: Callable[[str], bool] | None = None,
+) -> tuple[dict[str, Any], tuple[Prompt, list[PendingCandidate]] | None]:
+    """The event stream's one transaction: the turn's :func:`turn_state` as read (NotFound
+    unless it is ``who``'s or they are an admin), and, where the turn is free to generate,
+    its lease taken for ``owner`` with the prompt and the candidates to generate (else None).
+
+    Free: pending, its lease run out, or held by an owner that ``dead`` says is gone (a
+    crashed process of this host). What :func:`turn_state` then :func:`acquire_lease` did in
+    two transactions; the turn's row is locked from the read (PostgreSQL's ``FOR UPDATE``;
+    SQLite's writer is alone), so the candidates read are the ones leased.
+    """
+    t0 = now()
+    with storage.write(durable=False) as s:
+        conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
+        rows = conn.execute(_opening, {"tid": turn_id}).all()
+        state = _state(rows, turn_id, who)
+        holder, until = state["lease_owner"], state["lease_until"]
+        gone = dead is not None and holder is not None and dead(holder)
+        expired = until is not None and until < t0
+        if not (
+            state["status"] == "pending" or (state["status"] == "generating" and (expired or gone))
+        ):
+            return state, None
+        args = {
+            "tid": turn_id,
+            "now": t0,
+            "owner": owner,
+            "until": t0 + timedelta(seconds=seconds),
+            "take_from": holder if gone else None,
+        }
+        if conn.execute(_lease_or_take if gone else _lease, args).one_or_none() is None:
+            return state, None  # (not so while the row is locked: a guard, not a path)
+        t = rows[0]
+        history = _history_before(conn, t.conversation_id, t.turn_index)
+        prompt = Prompt(history, t.human, t.prefix, t.mode)
+        pending = [
+            PendingCandidate(c.slot, c.backend) for c in rows if c.candidate_status != "ready"
+        ]
+        return state, (prompt, pending)
+
+
+def _history_before(
+    conn: Connection, conversation_id: int, index: int
+) -> tuple[tuple[str, str], ...]:
+    """The (human, continuation) of a conversation's turns before ``index`` (none before the
+    first: no statement)."""
+    if index == 0:
+        return ()
+    rows = conn.execute(_history, {"cid": conversation_id, "before": index}).all()
+    return tuple((h, a or "") for h, a in rows)
 
 
 def renew_lease(storage: Storage, turn_id: int, owner: str, seconds: float) -> bool:
@@ -165,27 +224,39 @@ _pending = (
     .where(_candidates.turn_id == bindparam("tid"))
     .order_by(_candidates.slot)
 )
-#: a row per candidate (slot order), each with the turn's own fields and its annotator
-_turn_state = (
-    select(
-        _turns.id,
-        _turns.index.label("turn_index"),
-        _turns.status,
-        _turns.lease_owner,
-        _turns.lease_until,
-        _conversations.annotator_id,
-        _candidates.slot,
-        _candidates.status.label("candidate_status"),
-        _candidates.text,
-        _candidates.cut,
-        _candidates.finish_reason,
-        _candidates.error,
+
+
+def _state_rows(*more: ColumnElement[Any]) -> Select[Any]:
+    """A row per candidate (slot order), each with the turn's own fields and its annotator
+    (and ``more``)."""
+    return (
+        select(
+            _turns.id,
+            _turns.index.label("turn_index"),
+            _turns.status,
+            _turns.lease_owner,
+            _turns.lease_until,
+            _conversations.annotator_id,
+            _candidates.slot,
+            _candidates.status.label("candidate_status"),
+            _candidates.text,
+            _candidates.cut,
+            _candidates.finish_reason,
+            _candidates.error,
+            *more,
+        )
+        .join_from(turns_table, conversations_table, _conversations.id == _turns.conversation_id)
+        .outerjoin(candidates_table, _candidates.turn_id == _turns.id)
+        .where(_turns.id == bindparam("tid"))
+        .order_by(_candidates.slot)
     )
-    .join_from(turns_table, conversations_table, _conversations.id == _turns.conversation_id)
-    .outerjoin(candidates_table, _candidates.turn_id == _turns.id)
-    .where(_turns.id == bindparam("tid"))
-    .order_by(_candidates.slot)
-)
+
+
+_turn_state = _state_rows()
+#: the same with what a prompt needs, the turn's row locked until the lease is taken
+_opening = _state_rows(
+    _turns.conversation_id, _turns.human, _turns.prefix, _conversations.mode, _candidates.backend
+).with_for_update(of=turns_table)
 _candidate_statuses = select(_candidates.slot, _candidates.status).where(
     _candidates.turn_id == bindparam("tid")
 )
@@ -245,6 +316,11 @@ def turn_state(storage: Storage, turn_id: int, who: AnnotatorInfo | None = None)
     read in one statement); None: no authorisation (the generator's own reads)."""
     with storage.read() as s:
         rows = s.connection().execute(_turn_state, {"tid": turn_id}).all()
+    return _state(rows, turn_id, who)
+
+
+def _state(rows: Sequence[Row[Any]], turn_id: int, who: AnnotatorInfo | None) -> dict[str, Any]:
+    """:func:`turn_state` from its rows."""
     if not rows or (who is not None and not who.sees(rows[0].annotator_id)):
         raise NotFound(f"turn {turn_id} not found")
     t = rows[0]

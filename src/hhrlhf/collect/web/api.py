@@ -234,8 +234,8 @@ def _sse(name: str, data: dict) -> bytes:
 )
 async def stream_turn(turn_id: int, request: Request, who: Who):
     st = _state(request)
-    # one read: 404 unless the turn is theirs, and where the generator starts from
-    state = await st.storage.call(leases.turn_state, turn_id, who)
+    # one transaction: 404 unless the turn is theirs, its state, and its run when it starts here
+    state, run = await st.generator.open(turn_id, who)
 
     async def body():
         # a comment line while nothing happens keeps proxies from closing a quiet stream
@@ -243,7 +243,7 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
 
         async def pump():
             try:
-                async for event in st.generator.events(turn_id, state):
+                async for event in st.generator.events(turn_id, state, run):
                     await queue.put(event)
             finally:
                 await queue.put(None)
