@@ -531,30 +531,98 @@ def test_a_quiet_stream_gets_keep_alive_comments(
     assert sse(r.text)[-1] == ("end", {"status": "ready"})
 
 
-def test_a_burst_of_events_goes_out_in_one_write(storage, settings, alice):
-    """Events queued while the stream was writing go out together: a fast model's (or the
-    demo's) words are a few writes to the socket, not one each."""
-    from fastapi.testclient import TestClient
-
-    from hhrlhf.collect.web.app import create_app
-
-    app = create_app(settings, storage=storage)
+def _stream_writes(app, path_end="/stream"):
+    """``(asgi app, writes)``: the app, recording each body write of an event stream."""
     writes: list[bytes] = []
 
     async def counting(scope, receive, send):
         async def counted(message):
             if message["type"] == "http.response.body" and message.get("body"):
-                if scope["path"].endswith("/stream"):
+                if scope["path"].endswith(path_end):
                     writes.append(message["body"])
             await send(message)
 
         await app(scope, receive, counted)
 
+    return counting, writes
+
+
+def test_a_slow_models_words_go_out_a_few_times_a_second(storage, settings, alice):
+    """A model writing a word every 10 ms: the stream waits ``STREAM_LINGER`` after a word for
+    more, so it writes a few times a second, not once per word; its last events are not
+    held back (the turn ends as soon as the run does)."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from hhrlhf.collect.web import api
+    from hhrlhf.collect.web.app import create_app
+
+    slow = replace(
+        settings, backends=tuple(replace(b, token_delay=0.01) for b in settings.backends)
+    )
+    app, writes = _stream_writes(create_app(slow, storage=storage))
+    _, h, _ = alice
+    with TestClient(app, base_url="http://testserver") as client:
+        t = say(client, h, start(client, h), wait=False)
+        t0 = time.monotonic()
+        events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+        took = time.monotonic() - t0
+    assert events[-1] == ("end", {"status": "ready"})
+    words = max(len(d["text"].split()) for e, d in events if e == "done")
+    assert words >= 20  # each at least 10 ms apart
+    # one write per linger, give or take the first and the last (not one per word)
+    assert len(writes) <= took / api.STREAM_LINGER + 3, (len(writes), took)
+    assert len(writes) < words / 2
+
+
+def test_a_lingering_listener_gets_the_runs_end_at_once():
+    """A listener waiting for more words gets the run's last events as soon as it ends, not
+    when its wait would have run out."""
+    import asyncio
+
+    from hhrlhf.collect.generation.runner import TurnRun
+
+    async def go():
+        run = TurnRun(1)
+        got: list[list[str]] = []
+
+        async def listen():
+            async for batch in run.batches(linger=30.0):
+                got.append([e.name for e in batch])
+
+        listener = asyncio.create_task(listen())
+        run.emit("delta", {"slot": "a", "text": "one "})
+        await asyncio.sleep(0.05)  # the first word is out; the listener waits for the next
+        run.emit("delta", {"slot": "a", "text": "two"})
+        await asyncio.sleep(0.05)
+        assert got == [["delta"]]  # the second word lingers
+        run.emit("done", {"slot": "a", "text": "one two", "cut": False, "cut_reason": None})
+        run.finish("ready")
+        await asyncio.wait_for(listener, 1.0)
+        assert got == [["delta"], ["delta", "done", "end"]]
+
+    asyncio.run(go())
+
+
+def test_a_burst_of_events_goes_out_in_one_write(storage, settings, alice):
+    """Events queued while the stream was writing go out together: a fast model's (or the
+    demo's) words are a few writes to the socket, not one each, and a response's words in
+    a write are one ``delta`` event."""
+    from fastapi.testclient import TestClient
+
+    from hhrlhf.collect.web.app import create_app
+
+    counting, writes = _stream_writes(create_app(settings, storage=storage))
     _, h, _ = alice
     with TestClient(counting, base_url="http://testserver") as client:
         t = say(client, h, start(client, h), wait=False)
         events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
     assert events[-1] == ("end", {"status": "ready"})
-    assert sum(e == "delta" for e, _ in events) >= 20
-    assert sse(b"".join(writes).decode()) == events  # nothing lost or reordered
-    assert len(writes) <= len(events) / 4, (len(writes), len(events))
+    assert sse(b"".join(writes).decode()) == events  # the writes are the stream
+    done = {d["slot"]: d["text"] for e, d in events if e == "done"}
+    for slot in "ab":  # every word, in order, and the words of a write in one event
+        words = "".join(d["text"] for e, d in events if e == "delta" and d["slot"] == slot)
+        assert words.strip() == done[slot] and len(done[slot].split()) >= 20
+    deltas = sum(e == "delta" for e, _ in events)
+    assert len(writes) <= 4 and deltas <= 2 * len(writes), (len(writes), deltas)

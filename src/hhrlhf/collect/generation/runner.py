@@ -66,6 +66,9 @@ class TurnRun:
     stopped: bool = False
     readers: set[asyncio.Task] = field(default_factory=set)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _ended: asyncio.Event = field(default_factory=asyncio.Event)
+    #: listeners lingering for more events (:meth:`batches`): woken at once when the run ends
+    _lingering: set[asyncio.Future] = field(default_factory=set)
 
     def emit(self, name: str, data: dict) -> None:
         self.events.append(Event(name, data))
@@ -75,26 +78,59 @@ class TurnRun:
         self.status = status
         self.done = True
         self.emit("end", {"status": status})
+        self._ended.set()
+        for waiting in self._lingering:
+            _wake(waiting)
 
-    async def follow(self):
-        """Every event from the first, then new ones as they come, until ``end``."""
+    async def batches(self, linger: float = 0.0):
+        """Every event from the first, then new ones as they come, until ``end``: each time
+        a list of all that came meanwhile (a fast model's words, or a replay, in one).
+
+        ``linger``: seconds to wait after a new event for more before the next list (unless
+        the run ended): a listener then wakes a few times a second, not once per word."""
         i = 0
         while True:
-            while i < len(self.events):
-                yield self.events[i]
-                i += 1
-            if self.done:
+            if i < len(self.events):
+                batch = self.events[i:]
+                i += len(batch)
+                yield batch
+            if self.done and i == len(self.events):
                 return
             self._changed.clear()
             if i < len(self.events):
                 continue
             await self._changed.wait()
+            if linger and not self.done:
+                await self._linger(linger)
+
+    async def _linger(self, seconds: float) -> None:
+        """Sleep ``seconds``, or until the run ends (its last events go out at once)."""
+        loop = asyncio.get_running_loop()
+        waiting = loop.create_future()
+        timer = loop.call_later(seconds, _wake, waiting)
+        self._lingering.add(waiting)
+        try:
+            await waiting
+        finally:
+            timer.cancel()
+            self._lingering.discard(waiting)
+
+    async def follow(self):
+        """Every event from the first, then new ones as they come, until ``end``."""
+        async for batch in self.batches():
+            for event in batch:
+                yield event
 
     async def wait(self) -> str:
-        async for _ in self.follow():
-            pass
-        assert self.status is not None  # follow() ends only once the run has a status
+        """The run's status once it ended (woken once, not by each event)."""
+        await self._ended.wait()
+        assert self.status is not None  # set before the run ends
         return self.status
+
+
+def _wake(waiting: asyncio.Future) -> None:
+    if not waiting.done():
+        waiting.set_result(None)
 
 
 def _visible(raw: str) -> str:
@@ -366,12 +402,17 @@ class Generator:
         )
         return slot, fields, stored if shown_detail else error
 
-    async def events(
-        self, turn_id: int, state: dict[str, Any] | None = None, run: TurnRun | None = None
+    async def batches(
+        self,
+        turn_id: int,
+        state: dict[str, Any] | None = None,
+        run: TurnRun | None = None,
+        linger: float = 0.0,
     ):
-        """Events for a listener: generate if pending, follow a run, or replay what is stored.
-        ``state`` and ``run``: what :meth:`open` gave the caller (else the state is read
-        here, and a pending turn's run started)."""
+        """Events for a listener, in lists of what came together: generate if pending, follow
+        a run, or replay what is stored. ``state`` and ``run``: what :meth:`open` gave the
+        caller (else the state is read here, and a pending turn's run started); ``linger``:
+        :meth:`TurnRun.batches`'."""
         if state is None:
             state = await self.storage.call(leases.turn_state, turn_id)
         while True:
@@ -386,24 +427,38 @@ class Generator:
                         )
                     run = await self.start(turn_id, take_from=holder if gone else None)
                 if run is not None:
-                    for c in state["candidates"]:
-                        if c["status"] == "ready":
-                            yield Event("done", _done(c))
-                    async for event in run.follow():
-                        yield event
+                    # a response stored ready (a retry of the other): shown at once
+                    stored = [
+                        Event("done", _done(c))
+                        for c in state["candidates"]
+                        if c["status"] == "ready"
+                    ]
+                    if stored:
+                        yield stored
+                    async for batch in run.batches(linger):
+                        yield batch
                     return
                 # another worker holds the lease: wait for it to finish (or expire)
                 await asyncio.sleep(POLL_SECONDS)
                 state = await self.storage.call(leases.turn_state, turn_id)
                 continue
+            replay = []
             for c in state["candidates"]:
                 if c["status"] == "ready":
-                    yield Event("done", _done(c))
+                    replay.append(Event("done", _done(c)))
                 elif c["status"] == "failed":
                     message = failure_message(c["slot"], c.get("error"))
-                    yield Event("error", {"slot": c["slot"], "message": message})
-            yield Event("end", {"status": state["status"]})
+                    replay.append(Event("error", {"slot": c["slot"], "message": message}))
+            yield [*replay, Event("end", {"status": state["status"]})]
             return
+
+    async def events(
+        self, turn_id: int, state: dict[str, Any] | None = None, run: TurnRun | None = None
+    ):
+        """:meth:`batches`, one event at a time."""
+        async for batch in self.batches(turn_id, state, run):
+            for event in batch:
+                yield event
 
     async def shutdown(self) -> None:
         for task in list(self._tasks):

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ...errors import Invalid, TooLarge
 from ..domain import AnnotatorInfo
-from ..generation.runner import failure_message
+from ..generation.runner import Event, failure_message
 from ..services import choices, conversations, leases
 from ..services.pairing import choose_backends
 from ..textrules import Text
@@ -37,6 +37,10 @@ Who = Annotated[AnnotatorInfo, Depends(logged_in)]
 
 #: seconds of silence on an event stream before a keep-alive comment is sent
 KEEPALIVE_SECONDS = 15.0
+#: seconds an event stream waits after a model's word for more before it writes: ten writes
+#: a second at most, whatever the model's speed (a write per word cost a busy server more
+#: than the rest of the turn: bench/RESULTS-collect.md)
+STREAM_LINGER = 0.1
 
 
 class _Body(BaseModel):
@@ -185,11 +189,9 @@ async def create_turn(
         pending = {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
         return _answer(pending, 201)
     run = gen.adopt(turn["id"], turn["prompt"], turn["pending"])
-    done = {}
-    async for event in run.follow():
-        if event.name == "done":
-            done[event.data["slot"]] = event.data
-    if run.status == "ready" and len(done) == len(turn["pending"]):
+    status = await run.wait()
+    done = {e.data["slot"]: e.data for e in run.events if e.name == "done"}
+    if status == "ready" and len(done) == len(turn["pending"]):
         # as stored (the run's transaction committed them): no second read
         state: dict[str, Any] = {
             "status": "ready",
@@ -215,6 +217,31 @@ async def create_turn(
     if errors:
         out["errors"] = errors
     return _answer(out, 201)
+
+
+def _joined(batch: list[Event]) -> list[Event]:
+    """``batch`` with each response's words in one ``delta`` (where its first was): what the
+    page shows is the same, in one event per response, not one per word."""
+    out: list[Event | str] = []
+    words: dict[str, list[str]] = {}
+    for e in batch:
+        if e.name != "delta":
+            out.append(e)
+        elif (slot := e.data["slot"]) in words:
+            words[slot].append(e.data["text"])
+        else:
+            words[slot] = [e.data["text"]]
+            out.append(slot)
+    if len(out) == len(batch):
+        return batch
+    return [
+        Event("delta", {"slot": e, "text": "".join(words[e])}) if isinstance(e, str) else e
+        for e in out
+    ]
+
+
+def _render_all(texts: list[str]) -> list[str]:
+    return [render_markdown(t) for t in texts]
 
 
 def _sse(name: str, data: dict) -> bytes:
@@ -243,35 +270,41 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
 
         async def pump():
             try:
-                async for event in st.generator.events(turn_id, state, run):
-                    await queue.put(event)
+                async for batch in st.generator.batches(turn_id, state, run, STREAM_LINGER):
+                    await queue.put(batch)
             finally:
                 await queue.put(None)
 
-        async def frame(event) -> bytes:
-            data = event.data
-            if event.name == "done":  # the finished text, also as the page shows it
-                html = await run_in_threadpool(render_markdown, data["text"])
-                data = {**data, "html": html}
-            return _sse(event.name, data)
+        async def frames(batch: list[Event]) -> bytes:
+            batch = _joined(batch)
+            # a done event carries the finished text as the page shows it too: the batch's
+            # markdown rendered in one trip to a thread (a long response must not hold the loop)
+            texts = [e.data["text"] for e in batch if e.name == "done"]
+            htmls = iter(await run_in_threadpool(_render_all, texts) if texts else ())
+            return b"".join(
+                _sse(e.name, {**e.data, "html": next(htmls)} if e.name == "done" else e.data)
+                for e in batch
+            )
 
         task = asyncio.create_task(pump())
         try:
             while True:
                 try:
-                    event = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                    got = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
                 except asyncio.TimeoutError:
                     yield b": keep-alive\n\n"
                     continue
-                # the events queued meanwhile go in the same write: a burst of deltas (a
-                # fast model, a replay) is one write, not one each (None comes last)
-                batch = [event]
-                while not queue.empty():
-                    batch.append(queue.get_nowait())
-                frames = [await frame(e) for e in batch if e is not None]
-                if frames:
-                    yield b"".join(frames)
-                if batch[-1] is None:
+                # what was queued meanwhile goes in the same write: a burst of deltas (a fast
+                # model, a replay) is one write, not one each (None comes last)
+                batch: list[Event] = []
+                while got is not None:
+                    batch.extend(got)
+                    if queue.empty():
+                        break
+                    got = queue.get_nowait()
+                if batch:
+                    yield await frames(batch)
+                if got is None:
                     break
         finally:
             task.cancel()
