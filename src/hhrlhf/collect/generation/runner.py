@@ -115,12 +115,6 @@ class TurnRun:
             timer.cancel()
             self._lingering.discard(waiting)
 
-    async def follow(self):
-        """Every event from the first, then new ones as they come, until ``end``."""
-        async for batch in self.batches():
-            for event in batch:
-                yield event
-
     async def wait(self) -> str:
         """The run's status once it ended (woken once, not by each event)."""
         await self._ended.wait()

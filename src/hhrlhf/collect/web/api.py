@@ -38,8 +38,8 @@ Who = Annotated[AnnotatorInfo, Depends(logged_in)]
 #: seconds of silence on an event stream before a keep-alive comment is sent
 KEEPALIVE_SECONDS = 15.0
 #: seconds an event stream waits after a model's word for more before it writes: ten writes
-#: a second at most, whatever the model's speed (a write per word cost a busy server more
-#: than the rest of the turn: bench/RESULTS-collect.md)
+#: a second at most, whatever the model's speed (a wake and a write per word cost nearly as
+#: much as the rest of the turn: bench/RESULTS-collect.md)
 STREAM_LINGER = 0.1
 
 
