@@ -170,7 +170,7 @@ def test_a_live_run_renews_its_lease_and_keeps_the_turn(storage, settings):
     assert gen.lease_seconds == 0.3
 
     async def go():
-        run = await gen.start(tid)
+        _, run = await gen.open(tid)
         assert run is not None
         await asyncio.sleep(0.8)  # well over two lease lengths
         assert not run.done

@@ -36,7 +36,7 @@ def test_stop_closes_the_backend_request_and_the_turn_can_be_retried(storage, se
     script = endless.script
 
     async def go():
-        run = await gen.start(tid)
+        _, run = await gen.open(tid)
         assert run is not None
         while script.repeated < 20:  # both responses are being written
             await asyncio.sleep(0.02)

@@ -197,29 +197,14 @@ class Generator:
         self.lease_seconds = settings.lease_seconds
         self._tasks: set[asyncio.Task] = set()
 
-    async def start(self, turn_id: int, take_from: str | None = None) -> TurnRun | None:
-        """The run generating ``turn_id`` in this process, starting it if the lease is free
-        (or held by ``take_from``, a dead process: :func:`.owners.dead_here`)."""
-        run = self.runs.get(turn_id)
-        if run is not None and not run.done:
-            return run
-        got = await self.storage.call(
-            leases.acquire_lease,
-            turn_id,
-            self.owner,
-            self.lease_seconds,
-            take_from=take_from,
-        )
-        if got is None:
-            return None
-        prompt, pending = got
-        return self.adopt(turn_id, prompt, pending)
-
-    async def open(self, turn_id: int, who: AnnotatorInfo) -> tuple[dict[str, Any], TurnRun | None]:
+    async def open(
+        self, turn_id: int, who: AnnotatorInfo | None = None
+    ) -> tuple[dict[str, Any], TurnRun | None]:
         """A listener's start: the turn's :func:`.leases.turn_state` (NotFound unless it is
-        ``who``'s or they are an admin) and the run generating it in this process, if any:
-        one already live here, or one started now when the turn is free (pending, its lease
-        run out, or its worker a dead process of this host). One transaction either way."""
+        ``who``'s or they are an admin; None: not checked) and the run generating it in this
+        process, if any: one already live here, or one started now when the turn is free
+        (pending, its lease run out, or its worker a dead process of this host). One
+        transaction either way."""
         run = self.runs.get(turn_id)
         if run is not None and not run.done:
             return await self.storage.call(leases.turn_state, turn_id, who), run
@@ -405,46 +390,31 @@ class Generator:
     ):
         """Events for a listener, in lists of what came together: generate if pending, follow
         a run, or replay what is stored. ``state`` and ``run``: what :meth:`open` gave the
-        caller (else the state is read here, and a pending turn's run started); ``linger``:
-        :meth:`TurnRun.batches`'."""
+        caller (else :meth:`open` here); ``linger``: :meth:`TurnRun.batches`'."""
         if state is None:
-            state = await self.storage.call(leases.turn_state, turn_id)
-        while True:
-            if state["status"] in ("pending", "generating"):
-                if run is None:
-                    # a crashed worker of this host is not waited for: its lease is taken at once
-                    holder = state.get("lease_owner")
-                    gone = state["status"] == "generating" and dead_here(holder)
-                    if gone:
-                        log.warning(
-                            "turn %s: its worker %s is gone; generating it here", turn_id, holder
-                        )
-                    run = await self.start(turn_id, take_from=holder if gone else None)
-                if run is not None:
-                    # a response stored ready (a retry of the other): shown at once
-                    stored = [
-                        Event("done", _done(c))
-                        for c in state["candidates"]
-                        if c["status"] == "ready"
-                    ]
-                    if stored:
-                        yield stored
-                    async for batch in run.batches(linger):
-                        yield batch
-                    return
-                # another worker holds the lease: wait for it to finish (or expire)
-                await asyncio.sleep(POLL_SECONDS)
-                state = await self.storage.call(leases.turn_state, turn_id)
-                continue
-            replay = []
-            for c in state["candidates"]:
-                if c["status"] == "ready":
-                    replay.append(Event("done", _done(c)))
-                elif c["status"] == "failed":
-                    message = failure_message(c["slot"], c.get("error"))
-                    replay.append(Event("error", {"slot": c["slot"], "message": message}))
-            yield [*replay, Event("end", {"status": state["status"]})]
+            state, run = await self.open(turn_id)
+        while run is None and state["status"] in ("pending", "generating"):
+            # another worker holds the lease: wait for it to finish (or run out, or die)
+            await asyncio.sleep(POLL_SECONDS)
+            state, run = await self.open(turn_id)
+        if run is not None:
+            # a response stored ready (a retry of the other): shown at once
+            stored = [
+                Event("done", _done(c)) for c in state["candidates"] if c["status"] == "ready"
+            ]
+            if stored:
+                yield stored
+            async for batch in run.batches(linger):
+                yield batch
             return
+        replay = []
+        for c in state["candidates"]:
+            if c["status"] == "ready":
+                replay.append(Event("done", _done(c)))
+            elif c["status"] == "failed":
+                message = failure_message(c["slot"], c.get("error"))
+                replay.append(Event("error", {"slot": c["slot"], "message": message}))
+        yield [*replay, Event("end", {"status": state["status"]})]
 
     async def events(
         self, turn_id: int, state: dict[str, Any] | None = None, run: TurnRun | None = None
