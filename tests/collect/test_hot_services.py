@@ -24,6 +24,7 @@ from hhrlhf.errors import NotFound
 #: non-durable writes add a SET LOCAL; SQLite's transactions an explicit BEGIN (reads too: a
 #: deferred one), and a PRAGMA where the connection's durability changes (to a lease's after
 #: a message, back to a choice's after generation)
+#: (PostgreSQL's ``open_turn`` locks the turn's row with a statement of its own first)
 EXPECTED = {
     "sqlite": {
         "create_conversation": 2,
@@ -40,13 +41,13 @@ EXPECTED = {
     "postgres": {
         "create_conversation": 1,
         "create_turn": 4,
-        "open_turn": 3,
+        "open_turn": 4,
         "turn_state": 1,
         "finish_generation": 3,
         "record_choice": 3,
         "record_choice again": 1,
         "create_turn, a second": 4,
-        "open_turn, a second": 4,
+        "open_turn, a second": 5,
         "finish_conversation": 3,
     },
 }

@@ -280,6 +280,39 @@ def test_listeners_opening_one_turn_at_once_start_one_run(storage):
     assert all(state["lease_owner"] in (None, holder) for state, _ in got)
 
 
+def test_the_streams_transaction_after_waiting_for_a_lock_reads_the_turn_as_it_is_now(storage):
+    """A listener opening a turn while another transaction holds its row (another worker
+    storing its responses) waits, then reads the turn and its candidates as that one left
+    them: a ready turn with its texts, not the new turn row with the old candidates."""
+    if storage.url.startswith("sqlite"):
+        pytest.skip("SQLite has one writer: nothing runs between the wait and the read")
+    who, _ = annotators.add_annotator(storage, "alice")
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    assert leases.acquire_lease(storage, tid, "w1", 60) is not None
+    got = []
+    with storage.engine.begin() as c:  # the other worker's transaction, holding the row
+        c.execute(text("SELECT id FROM turns WHERE id = :id FOR UPDATE"), {"id": tid})
+        opener = threading.Thread(
+            target=lambda: got.append(leases.open_turn(storage, tid, who, "w2", 60))
+        )
+        opener.start()
+        opener.join(0.5)
+        assert opener.is_alive()  # waiting for the row
+        c.execute(
+            text("UPDATE candidates SET status = 'ready', text = 'fine' WHERE turn_id = :id"),
+            {"id": tid},
+        )
+        c.execute(
+            text("UPDATE turns SET status = 'ready', lease_owner = NULL WHERE id = :id"),
+            {"id": tid},
+        )
+    opener.join(10)
+    [(state, leased)] = got
+    assert leased is None and state["status"] == "ready"
+    assert [(x["status"], x["text"]) for x in state["candidates"]] == [("ready", "fine")] * 2
+
+
 def test_the_streams_transaction_after_a_retry_leases_the_failed_response_only(storage):
     who, _ = annotators.add_annotator(storage, "alice")
     cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]

@@ -10,6 +10,7 @@ from sqlalchemy import bindparam, func, or_, select, update
 
 from ...errors import NotFound
 from ..db import Storage
+from ..db.engine import is_sqlite
 from ..db.models import Candidate, Turn, candidates_table, conversations_table, turns_table
 from ..domain import (
     SLOTS,
@@ -77,12 +78,16 @@ def open_turn(
 
     Free: pending, its lease run out, or held by an owner that ``dead`` says is gone (a
     crashed process of this host). What :func:`turn_state` then :func:`acquire_lease` did in
-    two transactions; the turn's row is locked from the read (PostgreSQL's ``FOR UPDATE``;
-    SQLite's writer is alone), so the candidates read are the ones leased.
+    two transactions. The turn's row is locked before the read (PostgreSQL: its own
+    ``SELECT ... FOR UPDATE``; SQLite's writer is alone), so what is read is as the lease
+    finds it: one statement locking while it joins would, after waiting for another
+    listener's transaction, give that turn's new row with its candidates as they were before.
     """
     t0 = now()
     with storage.write(durable=False) as s:
         conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
+        if not is_sqlite(storage.url):
+            conn.execute(_lock_turn, {"tid": turn_id})
         rows = conn.execute(_opening, {"tid": turn_id}).all()
         state = _state(rows, turn_id, who)
         holder, until = state["lease_owner"], state["lease_until"]
@@ -253,10 +258,12 @@ def _state_rows(*more: ColumnElement[Any]) -> Select[Any]:
 
 
 _turn_state = _state_rows()
-#: the same with what a prompt needs, the turn's row locked until the lease is taken
+#: the same with what a prompt needs
 _opening = _state_rows(
     _turns.conversation_id, _turns.human, _turns.prefix, _conversations.mode, _candidates.backend
-).with_for_update(of=turns_table)
+)
+#: the turn's row, locked until the transaction ends (PostgreSQL)
+_lock_turn = select(_turns.id).where(_turns.id == bindparam("tid")).with_for_update()
 _candidate_statuses = select(_candidates.slot, _candidates.status).where(
     _candidates.turn_id == bindparam("tid")
 )
