@@ -4,7 +4,7 @@ Usage::
 
     python bench/bench_collect.py [--annotators 50] [--turns 10] [--workers 2] [--think 1]
                                   [--db URL | --postgres [--no-fsync] [--prepare-threshold N|none]]
-                                  [--demo-delay 0] [--append] [--client loopback|httpx] [--stream]
+                                  [--demo-delay 0] [--append] [--client loopback|httpx] [--stream [post|get]]
                                   [--out bench/RESULTS-collect.md]
 
 Starts ``hh serve --demo --workers N`` in a subprocess on a free loopback port (SQLite by
@@ -12,8 +12,9 @@ default; ``--postgres`` starts a throwaway PostgreSQL server with fsync on, from
 binaries, as the tests do), adds one annotator per client, and runs every client at once (a
 small keep-alive HTTP/1.1 client on one connection each, or ``--client httpx``): start a
 conversation, then per turn send a message (``"wait": true``: the answer holds both
-responses; ``--stream``: as the page sends it, ``"wait": false`` and then the turn's event
-stream) and choose one (with a ``request_id``), then finish. It reports p50/p99 of
+responses; ``--stream``: as the page sends it, ``"stream": true``, the answer is the turn's
+event stream; ``--stream get``: ``"wait": false``, then the turn's own stream, a request
+more) and choose one (with a ``request_id``), then finish. It reports p50/p99 of
 
 * the choice (``POST /turns/{id}/choice``, acknowledged after its commit), as the client saw
   it and as the server timed itself (its ``Server-Timing: app;dur=`` header: the rest is the
@@ -253,12 +254,12 @@ async def annotator(
     out: dict,
     think: float,
     client: str = "loopback",
-    stream: bool = False,
+    stream: str | None = None,
 ) -> None:
     """One scripted annotator: a conversation of ``turns`` turns, each a message and a choice.
-    ``stream``: each message as the page sends it (``"wait": false``, then the turn's event
-    stream, a request more a turn); else ``"wait": true`` (the responses in the message's own
-    answer)."""
+    ``stream``: each message's responses read as events: ``"post"`` from the message's own
+    answer (``"stream": true``, as the page sends it), ``"get"`` from the turn's stream after
+    a ``"wait": false`` message; None: ``"wait": true`` (the responses in the answer)."""
     rng = random.Random(i)
     headers = {"Authorization": f"Bearer {token}"}
     async with _client(client, base, headers, 60) as c:
@@ -271,15 +272,25 @@ async def annotator(
         for t in range(turns):
             t0 = time.perf_counter()
             text = PROMPTS[(i + t) % len(PROMPTS)] + f" ({i}.{t})"
-            r = await c.post(
-                f"/api/v1/conversations/{cid}/turns", json={"text": text, "wait": not stream}
-            )
+            body = {"text": text, "stream": True} if stream == "post" else {"text": text}
+            if stream == "get":
+                body["wait"] = False
+            r = await c.post(f"/api/v1/conversations/{cid}/turns", json=body)
             _note(out, r)
-            if r.status_code != 201 or r.json().get("status") != ("pending" if stream else "ready"):
+            if stream == "post":
+                head = r.text.split("\n\n", 1)[0] if r.status_code == 201 else ""
+                if not head.startswith("event: turn\n") or STREAM_READY not in r.text:
+                    out["errors"].append(f"turn: {r.status_code} {r.text[-200:]}")
+                    return
+                turn = orjson.loads(head.split("data: ", 1)[1])
+            elif r.status_code != 201 or r.json().get("status") != (
+                "pending" if stream else "ready"
+            ):
                 out["errors"].append(f"turn: {r.status_code} {r.text[:200]}")
                 return
-            turn = r.json()
-            if stream:
+            else:
+                turn = r.json()
+            if stream == "get":
                 r = await c.get(f"/api/v1/turns/{turn['id']}/stream")
                 _note(out, r)
                 if r.status_code != 200 or STREAM_READY not in r.text:
@@ -335,7 +346,7 @@ async def run_clients(
     turns: int,
     think: float = 0.0,
     client: str = "loopback",
-    stream: bool = False,
+    stream: str | None = None,
 ) -> dict:
     out = new_tally()
     t0 = time.perf_counter()
@@ -387,9 +398,13 @@ def main(argv=None) -> int:
     )
     ap.add_argument(
         "--stream",
-        action="store_true",
-        help="send each message as the page does: without waiting, then read the turn's event "
-        "stream (default: the message's answer holds both responses)",
+        nargs="?",
+        const="post",
+        choices=["post", "get"],
+        default=None,
+        help="read the responses as events: 'post' (alone: --stream), as the page does, from "
+        "the message's own answer; 'get', from the turn's stream after a message sent without "
+        "waiting (default: the message's answer holds both responses)",
     )
     ap.add_argument("--append", action="store_true", help="append to --out instead of replacing it")
     where = ap.add_mutually_exclusive_group()
@@ -533,7 +548,7 @@ def _run(args, tmp: Path, pg, load_before) -> int:
         + (" --no-fsync" if pg and not pg.durable else "")
         + (f" --prepare-threshold {args.prepare_threshold}" if args.prepare_threshold else "")
         + ("" if args.client == "loopback" else f" --client {args.client}")
-        + (" --stream" if args.stream else "")
+        + (f" --stream {args.stream}" if args.stream else "")
         + "`",
         "",
         f"Machine: {platform.platform()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}, "

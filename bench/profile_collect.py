@@ -3,7 +3,7 @@
 Usage::
 
     python bench/profile_collect.py [--annotators 1] [--turns 40] [--think 0] [--py-spy PATH]
-                                    [--postgres] [--frames 60] [--stream]
+                                    [--postgres] [--frames 60] [--stream [post|get]]
 
 Starts the server as bench_collect.py does (SQLite, or a throwaway PostgreSQL server with
 ``--postgres``; one worker, so the sampled process is the whole server), runs the scripted
@@ -44,7 +44,7 @@ GROUPS = [
     ("auth: token lookup", "annotator_by_token"),
     ("message: create_turn", "create_turn ("),
     ("generation: Generator.events/run", "runner.py"),
-    ("event stream route (api.py stream_turn)", "stream_turn"),
+    ("event stream (api.py _event_stream)", "_event_stream"),
     ("choice: record_choice", "record_choice"),
     ("finish / start conversation", "conversations.py"),
     ("SQLAlchemy ORM (all)", "sqlalchemy/orm"),
@@ -73,8 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frames", type=int, default=60, help="inclusive frames to print")
     ap.add_argument(
         "--stream",
-        action="store_true",
-        help="each message as the page sends it (then the turn's event stream)",
+        nargs="?",
+        const="post",
+        choices=["post", "get"],
+        default=None,
+        help="each message's responses read as events: 'post' (alone: --stream), as the page "
+        "sends it, in its own answer; 'get', from the turn's stream after the message",
     )
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="hh-profile-collect-"))

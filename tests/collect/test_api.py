@@ -185,6 +185,60 @@ def test_stream_generates_then_replays(client, alice):
     assert choose(client, h, t["id"], pick="b", strength=2).status_code == 200
 
 
+def test_a_message_sent_with_stream_is_answered_as_its_event_stream(client, alice, storage):
+    """``"stream": true`` (the page's way): the message's own answer is the turn's event
+    stream, from a ``turn`` event naming it to ``end``; the turn is stored as any other."""
+    _, h, _ = alice
+    cid = start(client, h)
+    r = client.post(
+        f"/api/v1/conversations/{cid}/turns",
+        json={"text": "How often should I water tomatoes?", "stream": True},
+        headers=h,
+    )
+    assert r.status_code == 201
+    assert r.headers["content-type"].startswith("text/event-stream")
+    assert r.headers["x-accel-buffering"] == "no"
+    events = sse(r.text)
+    name, head = events[0]
+    assert name == "turn" and head["index"] == 0 and head["status"] == "generating"
+    assert events[-1] == ("end", {"status": "ready"})
+    done = {d["slot"]: d for e, d in events if e == "done"}
+    assert set(done) == {"a", "b"} and all(d["html"].startswith("<") for d in done.values())
+    for slot in "ab":
+        streamed = "".join(d["text"] for e, d in events if e == "delta" and d["slot"] == slot)
+        assert streamed.strip() == done[slot]["text"]
+    # stored as streamed: the conversation, a replay, then a choice and the next message
+    turn = client.get(f"/api/v1/conversations/{cid}", headers=h).json()["turns"][0]
+    assert turn["id"] == head["id"] and turn["status"] == "ready"
+    assert {c["slot"]: c["text"] for c in turn["candidates"]} == {
+        s: d["text"] for s, d in done.items()
+    }
+    replay = sse(client.get(f"/api/v1/turns/{head['id']}/stream", headers=h).text)
+    assert [e for e, _ in replay] == ["done", "done", "end"]
+    assert choose(client, h, head["id"], pick="a", strength=3).status_code == 200
+    assert say(client, h, cid, "And in a heat wave?")["status"] == "ready"
+    assert transcripts.counts(storage)["comparisons"] == 1
+
+
+def test_stream_refusals_come_before_the_stream_as_json(client, alice, storage):
+    """What refuses a message refuses it as JSON, before any event: ``stream`` with
+    ``"wait": false`` (which contradicts it), a message while one is unanswered, and
+    another's conversation. Nothing is stored."""
+    _, h, _ = alice
+    cid = start(client, h)
+    url = f"/api/v1/conversations/{cid}/turns"
+    r = client.post(url, json={"text": "Hello", "stream": True, "wait": False}, headers=h)
+    assert r.status_code == 422 and '"wait": false' in r.json()["error"]
+    assert client.get(f"/api/v1/conversations/{cid}", headers=h).json()["turns"] == []
+    say(client, h, cid, "First")
+    r = client.post(url, json={"text": "Second", "stream": True}, headers=h)
+    assert r.status_code == 409 and r.headers["content-type"] == "application/json"
+    assert "error" in r.json()
+    r = client.post(url, json={"text": "Hi", "stream": "yes"}, headers=h)
+    assert r.status_code == 422 and "stream" in r.json()["error"]
+    assert len(client.get(f"/api/v1/conversations/{cid}", headers=h).json()["turns"]) == 1
+
+
 def _openai_settings(settings, server, **kw):
     return replace(
         settings,

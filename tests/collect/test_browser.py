@@ -447,6 +447,47 @@ def test_responses_stream_in_and_the_scale_waits_for_both(slow_app, browser):
     assert seen["dialogs"] == [] and seen["errors"] == []
 
 
+def test_a_message_is_one_request_and_a_cut_answer_goes_on_by_the_turns_stream(live_app, browser):
+    """The page sends a message with ``"stream": true`` and reads the responses from that
+    answer: no second request. When the answer breaks off before ``end``, the page follows
+    the turn by its own stream (the responses were stored all the same) and the scale opens."""
+    base, storage, token, _ = live_app
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    seen = _watch(page)
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(f"{r.method} {r.url.split(base, 1)[1]}"))
+    cid = _login_and_start(page, base, token, "Talk about bread")
+    requests.clear()
+    _send(page, "How long should bread dough rise?")
+    assert requests == [f"POST /api/v1/conversations/{cid}/turns"], requests
+    page.keyboard.press("2")
+    _assistant_count(page, 1)
+    page.wait_for_selector("#composer:not([hidden])", timeout=TIMEOUT_MS)
+
+    def cut(route):
+        """The real answer (the turn is created and written), cut after its first event."""
+        answer = route.fetch()
+        head = answer.body().split(b"\n\n", 1)[0] + b"\n\n"
+        assert head.startswith(b"event: turn\n")
+        route.fulfill(response=answer, body=head)
+
+    page.route(f"**/api/v1/conversations/{cid}/turns", cut)
+    requests.clear()
+    _send(page, "And at what temperature?")
+    turn_id = int(requests[-1].split("/")[-2])
+    assert requests == [
+        f"POST /api/v1/conversations/{cid}/turns",
+        f"GET /api/v1/turns/{turn_id}/stream",
+    ], requests
+    who = annotators.annotator_by_token(storage, token)
+    stored = conversations.get_conversation(storage, who, cid)["turns"][1]
+    assert stored["id"] == turn_id and stored["status"] == "ready"
+    for c in stored["candidates"]:  # what the page shows is what was stored
+        assert _shown(page, c["slot"]) == c["text"]
+    assert page.is_hidden("#turn-error")
+    assert seen["dialogs"] == [] and seen["errors"] == [] and seen["console"] == []
+
+
 def test_enter_hands_focus_to_the_question_so_the_first_key_picks(live_app, browser):
     # Enter hides the message box that has focus. The page moves focus to the question at
     # once: left to the browser, focus reaches the body only after a rendering step, and a

@@ -14,6 +14,7 @@ import asyncio
 import threading
 from dataclasses import replace
 
+import orjson
 import pytest
 
 pytest.importorskip("fastapi")
@@ -97,6 +98,14 @@ def test_no_page_or_route_touches_the_database_on_the_event_loop(
         client.post(
             f"/api/v1/turns/{turn['id']}/choice", json={"pick": "a", "strength": 3}, headers=h
         )
+        streamed = client.post(  # the page's way: the answer is the turn's events
+            f"/api/v1/conversations/{cid}/turns",
+            json={"text": "And for dessert?", "stream": True},
+            headers=h,
+        )
+        assert streamed.status_code == 201 and "event: end" in streamed.text
+        second = orjson.loads(streamed.text.split("data: ", 1)[1].split("\n", 1)[0])["id"]
+        client.post(f"/api/v1/turns/{second}/choice", json={"pick": "b", "strength": 2}, headers=h)
         client.post(f"/api/v1/conversations/{cid}/finish", json={}, headers=h)
         pages = [
             "/",

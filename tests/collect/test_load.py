@@ -130,21 +130,23 @@ def test_fifty_annotators_on_two_workers(storage, db_url, tmp_path, report):
     )
 
 
-def test_annotators_streaming_as_the_page_does(storage, db_url, tmp_path):
-    """The bench's ``--stream`` annotators: each message sent without waiting, its responses
-    read from the turn's event stream, then the choice; every choice stored once."""
+@pytest.mark.parametrize(("way", "per_turn"), [("post", 2), ("get", 3)])
+def test_annotators_streaming_as_the_page_does(storage, db_url, tmp_path, way, per_turn):
+    """The bench's ``--stream`` annotators: each message's responses read as events, from the
+    message's own answer (``post``: the page's way) or from the turn's stream after a message
+    sent without waiting (``get``), then the choice; every choice stored once."""
     n, turns = 10, 3
     tokens = _tokens(storage, n, "stream")
     with serve(db_url, tmp_path, _config(tmp_path, 0.002)) as server:
-        res = asyncio.run(bench.run_clients(server.base, tokens, turns, stream=True))
+        res = asyncio.run(bench.run_clients(server.base, tokens, turns, stream=way))
     assert res["errors"] == []
     assert len(res["acked"]) == len(res["turns"]) == n * turns
     stored = _stored_picks(storage)
     assert {tid: stored[tid] for tid, _, _ in res["acked"]} == {
         tid: [(pick, strength)] for tid, pick, strength in res["acked"]
     }
-    # a start, per turn a message, its stream and a choice, and a finish
-    assert res["requests"] == n * (1 + 3 * turns + 1)
+    # a start, per turn a message (its stream too with get) and a choice, and a finish
+    assert res["requests"] == n * (1 + per_turn * turns + 1)
 
 
 async def _twenty_choices_at_once(base: str, token: str):
@@ -306,5 +308,5 @@ def test_the_bench_writes_its_report_and_leaves_no_temporary_folder(tmp_path, mo
     assert bench.main([*args, "--stream", "--out", str(out)]) == 0
     report = out.read_text()
     assert "2 choices acknowledged, 2 found stored as acknowledged" in report
-    assert "--stream" in report and "0 errors" in report
+    assert "--stream post" in report and "0 errors" in report
     assert list(scratch.iterdir()) == []

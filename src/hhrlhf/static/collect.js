@@ -36,14 +36,81 @@
     } catch (err) {
       data = null;
     }
-    if (!res.ok) {
-      let msg = data && data.error ? data.error : "The server answered " + res.status + ".";
-      if (res.status === 401) msg = "Your session has ended: open your login link again.";
-      const e = new Error(msg);
-      e.status = res.status;
-      throw e;
-    }
+    if (!res.ok) throw refusal(res, data);
     return data;
+  }
+
+  // The error for a refused request (``data``: its JSON body, if any).
+  function refusal(res, data) {
+    let msg = data && data.error ? data.error : "The server answered " + res.status + ".";
+    if (res.status === 401) msg = "Your session has ended: open your login link again.";
+    const e = new Error(msg);
+    e.status = res.status;
+    return e;
+  }
+
+  // A POST whose answer is server-sent events (a message sent with "stream": true): resolves
+  // to the response once its head is in, rejects as api() does when it is refused.
+  async function postForEvents(url, body, signal) {
+    let res;
+    try {
+      res = await fetch(url, {
+        method: "POST",
+        headers: { Accept: "text/event-stream", "Content-Type": "application/json", "X-CSRF-Token": csrfToken() },
+        credentials: "same-origin",
+        cache: "no-store",
+        body: JSON.stringify(body),
+        signal,
+      });
+    } catch (err) {
+      throw new Error("The server cannot be reached. Check your connection and try again.");
+    }
+    if (!res.ok) {
+      let data = null;
+      try {
+        data = await res.json();
+      } catch (err) {
+        data = null;
+      }
+      throw refusal(res, data);
+    }
+    return res;
+  }
+
+  // Reads server-sent events from a fetch answer's body, calling on(name, data) for each
+  // (keep-alive comments skipped). Resolves true once it read an "end" event, false when
+  // the body stopped before one (a dropped connection, an abort).
+  async function readEvents(res, on) {
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      let chunk;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        return false;
+      }
+      if (chunk.done) return false;
+      buffer += decoder.decode(chunk.value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let name = "message";
+        let data = "";
+        block.split("\n").forEach((line) => {
+          if (line.startsWith("event: ")) name = line.slice(7);
+          else if (line.startsWith("data: ")) data += line.slice(6);
+        });
+        if (!data) continue; // a comment line
+        on(name, JSON.parse(data));
+        if (name === "end") {
+          reader.cancel().catch(() => {});
+          return true;
+        }
+      }
+    }
   }
 
   function say(el, text, kind) {
@@ -202,7 +269,7 @@
 
     const state = {
       turn: null, // the undecided turn: {id, index, texts: {a, b}, done: {a, b}}
-      source: null, // the open EventSource
+      source: null, // where the undecided turn's events are read: {close()}
       scaleOn: false,
       sending: false,
       pending: null, // {pick, strength} waiting for an edit
@@ -374,7 +441,30 @@
       setScale(false);
     }
 
-    function openStream() {
+    // an event of the undecided turn's stream, from either way of reading it
+    function onEvent(name, d) {
+      const turn = state.turn;
+      if (name === "delta") {
+        if (turn.done[d.slot]) return;
+        turn.texts[d.slot] = (turn.texts[d.slot] || "") + d.text;
+        showText(part(d.slot, "text"), turn.texts[d.slot]); // plain text while it streams
+      } else if (name === "done") {
+        slotDone(d.slot, d.text, d.cut, d.cut_reason, d.html);
+      } else if (name === "error") {
+        slotFailed(d.slot, d.message);
+      } else if (name === "end") {
+        closeStream();
+        if (d.status === "ready" && turn.done.a && turn.done.b) {
+          bothReady();
+        } else {
+          showTurnError("A response could not be generated. Your message is kept: retry.");
+        }
+      }
+    }
+
+    // the responses not yet complete are written again from the start, read from source
+    // (an EventSource, or {close} of a message's own answer)
+    function beginStream(source) {
       closeStream();
       const turn = state.turn;
       turnError.hidden = true;
@@ -387,40 +477,31 @@
           turn.texts[slot] = "";
         }
       });
-      const es = new EventSource("/api/v1/turns/" + turn.id + "/stream");
-      state.source = es;
+      state.source = source;
       startClock();
+    }
+
+    // follows the undecided turn by its own stream (a reload, a retry, a dropped answer):
+    // it starts the turn if nobody is writing it, follows it if somebody is, replays it if done
+    function openStream() {
+      const es = new EventSource("/api/v1/turns/" + state.turn.id + "/stream");
+      beginStream(es);
       let ended = false;
-      es.addEventListener("delta", (ev) => {
-        const d = JSON.parse(ev.data);
-        if (turn.done[d.slot]) return;
-        turn.texts[d.slot] = (turn.texts[d.slot] || "") + d.text;
-        showText(part(d.slot, "text"), turn.texts[d.slot]); // plain text while it streams
-      });
-      es.addEventListener("done", (ev) => {
-        const d = JSON.parse(ev.data);
-        slotDone(d.slot, d.text, d.cut, d.cut_reason, d.html);
-      });
+      ["delta", "done", "end"].forEach((name) =>
+        es.addEventListener(name, (ev) => {
+          ended = ended || name === "end";
+          onEvent(name, JSON.parse(ev.data));
+        }),
+      );
       es.addEventListener("error", (ev) => {
         // a server-sent "error" event carries data; a dropped connection does not
         if (ev.data) {
-          const d = JSON.parse(ev.data);
-          slotFailed(d.slot, d.message);
+          onEvent("error", JSON.parse(ev.data));
           return;
         }
         if (ended) return;
         closeStream();
         showTurnError("The connection to the server was lost while the responses were written.");
-      });
-      es.addEventListener("end", (ev) => {
-        ended = true;
-        const d = JSON.parse(ev.data);
-        closeStream();
-        if (d.status === "ready" && turn.done.a && turn.done.b) {
-          bothReady();
-        } else {
-          showTurnError("A response could not be generated. Your message is kept: retry.");
-        }
       });
     }
 
@@ -437,8 +518,9 @@
       }
     }
 
-    function startTurn(turn) {
-      // turn: {id, index, candidates (maybe), status}
+    function startTurn(turn, source) {
+      // turn: {id, index, candidates (maybe), status}; source: where its events are read
+      // already (a message's own answer), else its stream is opened
       state.turn = { id: turn.id, index: turn.index, texts: { a: "", b: "" }, done: { a: false, b: false } };
       resetCandidates();
       setScale(false);
@@ -454,6 +536,8 @@
           if (c.status === "failed") slotFailed(c.slot, c.error || "This response could not be generated.");
         });
         showTurnError("A response could not be generated. Your message is kept: retry.");
+      } else if (source) {
+        beginStream(source);
       } else {
         openStream();
       }
@@ -557,19 +641,38 @@
       state.sending = true;
       $("#send").disabled = true;
       say(sendStatus, "Sending…");
+      // one request: the message's answer is its turn's events, as the responses are written
+      const controller = new AbortController();
+      const source = { close: () => controller.abort() };
+      let res;
       try {
-        const turn = await api("POST", "/api/v1/conversations/" + convId + "/turns", { text, wait: false });
-        message.value = "";
-        say(sendStatus, "");
-        const bubble = addBubble("human", "You", text);
-        state.sending = false;
-        startTurn(turn);
-        bubble.scrollIntoView({ block: "start" }); // the message, then A and B below it
+        res = await postForEvents("/api/v1/conversations/" + convId + "/turns", { text, stream: true }, controller.signal);
       } catch (err) {
         state.sending = false;
         say(sendStatus, err.message, "error");
-      } finally {
         $("#send").disabled = false;
+        return;
+      }
+      message.value = "";
+      say(sendStatus, "");
+      const bubble = addBubble("human", "You", text);
+      state.sending = false;
+      $("#send").disabled = false;
+      let named = false;
+      const ended = await readEvents(res, (name, data) => {
+        if (name === "turn") {
+          named = true;
+          startTurn({ id: data.id, index: data.index, status: data.status }, source);
+          bubble.scrollIntoView({ block: "start" }); // the message, then A and B below it
+        } else if (named && state.source === source) {
+          onEvent(name, data);
+        }
+      });
+      if (ended) return;
+      if (!named) {
+        window.location.reload(); // the message is stored, its turn unnamed: show it as stored
+      } else if (state.source === source) {
+        openStream(); // the answer broke off: the turn goes on by its own stream
       }
     }
 

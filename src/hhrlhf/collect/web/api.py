@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import orjson
@@ -19,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ...errors import Invalid, TooLarge
 from ..domain import AnnotatorInfo
-from ..generation.runner import Event, failure_message
+from ..generation.runner import Event, TurnRun, failure_message
 from ..services import choices, conversations, leases
 from ..services.pairing import choose_backends
 from ..textrules import Text
@@ -57,7 +58,10 @@ class NewConversation(_Body):
 
 class NewTurn(_Body):
     text: Text
+    #: false: answered at once (pending), the responses then read from the turn's stream
     wait: StrictBool = True
+    #: true: answered as the turn's event stream, from a ``turn`` event to ``end`` (the page)
+    stream: StrictBool = False
 
 
 class Choice(_Body):
@@ -152,10 +156,26 @@ def get_conversation(conversation_id: int, request: Request, who: Who):
     return out
 
 
+#: a turn's event stream (documentation)
+_EVENTS = (
+    "`delta` {slot, text} (the words written since the last), `done` {slot, text, cut, "
+    "cut_reason, html}, `error` {slot, message}, then `end` {status}"
+)
+
+
 @router.post(
     "/conversations/{conversation_id}/turns",
     status_code=201,
-    responses=answers(schemas.NewTurn, 201),
+    responses={
+        **answers(schemas.NewTurn, 201),
+        201: {
+            "model": schemas.NewTurn,
+            "description": "the turn as created; with `wait` (the default), its responses "
+            "once both are generated; with `stream`, server-sent events as they are "
+            "written: `turn` {id, index, status}, then " + _EVENTS,
+            "content": {"text/event-stream": {}},
+        },
+    },
 )
 async def create_turn(
     conversation_id: int,
@@ -165,6 +185,10 @@ async def create_turn(
 ):
     st = _state(request)
     _limit("the message", body.text, st.settings.max_message_chars)
+    if body.stream and not body.wait:
+        raise Invalid(
+            '"stream": true answers as the responses are written; "wait": false cannot go with it'
+        )
 
     def pick_backends(mode: str, backend: str | None) -> tuple[str, str]:
         if mode == "red-team" and backend:
@@ -189,6 +213,11 @@ async def create_turn(
         pending = {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
         return _answer(pending, 201)
     run = gen.adopt(turn["id"], turn["prompt"], turn["pending"])
+    if body.stream:
+        # the page's way: no second request, no second transaction to lease the turn
+        head = Event("turn", {"id": turn["id"], "index": turn["index"], "status": "generating"})
+        generating = {"status": "generating", "candidates": []}
+        return _event_stream(st, turn["id"], generating, run, head, 201)
     status = await run.wait()
     done = {e.data["slot"]: e.data for e in run.events if e.name == "done"}
     if status == "ready" and len(done) == len(turn["pending"]):
@@ -253,9 +282,8 @@ def _sse(name: str, data: dict) -> bytes:
     responses={
         200: {
             "content": {"text/event-stream": {}},
-            "description": "server-sent events: `delta` {slot, text}, `done` {slot, text, "
-            "cut}, `error` {slot, message}, then `end` {status}; starts a pending turn, "
-            "replays a finished one",
+            "description": "server-sent events: " + _EVENTS + "; starts a pending turn, "
+            "follows one being written, replays a finished one",
         }
     },
 )
@@ -263,12 +291,26 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
     st = _state(request)
     # one transaction: 404 unless the turn is theirs, its state, and its run when it starts here
     state, run = await st.generator.open(turn_id, who)
+    return _event_stream(st, turn_id, state, run)
 
-    async def body():
+
+def _event_stream(
+    st: Any,
+    turn_id: int,
+    state: dict[str, Any],
+    run: TurnRun | None,
+    head: Event | None = None,
+    status_code: int = 200,
+) -> StreamingResponse:
+    """The turn's events as server-sent events, from ``head`` (if any) to ``end``:
+    :meth:`.Generator.batches` from what :meth:`.Generator.open` (or a turn created leased
+    here) gave, a write per batch."""
+
+    async def body() -> AsyncIterator[bytes]:
         # a comment line while nothing happens keeps proxies from closing a quiet stream
         queue: asyncio.Queue = asyncio.Queue()
 
-        async def pump():
+        async def pump() -> None:
             try:
                 async for batch in st.generator.batches(turn_id, state, run, STREAM_LINGER):
                     await queue.put(batch)
@@ -288,6 +330,8 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
 
         task = asyncio.create_task(pump())
         try:
+            if head is not None:
+                yield _sse(head.name, head.data)
             while True:
                 try:
                     got = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
@@ -311,6 +355,7 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
 
     return StreamingResponse(
         body(),
+        status_code,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
