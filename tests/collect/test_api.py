@@ -9,6 +9,7 @@ import pytest
 from logins import login, session_cookie
 from openai_server import openai_backend
 
+from hhrlhf.collect.domain import STOPPED
 from hhrlhf.collect.services import annotators, choices, leases, transcripts
 from hhrlhf.collect.web.app import SECURITY_HEADERS
 
@@ -237,6 +238,30 @@ def test_stream_refusals_come_before_the_stream_as_json(client, alice, storage):
     r = client.post(url, json={"text": "Hi", "stream": "yes"}, headers=h)
     assert r.status_code == 422 and "stream" in r.json()["error"]
     assert len(client.get(f"/api/v1/conversations/{cid}", headers=h).json()["turns"]) == 1
+
+
+def test_stop_reaches_a_turn_another_worker_is_writing(client, alice, storage):
+    """``POST /turns/{id}/stop`` on a worker not writing the turn: stopped through the
+    database (``here``: false), the turn failed as stopped and free to retry; a turn not
+    being written is not stopped."""
+    _, h, _ = alice
+    cid = start(client, h)
+    t = say(client, h, cid, wait=False)
+    stop = f"/api/v1/turns/{t['id']}/stop"
+    assert client.post(stop, headers=h).json() == {"stopped": False, "here": False}  # pending
+    assert leases.acquire_lease(storage, t["id"], "elsewhere:1:abc", 30) is not None
+    assert client.post(stop, headers=h).json() == {"stopped": True, "here": False}
+    state = leases.turn_state(storage, t["id"])
+    assert state["status"] == "failed" and state["lease_owner"] is None
+    assert {c["error"] for c in state["candidates"]} == {STOPPED}
+    conv = client.get(f"/api/v1/conversations/{cid}", headers=h)
+    assert [c["error"] for c in conv.json()["turns"][0]["candidates"]] == [
+        "the response was stopped by the annotator; retry"
+    ] * 2
+    assert client.post(stop, headers=h).json() == {"stopped": False, "here": False}
+    assert client.post(f"/api/v1/turns/{t['id']}/retry", headers=h).json() == {"status": "pending"}
+    events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    assert events[-1] == ("end", {"status": "ready"})
 
 
 def _openai_settings(settings, server, **kw):

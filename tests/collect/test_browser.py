@@ -28,7 +28,7 @@ pytest.importorskip("sqlalchemy")
 uvicorn = pytest.importorskip("uvicorn")
 
 from headless import CHROMIUM, CHROMIUM_ARGS, need_browser  # noqa: E402
-from hhrlhf.collect.services import annotators, conversations, transcripts  # noqa: E402
+from hhrlhf.collect.services import annotators, conversations, leases, transcripts  # noqa: E402
 
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -486,6 +486,54 @@ def test_a_message_is_one_request_and_a_cut_answer_goes_on_by_the_turns_stream(l
         assert _shown(page, c["slot"]) == c["text"]
     assert page.is_hidden("#turn-error")
     assert seen["dialogs"] == [] and seen["errors"] == [] and seen["console"] == []
+
+
+def test_stop_by_key_reaches_a_turn_another_worker_is_writing(tmp_path, browser):
+    """Two workers on one database: the page's message (and its run) on one, its Stop (``x``)
+    on the other. The turn is stopped through the database and the page shows it stopped at
+    once, not when the writing worker next renews its lease; Retry (``r``) has it written."""
+    from hhrlhf.collect.config import demo_settings
+
+    make = lambda url: demo_settings(url, token_delay=0.05)  # noqa: E731
+    with (
+        serve_app(tmp_path, make) as (base, storage, token, app, _),
+        serve_app(tmp_path, make, name="other") as (other, _, _, other_app, _),
+    ):
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        seen = _watch(page)
+
+        def elsewhere(route):  # the Stop lands on the other worker, as SO_REUSEPORT may send it
+            url = route.request.url.replace(base, other)
+            route.fulfill(
+                response=route.fetch(url=url, headers={**route.request.headers, "origin": other})
+            )
+
+        page.route("**/api/v1/turns/*/stop", elsewhere)
+        cid = _login_and_start(page, base, token, "Ask about soup")
+        page.fill("#message", "How long should soup simmer?")
+        page.press("#message", "Enter")
+        page.wait_for_function(
+            '() => document.querySelector(\'.candidate[data-slot="a"] [data-role="text"]\')'
+            ".textContent.length > 0",
+            timeout=TIMEOUT_MS,
+        )
+        who = annotators.annotator_by_token(storage, token)
+        tid = conversations.get_conversation(storage, who, cid)["turns"][0]["id"]
+        assert tid in app.state.generator.runs and tid not in other_app.state.generator.runs
+        t0 = time.monotonic()
+        page.keyboard.press("x")
+        page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
+        took = time.monotonic() - t0
+        assert took < app.state.generator.lease_seconds / 3  # not the next heartbeat
+        assert page.is_hidden("#generating")
+        for slot in "ab":
+            note = page.text_content(f'.candidate[data-slot="{slot}"] [data-role="note"]')
+            assert "stopped by the annotator" in note  # as it was stored
+        assert leases.turn_state(storage, tid)["status"] == "failed"
+        page.keyboard.press("r")
+        page.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
+        assert leases.turn_state(storage, tid)["status"] == "ready"
+        assert seen["dialogs"] == [] and seen["errors"] == [] and seen["console"] == []
 
 
 def test_enter_hands_focus_to_the_question_so_the_first_key_picks(live_app, browser):

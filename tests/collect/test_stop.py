@@ -12,6 +12,7 @@ from openai_server import Script, openai_backend, serve
 
 pytest.importorskip("fastapi")
 
+from hhrlhf.collect.domain import STOPPED  # noqa: E402
 from hhrlhf.collect.generation.runner import Generator  # noqa: E402
 from hhrlhf.collect.services import annotators, conversations, leases
 
@@ -57,3 +58,81 @@ def test_stop_closes_the_backend_request_and_the_turn_can_be_retried(storage, se
     assert all("stopped by the annotator" in c["error"] for c in state["candidates"])
     assert conversations.retry_turn(storage, who, tid) == "pending"  # at once, no lease to wait for
     assert not gen.stop(tid)  # nothing running any more
+
+
+def _two_workers(storage, settings, endless, lease_seconds):
+    """Two generators on one database (two workers, or hosts), and a turn of alice's."""
+    backends = tuple(
+        openai_backend(name, "openai-chat", endless.base_url, timeout=60.0) for name in ("m1", "m2")
+    )
+    both = replace(settings, backends=backends, lease_seconds=lease_seconds)
+    writer, other = Generator(storage, both), Generator(storage, both)
+    who, _ = annotators.add_annotator(storage, "alice")
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    return writer, other, who, tid
+
+
+def test_a_turn_another_worker_writes_is_stopped_through_the_database(storage, settings, endless):
+    """The Stop request reaches a worker whose process is not writing the turn: the database
+    stores its responses as stopped and releases the lease; the writing worker finds the
+    lease gone at its next heartbeat, closes its backend requests and stores nothing."""
+    writer, other, who, tid = _two_workers(storage, settings, endless, lease_seconds=0.9)
+    script = endless.script
+
+    async def go():
+        _, run = await writer.open(tid)
+        assert run is not None
+        while script.repeated < 20:
+            await asyncio.sleep(0.02)
+        assert not leases.stop_elsewhere(storage, tid, writer.owner)  # its own: Generator.stop
+        assert not other.stop(tid)  # not this process's run
+        t0 = time.monotonic()
+        assert leases.stop_elsewhere(storage, tid, other.owner)
+        stopped = leases.turn_state(storage, tid)
+        status = await asyncio.wait_for(run.wait(), 5)
+        took = time.monotonic() - t0
+        sent = script.repeated
+        await asyncio.sleep(0.5)
+        return stopped, status, took, sent, run
+
+    stopped, status, took, sent, run = asyncio.run(go())
+    assert stopped["status"] == "failed" and stopped["lease_owner"] is None
+    assert [c["error"] for c in stopped["candidates"]] == [STOPPED] * 2
+    assert status == "failed" and took < 3.0  # a heartbeat is 0.3 s; the reply never ends
+    assert script.repeated - sent <= 4  # its backend requests were closed
+    assert tid not in writer.runs
+    assert leases.turn_state(storage, tid) == stopped  # the old run stored nothing
+    assert not leases.stop_elsewhere(storage, tid, other.owner)  # nothing left to stop
+    assert conversations.retry_turn(storage, who, tid) == "pending"
+
+
+def test_a_run_stopped_elsewhere_is_not_followed_when_the_turn_is_retried(
+    storage, settings, endless
+):
+    """Stopped through the database and retried before the writing worker's heartbeat: a
+    listener on that worker gets a new run of the turn, not the old one (whose results
+    could not be stored), and the old one stops."""
+    writer, other, who, tid = _two_workers(storage, settings, endless, lease_seconds=30)
+    script = endless.script
+
+    async def go():
+        _, old = await writer.open(tid)
+        while script.repeated < 20:
+            await asyncio.sleep(0.02)
+        assert leases.stop_elsewhere(storage, tid, other.owner)
+        assert conversations.retry_turn(storage, who, tid) == "pending"
+        state, new = await writer.open(tid)
+        assert new is not None and new is not old and writer.runs[tid] is new
+        assert old.done and old.status == "failed"  # it ended before the new lease
+        assert state["status"] == "pending"  # as it was read, before this lease
+        assert leases.turn_state(storage, tid)["lease_owner"] == writer.owner
+        while script.repeated < 40:  # the new run writes (its lease was not taken back)
+            await asyncio.sleep(0.02)
+        assert leases.turn_state(storage, tid)["status"] == "generating"
+        assert writer.stop(tid)
+        return await asyncio.wait_for(new.wait(), 5)
+
+    assert asyncio.run(go()) == "failed"
+    state = leases.turn_state(storage, tid)
+    assert state["status"] == "failed" and state["lease_owner"] is None

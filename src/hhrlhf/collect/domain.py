@@ -15,6 +15,8 @@ MODES = ("helpful", "red-team")
 
 
 SLOTS = ("a", "b")
+#: what a response stopped while it was written is stored with (and the annotator reads)
+STOPPED = "stopped by the annotator"
 
 
 def now() -> datetime:
@@ -107,3 +109,10 @@ class Prompt:
 def other_slot(slot: str) -> str:
     """The slot that is not ``slot``."""
     return "b" if slot == "a" else "a"
+
+
+def failed_note(error: str | None) -> str:
+    """An annotator's note on a failed response, as a conversation is read: the reason only
+    when it was their own Stop (a model server's own words are for admins)."""
+    why = f"was {STOPPED}" if error == STOPPED else "could not be generated"
+    return f"the response {why}; retry"

@@ -375,12 +375,23 @@
       btn.disabled = true;
       try {
         const res = await api("POST", "/api/v1/turns/" + state.turn.id + "/stop");
-        if (!res.stopped) say(choiceStatus, "These responses are being written elsewhere: wait for them.", "error");
+        if (!res.stopped) say(choiceStatus, "Nothing to stop: the responses are written.");
+        else if (!res.here) await reloadTurn(); // stopped through another worker: as stored now
       } catch (err) {
         say(choiceStatus, err.message, "error");
       } finally {
         btn.disabled = false;
       }
+    }
+
+    // the undecided turn as the server has it now (its stream is left)
+    async function reloadTurn() {
+      const id = state.turn.id;
+      const conv = await api("GET", "/api/v1/conversations/" + convId);
+      const turn = conv.turns.find((t) => t.id === id);
+      if (!turn || !state.turn || state.turn.id !== id) return;
+      closeStream();
+      startTurn(turn);
     }
 
     function closeStream() {

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..config import Settings
 from ..db import Storage
-from ..domain import AnnotatorInfo
+from ..domain import STOPPED, AnnotatorInfo
 from ..finish import cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
@@ -64,6 +64,8 @@ class TurnRun:
     status: str | None = None
     #: set by :meth:`Generator.stop`: the responses still being written fail as "stopped"
     stopped: bool = False
+    #: its lease is gone (stopped through another worker, or taken over): it stores nothing
+    lost: bool = False
     readers: set[asyncio.Task] = field(default_factory=set)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _ended: asyncio.Event = field(default_factory=asyncio.Event)
@@ -120,6 +122,14 @@ class TurnRun:
         await self._ended.wait()
         assert self.status is not None  # set before the run ends
         return self.status
+
+
+def _close(run: TurnRun) -> None:
+    """Stop ``run``'s responses being written: its backend requests close, and the
+    responses not finished fail as stopped."""
+    run.stopped = True
+    for task in list(run.readers):
+        task.cancel()
 
 
 def _wake(waiting: asyncio.Future) -> None:
@@ -207,7 +217,14 @@ class Generator:
         transaction either way."""
         run = self.runs.get(turn_id)
         if run is not None and not run.done:
-            return await self.storage.call(leases.turn_state, turn_id, who), run
+            state = await self.storage.call(leases.turn_state, turn_id, who)
+            if state["lease_owner"] == self.owner and not run.lost:
+                return state, run
+            # its lease was taken from it (stopped through another worker, then maybe
+            # retried): it stops, and once it ended (storing nothing: a lease of this
+            # process's taken after it would be its too) the turn opens as the database has it
+            self._lose(run)
+            await run.wait()
         state, got = await self.storage.call(
             leases.open_turn, turn_id, who, self.owner, self.lease_seconds, dead=dead_here
         )
@@ -231,39 +248,48 @@ class Generator:
     def stop(self, turn_id: int) -> bool:
         """Stop the run of ``turn_id`` in this process: its open backend requests are closed
         and its unfinished responses stored as failed (so the turn can be retried at once).
-        False when no run of it is live here."""
+        False when no run of it is live here (another process's: :func:`.leases.stop_elsewhere`)."""
         run = self.runs.get(turn_id)
         if run is None or run.done:
             return False
-        run.stopped = True
-        for task in list(run.readers):
-            task.cancel()
+        _close(run)
         return True
 
-    async def _renew(self, turn_id: int) -> None:
-        """Heartbeat of a live run: keep the lease until the run ends (or the lease is lost)."""
+    def _lose(self, run: TurnRun) -> None:
+        """A run whose lease is gone: its backend requests close and it ends storing nothing."""
+        run.lost = True
+        _close(run)
+
+    async def _renew(self, run: TurnRun) -> None:
+        """Heartbeat of a live run: keep the lease until the run ends; when the lease is lost
+        (stopped through another worker, or taken over), the run stops writing."""
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             if not await self.storage.call(
-                leases.renew_lease, turn_id, self.owner, self.lease_seconds
+                leases.renew_lease, run.turn_id, self.owner, self.lease_seconds
             ):
+                self._lose(run)
                 return
 
     async def _run(self, run: TurnRun, prompt, pending) -> None:
         status = "failed"
-        heartbeat = asyncio.create_task(self._renew(run.turn_id))
+        heartbeat = asyncio.create_task(self._renew(run))
         try:
             outcomes = await asyncio.gather(
                 *(self._one(run, prompt, p.slot, p.backend) for p in pending)
             )
             # one transaction (one fsync) for both candidates and the lease
             results = {slot: fields for slot, fields, _ in outcomes}
-            stored = await self.storage.call(
-                leases.finish_generation, run.turn_id, self.owner, results
-            )
+            stored = None
+            if not run.lost:
+                stored = await self.storage.call(
+                    leases.finish_generation, run.turn_id, self.owner, results
+                )
             for slot, fields, message in outcomes:
                 if stored is None:
-                    message = "the response was not stored (another worker took over)"
+                    message = (
+                        "the response was not stored (it was stopped, or another worker took over)"
+                    )
                 if message is None:
                     run.emit(
                         "done",
@@ -280,7 +306,8 @@ class Generator:
         finally:  # never leave a listener waiting
             heartbeat.cancel()
             run.finish(status)
-            self.runs.pop(run.turn_id, None)
+            if self.runs.get(run.turn_id) is run:  # (not a run started since its lease was lost)
+                del self.runs[run.turn_id]
 
     async def _one(self, run: TurnRun, prompt, slot: str, backend_name: str):
         """Generate one candidate, streaming deltas; returns (slot, fields to store, error or None)."""
@@ -336,7 +363,7 @@ class Generator:
             me = asyncio.current_task()
             if not run.stopped or (me is not None and getattr(me, "cancelling", lambda: 0)()):
                 raise  # the app is shutting down, not an annotator's Stop
-            error = "stopped by the annotator"
+            error = STOPPED
         except asyncio.TimeoutError:
             error = "the model server did not finish in time"
             detail = f"timed out after {config.timeout:g} s" if config else "timed out"

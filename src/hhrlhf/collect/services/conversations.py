@@ -32,6 +32,7 @@ from ..domain import (
     AnnotatorInfo,
     PendingCandidate,
     Prompt,
+    failed_note,
     iso,
     now,
     render_prefix,
@@ -255,8 +256,8 @@ def turn_dict(
             "cut_reason": cut_reason(cand.cut, cand.finish_reason),
             "status": cand.status,
         }
-        if cand.status == "failed":
-            d["error"] = "the response could not be generated; retry"
+        if cand.status == "failed":  # why only when the annotator did it (admins: below)
+            d["error"] = failed_note(cand.error)
         if admin:
             d.update(
                 backend=cand.backend,

@@ -14,6 +14,7 @@ from ..db.engine import is_sqlite
 from ..db.models import Candidate, Turn, candidates_table, conversations_table, turns_table
 from ..domain import (
     SLOTS,
+    STOPPED,
     AnnotatorInfo,
     PendingCandidate,
     Prompt,
@@ -315,6 +316,45 @@ def end_generation(storage: Storage, turn_id: int, owner: str) -> str:
         t.lease_owner = None
         t.lease_until = None
         return t.status
+
+
+def stop_elsewhere(storage: Storage, turn_id: int, owner: str) -> bool:
+    """Stop a turn being written by another process (another worker or host: ``owner`` is
+    this one's), through the database, in one transaction: its unfinished responses are
+    stored as failed (:data:`STOPPED`) and its lease released, so it can be retried at once.
+    The run that held the lease finds it gone at its next heartbeat and stops writing; what
+    it wrote is not stored (its release is guarded by the lease). False when the turn is not
+    being written by another process (pending, finished, or leased by ``owner``)."""
+    with storage.write(durable=False) as s:
+        conn = s.connection()
+        if not is_sqlite(storage.url):
+            conn.execute(_lock_turn, {"tid": turn_id})
+        args = {"tid": turn_id, "owner": owner, "new_status": "failed"}
+        if cast("CursorResult[Any]", conn.execute(_release_stopped, args)).rowcount != 1:
+            return False
+        conn.execute(_fail_unfinished, {"tid": turn_id, "error": STOPPED})
+        return True
+
+
+_release_stopped = (
+    update(turns_table)
+    .where(
+        _turns.id == bindparam("tid"),
+        _turns.status == "generating",
+        _turns.lease_owner.is_not(None),
+        _turns.lease_owner != bindparam("owner"),
+    )
+    .values(status=bindparam("new_status"), lease_owner=None, lease_until=None)
+)
+_fail_unfinished = (
+    update(candidates_table)
+    .where(_candidates.turn_id == bindparam("tid"), _candidates.status == "pending")
+    .values(
+        status="failed",
+        error=bindparam("error"),
+        attempts=func.coalesce(_candidates.attempts, 0) + 1,
+    )
+)
 
 
 def turn_state(storage: Storage, turn_id: int, who: AnnotatorInfo | None = None) -> dict[str, Any]:

@@ -389,11 +389,17 @@ def retry_turn(turn_id: int, request: Request, who: Who):
 
 @router.post("/turns/{turn_id}/stop", responses=answers(schemas.Stopped))
 def stop_turn(turn_id: int, request: Request, who: Who):
-    """Stop writing a turn's responses (this worker's run): the unfinished ones fail, so the
-    turn can be retried at once. ``stopped`` is false when no run of it is live here."""
+    """Stop writing a turn's responses: the unfinished ones fail, so the turn can be retried
+    at once. ``here``: the run was this worker's (its events end the turn's stream); else it
+    was stopped through the database (another worker's or host's run: the stream following
+    it ends only when that run finds its lease gone). ``stopped`` is false when the turn is
+    not being written."""
     st = _state(request)
     conversations.turn_owner(st.storage, who, turn_id)
-    return {"stopped": st.generator.stop(turn_id)}
+    if st.generator.stop(turn_id):
+        return {"stopped": True, "here": True}
+    stopped = leases.stop_elsewhere(st.storage, turn_id, st.generator.owner)
+    return {"stopped": stopped, "here": False}
 
 
 @router.post("/turns/{turn_id}/choice", responses=answers(schemas.Chosen))

@@ -127,10 +127,11 @@ class Status(_Answer):
 
 
 class Stopped(_Answer):
-    """Whether a live run of the turn was stopped in this worker (its unfinished responses
-    fail, so the turn can be retried at once)."""
+    """Whether the turn's responses were stopped (the unfinished ones fail, so the turn can be
+    retried at once), and whether by this worker (``here``) or through the database."""
 
     stopped: bool
+    here: bool
 
 
 class Skipped(_Answer):
