@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from logins import login
 
-from hhrlhf.collect.web.ratelimit import RateLimiter
+from hhrlhf.collect.web.ratelimit import Limits, RateLimited, RateLimiter
 
 
 class Clock:
@@ -28,6 +29,142 @@ def test_sliding_window_allows_the_limit_then_says_how_long_to_wait():
     clock.t += 0.6
     assert rl.hit("k") is None  # the oldest hit left the window
     assert RateLimiter(0, 60.0, clock).hit("k") is None  # 0 = no limit
+
+
+def test_a_limit_holds_across_workers_through_the_database(storage):
+    """Two workers' limits on one database: each lets a key through until their counts,
+    shared, reach the limit together; then both refuse it until the minute ends. Another key
+    and the next minute start again, and minutes past are deleted as counts are shared."""
+    from sqlalchemy import func, select
+
+    from hhrlhf.collect.db.models import rate_counts_table
+
+    wall = Clock()
+    wall.t = 60 * 1_000_000 + 10.0  # 10 s into a minute
+    one = Limits(0, 5, Clock(), worker="w1", wall=wall)
+    two = Limits(0, 5, Clock(), worker="w2", wall=wall)
+    assert not one.share(storage)  # nothing hit: no transaction
+    for _ in range(3):
+        one.check_write(7)
+    two.check_write(7)
+    two.check_write(8)
+    assert one.share(storage) and two.share(storage) and one.share(storage)
+    two.check_write(7)  # the fifth of key 7 in this minute, over both workers
+    with pytest.raises(RateLimited):
+        two.check_write(7)  # its own view has all five
+    two.share(storage)
+    one.share(storage)
+    for limits in (one, two):
+        with pytest.raises(RateLimited) as refused:
+            limits.check_write(7)
+        assert refused.value.retry_after == 50  # to the end of the minute
+    two.check_write(8)  # another key
+    two.share(storage)
+    with pytest.raises(RateLimited):
+        one.check_write(7)  # still this minute
+    wall.t += 60  # the next minute (and the local windows have moved on: their own clocks)
+    one.login.clock.t += 61
+    two.writes.clock.t += 61
+    one.writes.clock.t += 61
+    one.check_write(7)
+    one.share(storage)
+    with storage.read() as s:
+        minutes = s.execute(select(func.min(rate_counts_table.c.minute))).scalar_one()
+    assert minutes == int(wall.t // 60) - 1  # the minute before is kept, older ones go
+    wall.t += 120
+    one.writes.clock.t += 121
+    one.check_write(7)
+    one.share(storage)
+    with storage.read() as s:
+        kept = s.execute(select(rate_counts_table.c.minute)).scalars().all()
+    assert set(kept) == {int(wall.t // 60)}
+
+
+def test_a_burst_across_a_minutes_end_is_not_let_through_twice(storage):
+    """The last minute's count weighs in by the part of it still in the last 60 s: five
+    writes at 0:50 leave room for one at 1:05 (5 x 55/60 + 1 > 5), then the wait is until
+    the old share has fallen enough (1:12), not the minute's end; two idle minutes later the
+    worker shares nothing."""
+    wall = Clock()
+    wall.t = 60 * 2_000_000 + 50.0
+    one = Limits(0, 5, Clock(), worker="w1", wall=wall)
+    two = Limits(0, 5, Clock(), worker="w2", wall=wall)
+    for _ in range(3):
+        one.check_write(3)
+    for _ in range(2):
+        two.check_write(3)
+    assert one.share(storage) and two.share(storage)
+    wall.t += 15  # 1:05
+    for limits in (one, two):  # the local windows would still allow it: they count 3 and 2
+        limits.writes.clock.t += 15
+    one.check_write(3)
+    one.share(storage)
+    two.share(storage)
+    for limits in (one, two):
+        with pytest.raises(RateLimited) as refused:
+            limits.check_write(3)
+        assert refused.value.retry_after == 7  # 5 x (1 - 12/60) + 1 < 5 from 1:12
+    wall.t += 7.5
+    two.check_write(3)
+    wall.t += 180
+    assert not one.share(storage)  # nothing hit for two minutes: no transaction
+
+
+def test_login_attempts_from_an_address_are_counted_over_every_worker(storage):
+    wall = Clock()
+    one = Limits(2, 0, Clock(), worker="w1", wall=wall)
+    two = Limits(2, 0, Clock(), worker="w2", wall=wall)
+    one.check_login("203.0.113.9")
+    two.check_login("203.0.113.9")
+    one.check_write(1)  # writes off: nothing counted, nothing refused
+    assert one.share(storage) and two.share(storage) and one.share(storage)
+    for limits in (one, two):
+        with pytest.raises(RateLimited, match="too many login attempts"):
+            limits.check_login("203.0.113.9")
+        limits.check_login("198.51.100.4")  # another address
+
+
+def test_a_worker_that_cannot_share_keeps_its_counts_for_the_next_share(storage):
+    wall = Clock()
+    limits = Limits(0, 2, Clock(), worker="w1", wall=wall)
+    limits.check_write(1)
+
+    class Down:
+        url = storage.url
+
+        def write(self, **_kw):
+            raise OSError("the database is away")
+
+    with pytest.raises(OSError):
+        limits.share(Down())
+    other = Limits(0, 2, Clock(), worker="w2", wall=wall)
+    other.check_write(1)
+    assert other.share(storage) and limits.share(storage)  # the first hit was not lost
+    with pytest.raises(RateLimited):
+        limits.check_write(1)
+
+
+def test_two_apps_on_one_database_share_the_write_limit(make_client, settings, alice, monkeypatch):
+    """Two workers serving one annotator (as a load balancer or the kernel spreads their
+    connections): the limit is the annotator's, not each worker's, within about a second."""
+    import time
+
+    from hhrlhf.collect.web import app as app_module
+
+    monkeypatch.setattr(app_module, "RATE_SHARE_SECONDS", 0.05)
+    limited = replace(settings, rate_writes_per_minute=4)
+    first, second = make_client(limited), make_client(limited)
+    _, h, _ = alice
+    body = {"mode": "helpful", "task_description": "Grow basil"}
+    created, refused = 0, set()
+    for client in [first, second] * 6:  # each worker alone would let four through
+        r = client.post("/api/v1/conversations", json=body, headers=h)
+        created += r.status_code == 201
+        if r.status_code == 429:
+            refused.add(id(client))
+        time.sleep(0.15)  # a few shares between two requests
+    assert created == 4 and refused == {id(first), id(second)}
+    assert len(first.get("/api/v1/conversations", headers=h).json()["conversations"]) == 4
 
 
 def test_writes_are_limited_per_annotator_with_retry_after(make_client, settings, alice, bob):

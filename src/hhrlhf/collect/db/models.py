@@ -188,6 +188,24 @@ class Review(Base):
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
+class RateCount(Base):
+    """Requests counted against a rate limit, per minute and worker process: each worker adds
+    its own every second or so and reads everyone's (web/ratelimit.py), so a limit holds
+    across workers and hosts. Rows of minutes past are deleted as they are written."""
+
+    __tablename__ = "rate_counts"
+
+    #: login | writes
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    #: a client address (login) or an annotator id (writes)
+    key: Mapped[str] = mapped_column(String(128), primary_key=True)
+    #: minutes since the epoch (UTC)
+    minute: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: the lease owner id of the worker process that counted them
+    worker: Mapped[str] = mapped_column(String(64), primary_key=True)
+    hits: Mapped[int] = mapped_column(Integer)
+
+
 # The tables as Core objects: the annotation loop's hot services (a message, its generation,
 # a choice) read and write plain rows through them, with statements built once (no ORM
 # objects to load and track: bench/RESULTS-collect.md has the cost of each).
@@ -195,3 +213,4 @@ conversations_table = cast(Table, Conversation.__table__)
 turns_table = cast(Table, Turn.__table__)
 candidates_table = cast(Table, Candidate.__table__)
 comparisons_table = cast(Table, Comparison.__table__)
+rate_counts_table = cast(Table, RateCount.__table__)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import importlib
 import logging
@@ -113,6 +114,21 @@ class _BodyTooLarge(Exception):
     pass
 
 
+#: seconds between two shares of a worker's rate-limit counts (web/ratelimit.py)
+RATE_SHARE_SECONDS = 1.0
+
+
+async def _share_limits(limits: Limits, storage: Storage) -> None:
+    """Share this worker's rate-limit counts through the database while it serves (in a
+    thread: a unit of work off the event loop); a failure leaves this worker's own windows."""
+    while True:
+        await asyncio.sleep(RATE_SHARE_SECONDS)
+        try:
+            await asyncio.to_thread(limits.share, storage)
+        except Exception as exc:  # the database away: the local windows still hold
+            log.warning("rate-limit counts not shared: %s", exc)
+
+
 async def _too_large(limit: int, send) -> None:
     body = f'{{"error": "request body too large (the limit is {limit} bytes)"}}'.encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -150,9 +166,15 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     storage = storage or Storage(settings.db_url)
     generator = Generator(storage, settings)
 
+    limits = Limits(
+        settings.rate_login_per_minute, settings.rate_writes_per_minute, worker=generator.owner
+    )
+
     @asynccontextmanager
     async def lifespan(app):
+        sharing = asyncio.create_task(_share_limits(limits, storage))
         yield
+        sharing.cancel()
         await generator.shutdown()
         await storage.close_loop()
 
@@ -167,7 +189,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     app.state.storage = storage
     app.state.generator = generator
     app.state.rng = new_rng(settings.seed)
-    app.state.limits = Limits(settings.rate_login_per_minute, settings.rate_writes_per_minute)
+    app.state.limits = limits
     app.state.data_index = DataIndex.load(settings.data) if settings.data else None
     try:
         from ...templates import jinja2_templates

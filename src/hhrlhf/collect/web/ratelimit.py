@@ -1,10 +1,16 @@
-"""Per-token rate limits: a sliding window of requests per key, answered with 429 and Retry-After.
+"""Rate limits: a sliding window of requests per key, answered with 429 and Retry-After.
 
 Two limits: logins per client address (``rate_login_per_minute``; guessing tokens through
 ``/login`` is slow) and state-changing requests per annotator (``rate_writes_per_minute``; a
-leaked token or a runaway script cannot flood the database). The windows live in each worker
-process: with N workers a key may reach N times the limit before every worker refuses it, which
-still bounds it. 0 turns a limit off.
+leaked token or a runaway script cannot flood the database). 0 turns a limit off.
+
+Each worker process keeps its own windows (a request is checked without a query) and shares
+its counts through the database about once a second (:meth:`Limits.share`,
+``services.ratecounts``: per key and minute). A key is refused by every worker once its
+count over all workers and hosts in the last 60 seconds reaches the limit, estimated from
+this minute's count and the last minute's weighted by the part of it still in those 60
+seconds (so a burst across a minute's end is not let through twice). Between two shares a
+key can go over by what the other workers let through in that second.
 """
 
 from __future__ import annotations
@@ -14,8 +20,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ...errors import RateLimited
+from ..services import ratecounts
+from ..services.ratecounts import Key
+
+if TYPE_CHECKING:
+    from ..db import Storage
 
 __all__ = ["RateLimited", "RateLimiter", "Limits"]
 
@@ -56,20 +68,108 @@ class RateLimiter:
 
 
 class Limits:
-    """The app's limits (``app.state.limits``)."""
+    """The app's limits (``app.state.limits``): each worker's windows, and the counts of
+    every worker as last shared (``worker``: this process's id in the shared counts)."""
 
-    def __init__(self, login_per_minute: int, writes_per_minute: int, clock=time.monotonic):
+    def __init__(
+        self,
+        login_per_minute: int,
+        writes_per_minute: int,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        worker: str = "local",
+        wall: Callable[[], float] = time.time,
+    ):
         self.login = RateLimiter(login_per_minute, 60.0, clock)
         self.writes = RateLimiter(writes_per_minute, 60.0, clock)
+        self.worker = worker
+        self.wall = wall
+        self._lock = threading.Lock()
+        self._minute = int(wall() // 60)
+        self._added: dict[tuple[str, str, int], int] = {}  # hits not shared yet, per minute
+        self._now: dict[Key, int] = {}  # every worker's hits this minute, as last shared
+        self._before: dict[Key, int] = {}  # and in the minute before
+        self._watched: set[Key] = set()  # the keys hit here this minute or the one before
+        self._watched_before: set[Key] = set()
 
     def check_login(self, client: str) -> None:
-        wait = self.login.hit(client)
+        wait = self._hit(self.login, "login", client)
         if wait is not None:
             raise RateLimited(
                 f"too many login attempts from this address; try again in {wait} s", wait
             )
 
     def check_write(self, annotator_id: int) -> None:
-        wait = self.writes.hit(str(annotator_id))
+        wait = self._hit(self.writes, "writes", str(annotator_id))
         if wait is not None:
             raise RateLimited(f"too many requests; try again in {wait} s", wait)
+
+    def _hit(self, window: RateLimiter, kind: str, key: str) -> int | None:
+        """None when the request is allowed (and counted), else the seconds to wait."""
+        if window.limit <= 0:
+            return None
+        key = key[:128]
+        t = self.wall()
+        with self._lock:
+            self._turn_minute(int(t // 60))
+            wait = self._shared_wait((kind, key), window.limit, t)
+            if wait is not None:
+                return wait
+            wait = window.hit(key)
+            if wait is None:
+                at = (kind, key, self._minute)
+                self._added[at] = self._added.get(at, 0) + 1
+                self._watched.add((kind, key))
+            return wait
+
+    def _turn_minute(self, minute: int) -> None:
+        """A new minute: this one's counts become the minute before's (or none, after a gap)."""
+        if minute == self._minute:
+            return
+        if minute == self._minute + 1:
+            before = dict(self._now)
+            for (kind, key, at), n in self._added.items():
+                if at == self._minute:
+                    before[kind, key] = before.get((kind, key), 0) + n
+            self._before, self._watched_before = before, self._watched
+        else:
+            self._before, self._watched_before = {}, set()
+        self._minute, self._now, self._watched = minute, {}, set()
+
+    def _shared_wait(self, k: Key, limit: int, t: float) -> int | None:
+        """The seconds until ``k``'s count over every worker in the last 60 s (estimated) is
+        under ``limit`` again; None when it is now."""
+        minute = self._minute
+        now = self._now.get(k, 0) + self._added.get((*k, minute), 0)
+        before = self._before.get(k, 0)
+        into = t - 60 * minute  # seconds into this minute
+        if before * (1 - into / 60) + now < limit:
+            return None
+        if now >= limit:
+            return max(1, math.ceil(60 - into))
+        # the minute before's share falls as this minute goes on
+        return max(1, math.ceil((1 - (limit - now) / before) * 60 - into))
+
+    def share(self, storage: Storage) -> bool:
+        """Add this worker's new counts to the database and read every worker's for the keys
+        hit here this minute or the one before (one write transaction; nothing when no key
+        was). True when it shared."""
+        with self._lock:
+            self._turn_minute(int(self.wall() // 60))  # keys idle for two minutes: none left
+            watched = self._watched | self._watched_before
+            if not watched:
+                return False
+            minute, added = self._minute, self._added
+            self._added = {}
+        try:
+            totals = ratecounts.share_counts(storage, self.worker, minute, added, watched)
+        except Exception:
+            with self._lock:  # counted again at the next share
+                for at, n in added.items():
+                    self._added[at] = self._added.get(at, 0) + n
+            raise
+        with self._lock:
+            if self._minute == minute:
+                for k, (before, now) in totals.items():
+                    self._before[k], self._now[k] = before, now
+        return True
