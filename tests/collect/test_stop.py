@@ -76,7 +76,9 @@ def _two_workers(storage, settings, endless, lease_seconds):
 def test_a_turn_another_worker_writes_is_stopped_through_the_database(storage, settings, endless):
     """The Stop request reaches a worker whose process is not writing the turn: the database
     stores its responses as stopped and releases the lease; the writing worker finds the
-    lease gone at its next heartbeat, closes its backend requests and stores nothing."""
+    lease gone at its next heartbeat, closes its backend requests and stores nothing.
+    (Units of work inside the loop go through ``storage.call``, as the app's do: a blocking
+    one waiting on a row lock the loop's own transaction holds would stall the loop.)"""
     writer, other, who, tid = _two_workers(storage, settings, endless, lease_seconds=0.9)
     script = endless.script
 
@@ -85,11 +87,13 @@ def test_a_turn_another_worker_writes_is_stopped_through_the_database(storage, s
         assert run is not None
         while script.repeated < 20:
             await asyncio.sleep(0.02)
-        assert not leases.stop_elsewhere(storage, tid, writer.owner)  # its own: Generator.stop
+        assert not await storage.call(
+            leases.stop_elsewhere, tid, writer.owner
+        )  # its own: Generator.stop
         assert not other.stop(tid)  # not this process's run
         t0 = time.monotonic()
-        assert leases.stop_elsewhere(storage, tid, other.owner)
-        stopped = leases.turn_state(storage, tid)
+        assert await storage.call(leases.stop_elsewhere, tid, other.owner)
+        stopped = await storage.call(leases.turn_state, tid)
         status = await asyncio.wait_for(run.wait(), 5)
         took = time.monotonic() - t0
         sent = script.repeated
@@ -120,16 +124,16 @@ def test_a_run_stopped_elsewhere_is_not_followed_when_the_turn_is_retried(
         _, old = await writer.open(tid)
         while script.repeated < 20:
             await asyncio.sleep(0.02)
-        assert leases.stop_elsewhere(storage, tid, other.owner)
-        assert conversations.retry_turn(storage, who, tid) == "pending"
+        assert await storage.call(leases.stop_elsewhere, tid, other.owner)
+        assert await storage.call(conversations.retry_turn, who, tid) == "pending"
         state, new = await writer.open(tid)
         assert new is not None and new is not old and writer.runs[tid] is new
         assert old.done and old.status == "failed"  # it ended before the new lease
         assert state["status"] == "pending"  # as it was read, before this lease
-        assert leases.turn_state(storage, tid)["lease_owner"] == writer.owner
+        assert (await storage.call(leases.turn_state, tid))["lease_owner"] == writer.owner
         while script.repeated < 40:  # the new run writes (its lease was not taken back)
             await asyncio.sleep(0.02)
-        assert leases.turn_state(storage, tid)["status"] == "generating"
+        assert (await storage.call(leases.turn_state, tid))["status"] == "generating"
         assert writer.stop(tid)
         return await asyncio.wait_for(new.wait(), 5)
 
