@@ -455,3 +455,22 @@ def test_finishing_a_retry_of_one_response_counts_the_others_stored_status(stora
         ("a", "ready"),
         ("b", "ready"),
     ]
+
+
+def test_bookkeeping_writes_on_the_loop_leave_the_thread_as_they_found_it(storage):
+    """On PostgreSQL the units of work of ``Storage.call`` run as greenlets in the loop's
+    thread, interleaved at each database wait: a bookkeeping write must not leave SQLite's
+    per-thread NORMAL flag set there (it left it set for every later SQLite write the thread
+    made: found by the suite, as SQLite's sync-level tests failing after a PostgreSQL one)."""
+    import asyncio
+
+    from hhrlhf.collect.db import engine
+
+    if storage.engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL-specific: SQLite's units of work run in threads")
+
+    async def go():
+        await asyncio.gather(*(storage.call(leases.renew_lease, 1, f"w{i}", 30) for i in range(8)))
+
+    asyncio.run(go())
+    assert not getattr(engine._local, "bookkeeping", False)

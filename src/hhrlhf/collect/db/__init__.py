@@ -288,7 +288,9 @@ class Storage:
         message, a finish) makes every earlier one durable too.
         """
         with contextlib.ExitStack() as stack:
-            if not durable:
+            # (SQLite's flag is per thread: on PostgreSQL, units of work interleave as greenlets
+            # in the loop's thread, and one's restore would undo another's)
+            if not durable and not self._postgres:
                 stack.enter_context(bookkeeping())
             with self._write_lock, self._maker(self._sessions)() as s, s.begin():
                 if not durable and self._postgres:
