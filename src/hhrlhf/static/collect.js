@@ -11,13 +11,16 @@
     return meta ? meta.content : "";
   }
 
-  // A JSON request with the CSRF header; resolves to the parsed body, rejects with a clear message.
-  async function api(method, url, body) {
+  // A request with the CSRF header (``accept``: the answer wanted; ``signal``: to abort it);
+  // resolves to the response once its head is in, rejects with a clear message when the
+  // server cannot be reached or refuses it.
+  async function request(method, url, body, accept, signal) {
     const opts = {
       method,
-      headers: { Accept: "application/json" },
+      headers: { Accept: accept },
       credentials: "same-origin",
       cache: "no-store", // a page restored by Back must see the conversation as it is now
+      signal,
     };
     if (method !== "GET") opts.headers["X-CSRF-Token"] = csrfToken();
     if (body !== undefined) {
@@ -30,14 +33,21 @@
     } catch (err) {
       throw new Error("The server cannot be reached. Check your connection and try again.");
     }
-    let data = null;
+    if (!res.ok) throw refusal(res, await jsonOf(res));
+    return res;
+  }
+
+  async function jsonOf(res) {
     try {
-      data = await res.json();
+      return await res.json();
     } catch (err) {
-      data = null;
+      return null;
     }
-    if (!res.ok) throw refusal(res, data);
-    return data;
+  }
+
+  // A JSON request; resolves to the parsed body.
+  async function api(method, url, body) {
+    return jsonOf(await request(method, url, body, "application/json"));
   }
 
   // The error for a refused request (``data``: its JSON body, if any).
@@ -49,32 +59,9 @@
     return e;
   }
 
-  // A POST whose answer is server-sent events (a message sent with "stream": true): resolves
-  // to the response once its head is in, rejects as api() does when it is refused.
-  async function postForEvents(url, body, signal) {
-    let res;
-    try {
-      res = await fetch(url, {
-        method: "POST",
-        headers: { Accept: "text/event-stream", "Content-Type": "application/json", "X-CSRF-Token": csrfToken() },
-        credentials: "same-origin",
-        cache: "no-store",
-        body: JSON.stringify(body),
-        signal,
-      });
-    } catch (err) {
-      throw new Error("The server cannot be reached. Check your connection and try again.");
-    }
-    if (!res.ok) {
-      let data = null;
-      try {
-        data = await res.json();
-      } catch (err) {
-        data = null;
-      }
-      throw refusal(res, data);
-    }
-    return res;
+  // A POST whose answer is server-sent events (a message sent with "stream": true).
+  function postForEvents(url, body, signal) {
+    return request("POST", url, body, "text/event-stream", signal);
   }
 
   // Reads server-sent events from a fetch answer's body, calling on(name, data) for each
