@@ -4,7 +4,7 @@ async connection (what ``Storage.call`` does), CPU and latency per transaction.
     python bench/bench_units.py [--users 100] [--per-user 20] [--pause 0.6] [--rounds 2]
 
 Each of ``--users`` coroutines runs ``--per-user`` transactions (a read, an insert, an update,
-with SQLAlchemy's pre-ping, as the app's units of work are), pausing up to ``--pause`` seconds
+each connection checked as the pool lends it, as the app's units of work are), pausing up to ``--pause`` seconds
 between them; the two ways alternate ``--rounds`` times on one throwaway PostgreSQL server
 (Debian's initdb/pg_ctl, as the tests use). Prints a markdown table: the process's CPU per
 transaction, context switches per transaction (a thread waiting for the GIL is one), and the

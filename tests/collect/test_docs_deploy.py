@@ -43,6 +43,7 @@ def test_named_config_keys_exist():
     named -= {"rate_counts"}
     # PostgreSQL's own settings and programs
     named -= {"max_connections", "superuser_reserved_connections", "pg_dump", "pg_restore"}
+    named -= {"idle_session_timeout", "pg_terminate_backend"}
     # nginx's own settings
     named -= {"client_header_timeout", "client_body_timeout", "limit_conn"}
     named -= {"proxy_request_buffering"}

@@ -173,6 +173,48 @@ def test_a_database_restart_is_not_seen_by_the_loops_units_of_work(pg_storage):
         assert s.scalar(select(func.count()).select_from(Annotator)) == 1
 
 
+def _backend_pid(storage: Storage) -> int:
+    with storage.read() as s:
+        return int(s.execute(text("SELECT pg_backend_pid()")).scalar_one())
+
+
+def test_pooled_connections_are_checked_without_a_round_trip(pg_storage, monkeypatch):
+    """A pooled connection is lent after a look at its socket, not a ping (a statement per
+    transaction, and on the loop a wait per statement): on the loop's engine and the
+    threads' one, a connection the server ended while it was idle is replaced before the
+    unit of work starts, and one still open is lent as it is."""
+    import psycopg
+    from sqlalchemy.engine import Dialect
+
+    server, storage = pg_storage
+
+    def no_ping(self, dbapi_connection):
+        raise AssertionError("a statement was sent to check a pooled connection")
+
+    monkeypatch.setattr(Dialect, "do_ping", no_ping)
+    monkeypatch.setattr(type(storage.engine.dialect), "do_ping", no_ping)
+
+    def cut(pid: int) -> None:
+        with psycopg.connect(server.conninfo(), autocommit=True) as c:
+            assert c.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+        time.sleep(0.2)  # the server's goodbye reaches the pooled socket
+
+    async def loop_pids():
+        first = await storage.call(_backend_pid)
+        again = await storage.call(_backend_pid)
+        cut(again)
+        after = await storage.call(_backend_pid)
+        await storage.close_loop()
+        return first, again, after
+
+    first, again, after = asyncio.run(loop_pids())
+    assert first == again != after  # kept while open, replaced once ended
+    first, again = _backend_pid(storage), _backend_pid(storage)
+    cut(again)
+    after = _backend_pid(storage)
+    assert first == again != after
+
+
 def test_pool_budget_is_split_between_the_loop_and_threads():
     """A worker's share of db_connections: most for the loop's units of work, the rest (two
     at least) for threads (pages, exports); four in all at the least."""

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import re
+import select
 import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DisconnectionError
 
 from ...errors import HHError
 
@@ -263,10 +264,12 @@ def make_engine(url: str, *, writer: bool = True, connections: int | None = None
         from ...errors import require
 
         require("psycopg", "postgres", "a PostgreSQL database")
-        return create_engine(
+        engine = create_engine(
             parsed.difference_update_query([PREPARE_PARAM]),
             **_postgres_options(url, parsed, connections),
         )
+        event.listen(engine, "checkout", _check_idle)
+        return engine
     raise HHError(
         f"--db {shown_url(url)}: only sqlite:/// and postgresql+psycopg:// URLs are supported"
     )
@@ -292,7 +295,6 @@ def _postgres_options(url: str, parsed: URL, connections: int | None) -> dict[st
     keep, extra = pool_limits(connections)
     threshold = prepare_threshold(url, parsed.query.get(PREPARE_PARAM))
     return dict(
-        pool_pre_ping=True,
         pool_size=keep,
         max_overflow=extra,
         pool_timeout=POOL_TIMEOUT,
@@ -317,7 +319,37 @@ def make_loop_engine(url: str, *, connections: int | None = None) -> AsyncEngine
     from sqlalchemy.ext.asyncio import create_async_engine
 
     parsed = make_url(url).set(drivername="postgresql+psycopg_async")
-    return create_async_engine(
+    engine = create_async_engine(
         parsed.difference_update_query([PREPARE_PARAM]),
         **_postgres_options(url, parsed, connections),
     )
+    event.listen(engine.sync_engine, "checkout", _check_idle)
+    return engine
+
+
+def _check_idle(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """A pooled PostgreSQL connection's check as the pool lends it, without a round trip.
+
+    An idle connection has nothing to read: PostgreSQL sends nothing between transactions
+    unless it is ending the session (a restart, ``pg_terminate_backend``, an idle timeout, a
+    pooler going away), and then the socket is readable (the error, or its end). Such a
+    connection is replaced before the unit of work starts (SQLAlchemy's checkout retry), as
+    a pre-ping would, but without a statement: a ``SELECT 1`` per transaction is a round trip,
+    and on the event loop each round trip waits a turn of a busy loop. A connection that
+    died silently (no packet reached this host) is found by its first statement instead, as
+    it would hang a ping; that request is refused with "nothing was saved".
+    """
+    conn = record.driver_connection
+    if conn is None or conn.closed or conn.broken:
+        raise DisconnectionError("the pooled connection is closed")
+    if _readable(conn.fileno()):
+        raise DisconnectionError("the server closed the connection (or spoke) while it was idle")
+
+
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has something to read (or its end) now, without waiting."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])
