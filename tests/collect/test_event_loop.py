@@ -140,3 +140,49 @@ def test_no_page_or_route_touches_the_database_on_the_event_loop(
         assert watched["async"] == 0  # SQLite's units of work run in threads
     else:
         assert watched["async"] > 0  # PostgreSQL's on the loop: the watch saw them
+
+
+def test_a_choice_answers_with_the_html_its_stream_rendered(storage, settings, monkeypatch):
+    """The choice's answer carries the responses' HTML as the turn's stream rendered it: a
+    lookup on the loop, no trip to a thread. A worker that did not render them (its cache
+    empty) renders them in a thread, to the same HTML."""
+    from hhrlhf.collect.web import api, markdown
+
+    trips: list[str] = []
+    real = api.run_in_threadpool
+
+    async def counted(fn, *args, **kwargs):
+        trips.append(fn.__name__)
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(api, "run_in_threadpool", counted)
+    monkeypatch.setattr(markdown, "_cache", markdown._Recent(markdown.CACHE_CHARS))
+    app = create_app(settings, storage=storage)
+    _, token = annotators.add_annotator(storage, "alice")
+    h = {"Authorization": f"Bearer {token}"}
+    answers = []
+    with TestClient(app, base_url="http://testserver") as client:
+        cid = client.post(
+            "/api/v1/conversations", json={"task_description": "Plan a picnic"}, headers=h
+        ).json()["id"]
+        for text, forget in (("What should I pack?", False), ("And for dessert?", True)):
+            r = client.post(
+                f"/api/v1/conversations/{cid}/turns", json={"text": text, "stream": True}, headers=h
+            )
+            assert r.status_code == 201 and "event: end" in r.text
+            tid = orjson.loads(r.text.split("data: ", 1)[1].split("\n", 1)[0])["id"]
+            assert "_render_all" in trips  # the stream rendered the finished responses
+            if forget:  # as if the choice reached another worker
+                markdown._cache.clear()
+            trips.clear()
+            r = client.post(
+                f"/api/v1/turns/{tid}/choice", json={"pick": "a", "strength": 2}, headers=h
+            )
+            assert r.status_code == 200, r.text
+            answers.append((list(trips), r.json()["turn"]))
+    (same_worker, first), (other_worker, second) = answers
+    assert same_worker == [] and other_worker == ["_render_all"]
+    for turn in (first, second):
+        for c in turn["candidates"]:
+            assert c["html"] == markdown.render_markdown(c["text"]) and c["html"].startswith("<p>")
+        assert turn["continued_html"] == turn["candidates"][0]["html"]

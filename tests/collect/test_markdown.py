@@ -54,3 +54,44 @@ def test_turns_get_html_beside_their_text():
     turn = {"candidates": [{"slot": "a", "text": "*a*"}], "continued": "**c**"}
     assert with_html(turn)["candidates"][0]["html"] == "<p><em>a</em></p>\n"
     assert turn["continued_html"] == "<p><strong>c</strong></p>\n"
+
+
+def test_a_text_rendered_once_is_looked_up_after(monkeypatch):
+    """A response is rendered when its stream finishes it; the choice's answer, the
+    conversation's view and the page find its HTML without rendering it again."""
+    from hhrlhf.collect.web import markdown
+
+    monkeypatch.setattr(markdown, "_cache", markdown._Recent(markdown.CACHE_CHARS))
+    renders: list[str] = []
+    real = markdown.printable
+    monkeypatch.setattr(markdown, "printable", lambda t: renders.append(t) or real(t))
+    text = "A *response* (cached)"
+    assert markdown.cached_html([text]) is None
+    html = render_markdown(text)
+    assert markdown.cached_html([text]) == [html] and renders == [text]
+    assert render_markdown(text) == html and renders == [text]  # a lookup, not a render
+    assert markdown.cached_html([text, "never rendered"]) is None  # all or nothing
+
+
+def test_the_cache_keeps_the_recent_texts_within_its_characters():
+    from hhrlhf.collect.web.markdown import _Recent
+
+    recent = _Recent(limit=30)
+    recent.put("aaaa", "A" * 6)  # 10 characters each
+    recent.put("bbbb", "B" * 6)
+    recent.put("cccc", "C" * 6)
+    assert recent.get("aaaa") == "A" * 6  # now the most recent
+    recent.put("dddd", "D" * 6)  # over 30: the least recently used goes
+    assert recent.get("bbbb") is None
+    assert [recent.get(t) for t in ("aaaa", "cccc", "dddd")] == ["A" * 6, "C" * 6, "D" * 6]
+    assert recent.chars == 30
+    recent.put("e" * 20, "E" * 20)  # larger than the whole cache: not kept, nothing dropped
+    assert recent.get("e" * 20) is None and recent.chars == 30
+
+
+def test_turns_take_html_already_rendered_in_their_order():
+    turn = {"candidates": [{"slot": "a", "text": "x"}, {"slot": "b", "text": "y"}]}
+    turn["continued"] = "x"
+    with_html(turn, ["<p>1</p>", "<p>2</p>", "<p>3</p>"])
+    assert [c["html"] for c in turn["candidates"]] == ["<p>1</p>", "<p>2</p>"]
+    assert turn["continued_html"] == "<p>3</p>"

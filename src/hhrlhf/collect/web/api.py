@@ -26,7 +26,7 @@ from ..services.pairing import choose_backends
 from ..textrules import Text
 from . import schemas
 from .auth import current_annotator, logged_in
-from .markdown import render_markdown, with_html
+from .markdown import cached_html, render_markdown, turn_texts, with_html
 from .schemas import answers
 
 __all__ = ["router", "Who", "new_rng"]
@@ -273,6 +273,13 @@ def _render_all(texts: list[str]) -> list[str]:
     return [render_markdown(t) for t in texts]
 
 
+async def _rendered(texts: list[str]) -> list[str]:
+    """The texts' HTML: on the loop when every one was rendered lately (a lookup), else in
+    one trip to a thread (hostile markdown of 20,000 characters takes ~0.25 s)."""
+    hit = cached_html(texts)
+    return hit if hit is not None else await run_in_threadpool(_render_all, texts)
+
+
 def _sse(name: str, data: dict) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
@@ -322,7 +329,7 @@ def _event_stream(
             # a done event carries the finished text as the page shows it too: the batch's
             # markdown rendered in one trip to a thread (a long response must not hold the loop)
             texts = [e.data["text"] for e in batch if e.name == "done"]
-            htmls = iter(await run_in_threadpool(_render_all, texts) if texts else ())
+            htmls = iter(await _rendered(texts))
             return b"".join(
                 _sse(e.name, {**e.data, "html": next(htmls)} if e.name == "done" else e.data)
                 for e in batch
@@ -417,8 +424,8 @@ async def choose(turn_id: int, body: Choice, request: Request, who: Who):
         edit=body.edit,
         request_id=body.request_id,
     )
-    # off the loop, as the stream's: hostile markdown of 20,000 characters takes ~0.25 s
-    return _answer({"turn": await run_in_threadpool(with_html, turn)})
+    # the responses' HTML as their stream rendered it (else off the loop, as the stream's)
+    return _answer({"turn": with_html(turn, await _rendered(turn_texts(turn)))})
 
 
 @router.post(
