@@ -11,13 +11,14 @@ from sqlalchemy.exc import IntegrityError
 
 from ...errors import Conflict, Forbidden, Invalid, NotFound
 from ..db import Storage
+from ..db.engine import is_sqlite
 from ..db.models import candidates_table, comparisons_table, conversations_table, turns_table
 from ..domain import (
     SLOTS,
     AnnotatorInfo,
     now,
 )
-from . import conversations
+from . import turnviews
 
 
 def record_choice(
@@ -78,8 +79,8 @@ def _record_choice(
         if not who.sees(t.annotator_id):
             raise NotFound(f"turn {turn_id} not found")
         # ("index" is a row's tuple method: the column is read by its label)
-        view = conversations.TurnView(t.id, t.turn_index, t.human, t.status)
-        cands = conversations.candidate_views(rows)
+        view = turnviews.TurnView(t.id, t.turn_index, t.human, t.status)
+        cands = turnviews.candidate_views(rows)
         texts = {x.slot: x.text for x in cands}
         if strength is None:
             if t.status != "ready" or texts.get("a") != texts.get("b"):
@@ -88,9 +89,7 @@ def _record_choice(
         if t.pick is not None:
             same = (t.pick, t.strength, t.edit) == (pick, strength, edit)
             if (request_id and t.request_id == request_id) or same:
-                return conversations.turn_dict(
-                    view, cands, t, t.edit, t.continued, admin=who.is_admin
-                )
+                return turnviews.turn_dict(view, cands, t, t.edit, t.continued, admin=who.is_admin)
             raise Conflict(
                 f"turn {turn_id} already has a different choice ({t.pick}, strength {t.strength})",
             )
@@ -145,17 +144,21 @@ def _record_choice(
             continued = other_text
         else:
             continued = picked_text
-        conn.execute(_new_comparisons, rows_in)
-        conn.execute(_continue, {"tid": t.id, "continued": continued})
+        if is_sqlite(storage.url):
+            conn.execute(_new_comparisons, rows_in)
+            conn.execute(_continue, {"tid": t.id, "continued": continued})
+        else:  # one round trip: the comparisons inserted in the update's WITH
+            params = {f"{k}_{i}": v for i, row in enumerate(rows_in) for k, v in row.items()}
+            conn.execute(_choose[len(rows_in)], {**params, "tid": t.id, "continued": continued})
         # the answer is what was just written (committed when this block ends)
         stored = _Decided(pick, strength, decided)
-        return conversations.turn_dict(
+        return turnviews.turn_dict(
             view, cands, stored, edit if edited else None, continued, admin=who.is_admin
         )
 
 
 class _Decided(NamedTuple):
-    """A choice just stored, as :func:`.conversations.turn_dict` reads a stored pick."""
+    """A choice just stored, as :func:`.turnviews.turn_dict` reads a stored pick."""
 
     pick: str
     strength: int
@@ -167,7 +170,7 @@ _candidates = candidates_table.c
 _picks = comparisons_table.alias("pick")
 _edits = comparisons_table.alias("edit")
 #: a row per candidate (slot order), each with the turn, its conversation, and the stored
-#: pick and edit (NULL when none); the candidate's admin-only fields as conversations.turn_dict
+#: pick and edit (NULL when none); the candidate's admin-only fields as turnviews.turn_dict
 #: reads them
 _choice_state = (
     select(
@@ -182,7 +185,7 @@ _choice_state = (
         _conversations.status.label("conversation_status"),
         _conversations.mode,
         _conversations.red_team_continue,
-        *conversations.CANDIDATE_COLUMNS,
+        *turnviews.CANDIDATE_COLUMNS,
         _picks.c.pick,
         _picks.c.strength,
         _picks.c.request_id,
@@ -202,3 +205,28 @@ _continue = (
     .where(_turns.id == bindparam("tid"))
     .values(continued=bindparam("continued"))
 )
+#: the columns of a choice's comparison rows (the pick's, and the edit's if any)
+_COMPARISON_FIELDS = (
+    "turn_id",
+    "annotator_id",
+    "kind",
+    "chosen_slot",
+    "rejected_slot",
+    "chosen_text",
+    "rejected_text",
+    "pick",
+    "strength",
+    "request_id",
+    "shown_at",
+    "decided_at",
+)
+#: PostgreSQL: :data:`_new_comparisons` and :data:`_continue` as one statement, by the number
+#: of comparison rows (their parameters ``<column>_<row>``)
+_choose = {
+    n: _continue.add_cte(
+        insert(comparisons_table)
+        .values([{f: bindparam(f"{f}_{i}") for f in _COMPARISON_FIELDS} for i in range(n)])
+        .cte("new_comparisons")
+    )
+    for n in (1, 2)
+}

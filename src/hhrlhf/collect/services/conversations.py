@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
@@ -32,20 +32,14 @@ from ..domain import (
     AnnotatorInfo,
     PendingCandidate,
     Prompt,
-    failed_note,
     iso,
     now,
     render_prefix,
 )
-from ..finish import cut_reason
+from .turnviews import stored_turn_dict
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    from typing_extensions import Unpack
-
-    #: a row of any columns
-    AnyRow: TypeAlias = Row[Unpack[tuple[Any, ...]]]
+    from .turnviews import AnyRow
 
 #: a retry that moves a response to another backend is logged with the backends' failures
 log = logging.getLogger("hhrlhf.collect.backends")
@@ -165,129 +159,12 @@ def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int)
             "rating": c.rating,
             "created_at": iso(c.created_at),
             "finished_at": iso(c.finished_at),
-            "turns": [_stored_turn_dict(t, admin=who.is_admin) for t in turns],
+            "turns": [stored_turn_dict(t, admin=who.is_admin) for t in turns],
         }
         if who.is_admin:
             out["backend"] = c.backend
             out["red_team_continue"] = c.red_team_continue
         return out
-
-
-class CandidateView(NamedTuple):
-    """A candidate as :func:`turn_dict` reads it: an ORM row's fields, or a plain row's
-    (:data:`CANDIDATE_COLUMNS`, in this order)."""
-
-    slot: str
-    text: str | None
-    cut: bool
-    finish_reason: str | None
-    status: str
-    backend: str
-    model: str | None
-    params: dict[str, Any]
-    latency_ms: int | None
-    error: str | None
-
-
-_candidates = candidates_table.c
-#: :class:`CandidateView`'s columns, for a statement that joins candidates to other rows
-#: (the status labelled, as a turn and a conversation have one too)
-CANDIDATE_COLUMNS = (
-    _candidates.slot,
-    _candidates.text,
-    _candidates.cut,
-    _candidates.finish_reason,
-    _candidates.status.label("candidate_status"),
-    _candidates.backend,
-    _candidates.model,
-    _candidates.params,
-    _candidates.latency_ms,
-    _candidates.error,
-)
-
-
-def candidate_views(rows: Iterable[AnyRow]) -> list[CandidateView]:
-    """The candidates of rows selected with :data:`CANDIDATE_COLUMNS` (an outer join's
-    row without one is left out)."""
-    return [
-        CandidateView(*(r._mapping[col] for col in CANDIDATE_COLUMNS))
-        for r in rows
-        if r.slot is not None
-    ]
-
-
-class PickView(Protocol):
-    """A stored pick as :func:`turn_dict` reads it."""
-
-    @property
-    def pick(self) -> str: ...
-    @property
-    def strength(self) -> int: ...
-    @property
-    def decided_at(self) -> datetime: ...
-
-
-@dataclass(frozen=True, slots=True)
-class TurnView:
-    """A turn's own fields as :func:`turn_dict` answers them."""
-
-    id: int
-    index: int
-    human: str
-    status: str
-
-
-def turn_dict(
-    t: TurnView,
-    candidates: Iterable[CandidateView | Candidate],
-    pick: PickView | None,
-    edit: str | None,
-    continued: str | None,
-    *,
-    admin: bool,
-) -> dict[str, Any]:
-    """A turn as the API answers it; backends, models and errors only for admins."""
-    cands = []
-    for cand in candidates:
-        d: dict[str, Any] = {
-            "slot": cand.slot,
-            "text": cand.text,
-            "cut": cand.cut,
-            "cut_reason": cut_reason(cand.cut, cand.finish_reason),
-            "status": cand.status,
-        }
-        if cand.status == "failed":  # why only when the annotator did it (admins: below)
-            d["error"] = failed_note(cand.error)
-        if admin:
-            d.update(
-                backend=cand.backend,
-                model=cand.model,
-                params=cand.params,
-                finish_reason=cand.finish_reason,
-                latency_ms=cand.latency_ms,
-                error=cand.error,
-            )
-        cands.append(d)
-    return {
-        "id": t.id,
-        "index": t.index,
-        "human": t.human,
-        "status": t.status,
-        "candidates": cands,
-        "pick": pick.pick if pick else None,
-        "strength": pick.strength if pick else None,
-        "edit": edit,
-        "continued": continued,
-        "decided_at": iso(pick.decided_at) if pick else None,
-    }
-
-
-def _stored_turn_dict(t: Turn, *, admin: bool) -> dict[str, Any]:
-    """:func:`turn_dict` of a turn loaded with its candidates and comparisons."""
-    pick = next((x for x in t.comparisons if x.kind == "pick"), None)
-    edit = next((x.chosen_text for x in t.comparisons if x.kind == "edit"), None)
-    view = TurnView(t.id, t.index, t.human, t.status)
-    return turn_dict(view, t.candidates, pick, edit, t.continued, admin=admin)
 
 
 def finish_conversation(
@@ -347,14 +224,19 @@ def create_turn(
         raise Invalid("the message is empty")
     with storage.write() as s:
         conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
-        c = owned_conversation(storage, conn, who, conversation_id, lock=True)
+        # one statement: the conversation (locked until the commit on PostgreSQL; SQLite's
+        # writer holds the file) with a row per earlier turn, its texts only
+        q = _history if is_sqlite(storage.url) else _history_for_update
+        rows = conn.execute(q, {"cid": conversation_id}).all()
+        if not rows or not who.sees(rows[0].annotator_id):
+            raise NotFound(f"conversation {conversation_id} not found")
+        c = rows[0]
         if c.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can write in it")
         if c.status != "open":
             raise Conflict(f"conversation {c.id} is finished")
-        # the earlier turns' texts only
-        turns = conn.execute(_history, {"cid": c.id}).all()
-        if turns and turns[-1].continued is None:
+        turns = [(r.human, r.continued) for r in rows if r.turn_index is not None]
+        if turns and turns[-1][1] is None:
             raise Conflict(
                 "the last turn has no choice yet: pick a response before writing again",
             )
@@ -485,11 +367,23 @@ _finish = (
         finished_at=bindparam("finished", type_=_conversations.finished_at.type),
     )
 )
+#: a conversation (what a new message needs of it) with a row per turn (its texts), in order
 _history = (
-    select(_turns.human, _turns.continued)
-    .where(_turns.conversation_id == bindparam("cid"))
+    select(
+        _conversations.id,
+        _conversations.annotator_id,
+        _conversations.status,
+        _conversations.mode,
+        _conversations.backend,
+        _turns.index.label("turn_index"),
+        _turns.human,
+        _turns.continued,
+    )
+    .outerjoin_from(conversations_table, turns_table, _turns.conversation_id == _conversations.id)
+    .where(_conversations.id == bindparam("cid"))
     .order_by(_turns.index)
 )
+_history_for_update = _history.with_for_update(of=conversations_table)
 _new_turn = insert(turns_table).returning(_turns.id)
 _new_candidates = insert(candidates_table)
 _turn_owner = (

@@ -1,0 +1,149 @@
+"""A turn as the API answers it, from ORM objects or from plain rows: its fields, its two
+responses (backends, models and errors for admins only) and its stored choice."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from ..db.models import Candidate, Turn, candidates_table
+from ..domain import failed_note, iso
+from ..finish import cut_reason
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from sqlalchemy import Row
+    from typing_extensions import Unpack
+
+    #: a row of any columns
+    AnyRow: TypeAlias = Row[Unpack[tuple[Any, ...]]]
+
+__all__ = [
+    "CANDIDATE_COLUMNS",
+    "CandidateView",
+    "PickView",
+    "TurnView",
+    "candidate_views",
+    "stored_turn_dict",
+    "turn_dict",
+]
+
+
+class CandidateView(NamedTuple):
+    """A candidate as :func:`turn_dict` reads it: an ORM row's fields, or a plain row's
+    (:data:`CANDIDATE_COLUMNS`, in this order)."""
+
+    slot: str
+    text: str | None
+    cut: bool
+    finish_reason: str | None
+    status: str
+    backend: str
+    model: str | None
+    params: dict[str, Any]
+    latency_ms: int | None
+    error: str | None
+
+
+_candidates = candidates_table.c
+#: :class:`CandidateView`'s columns, for a statement that joins candidates to other rows
+#: (the status labelled, as a turn and a conversation have one too)
+CANDIDATE_COLUMNS = (
+    _candidates.slot,
+    _candidates.text,
+    _candidates.cut,
+    _candidates.finish_reason,
+    _candidates.status.label("candidate_status"),
+    _candidates.backend,
+    _candidates.model,
+    _candidates.params,
+    _candidates.latency_ms,
+    _candidates.error,
+)
+
+
+def candidate_views(rows: Iterable[AnyRow]) -> list[CandidateView]:
+    """The candidates of rows selected with :data:`CANDIDATE_COLUMNS` (an outer join's
+    row without one is left out)."""
+    return [
+        CandidateView(*(r._mapping[col] for col in CANDIDATE_COLUMNS))
+        for r in rows
+        if r.slot is not None
+    ]
+
+
+class PickView(Protocol):
+    """A stored pick as :func:`turn_dict` reads it."""
+
+    @property
+    def pick(self) -> str: ...
+    @property
+    def strength(self) -> int: ...
+    @property
+    def decided_at(self) -> datetime: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    """A turn's own fields as :func:`turn_dict` answers them."""
+
+    id: int
+    index: int
+    human: str
+    status: str
+
+
+def turn_dict(
+    t: TurnView,
+    candidates: Iterable[CandidateView | Candidate],
+    pick: PickView | None,
+    edit: str | None,
+    continued: str | None,
+    *,
+    admin: bool,
+) -> dict[str, Any]:
+    """A turn as the API answers it; backends, models and errors only for admins."""
+    cands = []
+    for cand in candidates:
+        d: dict[str, Any] = {
+            "slot": cand.slot,
+            "text": cand.text,
+            "cut": cand.cut,
+            "cut_reason": cut_reason(cand.cut, cand.finish_reason),
+            "status": cand.status,
+        }
+        if cand.status == "failed":  # why only when the annotator did it (admins: below)
+            d["error"] = failed_note(cand.error)
+        if admin:
+            d.update(
+                backend=cand.backend,
+                model=cand.model,
+                params=cand.params,
+                finish_reason=cand.finish_reason,
+                latency_ms=cand.latency_ms,
+                error=cand.error,
+            )
+        cands.append(d)
+    return {
+        "id": t.id,
+        "index": t.index,
+        "human": t.human,
+        "status": t.status,
+        "candidates": cands,
+        "pick": pick.pick if pick else None,
+        "strength": pick.strength if pick else None,
+        "edit": edit,
+        "continued": continued,
+        "decided_at": iso(pick.decided_at) if pick else None,
+    }
+
+
+def stored_turn_dict(t: Turn, *, admin: bool) -> dict[str, Any]:
+    """:func:`turn_dict` of a turn loaded with its candidates and comparisons."""
+    pick = next((x for x in t.comparisons if x.kind == "pick"), None)
+    edit = next((x.chosen_text for x in t.comparisons if x.kind == "edit"), None)
+    view = TurnView(t.id, t.index, t.human, t.status)
+    return turn_dict(view, t.candidates, pick, edit, t.continued, admin=admin)
