@@ -118,7 +118,8 @@ def test_a_remembered_login_takes_no_thread_only_a_lookup_does(client, alice, mo
     real = storage.call
 
     async def counted(func, *args):
-        hops.append(func.__name__)
+        if func is not annotators.refresh_logins:  # the app's own check of logins in use
+            hops.append(func.__name__)
         return await real(func, *args)
 
     monkeypatch.setattr(storage, "call", counted)
@@ -137,3 +138,106 @@ def test_a_remembered_login_takes_no_thread_only_a_lookup_does(client, alice, mo
         client.get("/api/v1/conversations", headers={"Authorization": "Bearer nope"}).status_code
         == 401
     )
+
+
+def _remembered(storage, key_of) -> float | None:
+    """Until when this process remembers a login (its cache entry's end), or None."""
+    hit = annotators._cache(storage).entries.get(key_of)
+    return None if hit is None else hit[0]
+
+
+def test_logins_in_use_are_checked_again_in_one_read_and_never_lapse(
+    client, storage, alice, bob, clock
+):
+    """Annotators who all logged in at once would all wait on the database at once when their
+    logins lapsed: the logins in use are checked again together, before they lapse."""
+    _, alice_h, alice_token = alice
+    _, bob_h, _ = bob
+    r = login(client, alice_token)  # a cookie session too
+    assert session_cookie(r)
+    for _ in range(2):  # looked up, then used from memory
+        assert client.get("/api/v1/me", headers=alice_h).status_code == 200
+        assert client.get("/api/v1/me", headers=bob_h).status_code == 200
+        client.headers.pop("authorization", None)
+        assert client.get("/api/v1/me").json()["auth"] == "cookie"
+    assert annotators.refresh_logins(storage) == 0  # none is old enough yet
+    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
+    with count_statements() as n:
+        assert annotators.refresh_logins(storage) == 3  # two tokens and a session
+    assert n[0] <= (3 if storage.url.startswith("sqlite") else 2)  # (SQLite: its BEGIN)
+    clock[0] += annotators.AUTH_CACHE_SECONDS - annotators.AUTH_REFRESH_AFTER + 0.1
+    # past the first lookups' AUTH_CACHE_SECONDS: still remembered, no statement
+    assert _statements(client, alice_h) == (200, 0)
+    assert _statements(client, bob_h) == (200, 0)
+    with count_statements() as n:
+        assert client.get("/api/v1/me").json()["auth"] == "cookie"
+    assert n[0] == 0
+
+
+def test_a_check_again_sees_another_process_s_changes(client, storage, alice, bob, clock):
+    _, alice_h, _ = alice
+    _, bob_h, _ = bob
+    for _ in range(2):
+        assert client.get("/api/v1/me", headers=alice_h).status_code == 200
+        assert client.get("/api/v1/me", headers=bob_h).status_code == 200
+    other = Storage(storage.url)  # another worker or host
+    try:
+        annotators.set_disabled(other, "alice")
+        annotators.rotate_token(other, "bob")
+    finally:
+        other.dispose()
+    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
+    assert annotators.refresh_logins(storage) == 2
+    assert _statements(client, alice_h) == (403, 0)  # remembered as disabled
+    status, n = _statements(client, bob_h)  # forgotten: looked up, no one has the token
+    assert status == 401 and n >= 1
+
+
+def test_a_login_not_used_since_its_check_lapses(client, storage, alice, clock):
+    _, h, token = alice
+    assert client.get("/api/v1/me", headers=h).status_code == 200  # looked up, not used since
+    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
+    assert annotators.refresh_logins(storage) == 0
+    assert client.get("/api/v1/me", headers=h).status_code == 200  # used now
+    assert annotators.logins_due(storage)
+    clock[0] += annotators.AUTH_CACHE_SECONDS
+    assert not annotators.logins_due(storage)  # lapsed: a request looks it up again
+    assert annotators.refresh_logins(storage) == 0
+    status, n = _statements(client, h)
+    assert status == 200 and n >= 1
+
+
+def test_a_check_racing_a_change_is_not_remembered(client, storage, alice, clock):
+    """A check that read the old state before a change in this process cannot store it."""
+    _, h, token = alice
+    for _ in range(2):
+        assert client.get("/api/v1/me", headers=h).status_code == 200
+    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
+    cache = annotators._cache(storage)
+    keys, generation = cache.due(), cache.generation
+    key = "t" + annotators.hash_token(token)
+    assert keys == [key]
+    who = annotators.annotator_by_token(storage, token)
+    annotators.set_disabled(storage, "alice")  # forgets every login
+    cache.refresh(generation, clock[0], keys, {key: (who, None, None)})
+    assert _remembered(storage, key) is None
+    assert client.get("/api/v1/me", headers=h).status_code == 403
+
+
+def test_the_app_checks_the_logins_in_use_while_it_serves(make_client, settings, alice, clock):
+    import time
+
+    from hhrlhf.collect.web import app as app_module
+
+    client = make_client(settings)
+    storage = storage_of(client)
+    _, h, token = alice
+    key = "t" + annotators.hash_token(token)
+    for _ in range(2):
+        assert client.get("/api/v1/me", headers=h).status_code == 200
+    first = _remembered(storage, key)
+    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
+    deadline = time.monotonic() + 5 * app_module.LOGIN_REFRESH_SECONDS
+    while _remembered(storage, key) == first and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _remembered(storage, key) == clock[0] + annotators.AUTH_CACHE_SECONDS

@@ -35,6 +35,11 @@ _delete_sessions = delete(Session).execution_options(synchronize_session=False)
 AUTH_CACHE_SECONDS = 5.0
 #: logins remembered at most (the memory is emptied when full)
 AUTH_CACHE_SIZE = 10_000
+#: a remembered login used since it was last checked is checked again (:func:`refresh_logins`,
+#: all such logins of the process in one read) once it is this many seconds old: in use, it
+#: never lapses, so annotators who all logged in at once do not all wait on the database at
+#: once AUTH_CACHE_SECONDS later
+AUTH_REFRESH_AFTER = AUTH_CACHE_SECONDS / 2
 
 
 class _AuthCache:
@@ -48,12 +53,46 @@ class _AuthCache:
         self.lock = threading.Lock()
         self.entries: dict[str, tuple[float, AnnotatorInfo, str | None, datetime | None]] = {}
         self.generation = 0
+        #: keys read since they were last checked
+        self.used: set[str] = set()
 
     def get(self, key: str) -> tuple[AnnotatorInfo, str | None, datetime | None] | None:
         hit = self.entries.get(key)
         if hit is None or hit[0] < _clock():
             return None
+        self.used.add(key)
         return hit[1], hit[2], hit[3]
+
+    def due(self) -> list[str]:
+        """The keys to check again: used since their last check, and checked
+        :data:`AUTH_REFRESH_AFTER` seconds ago or more (and not lapsed)."""
+        now_ = _clock()
+        with self.lock:
+            return [
+                key
+                for key in self.used
+                if (hit := self.entries.get(key)) is not None
+                and now_ <= hit[0] <= now_ + AUTH_CACHE_SECONDS - AUTH_REFRESH_AFTER
+            ]
+
+    def refresh(
+        self,
+        generation: int,
+        checked: float,
+        keys: list[str],
+        found: dict[str, tuple[AnnotatorInfo, str | None, datetime | None]],
+    ) -> None:
+        """Remember ``keys`` as a read begun at ``checked`` found them (a key not ``found``
+        is forgotten), unless a change came since that read began."""
+        with self.lock:
+            if generation != self.generation:
+                return
+            for key in keys:
+                self.used.discard(key)
+                if key in found:
+                    self.entries[key] = (checked + AUTH_CACHE_SECONDS, *found[key])
+                else:
+                    self.entries.pop(key, None)
 
     def put(
         self,
@@ -66,12 +105,14 @@ class _AuthCache:
                 return
             if len(self.entries) >= AUTH_CACHE_SIZE:
                 self.entries.clear()
+                self.used.clear()
             self.entries[key] = (_clock() + AUTH_CACHE_SECONDS, *value)
 
     def forget(self) -> None:
         with self.lock:
             self.generation += 1
             self.entries.clear()
+            self.used.clear()
 
 
 _clock = time.monotonic
@@ -128,6 +169,42 @@ def cached_session_annotator(storage: Storage, cookie: str) -> tuple[AnnotatorIn
     who, csrf, expires = found
     cache.put(generation, key, (who, csrf, expires))
     return who, csrf
+
+
+def logins_due(storage: Storage) -> bool:
+    """Whether :func:`refresh_logins` has a login to check (no database work)."""
+    return bool(_cache(storage).due())
+
+
+def refresh_logins(storage: Storage) -> int:
+    """Check again, in one read, the logins this process remembers that were used since
+    they were last checked and are :data:`AUTH_REFRESH_AFTER` seconds old: each is
+    remembered as the read found it, for :data:`AUTH_CACHE_SECONDS` from the read's start
+    (so a change made elsewhere is still seen within those seconds); a token no longer
+    anyone's, or a session gone or expired, is forgotten. Returns how many were checked."""
+    cache = _cache(storage)
+    keys = cache.due()
+    if not keys:
+        return 0
+    generation, checked = cache.generation, _clock()
+    tokens = [k[1:] for k in keys if k[0] == "t"]
+    cookies = [k[1:] for k in keys if k[0] == "s"]
+    found: dict[str, tuple[AnnotatorInfo, str | None, datetime | None]] = {}
+    with storage.read() as s:
+        if tokens:
+            for a in s.scalars(select(Annotator).where(Annotator.token_hash.in_(tokens))):
+                found["t" + a.token_hash] = (annotator_info(a), None, None)
+        if cookies:
+            rows = s.execute(
+                select(Session, Annotator)
+                .join(Annotator, Annotator.id == Session.annotator_id)
+                .where(Session.id.in_(cookies))
+            )
+            for sess, a in rows:
+                if aware(sess.expires_at) >= now():
+                    found["s" + sess.id] = (annotator_info(a), sess.csrf_token, sess.expires_at)
+    cache.refresh(generation, checked, keys, found)
+    return len(keys)
 
 
 def remembered_token(storage: Storage, token: str) -> AnnotatorInfo | None:
