@@ -5,7 +5,7 @@ Usage::
     python bench/bench_collect.py [--annotators 50] [--turns 10] [--workers 2] [--think 1]
                                   [--db URL | --postgres [--no-fsync] [--prepare-threshold N|none]]
                                   [--demo-delay 0] [--append] [--client loopback|httpx] [--stream [post|get]]
-                                  [--out bench/RESULTS-collect.md]
+                                  [--timeline FILE.csv] [--out bench/RESULTS-collect.md]
 
 Starts ``hh serve --demo --workers N`` in a subprocess on a free loopback port (SQLite by
 default; ``--postgres`` starts a throwaway PostgreSQL server with fsync on, from Debian's
@@ -24,7 +24,8 @@ more) and choose one (with a ``request_id``), then finish. It reports p50/p99 of
 
 and per turn: the server's CPU time (its process group's, from /proc), the requests sent and
 the SQL statements the server says they cost (``Server-Timing: sql;desc="N"``), so a
-regression shows as a number.
+regression shows as a number; and the run's slowest half-seconds (a stall of the server shows
+there; ``--timeline`` writes every request's latency by when it ended).
 
 Target (issue 13): 50 annotators, choice p99 under 100 ms on two cores, on SQLite and on
 PostgreSQL. After the run every acknowledged choice is checked to be stored exactly once.
@@ -298,6 +299,7 @@ async def annotator(
                     return
             wall = time.perf_counter() - t0
             out["turns"].append((turn["id"], wall))
+            out["timeline"].append((time.perf_counter(), "turn", wall))
             if think:  # reading the two responses
                 await asyncio.sleep(think * rng.uniform(0.5, 1.5))
             body = {
@@ -308,6 +310,7 @@ async def annotator(
             t0 = time.perf_counter()
             r = await c.post(f"/api/v1/turns/{turn['id']}/choice", json=body)
             out["choice"].append(time.perf_counter() - t0)
+            out["timeline"].append((time.perf_counter(), "choice", out["choice"][-1]))
             if t > 0:  # after every annotator's first turn: the start-up burst is over
                 out["choice_later"].append(out["choice"][-1])
             _note(out, r)
@@ -337,6 +340,7 @@ def new_tally() -> dict:
         "acked": [],
         "requests": 0,
         "statements": 0,
+        "timeline": [],  # (when it ended: seconds from the start, "turn"|"choice", seconds)
     }
 
 
@@ -357,7 +361,22 @@ async def run_clients(
         )
     )
     out["elapsed"] = time.perf_counter() - t0
+    out["timeline"] = [(end - t0, kind, took) for end, kind, took in out["timeline"]]
     return out
+
+
+def slowest_windows(
+    timeline: list[tuple[float, str, float]], kind: str = "choice", width: float = 0.5, top: int = 3
+) -> list[tuple[float, int, float]]:
+    """The ``top`` windows of ``width`` seconds whose slowest ``kind`` request was slowest:
+    (window start, requests ending in it, the slowest's seconds), slowest first. A stall
+    of the server shows as a window or two far above the others."""
+    windows: dict[int, list[float]] = {}
+    for end, k, took in timeline:
+        if k == kind:
+            windows.setdefault(int(end / width), []).append(took)
+    ranked = sorted(windows.items(), key=lambda kv: max(kv[1]), reverse=True)[:top]
+    return [(i * width, len(v), max(v)) for i, v in ranked]
 
 
 async def backend_times(base: str, admin_token: str) -> dict[int, tuple[float, dict]]:
@@ -407,6 +426,13 @@ def main(argv=None) -> int:
         "waiting (default: the message's answer holds both responses)",
     )
     ap.add_argument("--append", action="store_true", help="append to --out instead of replacing it")
+    ap.add_argument(
+        "--timeline",
+        type=Path,
+        default=None,
+        help="also write every turn's and choice's latency, by when it ended, as CSV "
+        "(seconds from the start, kind, ms)",
+    )
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
     where.add_argument(
@@ -596,6 +622,21 @@ def _run(args, tmp: Path, pg, load_before) -> int:
         "Target (issue 28): 200 annotators x 5 turns on 2 workers, 1 s pauses, choice p99 "
         "under 100 ms and no error, on two cores.",
     ]
+    slow = slowest_windows(res["timeline"])
+    if slow:
+        lines += [
+            "",
+            "Slowest half-seconds of the run, by their slowest choice: "
+            + "; ".join(f"{at:.1f} s in, {n} choices, up to {ms(took)} ms" for at, n, took in slow)
+            + ".",
+        ]
+    if args.timeline is not None:
+        args.timeline.write_text(
+            "seconds,kind,ms\n"
+            + "".join(
+                f"{end:.3f},{kind},{1000 * took:.1f}\n" for end, kind, took in res["timeline"]
+            )
+        )
     if res["errors"]:
         lines += ["", "Errors (first 5):", *[f"- {e}" for e in res["errors"][:5]]]
         logged = server_log.read_text(errors="replace").splitlines()

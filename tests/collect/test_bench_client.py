@@ -90,3 +90,17 @@ def test_a_refused_connection_is_httpx_connect_error():
 
     with pytest.raises(httpx.ConnectError):
         asyncio.run(main())
+
+
+def test_the_slowest_half_seconds_of_a_run_are_named():
+    """A stall (every choice ending in one window slow) is the first window reported."""
+    timeline = [(0.1 * i, "choice", 0.010) for i in range(60)]  # 6 s of 10 ms choices
+    timeline += [(3.1, "choice", 0.250), (3.3, "choice", 0.180), (4.2, "choice", 0.040)]
+    timeline += [(1.0, "turn", 0.900)]  # turns are not choices
+    assert bench.slowest_windows(timeline) == [
+        (3.0, 7, 0.250),
+        (4.0, 6, 0.040),
+        (0.0, 5, 0.010),
+    ]
+    assert bench.slowest_windows(timeline, "turn") == [(1.0, 1, 0.900)]
+    assert bench.slowest_windows([]) == []
