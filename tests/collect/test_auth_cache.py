@@ -241,3 +241,17 @@ def test_the_app_checks_the_logins_in_use_while_it_serves(make_client, settings,
     while _remembered(storage, key) == first and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _remembered(storage, key) == clock[0] + annotators.AUTH_CACHE_SECONDS
+
+
+def test_many_logins_are_checked_in_batches(client, storage, alice, bob, clock, monkeypatch):
+    """The check's statements stay bounded however many logins are in use."""
+    monkeypatch.setattr(annotators, "REFRESH_BATCH", 1)
+    for _, h, _ in (alice, bob):
+        for _ in range(2):
+            assert client.get("/api/v1/me", headers=h).status_code == 200
+    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
+    with count_statements() as n:
+        assert annotators.refresh_logins(storage) == 2
+    assert n[0] == (3 if storage.url.startswith("sqlite") else 2)  # one per login (and BEGIN)
+    for _, h, _ in (alice, bob):  # both found and kept
+        assert _statements(client, h) == (200, 0)

@@ -40,6 +40,8 @@ AUTH_CACHE_SIZE = 10_000
 #: never lapses, so annotators who all logged in at once do not all wait on the database at
 #: once AUTH_CACHE_SECONDS later
 AUTH_REFRESH_AFTER = AUTH_CACHE_SECONDS / 2
+#: logins checked by one statement of :func:`refresh_logins` at most
+REFRESH_BATCH = 500
 
 
 class _AuthCache:
@@ -190,15 +192,16 @@ def refresh_logins(storage: Storage) -> int:
     tokens = [k[1:] for k in keys if k[0] == "t"]
     cookies = [k[1:] for k in keys if k[0] == "s"]
     found: dict[str, tuple[AnnotatorInfo, str | None, datetime | None]] = {}
-    with storage.read() as s:
-        if tokens:
-            for a in s.scalars(select(Annotator).where(Annotator.token_hash.in_(tokens))):
+    with storage.read() as s:  # a statement per kind and REFRESH_BATCH logins
+        for i in range(0, len(tokens), REFRESH_BATCH):
+            batch = tokens[i : i + REFRESH_BATCH]
+            for a in s.scalars(select(Annotator).where(Annotator.token_hash.in_(batch))):
                 found["t" + a.token_hash] = (annotator_info(a), None, None)
-        if cookies:
+        for i in range(0, len(cookies), REFRESH_BATCH):
             rows = s.execute(
                 select(Session, Annotator)
                 .join(Annotator, Annotator.id == Session.annotator_id)
-                .where(Session.id.in_(cookies))
+                .where(Session.id.in_(cookies[i : i + REFRESH_BATCH]))
             )
             for sess, a in rows:
                 if aware(sess.expires_at) >= now():
