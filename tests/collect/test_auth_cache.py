@@ -255,3 +255,35 @@ def test_many_logins_are_checked_in_batches(client, storage, alice, bob, clock, 
     assert n[0] == (3 if storage.url.startswith("sqlite") else 2)  # one per login (and BEGIN)
     for _, h, _ in (alice, bob):  # both found and kept
         assert _statements(client, h) == (200, 0)
+
+
+def test_the_logins_due_are_listed_while_requests_use_logins():
+    """Requests mark logins used from other threads without the cache's lock: listing the
+    logins due meanwhile must not fail (it did: "Set changed size during iteration")."""
+    import threading
+    import time
+
+    cache = annotators._AuthCache()
+    keys = [f"t{i}" for i in range(20_000)]
+    until = time.monotonic() + 60
+    for key in keys:
+        cache.entries[key] = (until, None, None, None)
+    stop = threading.Event()
+
+    def requests():
+        while not stop.is_set():
+            for key in keys[:2000]:
+                cache.get(key)
+            cache.refresh(cache.generation, time.monotonic(), keys[:2000], {})  # checked: unused
+            for key in keys[:2000]:
+                cache.entries[key] = (until, None, None, None)
+
+    worker = threading.Thread(target=requests)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            cache.due()
+    finally:
+        stop.set()
+        worker.join()

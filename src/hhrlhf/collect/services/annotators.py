@@ -70,9 +70,10 @@ class _AuthCache:
         :data:`AUTH_REFRESH_AFTER` seconds ago or more (and not lapsed)."""
         now_ = _clock()
         with self.lock:
+            # a copy first: get() adds to the set from other threads without the lock
             return [
                 key
-                for key in self.used
+                for key in tuple(self.used)
                 if (hit := self.entries.get(key)) is not None
                 and now_ <= hit[0] <= now_ + AUTH_CACHE_SECONDS - AUTH_REFRESH_AFTER
             ]

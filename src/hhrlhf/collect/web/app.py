@@ -139,10 +139,9 @@ async def _refresh_logins(storage: Storage) -> None:
     work); a failure lets them lapse, and each request then looks its login up itself."""
     while True:
         await asyncio.sleep(LOGIN_REFRESH_SECONDS)
-        if not annotators.logins_due(storage):  # an idle worker asks nothing
-            continue
         try:
-            await storage.call(annotators.refresh_logins)
+            if annotators.logins_due(storage):  # an idle worker asks nothing
+                await storage.call(annotators.refresh_logins)
         except Exception as exc:  # the database away: the requests will say so
             log.warning("logins not checked again: %s", exc)
 
