@@ -205,21 +205,8 @@ _continue = (
     .where(_turns.id == bindparam("tid"))
     .values(continued=bindparam("continued"))
 )
-#: the columns of a choice's comparison rows (the pick's, and the edit's if any)
-_COMPARISON_FIELDS = (
-    "turn_id",
-    "annotator_id",
-    "kind",
-    "chosen_slot",
-    "rejected_slot",
-    "chosen_text",
-    "rejected_text",
-    "pick",
-    "strength",
-    "request_id",
-    "shown_at",
-    "decided_at",
-)
+#: the columns of a choice's comparison rows (the pick's, and the edit's if any): all but the id
+_COMPARISON_FIELDS = tuple(c.name for c in comparisons_table.c if not c.primary_key)
 #: PostgreSQL: :data:`_new_comparisons` and :data:`_continue` as one statement, by the number
 #: of comparison rows (their parameters ``<column>_<row>``)
 _choose = {
