@@ -327,7 +327,8 @@ def _event_stream(
         async def frames(batch: list[Event]) -> bytes:
             batch = _joined(batch)
             # a done event carries the finished text as the page shows it too: the batch's
-            # markdown rendered in one trip to a thread (a long response must not hold the loop)
+            # markdown found rendered, or rendered in one trip to a thread (a long response
+            # must not hold the loop)
             texts = [e.data["text"] for e in batch if e.name == "done"]
             htmls = iter(await _rendered(texts))
             return b"".join(
