@@ -150,7 +150,9 @@ def test_dispose_closes_a_loop_running_in_another_thread(pg_storage):
 
 def test_a_database_restart_is_not_seen_by_the_loops_units_of_work(pg_storage):
     """Every pooled connection cut by the server (what a PostgreSQL restart does): the next
-    unit of work checks its connection first, reconnects, and succeeds."""
+    unit of work checks its connection first, reconnects, and succeeds. (The cut waits for
+    each backend to end: one still ending as its connection is lent, a few milliseconds,
+    is found by the unit's first statement, and that request is refused.)"""
     import psycopg
 
     server, storage = pg_storage
@@ -159,7 +161,7 @@ def test_a_database_restart_is_not_seen_by_the_loops_units_of_work(pg_storage):
         await asyncio.gather(*(storage.call(_sleep, 0.05) for _ in range(3)))
         with psycopg.connect(server.conninfo(), autocommit=True) as c:
             cut = c.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
                 "WHERE datname = %s AND pid <> pg_backend_pid()",
                 (make_url(storage.url).database,),
             ).fetchone()
@@ -196,8 +198,9 @@ def test_pooled_connections_are_checked_without_a_round_trip(pg_storage, monkeyp
 
     def cut(pid: int) -> None:
         with psycopg.connect(server.conninfo(), autocommit=True) as c:
-            assert c.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
-        time.sleep(0.2)  # the server's goodbye reaches the pooled socket
+            # waits for the backend to end: its goodbye is then on the pooled socket
+            ended = c.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,)).fetchone()
+            assert ended == (True,)
 
     async def loop_pids():
         first = await storage.call(_backend_pid)
