@@ -233,7 +233,7 @@ def train_hf(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model.config.pad_token_id = tokenizer.pad_token_id
-    fitted = fit_pairs(pairs, tokenizer, max_length)  # TRL's own EOS, added here
+    fitted = fit_pairs(pairs, tokenizer, max_length)  # with the EOS TRL would append
     line = fitted.describe()
     if line and progress:
         progress(line)
@@ -262,9 +262,8 @@ def train_hf(
     trainer = trl.RewardTrainer(
         model=model, args=args, train_dataset=train, processing_class=tokenizer
     )
-    with contextlib.redirect_stdout(
-        sys.stderr
-    ):  # the trainer prints its log: keep stdout for --json
+    # the trainer prints its log dict: to stderr, so that stdout stays `hh pm train --json`'s
+    with contextlib.redirect_stdout(sys.stderr):
         result = trainer.train()
     seconds = time.perf_counter() - t0
     (out / "hf").mkdir(parents=True, exist_ok=True)
