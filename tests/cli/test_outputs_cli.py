@@ -198,3 +198,24 @@ def test_a_run_that_kept_no_row_removes_only_what_it_wrote(tmp_path):
     assert str(kept) not in str(r.exception)
     assert kept.read_text() == "an earlier run's output\n"
     assert not written.exists() and not made.exists()
+
+
+def test_an_export_of_several_splits_writes_all_or_none(tmp_path):
+    """A bad line in the second split: the first split's file is not left behind alone."""
+    data = tmp_path / "data" / "harmless-base"
+    data.mkdir(parents=True)
+    row = '{"chosen": "\\n\\nHuman: hi\\n\\nAssistant: a", "rejected": "\\n\\nHuman: hi\\n\\nAssistant: b"}'
+    (data / "train.jsonl").write_text(row + "\n")
+    (data / "test.jsonl").write_text(row + "\nnot json\n")
+    out = tmp_path / "pairs.jsonl"
+    args = ["export", "--format", "dpo", "--out", str(out), "--data", str(tmp_path / "data")]
+    result = CliRunner().invoke(cli, args)
+    _assert_one_error(result, "test.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+    (data / "test.jsonl").write_text(row + "\n")
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "data",
+        "pairs.test.jsonl",
+        "pairs.train.jsonl",
+    ]
