@@ -253,6 +253,7 @@ def check_writable(
     force: bool = False,
     option: str = "--out",
     reads: Iterable[tuple[PathLike, str]] = (),
+    into: bool = False,
 ) -> Path:
     """Check that ``path`` can be written as a ``kind`` (``"file"`` or ``"dir"``); return it.
 
@@ -261,13 +262,17 @@ def check_writable(
     current folder, a folder holding it, and an output that is or holds one of ``reads``
     (``(path, "the data")`` pairs) are always refused. Raises
     :class:`~hhrlhf.errors.OutputError` naming the path and the problem; ``option`` names the
-    command-line option in the message.
+    command-line option in the message. ``into``: a folder that files are written into one by
+    one (a cache), never replaced: only whether it can be written is checked.
     """
     if kind not in ("file", "dir"):
         raise ValueError(f"kind must be 'file' or 'dir', not {kind!r}")
     path = Path(path)
     if path.is_symlink() and not path.exists():
         raise OutputError(path, f"{option}: a dangling symbolic link; remove it first")
+    if into and kind == "dir" and path.is_dir():
+        _probe(path, path, option)
+        return path
     _guard(path, kind, option, list(reads))
     if path.exists():
         if kind == "file" and path.is_dir():

@@ -219,3 +219,14 @@ def test_an_export_of_several_splits_writes_all_or_none(tmp_path):
         "pairs.test.jsonl",
         "pairs.train.jsonl",
     ]
+
+
+def test_import_never_writes_over_the_file_it_reads(tmp_path):
+    src = tmp_path / "in.dpo.jsonl"
+    src.write_text(
+        '{"prompt": "\\n\\nHuman: hi\\n\\nAssistant:", "chosen": " a", "rejected": " b"}\n'
+    )
+    before = src.read_bytes()
+    args = ["import", str(src), "--format", "dpo", "--out", str(src), "--force"]
+    _assert_one_error(CliRunner().invoke(cli, args), "is the file this command reads")
+    assert src.read_bytes() == before

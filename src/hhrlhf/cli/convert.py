@@ -268,7 +268,7 @@ def import_(file, fmt_name, out, with_source, lenient, force):
     from ..convert import get_format, import_records, write_rows
     from ..reader import Lenient
 
-    check_outputs(force, out=(out, "file"))
+    check_outputs(force, reads=[(file, "the file")], out=(out, "file"))
     fmt = get_format(fmt_name)
     policy = Lenient.of(lenient)
     records = import_records(file, fmt, lenient=policy)
