@@ -116,7 +116,10 @@ lenient_option = click.option(
 )
 
 force_option = click.option(
-    "--force", is_flag=True, help="Replace outputs that exist already (refused otherwise)."
+    "--force",
+    is_flag=True,
+    help="Replace outputs that exist already (refused otherwise): a file, or a folder hhrlhf "
+    "wrote (its .hh-output lists every file in it); any other folder is always refused.",
 )
 
 
