@@ -191,6 +191,8 @@ def _guard(path: Path, kind: str, option: str, reads: Iterable[tuple[PathLike, s
         )
         raise OutputError(path, f"{option}: is {where}: choose another folder")
     for read, what in reads:
+        if not os.path.exists(read):  # nothing there to lose (the command says it is missing)
+            continue
         if kind == "file" and _same_file(path, read):
             raise OutputError(path, f"{option}: is {what} this command reads: choose another path")
         if kind == "dir" and _holds(path, read):
