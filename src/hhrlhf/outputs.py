@@ -40,7 +40,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import FrameType
 from typing import Any
 
@@ -144,9 +144,10 @@ def _foreign(folder: Path) -> list[str] | None:
             p.name + ("/" if p.is_dir() and not p.is_symlink() else "") for p in folder.iterdir()
         )
     else:
-        extra = [p for p in _listing(folder) if p not in listed]
+        new = [p for p in _listing(folder) if p not in listed]
         # a new folder counts once, not with every file in it
-        extra = [p for p in extra if not any(p.startswith(q + "/") for q in extra)]
+        unlisted = set(new)
+        extra = [p for p in new if not any(str(a) in unlisted for a in PurePosixPath(p).parents)]
     return extra or None
 
 
@@ -328,6 +329,8 @@ def interrupts_held() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
         if caught and callable(previous):
             previous(signal.SIGINT, None)
+        elif caught and previous == signal.SIG_DFL:
+            os.kill(os.getpid(), signal.SIGINT)  # what it would have done: end the process
 
 
 def _target(path: PathLike) -> Path:
