@@ -230,3 +230,18 @@ def test_import_never_writes_over_the_file_it_reads(tmp_path):
     args = ["import", str(src), "--format", "dpo", "--out", str(src), "--force"]
     _assert_one_error(CliRunner().invoke(cli, args), "is the file this command reads")
     assert src.read_bytes() == before
+
+
+def test_a_linked_out_stays_a_link_and_leaves_nothing_beside_it(tmp_path):
+    real = tmp_path / "outputs" / "v1"
+    args = ["clean", "harmless-base", "--data", "sample", "--out"]
+    assert CliRunner().invoke(cli, [*args, str(real)]).exit_code == 0
+    link = tmp_path / "current"
+    link.symlink_to(real, target_is_directory=True)
+    (real / "dropped.jsonl").unlink()  # the next run writes it again
+    result = CliRunner().invoke(cli, [*args, str(link), "--force"])
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert (real / "dropped.jsonl").is_file() and written_by(link) == "hh clean"
+    assert sorted(p.name for p in real.parent.iterdir()) == ["v1"]  # no .v1.old-XXXX
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["current", "outputs"]

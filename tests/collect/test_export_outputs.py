@@ -96,6 +96,10 @@ def test_a_database_put_in_an_earlier_export_is_never_replaced_with_it(live, db_
     one_error(export(db_url, out, "--force"), "holds the database this command reads (backup.db)")
     assert os.path.samefile(out / "backup.db", db)
     (out / "backup.db").unlink()
+    (out / "log").symlink_to(db + "-wal")  # a link to the live -wal
+    one_error(export(db_url, out, "--force"), "holds the database's wal file this command reads")
+    assert os.path.exists(db + "-wal")
+    (out / "log").unlink()
     assert export(db_url, out, "--force").exit_code == 0
 
 
