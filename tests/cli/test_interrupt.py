@@ -131,4 +131,5 @@ def test_ctrl_c_in_hh_import_removes_its_temporary(tmp_path):
         "import", "in.dpo.jsonl", "--format", "dpo", "--out", "out.jsonl",
     )  # fmt: skip
     assert_interrupted(r)
+    assert len(r.stderr.splitlines()) == 1, r.stderr  # one line, nothing else
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.dpo.jsonl"]
