@@ -117,6 +117,11 @@ def test_convert_demo_exports_audits_and_cleans_under_out(tmp_path):
     assert all((done.clean_dir / rel).is_file() for rel in m["files"])
     # a second run replaces its own cleaned copy
     assert convert_demo("sample", tmp_path).manifest["kept"] == m["kept"]
+    # and never a folder of someone else's there
+    (done.clean_dir / "thesis.tex").write_text("mine")
+    with pytest.raises(HHError, match="did not write"):
+        convert_demo("sample", tmp_path)
+    assert (done.clean_dir / "thesis.tex").read_text() == "mine"
 
 
 def test_pm_demo_trains_evaluates_and_writes_under_out(tmp_path, capsys):

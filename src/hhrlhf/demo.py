@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from .dataset import DatasetDict, load_dataset
 from .errors import HHError, OutputError
 from .layout import DataFile, DataSource, resolve_source, select_files
-from .outputs import MARKER, mark, replaceable, written_by
+from .outputs import MARKER, mark, replace_dir, replaceable, written_by
 from .records import PreferencePair
 from .stats import pair_stats
 from .transcript import ASSISTANT_MARKER
@@ -180,7 +180,8 @@ class ConvertDemo:
 def convert_demo(data: str | os.PathLike | DataSource, out: str | os.PathLike) -> ConvertDemo:
     """Export one preference file (harmless-base/test where it is there) in
     :data:`DEMO_FORMATS`, audit every file with every check and clean them; all under
-    ``out/convert/`` (the cleaned copy in ``out/convert/clean``, replaced when there)."""
+    ``out/convert/`` (the cleaned copy in ``out/convert/clean``: an earlier hhrlhf output
+    there is replaced whole, any other folder refused)."""
     from .checks import audit
     from .clean import clean
     from .convert import export_records
@@ -197,9 +198,9 @@ def convert_demo(data: str | os.PathLike | DataSource, out: str | os.PathLike) -
         done.exports.append((f.key, fmt, n, target))
     done.audit = audit(["all"], data=data)
     done.clean_dir = base / "clean"
-    if done.clean_dir.exists():
-        shutil.rmtree(done.clean_dir)
-    done.manifest = clean(["all"], out=done.clean_dir, data=data, result=done.audit)
+    # an earlier demo's copy is replaced whole; a folder hhrlhf did not write there is refused
+    with replace_dir(done.clean_dir, command=_DEMO) as tmp:
+        done.manifest = clean(["all"], out=tmp, data=data, result=done.audit)
     return done
 
 
