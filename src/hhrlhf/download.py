@@ -66,7 +66,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
@@ -80,7 +79,7 @@ from .errors import (
     OfflineError,
     UnknownNameError,
 )
-from .outputs import check_writable, plain_mode
+from .outputs import check_writable, write_atomic
 from .subsets import FileSpec, resolve_subsets
 
 __all__ = [
@@ -256,16 +255,7 @@ def _state_path(path: Path) -> Path:
 
 
 def _write_json_atomic(path: Path, data: object) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        plain_mode(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def _remember_hash(path: Path, digest: str) -> None:
@@ -397,7 +387,7 @@ def ensure_file(
         raise OfflineError(f"{spec.path} (subset {spec.subset}, split {spec.split})")
     url = file_url(spec, source=source, revision=revision)
     # an unwritable cache is one clear error before any transfer, not a traceback after it
-    check_writable(path.parent, kind="dir", force=True, option="cache directory")
+    check_writable(path.parent, kind="dir", into=True, option="cache directory")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(_sibling(path, ".lock")):
         if path.is_file():  # another process finished it while we waited

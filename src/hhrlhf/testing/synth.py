@@ -31,14 +31,12 @@ import gzip
 import itertools
 import json
 import math
-import os
 import random
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from ..outputs import plain_mode
+from ..outputs import write_atomic
 from ..records import RED_TEAM_KEYS_REAL, TASK_SCORE_KEY_REAL
 from ..subsets import PREFERENCE_SUBSETS, RED_TEAM, SUBSETS
 
@@ -1372,13 +1370,7 @@ def write_json_array_gz(path, rows: Iterable[dict], *, fast: bool = False) -> in
 
 
 def _write(path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    plain_mode(tmp)
-    os.replace(tmp, path)
+    write_atomic(path, data)
 
 
 #: Quirks forced into the sample, so each occurs at least once: (subset, split, row, quirk).
