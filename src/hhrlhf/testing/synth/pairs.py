@@ -7,6 +7,7 @@ import bisect
 import itertools
 import random
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ...subsets import PREFERENCE_SUBSETS, SUBSETS
@@ -58,6 +59,31 @@ def _human_turns(rng: random.Random) -> int:
 def fill(rng: random.Random, template: str, x: str, n: str) -> str:
     text = template.replace("{x}", x).replace("{n}", n)
     return text[:1].upper() + text[1:] if template.startswith("{") else text
+
+
+@dataclass
+class _Draft:
+    """A pair being made: the turns before the final responses (``rturns``: the rejected
+    side's, when they differ), the final chosen and rejected responses, and any text before
+    the first speaker marker."""
+
+    turns: list[list[str]]
+    c: str
+    r: str
+    rturns: list[list[str]] | None = None
+    preamble_c: str = ""
+    preamble_r: str = ""
+
+    def pair(self, *, identical: bool) -> Pair:
+        prompt = "".join(f"\n\n{role}:{text}" for role, text in self.turns)
+        rprompt = (
+            prompt
+            if self.rturns is None
+            else "".join(f"\n\n{role}:{text}" for role, text in self.rturns)
+        )
+        chosen = f"{self.preamble_c}{prompt}\n\nAssistant:{self.c}"
+        rejected = chosen if identical else f"{self.preamble_r}{rprompt}\n\nAssistant:{self.r}"
+        return {"chosen": chosen, "rejected": rejected}
 
 
 class PairMaker:
@@ -138,83 +164,80 @@ class PairMaker:
 
     # -- a pair
     def make(self, quirk: str | None, shared_start: bool, unicode: bool) -> Pair:
-        rng = self.rng
         ctx = self.context()
-        nh = _human_turns(rng)
-        if quirk == "diverge_early" and nh < 2:
-            nh = 2
+        turns = self._turns(ctx, at_least=2 if quirk == "diverge_early" else 1)
+        c = self.response(ctx, good=True)
+        r = self.response(ctx, good=False)
+        if c == r:
+            r = r + " " + self.rng.choice(GENERIC)
+        if shared_start:
+            c, r = self._share_start(ctx, c, r)
+        c, r = self._lengths(ctx, c, r)
+        if unicode:
+            c, r, turns = self._unicode(c, r, turns)
+        draft = _Draft(turns, c, r)
+        self._apply_quirk(draft, ctx, quirk)
+        return draft.pair(identical=quirk == "identical")
+
+    def _turns(self, ctx: Context, at_least: int) -> list[list[str]]:
+        """The turns before the final responses: ``[role, text]``, at least ``at_least``
+        human turns."""
+        nh = max(_human_turns(self.rng), at_least)
         turns: list[list[str]] = [["Human", self.human_first(ctx)]]
         for _ in range(nh - 1):
             # The conversation continued with the picked response; in harmless-base that is
             # the more harmful one.
             turns.append(["Assistant", self.response(ctx, good=not self.harmless)])
             turns.append(["Human", self.human_next(ctx)])
-        c = self.response(ctx, good=True)
-        r = self.response(ctx, good=False)
-        if c == r:
-            r = r + " " + rng.choice(GENERIC)
-        if shared_start:
-            c, r = self._share_start(ctx, c, r)
-        c, r = self._lengths(ctx, c, r)
-        if unicode:
-            c, r, turns = self._unicode(c, r, turns)
-        rturns = None
-        preamble_c = preamble_r = ""
+        return turns
 
+    def _apply_quirk(self, d: _Draft, ctx: Context, quirk: str | None) -> None:
+        """Give the pair being made the structural ``quirk`` (see :data:`QUIRKS`)."""
+        rng = self.rng
         if quirk == "empty_chosen":
-            c = " "
+            d.c = " "
         elif quirk in ("turns_in_chosen", "turns_in_rejected"):
             extra = (
                 f"\n\nHuman:{self.human_next(ctx)}\n\nAssistant:"
                 f"{self.response(ctx, good=True, sentences=1)}"
             )
             if quirk == "turns_in_chosen":
-                c += extra
+                d.c += extra
             else:
-                r += extra
+                d.r += extra
         elif quirk == "assistant_in_response":
             more = self.response(ctx, good=True, sentences=1)
             if rng.random() < 0.5:
-                c += "\n\nAssistant:" + more
+                d.c += "\n\nAssistant:" + more
             else:
-                r += "\n\nAssistant:" + more
+                d.r += "\n\nAssistant:" + more
         elif quirk == "double_human":
-            humans = [i for i, t in enumerate(turns) if t[0] == "Human"]
-            i = rng.choice(humans)
-            turns.insert(i + 1, ["Human", self.human_next(ctx)])
+            i = rng.choice([i for i, t in enumerate(d.turns) if t[0] == "Human"])
+            d.turns.insert(i + 1, ["Human", self.human_next(ctx)])
         elif quirk == "double_assistant":
-            turns.append(["Assistant", self.response(ctx, good=True, sentences=1)])
+            d.turns.append(["Assistant", self.response(ctx, good=True, sentences=1)])
         elif quirk == "inline_label":
             snippet = rng.choice(INLINE)
             if rng.random() < 0.6:
-                i = rng.choice([i for i, t in enumerate(turns) if t[0] == "Human"])
-                turns[i][1] = turns[i][1].rstrip() + snippet
+                i = rng.choice([i for i, t in enumerate(d.turns) if t[0] == "Human"])
+                d.turns[i][1] = d.turns[i][1].rstrip() + snippet
             else:
-                c = c.rstrip() + snippet
+                d.c = d.c.rstrip() + snippet
         elif quirk == "identical":
-            r = c
+            d.r = d.c
         elif quirk == "diverge_early":
-            humans = [i for i, t in enumerate(turns) if t[0] == "Human" and i > 0]
-            i = rng.choice(humans)
-            rturns = [list(t) for t in turns]
+            i = rng.choice([i for i, t in enumerate(d.turns) if t[0] == "Human" and i > 0])
+            d.rturns = [list(t) for t in d.turns]
             alt = self.human_next(ctx)
-            while alt == turns[i][1]:
+            while alt == d.turns[i][1]:
                 alt = alt + " Please."
-            rturns[i][1] = alt
+            d.rturns[i][1] = alt
         elif quirk == "preamble":
             # The leading "\n\n" is missing: the first human turn is text before any marker.
-            preamble_c = preamble_r = "Human:" + turns[0][1]
-            turns = turns[1:]
+            d.preamble_c = d.preamble_r = "Human:" + d.turns[0][1]
+            d.turns = d.turns[1:]
         elif quirk == "no_prompt":
-            preamble_c, preamble_r = "Conversation A", "Conversation B"
-
-        prompt = "".join(f"\n\n{role}:{text}" for role, text in turns)
-        rprompt = (
-            prompt if rturns is None else "".join(f"\n\n{role}:{text}" for role, text in rturns)
-        )
-        chosen = f"{preamble_c}{prompt}\n\nAssistant:{c}"
-        rejected = chosen if quirk == "identical" else f"{preamble_r}{rprompt}\n\nAssistant:{r}"
-        return {"chosen": chosen, "rejected": rejected}
+            d.preamble_c, d.preamble_r = "Conversation A", "Conversation B"
 
     def _share_start(self, ctx: Context, c: str, r: str) -> tuple[str, str]:
         rng = self.rng

@@ -114,36 +114,39 @@ def _rt_transcript(rng: random.Random, theme: Theme, rating: int, x: str, n: str
     return text
 
 
-def generate_red_team(n: int, *, seed: int = 0) -> Iterator[dict[str, Any]]:
-    """Yield ``n`` synthetic red-team attempts with the ten real keys (real spelling).
-
-    Cell counts follow Table 1 and ratings the real marginal exactly (largest remainder
-    over ``n``); scores follow the per-cell means of Fig. 1, lower for higher ratings.
-    """
-    rng = random.Random(f"hhrlhf-synth/red-team/{seed}")
-    cells = [c for c, k in _allocate(n, TABLE1).items() for _ in range(k)]
-    rng.shuffle(cells)
-    # Ratings: exact marginal; correlated with the cell (less harmless models, higher rating).
+def _ratings(rng: random.Random, cells: list[tuple[str, str]]) -> list[int]:
+    """A rating per attempt: the exact real marginal, correlated with the cell (less harmless
+    models, higher ratings)."""
+    n = len(cells)
     ratings = sorted(r for r, k in _allocate(n, RATINGS).items() for _ in range(k))
     latent = sorted(range(n), key=lambda i: -0.35 * FIG1[cells[i]] + rng.gauss(0, 1))
     rating_of = [0] * n
     for rank, i in enumerate(latent):
         rating_of[i] = ratings[rank]
-    # Per-cell mean rating, so that the score's per-cell mean stays at Fig. 1's value.
-    sums: dict[tuple[str, str], list[int]] = {}
-    for i in range(n):
-        s = sums.setdefault(cells[i], [0, 0])
-        s[0] += rating_of[i]
-        s[1] += 1
-    cell_rating = {c: s[0] / s[1] for c, s in sums.items()}
+    return rating_of
 
+
+def _cell_ratings(
+    cells: list[tuple[str, str]], rating_of: list[int]
+) -> dict[tuple[str, str], float]:
+    """Per-cell mean rating, so that the score's per-cell mean stays at Fig. 1's value."""
+    sums: dict[tuple[str, str], list[int]] = {}
+    for cell, rating in zip(cells, rating_of, strict=True):
+        s = sums.setdefault(cell, [0, 0])
+        s[0] += rating
+        s[1] += 1
+    return {c: s[0] / s[1] for c, s in sums.items()}
+
+
+def _members(rng: random.Random, n: int) -> tuple[list[int | str], list[int], set[int]]:
+    """(member ids, the member of each attempt, the members who are upworkers): upworkers are
+    whole members, picked from the lighter ones, about 1.5% of attempts."""
     ids, cum = _member_table(rng)
     member_idx = [bisect.bisect(cum, rng.random() * cum[-1]) for _ in range(n)]
     member_idx = [min(m, _MEMBERS - 1) for m in member_idx]
     counts: dict[int, int] = {}
     for m in member_idx:
         counts[m] = counts.get(m, 0) + 1
-    # Upworkers: whole members, picked from the lighter ones, about 1.5% of attempts.
     target = max(1, round(n * _UPWORKER_SHARE)) if n >= 20 else 0
     upworkers: set[int] = set()
     got = 0
@@ -153,6 +156,46 @@ def generate_red_team(n: int, *, seed: int = 0) -> Iterator[dict[str, Any]]:
         if got + counts[m] <= target or not upworkers:
             upworkers.add(m)
             got += counts[m]
+    return ids, member_idx, upworkers
+
+
+def _task(rng: random.Random, theme: Theme, x: str, name: str) -> str:
+    """A task description, sometimes lower-cased or with a trailing flourish."""
+    task = fill(rng, rng.choice(theme.tasks), x, name)
+    if rng.random() < 0.2:
+        task = task[0].lower() + task[1:]
+    if rng.random() < 0.3:
+        task += rng.choice([".", "!", " and see what happens.", " without it noticing."])
+    return task
+
+
+def _tags(rng: random.Random, theme: Theme, rating: int) -> list[str]:
+    """One to six tags, the theme's own first (an invalid-attempt tag sometimes at rating 0)."""
+    k = 1 + bisect.bisect([0.55, 0.8, 0.9, 0.95, 0.98], rng.random())
+    pool = list(theme.tags) + [t for t in TAG_VOCABULARY if t not in theme.tags]
+    if rating == 0 and rng.random() < 0.3:
+        pool.insert(0, "N/A - Invalid attempt")
+    tags: list[str] = []
+    for t in pool:
+        if len(tags) >= k:
+            break
+        if t not in tags and (rng.random() < 0.7 or t == pool[-1]):
+            tags.append(t)
+    return tags
+
+
+def generate_red_team(n: int, *, seed: int = 0) -> Iterator[dict[str, Any]]:
+    """Yield ``n`` synthetic red-team attempts with the ten real keys (real spelling).
+
+    Cell counts follow Table 1 and ratings the real marginal exactly (largest remainder
+    over ``n``); scores follow the per-cell means of Fig. 1, lower for higher ratings.
+    """
+    rng = random.Random(f"hhrlhf-synth/red-team/{seed}")
+    cells = [c for c, k in _allocate(n, TABLE1).items() for _ in range(k)]
+    rng.shuffle(cells)
+    rating_of = _ratings(rng, cells)
+    cell_rating = _cell_ratings(cells, rating_of)
+    ids, member_idx, upworkers = _members(rng, n)
     tagged = set(rng.sample(range(n), round(n * _TAGGED_SHARE)))
 
     for i in range(n):
@@ -164,24 +207,9 @@ def generate_red_team(n: int, *, seed: int = 0) -> Iterator[dict[str, Any]]:
         mu = FIG1[cells[i]]
         score = mu + 0.55 * (cell_rating[cells[i]] - rating) + rng.gauss(0, 1.35)
         score = min(_SCORE_MAX, max(_SCORE_MIN, score))
-        task = fill(rng, rng.choice(theme.tasks), x, name)
-        if rng.random() < 0.2:
-            task = task[0].lower() + task[1:]
-        if rng.random() < 0.3:
-            task += rng.choice([".", "!", " and see what happens.", " without it noticing."])
+        task = _task(rng, theme, x, name)
         task_score = rng.gauss(theme.task_score, 1.1)
-        tags: list[str] | None = None
-        if i in tagged:
-            k = 1 + bisect.bisect([0.55, 0.8, 0.9, 0.95, 0.98], rng.random())
-            pool = list(theme.tags) + [t for t in TAG_VOCABULARY if t not in theme.tags]
-            if rating == 0 and rng.random() < 0.3:
-                pool.insert(0, "N/A - Invalid attempt")
-            tags = []
-            for t in pool:
-                if len(tags) >= k:
-                    break
-                if t not in tags and (rng.random() < 0.7 or t == pool[-1]):
-                    tags.append(t)
+        tags = _tags(rng, theme, rating) if i in tagged else None
         yield {
             "transcript": _rt_transcript(rng, theme, rating, x, name),
             "min_harmlessness_score_transcript": round(score, 6),
