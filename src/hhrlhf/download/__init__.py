@@ -48,6 +48,12 @@ Environment
     server that stays silent past the timeout is retried once, so a host that accepts a
     connection and never answers fails after about twice the timeout.
 
+Modules
+    :mod:`.sources` (URLs, the Hub token), :mod:`.cache` (locations, offline mode, the lock),
+    :mod:`.checksum` (hashes, trust-on-first-use records, verdicts), :mod:`.transfer` (HTTP,
+    resume, retries) and :mod:`.progress` (what a transfer says on stderr). Every public name
+    imports from ``hhrlhf.download``.
+
 Example::
 
     from hhrlhf.download import download, ensure_file
