@@ -36,7 +36,7 @@ def test_a_missing_browser_skips_outside_ci(monkeypatch, tmp_path):
 
 def test_a_missing_browser_fails_in_ci(monkeypatch, tmp_path):
     monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="CI is set and the browser is missing"):
+    with pytest.raises(pytest.fail.Exception, match="CI is set and chromium is missing"):
         need_browser(tmp_path / "no-chromium")
 
 
