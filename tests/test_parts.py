@@ -22,7 +22,7 @@ HELPERS |= {"test_parts.py", "test_headless.py"}
 
 @pytest.fixture
 def bare(monkeypatch):
-    for variable in ("CI", "HH_REQUIRE_POSTGRES"):
+    for variable in ("CI", "HH_REQUIRE_POSTGRES", "HH_TEST_HIDE"):
         monkeypatch.delenv(variable, raising=False)
     return monkeypatch
 
