@@ -45,6 +45,7 @@ __all__ = [
     "file_identity",
     "select_files",
     "preferred_split",
+    "why_no_data",
 ]
 
 #: The bundled sample, laid out exactly like upstream.
@@ -321,7 +322,7 @@ def _split_files(folder: Path) -> list[str]:
     return [n for n in names if _split_name(n) and n.split(".")[0] in UPSTREAM_STEMS]
 
 
-def _why_no_data(src: DataSource) -> str:
+def why_no_data(src: DataSource) -> str:
     """Why a directory holds no subsets: it is one (its parent is the data), or it is empty."""
     if src.root is not None and (held := _split_files(src.root)):
         return (
@@ -354,7 +355,7 @@ def select_files(
     available = _available(src)
     where = None if src.kind == "cache" else src.label
     if not available:
-        raise NoDataError(src.label, _why_no_data(src))
+        raise NoDataError(src.label, why_no_data(src))
     picked: list[str] = []
     named: list[str] = []
     for name in _names(subsets):

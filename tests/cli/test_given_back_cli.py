@@ -89,7 +89,7 @@ def test_raw_and_upstream_rows_with_a_prompt_key_still_read(tmp_path):
 def test_a_subset_folder_says_to_pass_its_parent(tmp_path):
     subset = tmp_path / "harmless-base"
     shutil.copytree(SAMPLE_DIR / "harmless-base", subset)
-    for command in (["stats"], ["check"], ["show"]):
+    for command in (["stats"], ["check"], ["show"], ["info"]):
         result = run(*command, "--data", subset)
         assert result.exit_code == 1, result.output
         assert result.stderr.strip().splitlines() == [
@@ -101,7 +101,8 @@ def test_a_subset_folder_says_to_pass_its_parent(tmp_path):
     assert run("stats", "--data", tmp_path).exit_code == 0  # the parent reads
 
 
-def test_a_folder_without_data_still_says_so(tmp_path):
-    result = run("stats", "--data", tmp_path)
+@pytest.mark.parametrize("command", ["stats", "info"])
+def test_a_folder_without_data_still_says_so(tmp_path, command):
+    result = run(command, "--data", tmp_path)
     assert result.exit_code == 1
     assert "no data files found" in result.stderr

@@ -7,7 +7,7 @@ import textwrap
 
 import click
 
-from ..errors import HHError, RecordKindError
+from ..errors import HHError, NoDataError, RecordKindError
 from ..layout import (
     IgnoredFilesWarning,
     ignored_files,
@@ -15,6 +15,7 @@ from ..layout import (
     resolve_source,
     scan,
     select_files,
+    why_no_data,
 )
 from ..outputs import replace_dir
 from ..reader import detect_container, read_objects, read_pairs
@@ -79,7 +80,10 @@ def info(data, as_json):
                     }
                 )
     elif src.kind != "file":  # what is there, registry subsets first
-        for name, splits in scan(src.root).items():
+        found = scan(src.root)
+        if not found:  # a subset folder given for its parent, or nothing there
+            raise NoDataError(src.label, why_no_data(src))
+        for name, splits in found.items():
             for split, path in splits.items():
                 known = SUBSETS.get(name)
                 spec = next((f for f in known.files if f.split == split), None) if known else None
