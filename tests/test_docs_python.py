@@ -3,8 +3,10 @@ included: each in a fresh Python, in order, in one working folder per page (a bl
 what an earlier block of its page wrote), against the bundled sample.
 
 A block that imports a package not installed here is skipped, saying which (a visible skip,
-never a silent one); so is one whose hhrlhf extra is missing (a ``MissingExtraError``). A few
-blocks' results are checked too (:data:`EXPECT`).
+never a silent one); so is one whose hhrlhf extra is missing (a ``MissingExtraError``). A block
+that imports torch, transformers, TRL or Ray carries the ``train`` or ``ray`` marker, so
+``make test-extras`` runs it with those installed. A few blocks' results are checked too
+(:data:`EXPECT`).
 """
 
 from __future__ import annotations
@@ -22,12 +24,23 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
-def _blocks() -> list[tuple[str, int, str]]:
+#: A block importing one of these carries that extra's marker: ``make test-extras`` runs it.
+EXTRA_MARKERS = {"torch": "train", "transformers": "train", "trl": "train", "ray": "ray"}
+
+
+def _markers(code: str) -> list[pytest.MarkDecorator]:
+    modules = re.findall(r"^\s*(?:import|from)\s+([\w.]+)", code, re.M)
+    names = {EXTRA_MARKERS[part] for m in modules for part in m.split(".") if part in EXTRA_MARKERS}
+    return [getattr(pytest.mark, name) for name in sorted(names)]
+
+
+def _blocks() -> list:
     found = []
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
-        for k, code in enumerate(re.findall(r"```python\n(.*?)```", text, re.S)):
-            found.append((page.relative_to(ROOT).as_posix(), k + 1, code))
+        name = page.relative_to(ROOT).as_posix()
+        for k, code in enumerate(re.findall(r"```python\n(.*?)```", text, re.S), 1):
+            found.append(pytest.param(name, k, code, marks=_markers(code), id=f"{name}#{k}"))
     return found
 
 
@@ -64,10 +77,18 @@ def _not_installed(code: str) -> list[str]:
 
 
 def test_every_page_with_python_is_found():
-    pages = {page for page, _, _ in BLOCKS}
-    assert {"README.md", "docs/convert.md", "docs/pm.md", "docs/redteam.md"} <= pages
+    blocks = {(param.values[0], param.values[1]) for param in BLOCKS}
+    assert {"README.md", "docs/convert.md", "docs/pm.md", "docs/redteam.md"} <= {
+        p for p, _ in blocks
+    }
     for key in (*AFTER, *SETUP, *EXPECT):
-        assert key in {(page, k) for page, k, _ in BLOCKS}, key
+        assert key in blocks, key
+
+
+def test_a_block_of_a_heavy_extra_carries_its_marker():
+    assert [m.name for m in _markers("import hhrlhf\nfrom trl import DPOTrainer\n")] == ["train"]
+    assert [m.name for m in _markers("from hhrlhf.integrations.ray import x\n")] == ["ray"]
+    assert _markers("import datasets\n") == []
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +106,7 @@ def folders(tmp_path_factory):
     return folder, set()
 
 
-@pytest.mark.parametrize(("page", "k", "code"), BLOCKS, ids=[f"{p}#{k}" for p, k, _ in BLOCKS])
+@pytest.mark.parametrize(("page", "k", "code"), BLOCKS)
 def test_the_block_runs_as_written(folders, page, k, code):
     folder, ran = folders
     missing = _not_installed(code)
