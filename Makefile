@@ -2,14 +2,18 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# TRAIN=1 also installs the [train] extra (torch 2.13.0 CPU, transformers, trl) for its tests.
+# TRAIN=1 also installs the [train] extra (torch 2.13.0 CPU, transformers, trl) for its tests;
+# `make test-extras` installs the [train] and [ray] extras and runs only their tests.
 TRAIN ?=
 
-.PHONY: demo test lint format docs bench clean
+.PHONY: demo test test-extras lint format docs bench clean
 
+# A venv ships the pip and setuptools of its Python (3.11's: setuptools 65, which rejects the
+# `license = "MIT"` that [build-system]'s setuptools>=77 reads): both are upgraded at once, so
+# the sdist test (a build without isolation) runs with the setuptools the project asks for.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q --upgrade pip 'setuptools>=77'
 
 $(VENV)/.installed-all: pyproject.toml setup.py src/hhrlhf/_jsonl.c | $(BIN)/python
 	$(BIN)/pip install -q -e '.[all]'
@@ -29,6 +33,14 @@ demo: $(VENV)/.installed-all
 
 test: $(VENV)/.installed-dev $(if $(TRAIN),$(VENV)/.installed-train)
 	$(BIN)/python -m pytest -q
+
+$(VENV)/.installed-ray: $(VENV)/.installed-all
+	$(BIN)/pip install -q -e '.[ray]'
+	touch $@
+
+# The tests of the heavy extras only (the `train` and `ray` markers), with those extras installed.
+test-extras: $(VENV)/.installed-dev $(VENV)/.installed-train $(VENV)/.installed-ray
+	$(BIN)/python -m pytest -q -m "train or ray"
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

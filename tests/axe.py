@@ -2,16 +2,15 @@
 
 The npm package is pinned in tests/browser_deps/package.json (and its lock file); ``npm ci`` in
 that folder puts it in node_modules. Without it a test that needs it skips with that command,
-except in CI (``CI`` set), where it fails: ``.ci/run`` installs it.
+except in CI (``CI`` set), where it fails: ``.ci/run`` installs it (tests/parts.py's rule;
+``HH_TEST_HIDE=axe`` hides it).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from headless import in_ci
+from parts import need
 
 __all__ = ["AXE_JS", "axe_missing", "need_axe", "serious_violations"]
 
@@ -28,11 +27,7 @@ def axe_missing() -> str | None:
 
 def need_axe() -> Path:
     """The path of axe.min.js; skips the test where it is missing, fails it in CI."""
-    reason = axe_missing()
-    if reason is not None:
-        if in_ci():
-            pytest.fail(f"CI is set and axe-core is missing: {reason}", pytrace=False)
-        pytest.skip(reason)
+    need("axe")
     return AXE_JS
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -13,7 +12,9 @@ from hhrlhf.dataset import SAMPLE_DIR
 # helper modules that live beside the tests (pgserver) import as top-level modules
 sys.path.insert(0, str(Path(__file__).parent))
 
-from pgserver import SKIP_REASON, PostgresServer, find_bindir  # noqa: E402
+from parts import need  # noqa: E402
+from pgbouncer import PgBouncer  # noqa: E402
+from pgserver import PostgresServer  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -24,14 +25,12 @@ def sample_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def postgres_server():
-    """A throwaway PostgreSQL server for the whole session (skips where the binaries are absent)."""
+    """A throwaway PostgreSQL server for the whole session (skips where the binaries are
+    absent, fails there with HH_REQUIRE_POSTGRES set: tests/parts.py)."""
     pytest.importorskip(
         "psycopg", reason="psycopg is not installed (pip install 'hhrlhf[postgres]')"
     )
-    if find_bindir() is None:
-        if os.environ.get("HH_REQUIRE_POSTGRES"):  # CI installs the server: never skip there
-            pytest.fail(SKIP_REASON)
-        pytest.skip(SKIP_REASON)
+    need("postgresql")
     server = PostgresServer().start()
     try:
         yield server
@@ -43,3 +42,20 @@ def postgres_server():
 def postgres_url(postgres_server) -> str:
     """A SQLAlchemy URL of a new, empty PostgreSQL database for one test."""
     return postgres_server.new_database()
+
+
+@pytest.fixture
+def start_pgbouncer(request):
+    """``start_pgbouncer(pool_size) -> PgBouncer`` in front of the session's server, stopped at
+    the end of the test (skips without pgbouncer, fails there with HH_REQUIRE_POSTGRES set)."""
+    need("pgbouncer")  # before the server starts: a skip costs nothing
+    postgres_server = request.getfixturevalue("postgres_server")
+    started: list[PgBouncer] = []
+
+    def start(pool_size: int) -> PgBouncer:
+        started.append(PgBouncer(postgres_server, pool_size=pool_size).start())
+        return started[-1]
+
+    yield start
+    for running in started:
+        running.stop()

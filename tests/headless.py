@@ -2,18 +2,17 @@
 
 Without the browser a page test skips with the reason, except in CI (the ``CI`` environment
 variable set, as CI services and ``.ci/run``'s environment set it): there ``.ci/run`` installs
-the browser, so a missing one is a failure, never a silent skip (the same rule as
-``HH_REQUIRE_POSTGRES`` for the PostgreSQL tests).
+the browser, so a missing one is a failure, never a silent skip. The rule is tests/parts.py's,
+the one every optional system part follows (``HH_TEST_HIDE=chromium`` hides the browser).
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 from pathlib import Path
 from types import ModuleType
 
-import pytest
+from parts import in_ci, need
 
 __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "browser_missing", "in_ci", "need_browser"]
 
@@ -29,11 +28,6 @@ CHROMIUM_ARGS = [
 ]
 
 
-def in_ci() -> bool:
-    """Whether ``CI`` is set to something other than empty, ``0`` or ``false``."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def browser_missing(chromium: Path = CHROMIUM) -> str | None:
     """Why the page tests cannot drive a browser here, or None when they can."""
     if not chromium.exists():
@@ -47,9 +41,5 @@ def browser_missing(chromium: Path = CHROMIUM) -> str | None:
 
 def need_browser(chromium: Path = CHROMIUM) -> ModuleType:
     """``playwright.sync_api``; skips the test where the browser is missing, fails it in CI."""
-    reason = browser_missing(chromium)
-    if reason is not None:
-        if in_ci():
-            pytest.fail(f"CI is set and the browser is missing: {reason}", pytrace=False)
-        pytest.skip(reason)
+    need("chromium", lambda: browser_missing(chromium))
     return importlib.import_module("playwright.sync_api")

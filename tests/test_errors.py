@@ -192,14 +192,14 @@ def test_a_typo_in_a_subset_or_split_says_did_you_mean_in_one_line():
     from hhrlhf.cli import cli
 
     r = CliRunner().invoke(cli, ["show", "harmles-base", "--data", "sample"])
-    assert r.exit_code == 1
+    assert r.exit_code == 2  # a usage error, as click's own
     assert r.stderr.splitlines() == [
         "error: sample: no subset 'harmles-base'; subsets there: harmless-base, helpful-base, "
         "helpful-online, helpful-rejection-sampled, red-team-attempts; "
         "did you mean 'harmless-base'?"
     ]
     r = CliRunner().invoke(cli, ["stats", "helpful-base", "--split", "tset", "--data", "sample"])
-    assert r.exit_code == 1 and r.stderr.rstrip().endswith("did you mean 'test'?")
+    assert r.exit_code == 2 and r.stderr.rstrip().endswith("did you mean 'test'?")
 
 
 def test_a_typo_in_a_fixed_choice_says_did_you_mean(tmp_path):

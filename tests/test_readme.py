@@ -6,8 +6,9 @@ into stdout as a terminal shows them. ``--quiet`` only removes progress output, 
 terminal is a bar that erases itself and off a terminal holds timings.
 
 Which commands run: a command runs when it reads ``--data sample`` or only what an earlier
-command of the README wrote, and is not a ``make`` target; the others (``hh download``, the
-download cache, files the README does not create) are skipped by rule, listed in :data:`SKIP`.
+command of the README wrote, and is not a ``make`` target or a ``pip install``; the others
+(``hh download``, the download cache, the reader's own files) are skipped by rule, listed in
+:data:`SKIP`.
 
 How output is compared, line by line after trailing spaces are removed:
 
@@ -34,6 +35,9 @@ README = ROOT / "README.md"
 #: Commands that are not replayed, with why.
 SKIP = {
     "make": "a Makefile target (builds a virtual environment)",
+    "pip install": "installs into the environment running the tests",
+    "hh stats --data ~/": "the reader's own data, which the tests do not have",
+    "hh show --data ~/": "the reader's own data, which the tests do not have",
     "hh download": "network",
     "hh info": "without --data it reads the download cache",
     "hh show helpful-base --sample 3 --seed 1": "without --data it reads the download cache",

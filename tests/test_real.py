@@ -102,3 +102,27 @@ def test_a_folder_holding_only_the_real_file(tmp_path):
         counts = out["counts"]
         assert (counts["empty_response"], counts["response_contains_turns"]) == (4, 5)
         assert (counts["non_alternating"], counts["inline_speaker_label"]) == (9, 49)
+
+
+def test_the_readme_says_which_side_each_count_counts(pairs):
+    """The README's quirk counts are the real file's, each saying what it counts: pairs, or
+    chosen transcripts (the facts' 40 inline labels) beside the pairs hh stats counts (49)."""
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    counts = Counter(c for p in pairs for c in p.classes)
+    empty_chosen = sum(1 for p in pairs if not p.chosen_response.strip())
+    inline_chosen = sum(1 for p in pairs if has_inline_label_any(p.chosen))
+
+    def markers(response: str) -> bool:
+        return "\n\nHuman:" in response or "\n\nAssistant:" in response
+
+    in_chosen = sum(1 for p in pairs if markers(p.chosen_response))
+    in_rejected = sum(1 for p in pairs if markers(p.rejected_response))
+    for said in (
+        f"{empty_chosen} pairs whose chosen response is empty",
+        f"{counts['response_contains_turns']} pairs with speaker markers inside a response "
+        f"({in_chosen} chosen, {in_rejected} rejected)",
+        f"{counts['non_alternating']} pairs with a non-alternating transcript",
+        f"inline speaker labels in {inline_chosen} chosen transcripts "
+        f"({counts['inline_speaker_label']} pairs counting either side",
+    ):
+        assert said in readme, said

@@ -45,6 +45,7 @@ __all__ = [
     "file_identity",
     "select_files",
     "preferred_split",
+    "why_no_data",
 ]
 
 #: The bundled sample, laid out exactly like upstream.
@@ -307,7 +308,30 @@ def _single_file(src: DataSource, subsets, split: str | None) -> list[DataFile]:
             f"{path}: the file name does not say which split it is; pass the split "
             "(--split train, or split='train'), or name the file <subset>/<split>.jsonl.gz"
         )
-    return [DataFile(subset, file_split, path, path.name, red)]
+    found = [DataFile(subset, file_split, path, path.name, red)]
+    _refuse_exports(found)
+    return found
+
+
+def _split_files(folder: Path) -> list[str]:
+    """The names of upstream's split files right inside ``folder`` (a subset folder's)."""
+    try:
+        names = sorted(f.name for f in folder.iterdir() if f.is_file())
+    except OSError:
+        return []
+    return [n for n in names if _split_name(n) and n.split(".")[0] in UPSTREAM_STEMS]
+
+
+def why_no_data(src: DataSource) -> str:
+    """Why a directory holds no subsets: it is one (its parent is the data), or it is empty."""
+    if src.root is not None and (held := _split_files(src.root)):
+        return (
+            f"this folder is a subset (it holds {', '.join(held)}): pass its parent, "
+            f"{src.root.parent}, or one of its files"
+        )
+    return (
+        "no data files found (expected <subset>/<split>.jsonl.gz, e.g. harmless-base/test.jsonl.gz)"
+    )
 
 
 def select_files(
@@ -331,11 +355,7 @@ def select_files(
     available = _available(src)
     where = None if src.kind == "cache" else src.label
     if not available:
-        raise NoDataError(
-            src.label,
-            "no data files found (expected <subset>/<split>.jsonl.gz, "
-            "e.g. harmless-base/test.jsonl.gz)",
-        )
+        raise NoDataError(src.label, why_no_data(src))
     picked: list[str] = []
     named: list[str] = []
     for name in _names(subsets):
@@ -380,7 +400,31 @@ def select_files(
                 rel = f.path
                 path = src.locate(f, download=download)
             out.append(DataFile(name, s, path, rel, name == RED_TEAM))
+    if src.kind == "dir":
+        _refuse_exports(out)
     return out
+
+
+def _refuse_exports(files: list[DataFile]) -> None:
+    """An ``hh export`` output given as data is named (:mod:`hhrlhf.exports`), not read: each
+    file's first row is looked at (one that cannot be read is left to the reader to report)."""
+    from .exports import refuse_export
+    from .reader import read_objects
+
+    for f in files:
+        if f.red_team:
+            continue
+        rows = read_objects(f.path)
+        try:
+            first = next(rows, None)
+        except (HHError, OSError, ValueError):
+            continue
+        finally:
+            close = getattr(rows, "close", None)  # a generator: its open file closes now
+            if close is not None:
+                close()
+        if first is not None:
+            refuse_export(f.path, *first)
 
 
 def preferred_split(files: list[DataFile], preferred: str) -> str | None:

@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, cast
 import orjson
 
 from .errors import DataFormatError, TruncatedStreamError
+from .exports import refuse_export
 from .records import (
     RED_TEAM_KEYS,
     TASK_SCORE_KEY_CARD,
@@ -523,7 +524,11 @@ def read_pairs(
     path = str(path)
     policy = Lenient.of(lenient, skipped)
     unit = None
+    first = True
     for pos, obj in read_objects(path, lenient=policy, threaded=threaded):
+        if first:  # an hh export given back is named, not read as pairs without prompts
+            refuse_export(path, pos, obj)
+            first = False
         if type(obj) is dict:
             c = obj.get("chosen")
             r = obj.get("rejected")

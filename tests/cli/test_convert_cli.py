@@ -184,7 +184,7 @@ def test_export_usage_errors(sample, tmp_path):
         code=2,
     )
     assert "--format redteam" in r.stderr
-    r = run("export", "--format", "dpo", "--out", tmp_path / "x.csv", "--data", sample, code=1)
+    r = run("export", "--format", "dpo", "--out", tmp_path / "x.csv", "--data", sample, code=2)
     assert r.stderr.startswith("error:") and ".jsonl.gz" in r.stderr
 
 
@@ -431,9 +431,9 @@ def test_merge_consecutive_library_function():
 
 def test_check_names_the_non_alternating_rows(non_alternating):
     r = run("check", "--data", non_alternating, "--no-near-dups")
-    line = [x for x in r.stdout.splitlines() if x.startswith("non_alternating rows")]
-    assert line and line[0].endswith("helpful-base/test/0, helpful-base/test/1")
-    assert "--merge-consecutive" in line[0]
+    paragraph = " ".join(r.stdout[r.stdout.index("non_alternating rows") :].split())  # unwrapped
+    assert paragraph.endswith("helpful-base/test/0, helpful-base/test/1")
+    assert "--merge-consecutive" in paragraph
     got = json.loads(run("check", "--data", non_alternating, "--no-near-dups", "--json").stdout)
     assert got["non_alternating_rows"] == ["helpful-base/test/0", "helpful-base/test/1"]
 

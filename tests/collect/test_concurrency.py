@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from dataclasses import replace
+from datetime import timedelta
 
 from hhrlhf.collect.db import Storage
 from hhrlhf.collect.generation.runner import Generator
@@ -157,22 +159,31 @@ def test_workers_listening_to_the_same_turns_generate_each_once(storage, db_url,
 
 
 def test_a_live_run_renews_its_lease_and_keeps_the_turn(storage, settings):
-    """A run slower than ``lease_seconds`` is not taken over: its heartbeat renews the lease."""
+    """A run slower than ``lease_seconds`` is not taken over: its heartbeat renews the lease.
+    (The lease is 0.9 s, renewed every 0.3 s: a busy machine may delay a renewal by a good
+    part of a second. The test waits for the renewals themselves, the lease's end moved past
+    two lease lengths, not for a time it hopes is enough.)"""
     who, _ = annotators.add_annotator(storage, "alice")
     cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
     tid = conversations.create_turn(storage, who, cid, "hello", ("demo-a", "demo-b"))["id"]
     slow = replace(
         settings,
-        lease_seconds=0.3,
-        backends=tuple(replace(b, token_delay=0.06) for b in settings.backends),
+        lease_seconds=0.9,
+        backends=tuple(replace(b, token_delay=0.1) for b in settings.backends),
     )
     gen = Generator(storage, slow)
-    assert gen.lease_seconds == 0.3
+    assert gen.lease_seconds == 0.9
 
     async def go():
         _, run = await gen.open(tid)
         assert run is not None
-        await asyncio.sleep(0.8)  # well over two lease lengths
+        first = (await storage.call(leases.turn_state, tid))["lease_until"]
+        deadline = time.monotonic() + 30
+        while (await storage.call(leases.turn_state, tid))["lease_until"] < first + timedelta(
+            seconds=2 * 0.9
+        ):  # renewed over more than two lease lengths
+            assert not run.done and time.monotonic() < deadline
+            await asyncio.sleep(0.05)
         assert not run.done
         taken = await asyncio.to_thread(leases.acquire_lease, storage, tid, "other-worker", 60)
         return taken, await run.wait()

@@ -9,7 +9,6 @@ session state; its prepared statements (psycopg's, on by default) are turned off
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from dataclasses import replace
@@ -27,16 +26,8 @@ POOL = 3
 
 
 @pytest.fixture
-def bouncer(postgres_server):
-    from pgbouncer import SKIP_REASON, PgBouncer, find_pgbouncer
-
-    if find_pgbouncer() is None:
-        if os.environ.get("HH_REQUIRE_POSTGRES"):  # CI installs it: never skip there
-            pytest.fail(SKIP_REASON)
-        pytest.skip(SKIP_REASON)
-    running = PgBouncer(postgres_server, pool_size=POOL).start()
-    yield running
-    running.stop()
+def bouncer(start_pgbouncer):
+    return start_pgbouncer(POOL)
 
 
 def test_the_app_through_pgbouncer_in_transaction_mode(bouncer, postgres_server, tmp_path, report):
@@ -118,7 +109,9 @@ def test_the_app_through_pgbouncer_in_transaction_mode(bouncer, postgres_server,
     )
 
 
-def test_prepared_statements_through_the_pooler_fail_with_the_fix_named(postgres_server):
+def test_prepared_statements_through_the_pooler_fail_with_the_fix_named(
+    postgres_server, start_pgbouncer
+):
     """Without ``?prepare_threshold=none``, a client connection's statement prepared on one
     server connection is not there when the pooler gives its next transaction another one:
     the error a client is given says what to add to the URL."""
@@ -126,10 +119,9 @@ def test_prepared_statements_through_the_pooler_fail_with_the_fix_named(postgres
     from sqlalchemy.engine import make_url
 
     from hhrlhf.collect.db.errors import DATABASE_ERRORS, as_unavailable, pooler_trouble
-    from pgbouncer import PgBouncer
 
     name = make_url(postgres_server.new_database()).database
-    pooler = PgBouncer(postgres_server, pool_size=2).start()
+    pooler = start_pgbouncer(2)
     try:
         storage = Storage(pooler.url(name) + "&prepare_threshold=0")  # prepare at once
         first, second = storage.engine.connect(), storage.engine.connect()

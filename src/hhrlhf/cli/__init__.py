@@ -1,9 +1,10 @@
 """The ``hh`` command: a thin layer over the library.
 
 Every command lives in a module of this package and is registered here. Errors the user
-can cause (:class:`hhrlhf.errors.HHError`) become one line on stderr and exit status 1;
-Ctrl-C becomes one line and exit status 130 (the outputs' temporaries are removed on the
-way out: :mod:`hhrlhf.outputs`).
+can cause (:class:`hhrlhf.errors.HHError`) become one line on stderr and exit status 1, or 2
+for a name on the command line that is not there (a split, a subset, a file ending), as for
+click's own usage errors; Ctrl-C becomes one line and exit status 130 (the outputs'
+temporaries are removed on the way out: :mod:`hhrlhf.outputs`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ import sys
 import click
 
 from .. import __version__
-from ..errors import HHError
+from ..errors import HHError, UnknownNameError
 
 __all__ = ["main", "cli"]
+
+
+#: Names a command line gives (a split, a subset, a format, an --out file's ending): one
+#: that is not there is a usage error, exit 2, as click's own are.
+USAGE_KINDS = frozenset({"split", "subset", "file ending", "format", "check class", "source"})
 
 
 class _UserError(click.ClickException):
@@ -47,6 +53,16 @@ class _Interrupted(click.ClickException):
         )
 
 
+class _UsageError(_UserError):
+    exit_code = 2
+
+
+def _user_error(error: HHError) -> _UserError:
+    if isinstance(error, UnknownNameError) and error.kind in USAGE_KINDS:
+        return _UsageError(error)
+    return _UserError(error)
+
+
 class HHGroup(click.Group):
     def invoke(self, ctx):
         try:
@@ -54,7 +70,7 @@ class HHGroup(click.Group):
         except KeyboardInterrupt:
             raise _Interrupted() from None
         except HHError as exc:
-            raise _UserError(exc) from exc
+            raise _user_error(exc) from exc
         except Exception as exc:
             failure = _database_failure(exc)
             if failure is None:
@@ -74,6 +90,37 @@ def _database_failure(exc: Exception) -> HHError | None:
     return HHError(f"the database failed: {describe(exc)}; the command stopped there")
 
 
+QUIET_HELP = "No progress bars or progress lines on stderr (those of datasets included)."
+
+
+def _quiet(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``-q`` given after a command's name: what ``hh -q`` does (which has already run)."""
+    if value:
+        from ..progress import enable, quiet_libraries
+
+        enable(False)
+        quiet_libraries(True)
+
+
+def _quiet_everywhere(command: click.Command) -> None:
+    """Give ``command`` (and a group's commands) ``-q/--quiet`` too: ``hh clean -q`` works as
+    ``hh -q clean`` does, where people put it by habit."""
+    if not any("--quiet" in p.opts for p in command.params):
+        command.params.append(
+            click.Option(
+                ["--quiet", "-q"],
+                is_flag=True,
+                expose_value=False,
+                is_eager=True,
+                callback=_quiet,
+                help=QUIET_HELP,
+            )
+        )
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _quiet_everywhere(sub)
+
+
 def _loader() -> str:
     from ..fastload import NATIVE
 
@@ -84,12 +131,7 @@ def _loader() -> str:
 @click.version_option(
     __version__, prog_name="hh", message=f"%(prog)s, version %(version)s; loader: {_loader()}"
 )
-@click.option(
-    "--quiet",
-    "-q",
-    is_flag=True,
-    help="No progress bars or progress lines on stderr (those of datasets included).",
-)
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 def cli(quiet):
     """hh: Anthropic's HH-RLHF data, loaded exactly, converted, audited and learned from.
 
@@ -145,6 +187,8 @@ def _register() -> None:
         module = __import__(f"{__name__}.{module_name}", fromlist=["commands"])
         for command in module.commands:
             cli.add_command(command)
+    for command in cli.commands.values():
+        _quiet_everywhere(command)
 
 
 def main(argv=None):

@@ -7,11 +7,13 @@ written by :mod:`hhrlhf.clean`.
 from __future__ import annotations
 
 import sys
+import textwrap
 
 import click
 
 from ..errors import UnknownNameError
 from ..outputs import replace_dir
+from .data import NARROW
 from .options import (
     check_outputs,
     data_option,
@@ -30,6 +32,14 @@ __all__ = ["commands", "check", "clean"]
 
 def _chatter(msg: str) -> None:
     click.echo(msg, err=True)
+
+
+def _progress_line(msg: str) -> None:
+    """A step of the work (``checking harmless-base/test``): progress, so ``-q`` hides it."""
+    from ..progress import enabled
+
+    if enabled():
+        click.echo(msg, err=True)
 
 
 def _class_names(values, option: str) -> list[str]:
@@ -99,23 +109,28 @@ def _selection(subsets, file_subset, split, data, threshold) -> dict:
         "split": split,
         "data": data,
         "threshold": threshold,
-        "progress": _chatter,
+        "progress": _progress_line,
     }
 
 
-def _print_counts(result) -> None:
+def _print_counts(result, wide: bool = False) -> None:
+    """The class table, its meanings cut to fit :data:`NARROW` columns unless ``wide``."""
     from ..checks import CLASSES
 
     counts = result.counts
+    flagged = [name for name in CLASSES if counts[name]]
+    used = max([5, *map(len, flagged)]) + max([4, *(len(str(counts[n])) for n in flagged)])
+    room = max(32, NARROW - used - len("severity") - 3 * 2)
     rows = [
         {
             "class": name,
             "rows": counts[name],
             "severity": CLASSES[name].severity,
-            "meaning": _short(CLASSES[name].description),
+            "meaning": CLASSES[name].description
+            if wide
+            else _short(CLASSES[name].description, room),
         }
-        for name in CLASSES
-        if counts[name]
+        for name in flagged
     ]
     click.echo(f"{result.rows} rows in {len(result.files)} file(s); {len(result.flags)} flagged")
     if rows:
@@ -125,10 +140,11 @@ def _print_counts(result) -> None:
     odd = result.rows_of("non_alternating")
     if odd:
         more = f" and {len(odd) - 20} more (--report lists all)" if len(odd) > 20 else ""
-        click.echo(
+        line = (
             f"non_alternating rows (strict chat templates reject them; hh export "
             f"--merge-consecutive joins same-role turns): {', '.join(odd[:20])}{more}"
         )
+        click.echo(line if wide else "\n".join(textwrap.wrap(line, NARROW, break_on_hyphens=False)))
 
 
 def _safe_line(row: dict) -> bytes:
@@ -161,8 +177,13 @@ def _safe_line(row: dict) -> bytes:
 @data_option
 @subset_option
 @json_option
+@click.option(
+    "--wide", is_flag=True, help=f"Each class's whole meaning, wider than {NARROW} columns."
+)
 @force_option
-def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subset, as_json, force):
+def check(
+    subsets, split, report, fail_on, threshold, near_dups, data, file_subset, as_json, wide, force
+):
     """Audit the data: per-pair classes, duplicates, train/test leaks, near duplicates, red team.
 
     SUBSETS default to the four preference subsets; 'all' adds red-team-attempts.
@@ -194,7 +215,7 @@ def check(subsets, split, report, fail_on, threshold, near_dups, data, file_subs
     if as_json:
         emit_json(result.to_json())
     else:
-        _print_counts(result)
+        _print_counts(result, wide)
     failed = [c for c in fail_classes if result.counts[c]]
     if failed:
         hint = "" if fail_on else " (error classes; --fail-on none exits 0)"

@@ -71,7 +71,7 @@ def _records(subsets, split, data, fmt, lenient=None):
     required=True,
     metavar="FORMAT",
     type=Choice(list(FORMATS)),
-    help="Output format (see docs/convert.md).",
+    help=f"Output format: {', '.join(FORMATS)} (docs/convert.md says which trainer takes which).",
 )
 @click.option(
     "--out",
@@ -94,7 +94,7 @@ def _records(subsets, split, data, fmt, lenient=None):
     "--merge-consecutive",
     is_flag=True,
     help="Message formats: join two or more same-role turns in a row into one message "
-    '(contents joined by "\n\n"), for chat templates that require alternating roles.',
+    '(contents joined by "\\n\\n"), for chat templates that require alternating roles.',
 )
 @data_option
 @subset_option

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import random
+import textwrap
 
 import click
 
-from ..errors import HHError, RecordKindError
+from ..errors import HHError, NoDataError, RecordKindError
 from ..layout import (
     IgnoredFilesWarning,
     ignored_files,
@@ -14,6 +15,7 @@ from ..layout import (
     resolve_source,
     scan,
     select_files,
+    why_no_data,
 )
 from ..outputs import replace_dir
 from ..reader import detect_container, read_objects, read_pairs
@@ -35,6 +37,9 @@ from .options import (
     seed_option,
     subset_option,
 )
+
+#: The width ``hh stats`` keeps to without --wide (the upstream subset names fit it).
+NARROW = 100
 
 __all__ = ["commands", "info", "show", "stats", "format_pair"]
 
@@ -75,7 +80,10 @@ def info(data, as_json):
                     }
                 )
     elif src.kind != "file":  # what is there, registry subsets first
-        for name, splits in scan(src.root).items():
+        found = scan(src.root)
+        if not found:  # a subset folder given for its parent, or nothing there
+            raise NoDataError(src.label, why_no_data(src))
+        for name, splits in found.items():
             for split, path in splits.items():
                 known = SUBSETS.get(name)
                 spec = next((f for f in known.files if f.split == split), None) if known else None
@@ -231,10 +239,13 @@ def show(subset, split, index, sample, seed, data, file_subset, as_json, lenient
 @data_option
 @subset_option
 @json_option
+@click.option(
+    "--wide", is_flag=True, help=f"One table, wider than {NARROW} columns, with longer headers."
+)
 @lenient_option
 @force_option
 @pass_lenient
-def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force):
+def stats(subsets, split, plots_dir, data, file_subset, as_json, wide, lenient, force):
     """Rows, human turns per prompt, response lengths, chosen-longer share and class counts.
 
     \b
@@ -264,40 +275,57 @@ def stats(subsets, split, plots_dir, data, file_subset, as_json, lenient, force)
     if as_json:
         emit_json(result)
         return
-    short = {
-        "empty_response": "empty",
-        "response_contains_turns": "turns in resp",
-        "non_alternating": "non-alt",
-        "inline_speaker_label": "inline label",
-        "identical_pair": "identical",
-        "diverges_before_final_turn": "early diverge",
-        "no_prompt": "no prompt",
-    }
-    rows = []
+    _print_stats(result, wide)
+
+
+#: The class columns of ``hh stats``: (short header, header under --wide).
+_CLASS_HEADERS = {
+    "empty_response": ("empty", "empty"),
+    "response_contains_turns": ("resp turns", "turns in resp"),
+    "non_alternating": ("non-alt", "non-alt"),
+    "inline_speaker_label": ("inline", "inline label"),
+    "identical_pair": ("identical", "identical"),
+    "diverges_before_final_turn": ("early div", "early diverge"),
+    "no_prompt": ("no prompt", "no prompt"),
+}
+
+
+def _print_stats(result: dict, wide: bool) -> None:
+    """One table (``wide``), or two that fit :data:`NARROW` columns: lengths, then classes."""
+    lengths, classes = [], []
     for key, s in result.items():
         empty = s["rows"] == 0  # no median or share to show: n/a, not zeros that look like data
-        rows.append(
+        lengths.append(
             {
                 "subset/split": key,
                 "rows": s["rows"],
                 "med chosen": "n/a" if empty else s["chosen_response_chars"]["median"],
                 "med rejected": "n/a" if empty else s["rejected_response_chars"]["median"],
                 "chosen longer": "n/a" if empty else f"{100 * s['chosen_longer_share']:.1f}%",
-                **{short[name]: s["classes"][name] for name in PAIR_CLASSES},
             }
         )
-    print_table(rows)
-    turns = {}
+        header = 1 if wide else 0
+        classes.append(
+            {"subset/split": key}
+            | {_CLASS_HEADERS[name][header]: s["classes"][name] for name in PAIR_CLASSES}
+        )
+    if wide:
+        print_table([a | b for a, b in zip(lengths, classes, strict=True)])
+    else:
+        print_table(lengths)
+        click.echo()
+        print_table(classes)
+    turns: dict[int, int] = {}
     for s in result.values():
         for k, v in s["human_turns"].items():
             turns[int(k)] = turns.get(int(k), 0) + v
-    click.echo(
-        "\nhuman turns per prompt: "
-        + (", ".join(f"{k}: {v}" for k, v in sorted(turns.items())) or "n/a (no rows)")
+    line = "human turns per prompt: " + (  # no break inside one "turns: count"
+        ", ".join(f"{k}:\xa0{v}" for k, v in sorted(turns.items())) or "n/a (no rows)"
     )
-    click.echo(
-        "(med = median final-response length in characters; class columns count pairs)", err=True
-    )
+    text = line if wide else "\n".join(textwrap.wrap(line, NARROW, break_on_hyphens=False))
+    click.echo("\n" + text.replace("\xa0", " "))
+    note = "med = median final-response length in characters; class columns count pairs"
+    click.echo(f"({note})" if wide else f"({note}; --wide: one table)", err=True)
 
 
 commands = [info, show, stats]
