@@ -9,6 +9,8 @@ Everything here is numerically stable for large margins of either sign.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import require
 
 __all__ = ["bt_loss", "bt_objective", "preference_probability", "sigmoid"]
@@ -19,7 +21,7 @@ def _numpy():
     return require("numpy", "reward", "preference models")
 
 
-def sigmoid(x):
+def sigmoid(x: Any) -> Any:
     """Numerically stable logistic function."""
     np = _numpy()
     x = np.asarray(x, dtype=float)

@@ -33,6 +33,7 @@ __all__ = [
     "PreferenceModel",
     "train_pm",
     "pair_weights",
+    "fit_weights",
 ]
 
 #: Subsets whose pairs form the "harm" part of the mixed loss.
@@ -134,6 +135,28 @@ def pair_weights(subsets, harm_weight: float):
     return np.array([harm_weight if s in HARM_SUBSETS else 1.0 for s in subsets], dtype=float)
 
 
+def fit_weights(diffs, weights, *, l2: float, max_iter: int, desc: str = "fitting"):
+    """The weights minimising :func:`.loss.bt_objective` over the pair feature differences
+    ``diffs`` (L-BFGS from zeros, a progress bar named ``desc``): scipy's ``OptimizeResult``."""
+    np = require("numpy", "reward", "the preference model")
+    optimize = require("scipy.optimize", "reward", "the preference model")
+    from ..progress import progress as progress_bar
+
+    with progress_bar(total=max_iter, desc=desc, unit="iterations") as bar:
+        result = optimize.minimize(
+            bt_objective,
+            np.zeros(diffs.shape[1]),
+            args=(diffs, weights, l2),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter},
+            callback=lambda _: bar.update(1),
+        )
+        if result.success:  # converged before max_iter: the bar ends at 100%
+            bar.finish()
+    return result
+
+
 def train_pm(
     pairs,
     *,
@@ -154,7 +177,6 @@ def train_pm(
     ``desc`` names the fit's progress bar.
     """
     np = require("numpy", "reward", "the preference model")
-    optimize = require("scipy.optimize", "reward", "the preference model")
 
     pairs = list(pairs)
     if not pairs:
@@ -175,20 +197,7 @@ def train_pm(
     t_feat = time.perf_counter() - t0
     say(f"featurised {n:,} pairs in {t_feat:.1f}s ({diffs.shape[1]:,} features)")
     weights = pair_weights([p.subset for p in pairs], harm_weight)
-    from ..progress import progress as progress_bar
-
-    with progress_bar(total=max_iter, desc=desc, unit="iterations") as bar:
-        result = optimize.minimize(
-            bt_objective,
-            np.zeros(diffs.shape[1]),
-            args=(diffs, weights, l2),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": max_iter},
-            callback=lambda _: bar.update(1),
-        )
-        if result.success:  # converged before max_iter: the bar ends at 100%
-            bar.finish()
+    result = fit_weights(diffs, weights, l2=l2, max_iter=max_iter, desc=desc)
     w = result.x
     margin = np.asarray(diffs @ w).ravel()
     t_total = time.perf_counter() - t0
