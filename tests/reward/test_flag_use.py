@@ -93,3 +93,35 @@ def test_clean_refuses_flags_of_other_data_and_bad_classes(flags, tmp_path):
     assert r.exit_code == 2 and "unknown class doubtful" in r.output
     r = run("clean", "--data", "sample", "--out", tmp_path / "q", "--flip")
     assert r.exit_code == 2 and "--flip" in r.output
+
+
+@pytest.mark.parametrize("fmt", ["dpo", "trl-conversational"])
+def test_export_adds_margin_columns(flags, tmp_path, fmt):
+    path, rows = flags
+    out = tmp_path / "x.jsonl"
+    ok(
+        "export", "harmless-base", "--split", "train", "--data", "sample", "--format", fmt,
+        "--out", out, "--margins", path,
+    )  # fmt: skip
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(g["margin"], g["p_mislabelled"]) for g in got] == [
+        (r["margin"], r["p_mislabelled"]) for r in rows
+    ]
+
+
+def test_export_margins_parquet_and_missing_pairs(flags, tmp_path):
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    path, rows = flags
+    out = tmp_path / "x.parquet"
+    ok(
+        "export", "harmless-base", "--split", "train", "--data", "sample", "--format", "dpo",
+        "--out", out, "--margins", path,
+    )  # fmt: skip
+    assert pq.read_table(out).column("margin").to_pylist() == [r["margin"] for r in rows]
+    r = run(
+        "export", "harmless-base", "--split", "test", "--data", "sample", "--format", "dpo",
+        "--out", tmp_path / "y.jsonl", "--margins", path,
+    )  # fmt: skip
+    assert r.exit_code == 1 and "the flags have no row for pair harmless-base/test/0" in r.output
