@@ -3,11 +3,13 @@
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 import hhrlhf
 from hhrlhf.cli import cli
+from hhrlhf.reward.flag_eval import inject_flips
 
 
 def ok(*args):
@@ -125,3 +127,68 @@ def test_export_margins_parquet_and_missing_pairs(flags, tmp_path):
         "--out", tmp_path / "y.jsonl", "--margins", path,
     )  # fmt: skip
     assert r.exit_code == 1 and "the flags have no row for pair harmless-base/test/0" in r.output
+
+
+def test_loss_with_smoothing_and_offsets_has_the_right_value_and_gradient():
+    from scipy.optimize import check_grad
+
+    from hhrlhf.reward.loss import bt_objective
+
+    rng = np.random.default_rng(0)
+    d, w = rng.normal(size=(30, 5)), rng.normal(size=5)
+    offsets = rng.normal(size=30)
+    m = d @ w - offsets
+    loss, _ = bt_objective(w, d, None, 0.0, 0.1, offsets)
+    want = np.mean(0.9 * np.logaddexp(0, -m) + 0.1 * np.logaddexp(0, m))
+    assert loss == pytest.approx(want)
+    for args in ((None, 1e-3, 0.1, offsets), (np.ones(30) * 2, 0.0, 0.0, offsets)):
+        err = check_grad(
+            lambda v, a=args: bt_objective(v, d, *a)[0],
+            lambda v, a=args: bt_objective(v, d, *a)[1],
+            w,
+        )
+        assert err < 1e-5
+    plain = bt_objective(w, d, None, 1e-3)
+    same = bt_objective(w, d, None, 1e-3, 0.0, None)
+    assert plain[0] == same[0] and np.array_equal(plain[1], same[1])
+
+
+def test_adaptive_margins_and_smoothing_change_the_fit():
+    from hhrlhf.reward import train_pm
+
+    from .conftest import SMALL, make_pairs
+
+    pairs, flipped = inject_flips(make_pairs(200, seed=31), 0.3, seed=2)
+    probe = make_pairs(200, seed=32)
+    # the flipped pairs get a margin of -5: the loss asks the model to prefer them by > -5
+    plain = train_pm(pairs, config=SMALL)
+    adaptive = train_pm(pairs, config=SMALL, margins=np.where(flipped, -5.0, 0.0))
+    smoothed = train_pm(pairs, config=SMALL, label_smoothing=0.3)
+    mean = {k: np.subtract(*m.score_pairs(probe)).mean() for k, m in
+            {"plain": plain, "adaptive": adaptive, "smoothed": smoothed}.items()}  # fmt: skip
+    assert mean["adaptive"] > 1.5 * mean["plain"] > 0
+    assert 0 < mean["smoothed"] < mean["plain"]
+    assert adaptive.meta["hyperparameters"]["adaptive_margin"]
+    assert smoothed.meta["hyperparameters"]["label_smoothing"] == 0.3
+    with pytest.raises(ValueError, match="label smoothing"):
+        train_pm(pairs, config=SMALL, label_smoothing=0.5)
+
+
+def test_train_takes_margins_from_the_flags(flags, tmp_path):
+    path, _ = flags
+    r = ok(
+        "pm", "train", "harmless-base", "--split", "train", "--data", "sample", "--out",
+        tmp_path / "m", "--margin-from", path, "--label-smoothing", "0.1", "--json",
+    )  # fmt: skip
+    hyper = json.loads(r.stdout)["hyperparameters"]
+    assert hyper["label_smoothing"] == 0.1 and "adaptive_margin" in hyper
+    r = run(
+        "pm", "train", "harmless-base", "--split", "test", "--data", "sample", "--out",
+        tmp_path / "n", "--margin-from", path,
+    )  # fmt: skip
+    assert r.exit_code == 1 and "no row for pair harmless-base/test/0" in r.output
+    r = run(
+        "pm", "train", "--data", "sample", "--out", tmp_path / "o", "--backend", "transformers",
+        "--base-model", "x", "--label-smoothing", "0.1",
+    )  # fmt: skip
+    assert r.exit_code == 2 and "--label-smoothing is for the linear backend" in r.output

@@ -25,7 +25,7 @@ from .options import (
     seed_option,
     subset_option,
 )
-from .pm_options import backend_kwargs, backend_options
+from .pm_options import backend_kwargs, backend_options, loss_kwargs, loss_options
 
 __all__ = ["commands", "pm", "demo_step"]
 
@@ -81,6 +81,7 @@ def _training_data(files, data, pairs) -> dict:
     "--out", "out", required=True, type=click.Path(path_type=Path), help="Model directory to write."
 )
 @backend_options
+@loss_options
 @click.option(
     "--holdout",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -107,6 +108,8 @@ def train(
     base_model,
     epochs,
     max_steps,
+    label_smoothing,
+    margin_from,
     holdout,
     data,
     file_subset,
@@ -148,6 +151,7 @@ def train(
                 f"--holdout {holdout} leaves {len(pairs)} pairs to train on and {len(held)} "
                 "held out: choose another fraction, or select more data"
             )
+    options |= loss_kwargs(backend, label_smoothing, margin_from, pairs)
     info = _training_data(files, data, pairs)
     if held:
         info["holdout"] = {"fraction": holdout, "held_out_pairs": len(held), "by": "prompt"}

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from ..reward.backends import BACKENDS, get_backend
 
-__all__ = ["backend_options", "backend_kwargs"]
+__all__ = ["backend_options", "backend_kwargs", "loss_options", "loss_kwargs"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,3 +63,55 @@ def backend_kwargs(backend: str, **given: Any) -> dict[str, Any]:
     names = {"jobs": "n_jobs"}
     options = {names.get(k, k): v for k, v in given.items()}
     return {k: options[k] for k in spec.options if k in options}
+
+
+_LOSS_OPTIONS = (
+    click.option(
+        "--label-smoothing",
+        type=click.FloatRange(0, 0.5, max_open=True),
+        default=0.0,
+        show_default=True,
+        metavar="A",
+        help="Linear backend: trust each label with probability 1 - A "
+        "((1 - A) softplus(-m) + A softplus(m)).",
+    ),
+    click.option(
+        "--margin-from",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FLAGS.jsonl",
+        help="Linear backend: adaptive margin, -log sigmoid(r_c - r_r - m) with m each "
+        "pair's margin from hh pm flag.",
+    ),
+)
+
+
+def loss_options(f: F) -> F:
+    """``--label-smoothing`` and ``--margin-from`` (passed as ``label_smoothing``,
+    ``margin_from``)."""
+    for option in reversed(_LOSS_OPTIONS):
+        f = option(f)
+    return f
+
+
+def loss_kwargs(
+    backend: str, label_smoothing: float, margin_from: Path | None, pairs: Any
+) -> dict[str, Any]:
+    """The training keywords of ``--label-smoothing`` and ``--margin-from`` for ``pairs``; a
+    usage error on a backend that does not take them."""
+    given = {
+        "--label-smoothing": ("label_smoothing", bool(label_smoothing)),
+        "--margin-from": ("margins", margin_from is not None),
+    }
+    spec = get_backend(backend)
+    for name, (option, on) in given.items():
+        if on and option not in spec.options:
+            raise click.UsageError(f"{name} is for the linear backend, not {backend}")
+    out: dict[str, Any] = {}
+    if label_smoothing:
+        out["label_smoothing"] = label_smoothing
+    if margin_from is not None:
+        from ..reward.flag import flag_margins, read_flags
+
+        out["margins"] = flag_margins(read_flags(margin_from), pairs, margin_from)
+    return out

@@ -61,6 +61,7 @@ __all__ = [
     "class_counts",
     "write_flags",
     "read_flags",
+    "flag_margins",
 ]
 
 #: The classes, most doubtful first.
@@ -314,4 +315,21 @@ def read_flags(
         first[key] = lineno
         if keep is None or keep(row):
             out[key] = row
+    return out
+
+
+def flag_margins(
+    flags: dict[tuple[Any, Any, int], dict[str, Any]], pairs: Sequence[Any], path: Any = None
+) -> list[float]:
+    """The ``margin`` of each of ``pairs`` in ``flags`` (:func:`read_flags`); a pair without
+    one is an error naming the flags file ``path``."""
+    out = []
+    for p in pairs:
+        row = flags.get((p.subset, p.split, p.index))
+        if row is None:
+            raise HHError(
+                f"{path or 'the flags'}: no row for pair {p.subset}/{p.split}/{p.index} "
+                "(flags of other data?)"
+            )
+        out.append(float(row["margin"]))
     return out

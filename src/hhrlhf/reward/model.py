@@ -135,9 +135,19 @@ def pair_weights(subsets, harm_weight: float):
     return np.array([harm_weight if s in HARM_SUBSETS else 1.0 for s in subsets], dtype=float)
 
 
-def fit_weights(diffs, weights, *, l2: float, max_iter: int, desc: str = "fitting"):
+def fit_weights(
+    diffs,
+    weights,
+    *,
+    l2: float,
+    max_iter: int,
+    desc: str = "fitting",
+    smoothing: float = 0.0,
+    offsets=None,
+):
     """The weights minimising :func:`.loss.bt_objective` over the pair feature differences
-    ``diffs`` (L-BFGS from zeros, a progress bar named ``desc``): scipy's ``OptimizeResult``."""
+    ``diffs`` (L-BFGS from zeros, a progress bar named ``desc``): scipy's ``OptimizeResult``.
+    ``smoothing`` and ``offsets``: label smoothing and adaptive margins (:mod:`.loss`)."""
     np = require("numpy", "reward", "the preference model")
     optimize = require("scipy.optimize", "reward", "the preference model")
     from ..progress import progress as progress_bar
@@ -146,7 +156,7 @@ def fit_weights(diffs, weights, *, l2: float, max_iter: int, desc: str = "fittin
         result = optimize.minimize(
             bt_objective,
             np.zeros(diffs.shape[1]),
-            args=(diffs, weights, l2),
+            args=(diffs, weights, l2, smoothing, offsets),
             jac=True,
             method="L-BFGS-B",
             options={"maxiter": max_iter},
@@ -168,13 +178,17 @@ def train_pm(
     training_data: dict | None = None,
     progress=None,
     desc: str = "fitting",
+    label_smoothing: float = 0.0,
+    margins=None,
 ) -> PreferenceModel:
     """Fit a linear PM on preference pairs with the Bradley-Terry loss.
 
     ``harm_weight`` is lambda in ``L = L_help + lambda L_harm``; ``l2`` the ridge penalty on
     the mean loss; ``n_jobs`` parallelises featurisation. ``training_data`` (subsets, splits,
     rows, checksums) is recorded in ``model.json``. ``progress`` is called with short strings;
-    ``desc`` names the fit's progress bar.
+    ``desc`` names the fit's progress bar. ``label_smoothing`` (epsilon) and ``margins`` (one
+    adaptive margin per pair, e.g. the ``margin`` of ``hh pm flag``) change the loss
+    (:func:`.loss.bt_objective`).
     """
     np = require("numpy", "reward", "the preference model")
 
@@ -197,7 +211,19 @@ def train_pm(
     t_feat = time.perf_counter() - t0
     say(f"featurised {n:,} pairs in {t_feat:.1f}s ({diffs.shape[1]:,} features)")
     weights = pair_weights([p.subset for p in pairs], harm_weight)
-    result = fit_weights(diffs, weights, l2=l2, max_iter=max_iter, desc=desc)
+    if not 0 <= label_smoothing < 0.5:
+        raise ValueError(f"label smoothing must be in [0, 0.5), not {label_smoothing}")
+    if margins is not None and len(margins) != n:
+        raise ValueError(f"{len(margins)} margins for {n} pairs")
+    result = fit_weights(
+        diffs,
+        weights,
+        l2=l2,
+        max_iter=max_iter,
+        desc=desc,
+        smoothing=label_smoothing,
+        offsets=margins,
+    )
     w = result.x
     margin = np.asarray(diffs @ w).ravel()
     t_total = time.perf_counter() - t0
@@ -208,6 +234,8 @@ def train_pm(
             "harm_weight": harm_weight,
             "max_iter": max_iter,
             "optimizer": "scipy L-BFGS-B from zeros (deterministic)",
+            **({"label_smoothing": label_smoothing} if label_smoothing else {}),
+            **({"adaptive_margin": "per pair (hh pm flag margins)"} if margins is not None else {}),
         },
         "training_data": training_data or describe_training_data(pairs),
         "metrics": {
