@@ -17,7 +17,7 @@ from hhrlhf.reward.flag import (
     write_flags,
 )
 from hhrlhf.reward.flag_eval import auroc, flip_report, inject_flips, strata_report
-from hhrlhf.reward.flag_fit import LinearFitter, dual_fit
+from hhrlhf.reward.flag_fit import BackendFitter, LinearFitter, dual_fit
 from hhrlhf.reward.holdout import prompt_key
 from hhrlhf.reward.loss import sigmoid
 
@@ -62,6 +62,16 @@ def test_dual_and_primal_solvers_agree_through_the_fitter():
     md, mp = dual.margins(train, predict), primal.margins(train, predict)
     assert dual.used == ["dual"] and primal.used == ["primal"]
     assert np.max(np.abs(md - mp)) < 5e-3 * np.max(np.abs(mp))
+
+
+def test_any_backend_serves_through_the_backend_fitter():
+    pairs, _ = _noisy(120, seed=14)
+    train, predict = np.arange(0, 80), np.arange(80, 120)
+    generic = BackendFitter(pairs, "linear", config=SMALL, max_iter=2000)
+    direct = LinearFitter(pairs, config=SMALL, solver="dual")
+    mg, md = generic.margins(train, predict), direct.margins(train, predict)
+    assert generic.used == ["linear"]
+    assert np.max(np.abs(mg - md)) < 5e-3 * np.max(np.abs(md))
 
 
 class Spy:
