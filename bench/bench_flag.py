@@ -4,6 +4,7 @@ Run from the repository root (needs the [reward] extra)::
 
     HH_RLHF_REAL=../shared/data/hh-rlhf python bench/bench_flag.py timing   # 5 folds x 2 seeds
     HH_RLHF_REAL=../shared/data/hh-rlhf python bench/bench_flag.py flips    # 10% flips, 3 seeds
+    HH_RLHF_REAL=../shared/data/hh-rlhf python bench/bench_flag.py solvers  # dual vs primal
     HH_RLHF_REAL=../shared/data/hh-rlhf python bench/bench_flag.py strata   # the real labels
     python bench/bench_flag.py corpus --corpus bench/corpus --jobs 2         # 42.5k pairs
 
@@ -12,6 +13,8 @@ Run from the repository root (needs the [reward] extra)::
 - ``flips``: 10% of the labels flipped at random (seeds 0, 1, 2), flagged (5 folds x 2 seeds);
   per seed the AUROC of p_mislabelled for the flipped pairs and the precision/recall at the
   top 2/5/10% and of likely_mislabelled, then the mean over the seeds;
+- ``solvers``: one fold (seed 0, fold 1) fitted both ways, dual and primal, on the same
+  features: each fit's time and how closely the margins agree;
 - ``strata``: the real labels as given, the pairs in 5 margin strata, a PM trained on each
   alone and its held-out accuracy;
 - ``corpus``: harmless-base/train.jsonl.gz of the full-size corpus (bench/make_corpus.py, 42,537
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -44,17 +48,27 @@ def _real_pairs() -> list | None:
     return list(read_pairs(path, subset="harmless-base", split="test"))
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the featurising workers): on a
+    shared machine the wall time says more about the neighbours than about the work."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _counts(report: dict) -> str:
     total = report["counts"][-1]
     return ", ".join(f"{k} {total[k]:,}" for k in ("likely_mislabelled", "ambiguous", "clear"))
 
 
 def timing(pairs: list, jobs: int) -> None:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     _, report = run_flag(pairs, options={"n_jobs": jobs}, folds=5, seeds=2)
     print(
-        f"| {len(pairs):,} pairs, 5 folds x 2 seeds | {time.perf_counter() - t0:.1f} s | "
-        f"fits: {report['fits']} | {_counts(report)} |"
+        f"| {len(pairs):,} pairs, 5 folds x 2 seeds | {time.perf_counter() - t0:.1f} s wall, "
+        f"{_cpu() - c0:.1f} s CPU | fits: {report['fits']} | {_counts(report)} |"
     )
 
 
@@ -76,6 +90,27 @@ def flips(pairs: list, jobs: int, seeds: list[int]) -> None:
     print("| mean | " + " | ".join(f"{v:.3f}" for v in mean) + " | |")
 
 
+def solvers(pairs: list, jobs: int) -> None:
+    from hhrlhf.reward.flag_fit import LinearFitter
+    from hhrlhf.reward.holdout import kfold
+
+    train, test = (np.asarray(x) for x in kfold(pairs, 5, 0)[0])
+    fitter = LinearFitter(pairs, n_jobs=jobs)
+    margins, took = {}, {}
+    for solver in ("dual", "primal"):
+        fitter.solver = solver
+        t0 = time.perf_counter()
+        margins[solver] = fitter.margins(train, np.concatenate([train, test]))
+        took[solver] = time.perf_counter() - t0
+    d, p = margins["dual"], margins["primal"]
+    print(
+        f"| {len(train):,} training pairs | dual {took['dual']:.1f} s, primal {took['primal']:.1f} s "
+        f"| correlation {np.corrcoef(d, p)[0, 1]:.7f}, max |difference| {np.abs(d - p).max():.4f} "
+        f"(mean |margin| {np.abs(p).mean():.3f}), held-out accuracy {np.mean(d[len(train) :] > 0):.4f} "
+        f"/ {np.mean(p[len(train) :] > 0):.4f} |"
+    )
+
+
 def strata(pairs: list, jobs: int) -> None:
     _, report = run_flag(pairs, options={"n_jobs": jobs}, folds=5, seeds=2, strata=5)
     print("| stratum | pairs | margins | held-out accuracy (95% CI) |")
@@ -95,17 +130,18 @@ def corpus(root: Path, jobs: int) -> None:
         print(f"skipped: no {path} (python bench/make_corpus.py --out {root})")
         return
     pairs = list(read_pairs(path, subset="harmless-base", split="train"))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     _, report = run_flag(pairs, options={"n_jobs": jobs}, folds=5, seeds=2)
     print(
         f"| {len(pairs):,} pairs, 5 folds x 2 seeds, --jobs {jobs} | "
-        f"{time.perf_counter() - t0:.1f} s | fits: {report['fits']} | {_counts(report)} |"
+        f"{time.perf_counter() - t0:.1f} s wall, {_cpu() - c0:.1f} s CPU | "
+        f"fits: {report['fits']} | {_counts(report)} |"
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("what", choices=("timing", "flips", "strata", "corpus"))
+    ap.add_argument("what", choices=("timing", "flips", "solvers", "strata", "corpus"))
     ap.add_argument("--jobs", type=int, default=1, help="featurisation processes")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="flips: seeds")
     ap.add_argument("--corpus", type=Path, default=Path("bench/corpus"))
@@ -117,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     if pairs is None:
         return 0
     {"timing": lambda: timing(pairs, args.jobs), "flips": lambda: flips(pairs, args.jobs, args.seeds),
-     "strata": lambda: strata(pairs, args.jobs)}[args.what]()  # fmt: skip
+     "solvers": lambda: solvers(pairs, args.jobs), "strata": lambda: strata(pairs, args.jobs),
+     }[args.what]()  # fmt: skip
     return 0
 
 

@@ -195,7 +195,7 @@ def flag(
     \b
     Example:
       hh pm flag harmless-base --data sample --out flags.jsonl
-      hh pm flag --data real --out flags.jsonl --inject-flips 0.1 --strata 5
+      hh pm flag harmless-base --split test --out flags.jsonl --inject-flips 0.1 --strata 5
     """
     from ..reward.flag import Thresholds, write_flags
     from ..reward.flag_run import run_flag
