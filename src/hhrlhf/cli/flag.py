@@ -19,6 +19,7 @@ from .options import (
     seed_option,
     subset_option,
 )
+from .pm import _load
 from .pm_options import backend_kwargs, backend_options
 
 __all__ = ["flag"]
@@ -199,7 +200,6 @@ def flag(
     """
     from ..reward.flag import Thresholds, write_flags
     from ..reward.flag_run import run_flag
-    from .pm import _load
 
     if not clear < likely:
         raise click.UsageError(f"--clear ({clear}) must be below --likely ({likely})")

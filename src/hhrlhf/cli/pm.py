@@ -690,12 +690,3 @@ def demo_step(data: str, out: Path) -> None:
 
 
 commands = [pm]
-
-
-def _register_flag() -> None:
-    from .flag import flag  # its own module: this one is long enough
-
-    pm.add_command(flag)
-
-
-_register_flag()
