@@ -134,3 +134,22 @@ def test_a_judge_that_is_not_a_model_is_one_clear_line(tmp_path):
         "pm", "flag", "--data", "sample", "--out", tmp_path / "f", "--judge", tmp_path / "nothing",
     )  # fmt: skip
     assert r.exit_code == 1 and r.output.startswith("error: ") and "Traceback" not in r.output
+
+
+def test_each_fit_reports_progress_on_stderr(tmp_path, monkeypatch):
+    from hhrlhf import progress as progress_mod
+
+    monkeypatch.setattr(progress_mod, "INTERVAL", 0.0)
+    monkeypatch.setattr(progress_mod, "SUMMARY_AFTER", 0.0)
+    r = CliRunner().invoke(
+        cli,
+        ["pm", "flag", "harmless-base", "--data", "sample", "--out", str(tmp_path / "f.jsonl"),
+         "--folds", "3", "--seeds", "2", "--json"],
+    )  # fmt: skip
+    progress_mod.enable(False)
+    assert r.exit_code == 0, r.output
+    for seed in (1, 2):
+        for fold in (1, 2, 3):
+            assert f"seed {seed}/2 fold {fold}/3: " in r.stderr
+    assert " Newton steps in " in r.stderr
+    json.loads(r.stdout)  # stdout stays machine output
