@@ -17,6 +17,13 @@ is a *cut* file (every line read intact) cleaned up to its damage: the manifest 
 records under ``lost`` (per file and in total) the lines read, the last good line and
 that the rest is unreadable, apart from the dropped rows. A CRC error always raises.
 
+``flagged`` (the rows of ``hh pm flag`` to act on, :func:`hhrlhf.reward.flag.read_flags`)
+drops those pairs too, each in ``dropped.jsonl`` with its class as the reason and its margin
+and ``p_mislabelled`` as the detail; with ``flip=True`` they are kept with chosen and rejected
+swapped instead (``flipped`` in the manifest lists each), the weaker choice: removing
+doubtful pairs did better than reversing them in PrefCleanBench, and a flag is a model's
+disagreement, not proof of a reversed label.
+
 ``rows == kept + dropped`` holds for every file and for the total; the function checks it
 before returning and raises if it ever does not.
 """
@@ -66,6 +73,8 @@ def clean(
     result: AuditResult | None = None,
     progress=None,
     keep_readable: bool = False,
+    flagged: dict | None = None,
+    flip: bool = False,
 ) -> dict:
     """Write the cleaned copy, ``dropped.jsonl`` and ``manifest.json``; return the manifest.
 
@@ -87,6 +96,7 @@ def clean(
             progress=progress,
             keep_readable=keep_readable,
         )
+    flips = _apply_flags(result, flagged or {}, drop_set, flip)
     out.mkdir(parents=True, exist_ok=True)
     files = [f for f in audit_files(subsets, split=split, data=data, reference=False)]
     manifest_files: dict[str, dict] = {}
@@ -116,6 +126,7 @@ def clean(
                 drop_set,
                 dropped,
                 lost if keep_readable else None,
+                **({"flips": flips} if flips else {}),
             )
             if lost:
                 stats["lost"] = lost[0].lost_json(path=False)
@@ -148,6 +159,10 @@ def clean(
         "files": manifest_files,
         "sha256": checksums,
     }
+    if flips:
+        manifest["flipped"] = [
+            {"subset": k[0], "split": k[1], "index": k[2], "reason": v} for k, v in flips.items()
+        ]
     skipped = {k: v for k, v in result.skipped.items() if k in drop_set}
     if skipped:  # a class asked to be dropped whose check could not run on this data
         manifest["skipped"] = skipped
@@ -155,6 +170,27 @@ def clean(
         raise HHError("row accounting failed: rows != kept + dropped")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _apply_flags(result: AuditResult, flagged: dict, drop_set: set, flip: bool) -> dict:
+    """Add the pairs of ``hh pm flag`` to drop (their class a reason) to ``result`` and
+    ``drop_set``, or, with ``flip``, return them (source -> reason) to flip; a flagged pair
+    that is not in the audited files is an error (the flags belong to other data)."""
+    flips = {}
+    for source, row in flagged.items():
+        info = result.files.get(file_key(source[0], source[1]))
+        if info is None or source[2] >= info.get("rows", 0):
+            raise HHError(
+                f"the flags name pair {source[0]}/{source[1]}/{source[2]}, which is not in "
+                "the data being cleaned (flags of other data?)"
+            )
+        detail = f"hh pm flag: margin {row['margin']:.3f}, p_mislabelled {row['p_mislabelled']:.3f}"
+        if flip:
+            flips[source] = f"{row['class']} ({detail})"
+        else:
+            result.add(source, row["class"], detail)
+            drop_set.add(row["class"])
+    return flips
 
 
 def _lines(path, lost: list | None):
@@ -187,10 +223,10 @@ def _record(dropped, source, line, reasons, row=None, raw=None) -> None:
     )
 
 
-def _clean_jsonl(path, target, subset, split, result, drop_set, dropped, lost) -> dict:
-    """Copy the kept lines of a JSONL file byte for byte; ``lost`` (when given) takes a cut
-    stream instead of raising."""
-    rows = kept = dropped_n = 0
+def _clean_jsonl(path, target, subset, split, result, drop_set, dropped, lost, flips=None) -> dict:
+    """Copy the kept lines of a JSONL file byte for byte (a pair of ``flips`` with chosen and
+    rejected swapped); ``lost`` (when given) takes a cut stream instead of raising."""
+    rows = kept = dropped_n = flipped = 0
     reasons_count: Counter[str] = Counter()
     with _gzip_writer(target) as w:
         for lineno, line in _lines(path, lost):
@@ -200,6 +236,8 @@ def _clean_jsonl(path, target, subset, split, result, drop_set, dropped, lost) -
             source = (subset, split, lineno - 1)
             reasons = _reasons(result, source, drop_set)
             if not reasons:
+                if flips and source in flips:
+                    line, flipped = _flipped(line), flipped + 1
                 w.write(line if line.endswith(b"\n") else line + b"\n")
                 kept += 1
                 continue
@@ -214,10 +252,18 @@ def _clean_jsonl(path, target, subset, split, result, drop_set, dropped, lost) -
         "kept": kept,
         "dropped": dropped_n,
         "dropped_by_reason": dict(sorted(reasons_count.items())),
+        **({"flipped": flipped} if flips else {}),
     }
 
 
-def _clean_array(path, target, subset, split, result, drop_set, dropped, lost) -> dict:
+def _flipped(line: bytes) -> bytes:
+    """The JSONL row with its ``chosen`` and ``rejected`` swapped."""
+    row = orjson.loads(line)
+    row["chosen"], row["rejected"] = row["rejected"], row["chosen"]
+    return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _clean_array(path, target, subset, split, result, drop_set, dropped, lost, flips=None) -> dict:
     rows = kept = dropped_n = 0
     reasons_count: Counter[str] = Counter()
     with _gzip_writer(target) as w:

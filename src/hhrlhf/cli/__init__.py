@@ -187,6 +187,10 @@ def _register() -> None:
         module = __import__(f"{__name__}.{module_name}", fromlist=["commands"])
         for command in module.commands:
             cli.add_command(command)
+    from .flag import flag
+    from .pm import pm
+
+    pm.add_command(flag)  # `hh pm flag` lives in its own module (pm.py is long enough)
     for command in cli.commands.values():
         _quiet_everywhere(command)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from pathlib import Path
 
 import click
 
@@ -239,11 +240,48 @@ def check(
     help="Clean a cut .gz up to where it breaks instead of failing; manifest.json records "
     "the lost part under 'lost' and each is reported on stderr (a CRC error still fails).",
 )
+@click.option(
+    "--drop-flagged",
+    "flags_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FLAGS.jsonl",
+    help="Drop the pairs hh pm flag put in --classes (each in dropped.jsonl with its class, "
+    "margin and p_mislabelled).",
+)
+@click.option(
+    "--classes",
+    "flag_classes",
+    default="likely_mislabelled",
+    show_default=True,
+    metavar="CLASS[,CLASS]",
+    help="With --drop-flagged: the classes of hh pm flag to act on.",
+)
+@click.option(
+    "--flip",
+    is_flag=True,
+    help="With --drop-flagged: keep those pairs with chosen and rejected swapped instead "
+    "(the weaker choice: docs/pm.md).",
+)
 @data_option
 @subset_option
 @json_option
 @force_option
-def clean(subsets, split, out, drop, threshold, keep_readable, data, file_subset, as_json, force):
+def clean(
+    subsets,
+    split,
+    out,
+    drop,
+    threshold,
+    keep_readable,
+    flags_path,
+    flag_classes,
+    flip,
+    data,
+    file_subset,
+    as_json,
+    force,
+):
     """Write a cleaned copy plus manifest.json and dropped.jsonl (rows in = kept + dropped).
 
     \b
@@ -256,9 +294,17 @@ def clean(subsets, split, out, drop, threshold, keep_readable, data, file_subset
 
     selection = _selection(subsets, file_subset, split, data, threshold)
     names = _class_names(drop, "--drop") if drop else list(default_drop())
+    flagged = _flagged(flags_path, flag_classes, flip)
     check_outputs(force, out=(out, "dir"))
     with replace_dir(out) as tmp:  # all or nothing; --force replaces the old copy whole
-        manifest = run_clean(**selection, out=tmp, drop=names, keep_readable=keep_readable)
+        manifest = run_clean(
+            **selection,
+            out=tmp,
+            drop=names,
+            keep_readable=keep_readable,
+            flagged=flagged,
+            flip=flip,
+        )
     _report_skipped_checks(manifest.get("skipped", {}))
     for rel, lost in manifest.get("lost", {}).items():
         _chatter(
@@ -274,6 +320,25 @@ def clean(subsets, split, out, drop, threshold, keep_readable, data, file_subset
     )
     for reason, n in manifest["dropped_by_reason"].items():
         click.echo(f"  {reason}: {n}")
+    if "flipped" in manifest:
+        click.echo(f"  flipped (chosen and rejected swapped, kept): {len(manifest['flipped'])}")
+
+
+def _flagged(flags_path, classes: str, flip: bool) -> dict | None:
+    """The rows of ``--drop-flagged`` in ``--classes`` (checked), or None without it."""
+    from ..reward.flag import CLASSES, read_flags
+
+    if flags_path is None:
+        if flip:
+            raise click.UsageError("--flip turns the pairs of --drop-flagged: give that too")
+        return None
+    wanted = [c.strip() for c in classes.split(",") if c.strip()]
+    unknown = [c for c in wanted if c not in CLASSES]
+    if unknown or not wanted:
+        raise click.UsageError(
+            f"--classes: unknown class {', '.join(unknown) or '(none)'}; known: {', '.join(CLASSES)}"
+        )
+    return read_flags(flags_path, keep=lambda row: row["class"] in wanted)
 
 
 commands = [check, clean]

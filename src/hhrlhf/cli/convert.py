@@ -96,6 +96,15 @@ def _records(subsets, split, data, fmt, lenient=None):
     help="Message formats: join two or more same-role turns in a row into one message "
     '(contents joined by "\\n\\n"), for chat templates that require alternating roles.',
 )
+@click.option(
+    "--margins",
+    "margins_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FLAGS.jsonl",
+    help="Add each pair's margin and p_mislabelled columns from hh pm flag's output (for an "
+    "adaptive margin or label smoothing: docs/pm.md).",
+)
 @data_option
 @subset_option
 @lenient_option
@@ -109,6 +118,7 @@ def export(
     hf_dir,
     no_source,
     merge_consecutive,
+    margins_path,
     data,
     file_subset,
     lenient,
@@ -142,8 +152,14 @@ def export(
     splits = _records(subsets, split, data, fmt, lenient)
     merged: list = []
     merging = {"merge_consecutive": merge_consecutive, "merged": merged}
+    if margins_path is not None:
+        if fmt.kind == "red-team":
+            raise click.UsageError("--margins: red-team attempts have no pair flags")
+        from ..reward.flag import read_flags
+
+        merging["margins"] = read_flags(margins_path)
     if hf_dir:
-        if fmt.name in ARROW_FORMATS:
+        if fmt.name in ARROW_FORMATS and margins_path is None:
             # straight from the files into Arrow columns (the same rows, errors and order)
             from ..dataset import load_arrow
 
@@ -198,7 +214,8 @@ def export(
     # every split to a temporary file first, then all moved in: all of them or none
     with atomic_files([targets[s] for s in splits]) as parts:
         for (s, records), part in zip(splits.items(), parts, strict=True):
-            if fmt.name in ARROW_FORMATS and container_of(targets[s]) == "parquet":
+            parquet = container_of(targets[s]) == "parquet"
+            if fmt.name in ARROW_FORMATS and parquet and not margins_path:
                 from ..dataset import load_arrow
 
                 table = load_arrow(

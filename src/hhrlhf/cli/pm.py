@@ -10,7 +10,6 @@ import click
 from ..dataset import iter_attempts, resolve_source
 from ..errors import HHError
 from ..outputs import replace_dir
-from ..reward.backends import BACKENDS, get_backend
 from .options import (
     check_outputs,
     data_option,
@@ -26,6 +25,7 @@ from .options import (
     seed_option,
     subset_option,
 )
+from .pm_options import backend_kwargs, backend_options, loss_kwargs, loss_options
 
 __all__ = ["commands", "pm", "demo_step"]
 
@@ -80,27 +80,8 @@ def _training_data(files, data, pairs) -> dict:
 @click.option(
     "--out", "out", required=True, type=click.Path(path_type=Path), help="Model directory to write."
 )
-@click.option(
-    "--backend",
-    type=click.Choice(list(BACKENDS)),
-    default="linear",
-    show_default=True,
-    help="linear: CPU, [reward] extra; transformers: [train] extra.",
-)
-@click.option(
-    "--lambda",
-    "harm_weight",
-    type=float,
-    default=1.0,
-    show_default=True,
-    help="Weight of harmless-base pairs: L = L_help + lambda * L_harm.",
-)
-@click.option("--l2", type=float, default=5e-4, show_default=True, help="Ridge penalty (linear).")
-@click.option("--max-iter", type=int, default=300, show_default=True, help="L-BFGS iterations.")
-@click.option("--jobs", type=int, default=1, show_default=True, help="Featurisation processes.")
-@click.option("--base-model", default=None, help="HF model id/path (transformers backend).")
-@click.option("--epochs", type=float, default=1.0, show_default=True, help="transformers backend.")
-@click.option("--max-steps", type=int, default=-1, help="transformers backend: stop after N steps.")
+@backend_options
+@loss_options
 @click.option(
     "--max-length",
     type=click.IntRange(8, None),
@@ -136,6 +117,8 @@ def train(
     epochs,
     max_steps,
     max_length,
+    label_smoothing,
+    margin_from,
     holdout,
     data,
     file_subset,
@@ -151,9 +134,17 @@ def train(
       hh pm train harmless-base helpful-base --split train --data sample --out pm-model --lambda 2
       hh pm train harmless-base --data sample --split test --holdout 0.2 --out pm-model
     """
-    spec = get_backend(backend)
-    if "base_model" in spec.required and not base_model:
-        raise click.UsageError(f"--backend {backend} needs --base-model ID")
+    options = backend_kwargs(
+        backend,
+        harm_weight=harm_weight,
+        l2=l2,
+        max_iter=max_iter,
+        jobs=jobs,
+        base_model=base_model,
+        epochs=epochs,
+        max_steps=max_steps,
+        max_length=max_length,
+    )
     check_outputs(force, out=(out, "dir"))
     from ..reward.backends import train_model
 
@@ -170,6 +161,7 @@ def train(
                 f"--holdout {holdout} leaves {len(pairs)} pairs to train on and {len(held)} "
                 "held out: choose another fraction, or select more data"
             )
+    options |= loss_kwargs(backend, label_smoothing, margin_from, pairs)
     info = _training_data(files, data, pairs)
     if held:
         info["holdout"] = {"fraction": holdout, "held_out_pairs": len(held), "by": "prompt"}
@@ -178,16 +170,6 @@ def train(
         + (f"; {len(held):,} pairs held out by prompt (--holdout {holdout})" if held else ""),
         err=True,
     )
-    given = {
-        "harm_weight": harm_weight,
-        "l2": l2,
-        "max_iter": max_iter,
-        "n_jobs": jobs,
-        "base_model": base_model,
-        "epochs": epochs,
-        "max_steps": max_steps,
-        "max_length": max_length,
-    }
     with replace_dir(out) as tmp:  # never a mix of the old model's files and the new
         model = train_model(
             backend,
@@ -195,7 +177,7 @@ def train(
             tmp,
             training_data=info,
             progress=lambda m: click.echo(m, err=True),
-            **{k: given[k] for k in spec.options if k in given},
+            **options,
         )
     meta = model.meta
     held_out = _held_out_accuracy(model, held) if held else None

@@ -33,15 +33,21 @@ def export_records(
     source: bool = True,
     merge_consecutive: bool = False,
     merged: list | None = None,
+    margins: Mapping | None = None,
 ) -> int:
     """Write ``records`` to ``out`` (.jsonl, .jsonl.gz or .parquet); returns the row count.
-    ``merge_consecutive`` and ``merged``: as in :func:`format_rows`."""
+    ``merge_consecutive``, ``merged`` and ``margins``: as in :func:`format_rows`."""
     from ..progress import progress
 
     fmt = get_format(fmt)
     rows = progress(
         format_rows(
-            records, fmt, source=source, merge_consecutive=merge_consecutive, merged=merged
+            records,
+            fmt,
+            source=source,
+            merge_consecutive=merge_consecutive,
+            merged=merged,
+            margins=margins,
         ),
         desc=f"export {out}",
         unit="rows",
@@ -57,9 +63,10 @@ def export_hf(
     source: bool = True,
     merge_consecutive: bool = False,
     merged: list | None = None,
+    margins: Mapping | None = None,
 ):
     """Save ``{"train": records, "test": records}`` as a ``DatasetDict`` (``save_to_disk``).
-    ``merge_consecutive`` and ``merged``: as in :func:`format_rows`."""
+    ``merge_consecutive``, ``merged`` and ``margins``: as in :func:`format_rows`."""
     from .tables import rows_to_hf
 
     datasets = require("datasets", "hf", "--hf")
@@ -74,6 +81,7 @@ def export_hf(
                         source=source,
                         merge_consecutive=merge_consecutive,
                         merged=merged,
+                        margins=margins,
                     )
                 )
             )

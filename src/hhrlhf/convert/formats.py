@@ -12,7 +12,7 @@ one line in the tuple below.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..errors import HHError, RecordKindError, UnknownNameError
@@ -79,8 +79,13 @@ def format_rows(
     source: bool = True,
     merge_consecutive: bool = False,
     merged: list[Any] | None = None,
+    margins: Mapping[tuple[Any, Any, int], Mapping[str, Any]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The rows of ``records`` in ``fmt`` (a generator; nothing is held in memory).
+
+    ``margins`` (the rows of ``hh pm flag`` by ``(subset, split, index)``,
+    :func:`hhrlhf.reward.flag.read_flags`) adds each pair's ``margin`` and ``p_mislabelled``
+    columns; a pair without a row is an error.
 
     ``merge_consecutive`` (message formats only, :data:`MESSAGE_FORMATS`) joins same-role runs
     of messages into one, their contents joined by ``"\n\n"``
@@ -100,8 +105,20 @@ def format_rows(
             _check_kind(fmt, record)
             first = False
         row = export_row(record, source=source)
+        if margins is not None:
+            _add_margin(row, record, margins)
         if merge_consecutive:
             row, changed = merge_row(row)
             if changed and merged is not None:
                 merged.append(record)
         yield row
+
+
+def _add_margin(row: dict[str, Any], record: Any, margins: Mapping[Any, Mapping[str, Any]]) -> None:
+    key = (record.subset, record.split, record.index)
+    flag = margins.get(key)
+    if flag is None:
+        raise HHError(
+            f"the flags have no row for pair {key[0]}/{key[1]}/{key[2]} (flags of other data?)"
+        )
+    row["margin"], row["p_mislabelled"] = flag["margin"], flag["p_mislabelled"]

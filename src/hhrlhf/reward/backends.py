@@ -94,6 +94,8 @@ def _train_linear(
     max_iter: int = 300,
     n_jobs: int = 1,
     config: FeatureConfig | None = None,
+    label_smoothing: float = 0.0,
+    margins=None,
 ) -> PreferenceModel:
     model = train_pm(
         pairs,
@@ -104,6 +106,8 @@ def _train_linear(
         n_jobs=n_jobs,
         training_data=training_data,
         progress=progress,
+        label_smoothing=label_smoothing,
+        margins=margins,
     )
     model.save(out)
     return model
@@ -144,7 +148,15 @@ BACKENDS: dict[str, Backend] = {
             description="linear model over text features, CPU",
             model=PreferenceModel,
             train=_train_linear,
-            options=("harm_weight", "l2", "max_iter", "n_jobs", "config"),
+            options=(
+                "harm_weight",
+                "l2",
+                "max_iter",
+                "n_jobs",
+                "config",
+                "label_smoothing",
+                "margins",
+            ),
         ),
         Backend(
             "transformers",

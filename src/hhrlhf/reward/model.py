@@ -33,6 +33,7 @@ __all__ = [
     "PreferenceModel",
     "train_pm",
     "pair_weights",
+    "fit_weights",
 ]
 
 #: Subsets whose pairs form the "harm" part of the mixed loss.
@@ -134,6 +135,51 @@ def pair_weights(subsets, harm_weight: float):
     return np.array([harm_weight if s in HARM_SUBSETS else 1.0 for s in subsets], dtype=float)
 
 
+def fit_weights(
+    diffs,
+    weights,
+    *,
+    l2: float,
+    max_iter: int,
+    desc: str = "fitting",
+    smoothing: float = 0.0,
+    offsets=None,
+):
+    """The weights minimising :func:`.loss.bt_objective` over the pair feature differences
+    ``diffs`` (L-BFGS from zeros, a progress bar named ``desc``): scipy's ``OptimizeResult``.
+    ``smoothing`` and ``offsets``: label smoothing and adaptive margins (:mod:`.loss`)."""
+    np = require("numpy", "reward", "the preference model")
+    optimize = require("scipy.optimize", "reward", "the preference model")
+    from ..progress import progress as progress_bar
+
+    with progress_bar(total=max_iter, desc=desc, unit="iterations") as bar:
+        result = optimize.minimize(
+            bt_objective,
+            np.zeros(diffs.shape[1]),
+            args=(diffs, weights, l2, smoothing, offsets),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter},
+            callback=lambda _: bar.update(1),
+        )
+        if result.success:  # converged before max_iter: the bar ends at 100%
+            bar.finish()
+    return result
+
+
+def _fitted_diffs(featurizer: Featurizer, pairs: list, n_jobs: int):
+    """Fit ``featurizer`` on ``pairs`` and return phi(chosen) - phi(rejected), one CSR row a
+    pair."""
+    # Rows interleaved (chosen, rejected) so each pair's prompt is featurised once per chunk.
+    prompts = [p.prompt for p in pairs for _ in (0, 1)]
+    responses = [r for p in pairs for r in (p.chosen_response, p.rejected_response)]
+    raw = featurizer.raw_features(prompts, responses, n_jobs=n_jobs)
+    featurizer.fit(None, None, raw=raw)
+    x = featurizer.transform(None, None, raw=raw)
+    del raw
+    return (x[0::2] - x[1::2]).tocsr()
+
+
 def train_pm(
     pairs,
     *,
@@ -145,16 +191,19 @@ def train_pm(
     training_data: dict | None = None,
     progress=None,
     desc: str = "fitting",
+    label_smoothing: float = 0.0,
+    margins=None,
 ) -> PreferenceModel:
     """Fit a linear PM on preference pairs with the Bradley-Terry loss.
 
     ``harm_weight`` is lambda in ``L = L_help + lambda L_harm``; ``l2`` the ridge penalty on
     the mean loss; ``n_jobs`` parallelises featurisation. ``training_data`` (subsets, splits,
     rows, checksums) is recorded in ``model.json``. ``progress`` is called with short strings;
-    ``desc`` names the fit's progress bar.
+    ``desc`` names the fit's progress bar. ``label_smoothing`` (epsilon) and ``margins`` (one
+    adaptive margin per pair, e.g. the ``margin`` of ``hh pm flag``) change the loss
+    (:func:`.loss.bt_objective`).
     """
     np = require("numpy", "reward", "the preference model")
-    optimize = require("scipy.optimize", "reward", "the preference model")
 
     pairs = list(pairs)
     if not pairs:
@@ -163,32 +212,23 @@ def train_pm(
     t0 = time.perf_counter()
     featurizer = Featurizer(config)
     n = len(pairs)
-    # Rows interleaved (chosen, rejected) so each pair's prompt is featurised once per chunk.
-    prompts = [p.prompt for p in pairs for _ in (0, 1)]
-    responses = [r for p in pairs for r in (p.chosen_response, p.rejected_response)]
-    raw = featurizer.raw_features(prompts, responses, n_jobs=n_jobs)
-    featurizer.fit(None, None, raw=raw)
-    x = featurizer.transform(None, None, raw=raw)
-    del raw
-    diffs = (x[0::2] - x[1::2]).tocsr()
-    del x
+    diffs = _fitted_diffs(featurizer, pairs, n_jobs)
     t_feat = time.perf_counter() - t0
     say(f"featurised {n:,} pairs in {t_feat:.1f}s ({diffs.shape[1]:,} features)")
     weights = pair_weights([p.subset for p in pairs], harm_weight)
-    from ..progress import progress as progress_bar
-
-    with progress_bar(total=max_iter, desc=desc, unit="iterations") as bar:
-        result = optimize.minimize(
-            bt_objective,
-            np.zeros(diffs.shape[1]),
-            args=(diffs, weights, l2),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": max_iter},
-            callback=lambda _: bar.update(1),
-        )
-        if result.success:  # converged before max_iter: the bar ends at 100%
-            bar.finish()
+    if not 0 <= label_smoothing < 0.5:
+        raise ValueError(f"label smoothing must be in [0, 0.5), not {label_smoothing}")
+    if margins is not None and len(margins) != n:
+        raise ValueError(f"{len(margins)} margins for {n} pairs")
+    result = fit_weights(
+        diffs,
+        weights,
+        l2=l2,
+        max_iter=max_iter,
+        desc=desc,
+        smoothing=label_smoothing,
+        offsets=margins,
+    )
     w = result.x
     margin = np.asarray(diffs @ w).ravel()
     t_total = time.perf_counter() - t0
@@ -199,6 +239,8 @@ def train_pm(
             "harm_weight": harm_weight,
             "max_iter": max_iter,
             "optimizer": "scipy L-BFGS-B from zeros (deterministic)",
+            **({"label_smoothing": label_smoothing} if label_smoothing else {}),
+            **({"adaptive_margin": "per pair (hh pm flag margins)"} if margins is not None else {}),
         },
         "training_data": training_data or describe_training_data(pairs),
         "metrics": {

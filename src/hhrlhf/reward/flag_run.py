@@ -1,0 +1,99 @@
+"""One flagging run as ``hh pm flag`` makes it: the judge, the saved judges, injected flips,
+the flags, and the reports, in one call (:func:`run_flag`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .flag import Thresholds, class_counts, flag_pairs, judge_margins
+
+__all__ = ["make_fitter", "load_judges", "run_flag"]
+
+
+def make_fitter(
+    pairs: Sequence[Any], backend: str = "linear", solver: str = "auto", **options: Any
+) -> Any:
+    """The fitter of ``backend`` (:mod:`.flag_fit`) with its training ``options`` (those of
+    :func:`.backends.train_model`); ``solver`` is the linear PM's."""
+    from .flag_fit import BackendFitter, LinearFitter
+
+    if backend == "linear":
+        return LinearFitter(pairs, solver=solver, **options)
+    return BackendFitter(pairs, backend, **options)
+
+
+def load_judges(directories: Sequence[str | Path], pairs: Sequence[Any]) -> dict[str, Any]:
+    """Each saved model's margins on ``pairs`` (NaN on those it was trained on), by path."""
+    from .backends import load_model
+
+    out = {}
+    for d in directories:
+        out[str(d)] = judge_margins(load_model(d), pairs, d)
+    return out
+
+
+def run_flag(
+    pairs: Sequence[Any],
+    *,
+    backend: str = "linear",
+    options: dict[str, Any] | None = None,
+    solver: str = "auto",
+    folds: int = 5,
+    seeds: int = 2,
+    thresholds: Thresholds | None = None,
+    judges: Sequence[str | Path] = (),
+    vote: str = "majority",
+    inject: tuple[float, int] | None = None,
+    strata: int | None = None,
+    resamples: int = 1000,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``(rows, report)``: the flag rows (:func:`.flag.flag_pairs`) and what ``hh pm flag
+    --json`` prints. ``inject``: ``(rate, seed)`` of labels flipped first, and the report
+    says how well the flags find them (:func:`.flag_eval.flip_report`); ``strata``: that
+    many margin strata (:func:`.flag_eval.strata_report`)."""
+    from .flag_eval import flip_report, inject_flips, strata_report
+
+    t0 = time.perf_counter()
+    thresholds = thresholds or Thresholds()
+    flipped = None
+    if inject is not None:
+        pairs, flipped = inject_flips(pairs, *inject)
+    fitter = make_fitter(pairs, backend, solver, **(options or {}))
+    votes = load_judges(judges, pairs)
+    result = flag_pairs(
+        pairs, fitter, folds=folds, seeds=seeds, thresholds=thresholds, judges=votes, vote=vote
+    )
+    rows = result.rows
+    report: dict[str, Any] = {
+        "pairs": len(rows),
+        "folds": folds,
+        "seeds": seeds,
+        "grouped_by": "prompt",
+        "backend": backend,
+        "fits": result.solvers,
+        "thresholds": asdict(thresholds),
+        "judges": ["cv", *votes],
+        "vote": vote,
+        "temperatures": result.temperatures,
+        "counts": class_counts(rows),
+    }
+    if flipped is not None:
+        for row, f in zip(rows, flipped.tolist(), strict=True):
+            row["injected_flip"] = f
+        p = [r["p_mislabelled"] for r in rows]
+        report["injected"] = {
+            "rate": inject[0] if inject else None,
+            "seed": inject[1] if inject else None,
+            "flipped": int(flipped.sum()),
+            **flip_report(p, flipped, [r["class"] for r in rows], resamples=resamples),
+        }
+    if strata:
+        report["strata"] = strata_report(
+            fitter, [r["margin"] for r in rows], result.folds[0], strata=strata, flipped=flipped
+        )
+    report["seconds"] = round(time.perf_counter() - t0, 3)
+    return rows, report
