@@ -331,3 +331,28 @@ def test_local_ray_listens_on_loopback_only(local_ray):
                 seen.append((pid, listening[inode]))
     assert len(seen) >= 3  # the GCS, the raylet, the workers
     assert [s for s in seen if not _loopback(s[1])] == []
+
+
+def test_the_scale_out_page_s_job_runs(local_ray, saved_pm, tmp_path, monkeypatch, capsys):
+    """docs/scale-out.md's job, as written, on this session's Ray (its ``ray.init()`` would
+    start a second one here; on a cluster it joins the cluster's)."""
+    import re
+    import sys
+
+    import pyarrow.parquet as pq
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "scale-out.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    assert "ray.init()" in code
+    monkeypatch.setattr(ray, "init", lambda *a, **k: None)
+    monkeypatch.setattr(sys, "argv", ["score_hh.py", "sample", str(saved_pm), str(tmp_path)])
+    exec(compile(code, "docs/scale-out.md", "exec"), {"__name__": "__main__"})
+    scored = pq.read_table(tmp_path / "scored")
+    assert scored.num_rows == 320
+    assert {"margin", "flags", "chosen_score"} <= set(scored.column_names)
+    kept = [r for r in scored.to_pylist() if r["margin"] > 0 and not r["flags"]]
+    lines = [
+        line for f in sorted((tmp_path / "dpo").iterdir()) for line in f.read_text().splitlines()
+    ]
+    assert len(lines) == len(kept) > 0
+    assert capsys.readouterr().out.strip().endswith(f"320 pairs scored, {len(kept)} kept")

@@ -104,3 +104,23 @@ def test_streaming_options_are_checked_now(synth_dir):
         hhrlhf.load_dataset(data=synth_dir, streaming=True, lenient=True)
     with pytest.raises(UnknownNameError, match="valid"):
         hhrlhf.load_dataset(data=synth_dir, split="valid", streaming=True)
+
+
+def test_the_scale_out_page_s_streaming_example_runs():
+    import re
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "scale-out.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", page, re.S)[1]
+    assert "streaming=True" in code
+    namespace: dict = {}
+    exec(compile(code, "docs/scale-out.md", "exec"), namespace)
+    assert namespace["train"].n_shards == 4
+    assert namespace["mine"].n_shards == 2
+    assert set(next(iter(namespace["mine"]))) == {
+        "prompt",
+        "chosen",
+        "rejected",
+        "subset",
+        "split",
+        "index",
+    }

@@ -283,12 +283,16 @@ def score_pairs(
 
     path = os.path.abspath(os.fspath(model))
     read_model_json(path)
+    if isinstance(concurrency, tuple):
+        pool = ray.data.ActorPoolStrategy(min_size=concurrency[0], max_size=concurrency[1])
+    else:
+        pool = ray.data.ActorPoolStrategy(size=concurrency)
     return ds.map_batches(
         PairScorer,
         fn_constructor_args=(path,),
         batch_format="pyarrow",
         batch_size=batch_size,
-        concurrency=concurrency,
+        compute=pool,
         num_cpus=num_cpus,
     )
 
