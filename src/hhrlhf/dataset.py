@@ -332,6 +332,15 @@ def load_attempts(*, data=None, lenient: bool | Lenient | None = False, skipped=
     return RecordList(iter_attempts(data=data, lenient=policy), subset=RED_TEAM, split="train")
 
 
+def _stream_jobs(src: DataSource, data_dir, split: str | None) -> list:
+    """``(path, subset, split, red_team)`` of the files ``load_dataset`` reads, in order."""
+    if data_dir == RED_TEAM or src.kind == "file":
+        first = select_files(data_dir, split=split, data=src)[0]
+        if first.red_team:
+            return [(str(first.path), first.subset, first.split, True)]
+    return [(str(f.path), f.subset, f.split, False) for f in _pair_files(src, data_dir, split)]
+
+
 def load_dataset(
     data_dir: str | None = None,
     *,
@@ -370,7 +379,8 @@ def load_dataset(
             )
         from .streaming import stream_dataset
 
-        return stream_dataset(data_dir, split=split, data=src, format=format, source=source)
+        jobs = _stream_jobs(src, data_dir, split)
+        return stream_dataset(jobs, split=split, label=src.label, format=format, source=source)
     if data_dir == RED_TEAM or src.kind == "file":
         first = select_files(data_dir, split=split, data=src)[0]
         if first.red_team:

@@ -17,16 +17,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from .errors import HHError, require
-from .layout import DataSource, select_files
-from .subsets import RED_TEAM
 
-__all__ = ["stream_dataset"]
+__all__ = ["Job", "stream_dataset"]
 
 #: ``(path, subset, split, red_team)`` of one file (one shard).
-_Job = tuple[str, str | None, str, bool]
+Job = tuple[str, str | None, str, bool]
 
 
-def _rows(files: list[_Job], format: str | None, source: bool) -> Iterator[dict[str, Any]]:
+def _rows(files: list[Job], format: str | None, source: bool) -> Iterator[dict[str, Any]]:
     """The rows of ``files`` (one shard's list), as the eager ``to_hf`` path makes them."""
     from .convert.formats import format_rows
     from .convert.tables import arrow_table, record_rows
@@ -62,35 +60,26 @@ def _features(format: str | None, source: bool, red: bool) -> Any:
     return datasets.Features.from_arrow_schema(table.schema)
 
 
-def _jobs(src: DataSource, data_dir: str | None, split: str | None) -> list[_Job]:
-    from .dataset import _pair_files
-
-    if data_dir == RED_TEAM or src.kind == "file":
-        first = select_files(data_dir, split=split, data=src)[0]
-        if first.red_team:
-            return [(str(first.path), first.subset, first.split, True)]
-    return [(str(f.path), f.subset, f.split, False) for f in _pair_files(src, data_dir, split)]
-
-
 def stream_dataset(
-    data_dir: str | None,
+    jobs: list[Job],
     *,
     split: str | None,
-    data: DataSource,
+    label: str,
     format: str | None = None,
     source: bool = True,
 ) -> Any:
     """What :func:`hhrlhf.load_dataset` returns with ``streaming=True``: a
     ``datasets.IterableDatasetDict`` of every split, or the split's ``IterableDataset`` when
-    ``split`` is given. Files are located (and, for the cache, downloaded) now; nothing is
-    read until the data is iterated."""
+    ``split`` is given. ``jobs`` are the files, located (and, for the cache, downloaded)
+    already, in order; ``label`` names where they are. Nothing is read until the data is
+    iterated."""
     datasets = require("datasets", "hf", "load_dataset(streaming=True)")
     if format is not None:
         from .convert.formats import get_format
 
         format = get_format(format).name  # an unknown name fails now
-    by_split: dict[str, list[_Job]] = {}
-    for job in _jobs(data, data_dir, split):
+    by_split: dict[str, list[Job]] = {}
+    for job in jobs:
         by_split.setdefault(job[2], []).append(job)
     out = {}
     for name, files in by_split.items():
@@ -102,6 +91,6 @@ def stream_dataset(
         )
     if split is not None:
         if split not in out:
-            raise HHError(f"{data.label}: no files of split {split!r}")
+            raise HHError(f"{label}: no files of split {split!r}")
         return out[split]
     return datasets.IterableDatasetDict(out)

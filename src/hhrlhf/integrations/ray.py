@@ -14,17 +14,20 @@ Needs ``pip install 'hhrlhf[ray]'``; importing this module without Ray raises
   preference model loaded once per actor (:class:`PairScorer`); :func:`check_pairs` adds
   the per-pair check classes (``flags``, ``flag_details``); :func:`to_format` turns rows into
   any export format's rows. Each uses the same code as one process, so the values are the
-  same: the same rows, in the same order within a file, bit-identical scores.
+  same: the same rows, bit-identical scores, the same export rows.
 
-Rows from different files may interleave; ``DataContext.get_current().execution_options
-.preserve_order = True`` keeps the files' order too. Every node must see the files and the
-model directory at the same path (a shared file system, or the paths copied to each node),
-and have hhrlhf installed (``ray job submit --runtime-env-json '{"pip": ["hhrlhf[ray]"]}'``).
+``read_pairs`` gives each file's rows in the file's order; files may interleave, and a map on
+several workers may finish blocks out of order. ``DataContext.get_current().execution_options
+.preserve_order = True``, set before the dataset is built, keeps one process's order.
+
+Every node must see the files and the model directory at the same path (a shared file
+system, or the paths copied to each node), and have hhrlhf installed (``ray job submit
+--runtime-env-json '{"pip": ["hhrlhf[ray,reward]"]}'``).
 
 >>> import ray
 >>> from hhrlhf.integrations import ray as hray
 >>> ray.init(num_cpus=2)  # doctest: +SKIP
->>> ds = hray.score_pairs(hray.read_pairs("sample"), "pm/", concurrency=2)  # doctest: +SKIP
+>>> ds = hray.score_pairs(hray.read_pairs("sample"), "pm/", concurrency=(1, 2))  # doctest: +SKIP
 >>> hray.to_format(ds, "dpo").write_json("out/")  # doctest: +SKIP
 """
 
