@@ -1,4 +1,4 @@
-"""hhrlhf.integrations without their extras: a clear error naming the install."""
+"""hhrlhf.integrations and streaming without their extras: a clear error naming the install."""
 
 from __future__ import annotations
 
@@ -28,3 +28,11 @@ def test_the_package_imports_no_engine():
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_streaming_without_datasets_names_the_extra(monkeypatch):
+    import hhrlhf
+
+    monkeypatch.setitem(sys.modules, "datasets", None)  # as when not installed
+    with pytest.raises(MissingExtraError, match=r"pip install 'hhrlhf\[hf\]'"):
+        hhrlhf.load_dataset(data="sample", streaming=True)
