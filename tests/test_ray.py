@@ -356,3 +356,32 @@ def test_the_scale_out_page_s_job_runs(local_ray, saved_pm, tmp_path, monkeypatc
     ]
     assert len(lines) == len(kept) > 0
     assert capsys.readouterr().out.strip().endswith(f"320 pairs scored, {len(kept)} kept")
+
+
+def test_write_upstream_writes_a_folder_hh_reads_back(in_order, synth_dir, tmp_path):
+    from hhrlhf.errors import HHError, OutputError
+
+    out = tmp_path / "out"
+    counts = hray.write_upstream(_read(synth_dir), out)
+    assert counts == {
+        "harmless-base/train": 900,
+        "harmless-base/test": 300,
+        "helpful-base/test": 250,
+    }
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.gz")) == [
+        "harmless-base/test.jsonl.gz",
+        "harmless-base/train.jsonl.gz",
+        "helpful-base/test.jsonl.gz",
+    ]
+    assert list(hhrlhf.iter_pairs(data=out)) == list(hhrlhf.iter_pairs(data=synth_dir))
+    raw = get_format("raw")
+    for f in hhrlhf.select_files(data=synth_dir):
+        pairs = hhrlhf.iter_pairs(f.subset, split=f.split, data=synth_dir)
+        want = b"".join(raw.encode(r) for r in format_rows(pairs, raw, source=False))
+        assert gzip.decompress((out / f.rel).read_bytes()) == want  # hh export's lines
+    with pytest.raises(OutputError, match="--force"):
+        hray.write_upstream(_read(synth_dir), out)
+    shuffled = _read(synth_dir).sort("index", descending=True)
+    with pytest.raises(HHError, match="preserve_order"):
+        hray.write_upstream(shuffled, out, force=True)
+    assert list(hhrlhf.iter_pairs(data=out)) == list(hhrlhf.iter_pairs(data=synth_dir))  # kept

@@ -13,8 +13,9 @@ Needs ``pip install 'hhrlhf[ray]'``; importing this module without Ray raises
 * :func:`score_pairs` adds ``chosen_score``, ``rejected_score`` and ``margin`` with a saved
   preference model loaded once per actor (:class:`PairScorer`); :func:`check_pairs` adds
   the per-pair check classes (``flags``, ``flag_details``); :func:`to_format` turns rows into
-  any export format's rows. Each uses the same code as one process, so the values are the
-  same: the same rows, bit-identical scores, the same export rows.
+  any export format's rows; :func:`write_upstream` writes upstream's layout. Each uses the
+  same code as one process, so the values are the same: the same rows, bit-identical
+  scores, the same export rows.
 
 ``read_pairs`` gives each file's rows in the file's order; files may interleave, and a map on
 several workers may finish blocks out of order. ``DataContext.get_current().execution_options
@@ -33,8 +34,10 @@ system, or the paths copied to each node), and have hhrlhf installed (``ray job 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -60,6 +63,7 @@ __all__ = [
     "check_pairs",
     "pair_check_names",
     "to_format",
+    "write_upstream",
 ]
 
 #: The columns of :func:`read_pairs`: where the pair is, the turn-level split of the
@@ -368,3 +372,61 @@ def to_format(ds: Any, fmt: str, *, source: bool = True, merge_consecutive: bool
         fn_args=(fmt_obj, source, merge_consecutive),
         batch_format="pyarrow",
     )
+
+
+# --------------------------------------------------------------------------- writing
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _plain(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not _PLAIN_NAME.fullmatch(value):
+        raise HHError(f"write_upstream: a row's {what} is {value!r}, not a plain name")
+    return value
+
+
+def write_upstream(ds: Any, out: str | os.PathLike[str], *, force: bool = False) -> dict[str, int]:
+    """Write pairs in upstream's layout, ``out/<subset>/<split>.jsonl.gz``: one line per row
+    as ``hh export --format raw --no-source`` writes it, so :func:`read_pairs`,
+    :func:`hhrlhf.load_dataset` and ``hh`` read the folder back. Returns the rows written
+    per ``subset/split``.
+
+    The rows come to this process to be written (the folder must fit its disk; for more,
+    ``to_format(ds, "raw").write_json(...)`` writes from the workers). A file's rows must
+    come in order (``index`` increasing): a dataset built with ``preserve_order`` gives
+    them so, and a row out of order is an error, never a shuffled file. ``out`` must not
+    exist or be empty (``force=True`` replaces it); it appears whole, or not at all.
+    """
+    from ..convert.files import _open_gzip_writer
+    from ..convert.formats import get_format
+    from ..outputs import check_writable, replace_dir
+
+    encode = get_format("raw").encode
+    check_writable(out, kind="dir", force=force, option="out")
+    counts: dict[str, int] = {}
+    last: dict[tuple[str, str], int] = {}
+    cols = ["subset", "split", "index", "chosen", "rejected"]
+    with replace_dir(out) as tmp, contextlib.ExitStack() as files:
+        opened: dict[tuple[str, str], Any] = {}
+        for batch in ds.select_columns(cols).iter_batches(batch_format="pyarrow", batch_size=None):
+            lines: dict[tuple[str, str], list[bytes]] = {}
+            for subset, split, index, c, r in zip(*(_column(batch, k) for k in cols), strict=True):
+                key = (subset, split)
+                if key not in opened:
+                    folder = tmp / _plain(subset, "subset")
+                    folder.mkdir(exist_ok=True)
+                    path = folder / f"{_plain(split, 'split')}.jsonl.gz"
+                    opened[key] = files.enter_context(_open_gzip_writer(path))
+                if index is not None:
+                    if index <= last.get(key, -1):
+                        raise HHError(
+                            f"write_upstream: {subset}/{split} row {index} comes after row "
+                            f"{last[key]}; build the dataset with preserve_order set "
+                            "(ray.data.DataContext.get_current().execution_options)"
+                        )
+                    last[key] = index
+                lines.setdefault(key, []).append(encode({"chosen": c, "rejected": r}))
+            for key, chunk in lines.items():
+                opened[key].write(b"".join(chunk))
+                counts[f"{key[0]}/{key[1]}"] = counts.get(f"{key[0]}/{key[1]}", 0) + len(chunk)
+    return counts
