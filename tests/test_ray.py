@@ -176,12 +176,10 @@ def test_redteam_array_is_streamed_into_rows(local_ray, synth_dir):
 
 def test_a_broken_redteam_array_is_the_library_error(local_ray, tmp_path):
     path = tmp_path / "red_team_attempts.jsonl.gz"
-    rows = list(generate_red_team(5, seed=1))
-    data = gzip.compress(("[" + ",".join(map(repr, [0])) + "]").encode())
-    path.write_bytes(data)
+    path.write_bytes(gzip.compress(b"[0]"))  # an element that is not an attempt
     with pytest.raises(DataFormatError, match="record 1"):
         hray.read_redteam(path).take_all()
-    write_json_array_gz(path, rows)
+    write_json_array_gz(path, generate_red_team(5, seed=1))
     path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes())[:-1]))  # no "]"
     with pytest.raises(DataFormatError, match="missing '\\]'"):
         hray.read_redteam(path).take_all()
@@ -237,8 +235,8 @@ def test_check_classes_are_the_checks_per_pair(local_ray, synth_dir):
     result = run_checks(pairs)
     want = {}
     for p in pairs:
-        found = {k: v for k, v in result.flags.get((p.subset, p.split, p.index), {}).items()}
-        found = {k: v for k, v in found.items() if k in mine}
+        flags = result.flags.get((p.subset, p.split, p.index), {})
+        found = {k: v for k, v in flags.items() if k in mine}
         want[(p.subset, p.split, p.index)] = (list(found), list(found.values()))
     rows = hray.check_pairs(_read(synth_dir)).take_all()
     got = {(r["subset"], r["split"], r["index"]): (r["flags"], r["flag_details"]) for r in rows}
