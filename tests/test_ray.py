@@ -48,6 +48,11 @@ def _read(data, **kw):
 def local_ray():
     import logging
 
+    from ray._private import ray_constants
+
+    # read when Ray is imported: if Ray came in before this module set it, Ray would listen
+    # on the host's outward address, so stop rather than start it
+    assert ray_constants.ENABLE_RAY_CLUSTER is False, "Ray was imported before this module"
     ray.init(
         num_cpus=2,
         include_dashboard=False,
