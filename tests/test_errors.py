@@ -214,3 +214,29 @@ def test_a_typo_in_a_fixed_choice_says_did_you_mean(tmp_path):
     assert r.exit_code == 2 and "Did you mean 'trl-standard'?" in r.stderr
     r = CliRunner().invoke(cli, ["export", "--format", "zzz", "--out", "-"])
     assert r.exit_code == 2 and "Did you mean" not in r.stderr
+
+
+def test_every_error_pickles_with_its_attributes(tmp_path):
+    """An error raised in another process (a pool, a Ray worker) arrives as itself: same
+    class, message and attributes, though most take other arguments than their message."""
+    import gzip
+    import pickle
+
+    cut = tmp_path / "test.jsonl.gz"
+    cut.write_bytes(gzip.compress(b'{"chosen": "a", "rejected": "b"}\n' * 500)[:-40])
+    with pytest.raises(errors.TruncatedStreamError) as raised:
+        list(iter_pairs(data=cut, split="test"))
+    made = [
+        raised.value,
+        errors.DataFormatError("a.jsonl", 3, "invalid JSON"),
+        UnknownNameError("subset", "harmles-base", ["harmless-base"]),
+        errors.MissingExtraError("ray", "ray", "read_pairs()"),
+        errors.RateLimited("slow down", 30),
+        errors.ChecksumMismatchError("a.gz", "00", "ff"),
+    ]
+    for err in made:
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err)
+        assert str(back) == str(err)
+        assert back.args == err.args
+        assert back.__dict__ == err.__dict__

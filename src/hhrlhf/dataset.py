@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 
-from .errors import RecordKindError, UnknownNameError
+from .errors import HHError, RecordKindError, UnknownNameError
 from .layout import SAMPLE_DIR, DataFile, DataSource, resolve_source, select_files
 from .reader import Lenient, SkippedRow, read_attempts, read_pairs
 from .records import RED_TEAM_KEYS, PreferencePair, RedTeamAttempt
@@ -332,6 +332,15 @@ def load_attempts(*, data=None, lenient: bool | Lenient | None = False, skipped=
     return RecordList(iter_attempts(data=data, lenient=policy), subset=RED_TEAM, split="train")
 
 
+def _stream_jobs(src: DataSource, data_dir, split: str | None) -> list:
+    """``(path, subset, split, red_team)`` of the files ``load_dataset`` reads, in order."""
+    if data_dir == RED_TEAM or src.kind == "file":
+        first = select_files(data_dir, split=split, data=src)[0]
+        if first.red_team:
+            return [(str(first.path), first.subset, first.split, True)]
+    return [(str(f.path), f.subset, f.split, False) for f in _pair_files(src, data_dir, split)]
+
+
 def load_dataset(
     data_dir: str | None = None,
     *,
@@ -340,15 +349,38 @@ def load_dataset(
     lenient: bool | Lenient | None = False,
     skipped: list[SkippedRow] | None = None,
     fast: bool = True,
-) -> DatasetDict | RecordList:
+    streaming: bool = False,
+    format: str | None = None,
+    source: bool = True,
+):
     """Load like ``datasets.load_dataset("Anthropic/hh-rlhf", data_dir=...)``.
 
     Returns ``{"train": [...], "test": [...]}`` (red team: ``{"train": [...]}``), or the one
     list when ``split`` is given. ``data_dir=None`` is the four preference subsets together.
     ``fast`` as in :func:`load_pairs` (same records either way).
+
+    ``streaming=True`` (needs ``hhrlhf[hf]``) reads nothing yet and returns a
+    ``datasets.IterableDatasetDict`` (an ``IterableDataset`` when ``split`` is given) sharded
+    by file, in export ``format`` when given, with the rows of
+    ``load_dataset(...).to_hf(format=..., source=...)``: see :mod:`hhrlhf.streaming`.
     """
     policy = Lenient.of(lenient, skipped)
     src = resolve_source(data)
+    if streaming or format is not None or not source:
+        if not streaming:
+            raise HHError(
+                "format= and source= go with streaming=True; a loaded dataset takes them in "
+                ".to_hf(format=..., source=...)"
+            )
+        if policy is not None:
+            raise HHError(
+                "lenient reading records skipped rows in this process, and a streaming "
+                "dataset is read where it is iterated: load it without streaming=True"
+            )
+        from .streaming import stream_dataset
+
+        jobs = _stream_jobs(src, data_dir, split)
+        return stream_dataset(jobs, split=split, label=src.label, format=format, source=source)
     if data_dir == RED_TEAM or src.kind == "file":
         first = select_files(data_dir, split=split, data=src)[0]
         if first.red_team:

@@ -43,10 +43,30 @@ __all__ = [
 
 
 class HHError(Exception):
-    """Root of every error hhrlhf raises on purpose."""
+    """Root of every error hhrlhf raises on purpose.
+
+    Every one pickles with its attributes (``path``, ``line``, ``hint``, ...), so an error
+    raised in another process (a ``multiprocessing`` pool, a Ray worker) arrives as itself.
+    """
 
     #: A one-line hint on how to fix the problem, shown by the CLI when set.
     hint: str | None = None
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # the default calls ``cls(*self.args)``, which a class whose __init__ takes other
+        # arguments than its message cannot take
+        return (_restore_error, (type(self), self.args, dict(self.__dict__)))
+
+
+def _restore_error(
+    cls: type[HHError], args: tuple[object, ...], state: dict[str, object]
+) -> HHError:
+    """An :class:`HHError` unpickled: its message arguments and attributes, without running
+    its ``__init__``."""
+    err = cls.__new__(cls, *args)
+    err.args = args
+    err.__dict__.update(state)
+    return err
 
 
 class DataFormatError(HHError, ValueError):
