@@ -1,0 +1,79 @@
+"""Reads count too: GETs per annotator (a whole conversation as several), and the markdown one
+worker renders for one annotator per minute, so that one annotator cannot take the CPU that
+the others' turns need."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("markdown_it")
+
+from hhrlhf.collect.web import markdown  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache(monkeypatch):
+    monkeypatch.setattr(markdown, "_cache", markdown._Recent(markdown.CACHE_CHARS))
+
+
+def _conversation_with_edit(client, h, edit: str) -> tuple[int, dict]:
+    cid = client.post(
+        "/api/v1/conversations", json={"task_description": "Plan a picnic"}, headers=h
+    ).json()["id"]
+    turn = client.post(f"/api/v1/conversations/{cid}/turns", json={"text": "Pack?"}, headers=h)
+    assert turn.status_code == 201, turn.text
+    r = client.post(
+        f"/api/v1/turns/{turn.json()['id']}/choice",
+        json={"pick": "a", "strength": 2, "edit": edit},
+        headers=h,
+    )
+    assert r.status_code == 200, r.text
+    return cid, r.json()["turn"]
+
+
+def test_reads_are_limited_per_annotator(make_client, settings, alice, bob):
+    client = make_client(replace(settings, rate_reads_per_minute=3))
+    _, ha, _ = alice
+    _, hb, _ = bob
+    for _ in range(3):
+        assert client.get("/api/v1/conversations", headers=ha).status_code == 200
+    r = client.get("/api/v1/conversations", headers=ha)
+    assert r.status_code == 429 and "too many requests" in r.json()["error"]
+    assert 1 <= int(r.headers["retry-after"]) <= 61
+    assert client.get("/api/v1/me", headers=ha).status_code == 429  # every GET counts
+    assert client.get("/api/v1/conversations", headers=hb).status_code == 200  # not bob
+
+
+def test_a_whole_conversation_counts_as_more_reads_by_its_size(make_client, settings, alice):
+    """A conversation holding 20,000-40,000 characters of text counts as two reads."""
+    client = make_client(replace(settings, rate_reads_per_minute=3))
+    _, h, _ = alice
+    cid, _ = _conversation_with_edit(client, h, "word " * 4_000)
+    assert client.get(f"/api/v1/conversations/{cid}", headers=h).status_code == 200  # 2
+    r = client.get(f"/api/v1/conversations/{cid}", headers=h)  # 1 more, then 1 over
+    assert r.status_code == 429
+
+
+def test_markdown_past_the_render_budget_shows_as_plain_text(make_client, settings, alice, bob):
+    """One worker renders at most ``render_chars_per_minute`` characters of markdown for one
+    annotator; past it a text comes back as escaped plain text (not kept in the cache: it is
+    rendered once the budget has room), and other annotators' texts render as before."""
+    client = make_client(replace(settings, render_chars_per_minute=30_000))
+    _, ha, _ = alice
+    _, hb, _ = bob
+    first = "*a* " * 5_000
+    _, turn = _conversation_with_edit(client, ha, first)
+    assert turn["continued_html"].startswith("<p><em>a</em>")
+    second = "**b** " * 3_000
+    cid, turn = _conversation_with_edit(client, ha, second)
+    assert turn["continued_html"].startswith('<p class="plain">**b** **b**')
+    assert markdown.cached_html([second]) is None
+    view = client.get(f"/api/v1/conversations/{cid}", headers=ha).json()
+    assert view["turns"][0]["continued_html"].startswith('<p class="plain">')
+    _, turn = _conversation_with_edit(client, hb, second)
+    assert turn["continued_html"].startswith("<p><strong>b</strong>")
+    # now in the cache (bob's render): found for alice too, at no cost
+    view = client.get(f"/api/v1/conversations/{cid}", headers=ha).json()
+    assert view["turns"][0]["continued_html"].startswith("<p><strong>b</strong>")
