@@ -22,21 +22,42 @@ from ..domain import STOPPED, AnnotatorInfo
 from ..finish import cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
-from .backends import SPEAKER_MARKERS, BackendError, finalize, make_backend
+from .backends import BackendError, finalize, make_backend
 from .owners import dead_here, new_owner_id
+from .visible import VisibleText, _visible  # noqa: F401  (_visible: the tests' reference)
+from .wire import MAX_REASON_CHARS, bounded
 
 __all__ = ["Generator", "TurnRun", "Event", "slot_label", "failure_message"]
 
 POLL_SECONDS = 0.2
 #: every backend failure is logged here, with the model server's own explanation
 log = logging.getLogger("hhrlhf.collect.backends")
-#: the first characters of the speaker markers (a text holding none holds no marker, whole or begun)
-_MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
 
 
 def _done(c: dict) -> dict:
     """A stored ready candidate as a ``done`` event's data."""
     return {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
+
+
+def _failed_fields(error: str, like: dict | None = None) -> dict[str, Any]:
+    """A failed candidate's fields to store: ``error``, the model facts of ``like`` if they
+    are plain values, nothing of its text."""
+    like = like or {}
+    facts = {
+        k: v
+        for k in ("model", "model_type", "num_params")
+        if isinstance(v := like.get(k), str) or v is None
+    }
+    return {
+        **dict.fromkeys(("model", "model_type", "num_params")),
+        **facts,
+        "params": {},
+        "latency_ms": like.get("latency_ms") if isinstance(like.get("latency_ms"), int) else 0,
+        "text": None,
+        "raw_text": None,
+        "cut": False,
+        "error": error,
+    }
 
 
 def slot_label(slot: str) -> str:
@@ -137,60 +158,6 @@ def _wake(waiting: asyncio.Future) -> None:
         waiting.set_result(None)
 
 
-def _visible(raw: str) -> str:
-    """What may be shown while streaming: up to a speaker marker, holding back a partial one."""
-    cut = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
-    if cut >= 0:
-        return raw[:cut]
-    for m in SPEAKER_MARKERS:
-        for k in range(len(m) - 1, 0, -1):
-            if raw.endswith(m[:k]):
-                return raw[: len(raw) - k]
-    return raw
-
-
-class VisibleText:
-    """:func:`_visible` of a growing response, fed one delta at a time in linear time.
-
-    Only the held-back tail (a possible partial marker) and the new delta are searched, so a
-    long response in small chunks costs what its length does (a whole-text scan per delta
-    would be quadratic: minutes of CPU for a megabyte in token-sized chunks).
-    """
-
-    def __init__(self):
-        self.pending = ""  # raw text not shown yet: a prefix of a speaker marker
-        self.cut = False
-        self.started = False  # leading whitespace is dropped, as by ``.lstrip()``
-
-    def feed(self, delta: str) -> str:
-        """The text that became visible with ``delta`` ('' when none)."""
-        if self.cut:
-            return ""
-        buf = self.pending + delta
-        if not any(first in buf for first in _MARKER_STARTS):
-            # no marker and no partial one can be in it (the usual delta: one word)
-            out, self.pending = buf, ""
-            if not self.started:
-                out = out.lstrip()
-                self.started = bool(out)
-            return out
-        cut = min((i for m in SPEAKER_MARKERS if (i := buf.find(m)) >= 0), default=-1)
-        if cut >= 0:
-            out, self.pending, self.cut = buf[:cut], "", True
-        else:
-            hold = 0
-            for m in SPEAKER_MARKERS:
-                for k in range(len(m) - 1, hold, -1):
-                    if buf.endswith(m[:k]):
-                        hold = k
-                        break
-            out, self.pending = buf[: len(buf) - hold], buf[len(buf) - hold :]
-        if not self.started:
-            out = out.lstrip()
-            self.started = bool(out)
-        return out
-
-
 class Generator:
     """Runs turns: the backends of the settings, one lease owner id per process."""
 
@@ -282,26 +249,13 @@ class Generator:
             results = {slot: fields for slot, fields, _ in outcomes}
             stored = None
             if not run.lost:
-                stored = await self.storage.call(
-                    leases.finish_generation, run.turn_id, self.owner, results
-                )
-            for slot, fields, message in outcomes:
-                if stored is None:
-                    message = (
-                        "the response was not stored (it was stopped, or another worker took over)"
-                    )
-                if message is None:
-                    run.emit(
-                        "done",
-                        {
-                            "slot": slot,
-                            "text": fields["text"],
-                            "cut": fields["cut"],
-                            "cut_reason": cut_reason(fields["cut"], fields["finish_reason"]),
-                        },
-                    )
-                else:
-                    run.emit("error", {"slot": slot, "message": failure_message(slot, message)})
+                stored, unsaved = await self._store(run, results)
+                if unsaved:
+                    outcomes = [(slot, f, unsaved) for slot, f, _ in outcomes]
+            try:
+                self._emit_outcomes(run, outcomes, stored)
+            except Exception:  # the turn is stored: its listeners replay it from there
+                log.exception("turn %s: its events could not be sent", run.turn_id)
             status = stored or "failed"
         finally:  # never leave a listener waiting
             heartbeat.cancel()
@@ -309,8 +263,61 @@ class Generator:
             if self.runs.get(run.turn_id) is run:  # (not a run started since its lease was lost)
                 del self.runs[run.turn_id]
 
+    @staticmethod
+    def _emit_outcomes(run: TurnRun, outcomes: list, stored: str | None) -> None:
+        for slot, fields, message in outcomes:
+            if stored is None:
+                message = (
+                    "the response was not stored (it was stopped, or another worker took over)"
+                )
+            if message is None:
+                run.emit(
+                    "done",
+                    {
+                        "slot": slot,
+                        "text": fields["text"],
+                        "cut": fields["cut"],
+                        "cut_reason": cut_reason(fields["cut"], fields["finish_reason"]),
+                    },
+                )
+            else:
+                run.emit("error", {"slot": slot, "message": failure_message(slot, message)})
+
+    async def _store(self, run: TurnRun, results: dict[str, dict]) -> tuple[str | None, str]:
+        """Store the run's responses and free its lease: (the turn's new status, or None when
+        its lease was gone; why they were stored as failed instead, or ''). When storing them
+        fails, they are stored again as failed, so the turn does not stay generating while
+        this worker lives (Retry works at once); if that fails too, its lease runs out."""
+        try:
+            status = await self.storage.call(
+                leases.finish_generation, run.turn_id, self.owner, results
+            )
+            return status, ""
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("turn %s: its responses could not be stored", run.turn_id)
+            why = "the response could not be stored"
+            stored = bounded(f"{why}: {type(exc).__name__}: {exc}")
+            failed = {slot: _failed_fields(stored, f) for slot, f in results.items()}
+            status = await self.storage.call(
+                leases.finish_generation, run.turn_id, self.owner, failed
+            )
+            return status, why
+
     async def _one(self, run: TurnRun, prompt, slot: str, backend_name: str):
-        """Generate one candidate, streaming deltas; returns (slot, fields to store, error or None)."""
+        """Generate one candidate, streaming deltas; returns (slot, fields to store, error or
+        None). Whatever goes wrong in it (a bug included) ends the response as failed."""
+        try:
+            return await self._generate(run, prompt, slot, backend_name)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            stored = bounded(f"the response could not be generated: {type(exc).__name__}: {exc}")
+            log.exception("turn %s, response %s: generation failed", run.turn_id, slot_label(slot))
+            return slot, _failed_fields(stored), "the response could not be generated"
+
+    async def _generate(self, run: TurnRun, prompt, slot: str, backend_name: str):
         backend = self.backends.get(backend_name)
         config = backend.config if backend else None
         t0 = time.perf_counter()
@@ -323,6 +330,14 @@ class Generator:
             stream = backend.stream(prompt, slot)  # rerank: one ranking, two slots
             try:
                 async for delta, reason in stream:
+                    if not isinstance(delta, str) or not (
+                        reason is None
+                        or (isinstance(reason, str) and len(reason) <= MAX_REASON_CHARS)
+                    ):  # any backend's pieces: text, and a short reason or none
+                        raise BackendError(
+                            "the model server sent a malformed reply",
+                            f"a piece of {type(delta).__name__}, reason {type(reason).__name__}",
+                        )
                     if reason:
                         finish_reason = reason
                     if not delta:
@@ -373,9 +388,13 @@ class Generator:
             shown_detail = True
         except Exception as exc:  # a backend bug must not lose the turn
             error, detail = "the model server failed", f"{type(exc).__name__}: {exc}"
+        # the server's words, whatever their size or kind, are bounded before they go anywhere
+        if error is not None:
+            error, detail = bounded(error, 200), bounded(detail) if detail else detail
         fields: dict[str, Any] = dict(
-            model=config.model if config else None,
-            # as configured now: a later change of the config does not rewrite them
+            model=config.model
+            if config
+            else None,  # as configured now: a later change of the config does not rewrite them
             model_type=config.model_type if config else None,
             num_params=config.num_params if config else None,
             params=config.sampling_params() if config else {},
