@@ -136,3 +136,60 @@ def test_a_well_formed_reply_still_goes_through(storage, settings, server, sqlit
     _, _, tid, status, _ = _run_turn(storage, settings, server, "openai-chat", events)
     assert status == "ready"
     assert [c["text"] for c in leases.turn_state(storage, tid)["candidates"]] == ["All Fine."] * 2
+
+
+@pytest.mark.parametrize("case", ["content is a list", "an error of 3 MB mid-stream"])
+def test_a_rerank_backend_over_a_hostile_server_fails_the_turn_bounded(
+    storage, settings, server, case, sqlite_only
+):
+    """The rerank backend's samples come through the same checks: a hostile base fails the
+    turn (both slots), with a bounded message, and Retry works."""
+    from hhrlhf.collect.config import BackendConfig
+
+    server.script.raw_events = CHAT[case]
+    base = openai_backend("m1", "openai-chat", server.base_url, timeout=10.0)
+    rerank = BackendConfig("best", "rerank", base="m1", k=3, pm="no-pm-needed-before-sampling")
+    gen = Generator(storage, replace(settings, backends=(base, rerank)))
+    who, _ = annotators.add_annotator(storage, "rerank-" + case.replace(" ", "-"))
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "Hi?", ("best", "best"))["id"]
+
+    async def go():
+        _, run = await gen.open(tid)
+        status = await asyncio.wait_for(run.wait(), 15)
+        await gen.shutdown()
+        return status, run
+
+    status, run = asyncio.run(go())
+    _failed_and_bounded(storage, tid, status, run)
+    assert conversations.retry_turn(storage, who, tid) == "pending"
+
+
+def test_a_rerank_backend_over_a_base_sending_non_text_fails_the_turn(
+    storage, settings, monkeypatch, sqlite_only
+):
+    from hhrlhf.collect.config import BackendConfig
+
+    base = settings.backends[0]
+    rerank = BackendConfig("best", "rerank", base=base.name, k=3, pm="unused")
+    gen = Generator(storage, replace(settings, backends=(base, rerank)))
+
+    def stream(prompt, slot="a"):
+        async def pieces():
+            yield {"text": "a"}, None
+
+        return pieces()
+
+    monkeypatch.setattr(gen.backends[base.name], "stream", stream)
+    who, _ = annotators.add_annotator(storage, "rerank-dict")
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    tid = conversations.create_turn(storage, who, cid, "Hi?", ("best", "best"))["id"]
+
+    async def go():
+        _, run = await gen.open(tid)
+        return await asyncio.wait_for(run.wait(), 15)
+
+    assert asyncio.run(go()) == "failed"
+    state = leases.turn_state(storage, tid)
+    assert state["status"] == "failed"
+    assert all("malformed" in c["error"] for c in state["candidates"])

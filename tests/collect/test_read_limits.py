@@ -47,13 +47,14 @@ def test_reads_are_limited_per_annotator(make_client, settings, alice, bob):
 
 
 def test_a_whole_conversation_counts_as_more_reads_by_its_size(make_client, settings, alice):
-    """A conversation holding 20,000-40,000 characters of text counts as two reads."""
-    client = make_client(replace(settings, rate_reads_per_minute=3))
+    """A conversation holding 20,000-25,000 characters of text counts as five reads (one,
+    and one more per 5,000 characters)."""
+    client = make_client(replace(settings, rate_reads_per_minute=10))
     _, h, _ = alice
     cid, _ = _conversation_with_edit(client, h, "word " * 4_000)
-    assert client.get(f"/api/v1/conversations/{cid}", headers=h).status_code == 200  # 2
-    r = client.get(f"/api/v1/conversations/{cid}", headers=h)  # 1 more, then 1 over
-    assert r.status_code == 429
+    for _ in range(2):  # 5 each
+        assert client.get(f"/api/v1/conversations/{cid}", headers=h).status_code == 200
+    assert client.get(f"/api/v1/conversations/{cid}", headers=h).status_code == 429
 
 
 def test_markdown_past_the_render_budget_shows_as_plain_text(make_client, settings, alice, bob):
@@ -77,3 +78,29 @@ def test_markdown_past_the_render_budget_shows_as_plain_text(make_client, settin
     # now in the cache (bob's render): found for alice too, at no cost
     view = client.get(f"/api/v1/conversations/{cid}", headers=ha).json()
     assert view["turns"][0]["continued_html"].startswith("<p><strong>b</strong>")
+
+
+def test_the_conversation_view_does_not_read_each_turns_prefix(storage, alice):
+    """Each turn's transcript prefix holds every earlier turn: reading them all for the view
+    cost the square of the conversation's length (36 M characters for 60 edits of 20,000)."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from hhrlhf.collect.services import conversations
+
+    who, _, _ = alice
+    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    conversations.create_turn(storage, who, cid, "hello", ("demo-a", "demo-b"))
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, *args):
+        statements.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        view = conversations.get_conversation(storage, who, cid)
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert view["turns"][0]["human"] == "hello"
+    assert any("turns.human" in s for s in statements)  # the turns were read
+    assert not [s for s in statements if "turns.prefix" in s]

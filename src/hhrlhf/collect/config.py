@@ -101,7 +101,7 @@ class Settings:
     rate_login_per_minute: int = 20
     rate_writes_per_minute: int = 600
     #: authenticated GETs per annotator per minute (a whole conversation counts as one more
-    #: per 20,000 characters of its text)
+    #: per 5,000 characters of its text)
     rate_reads_per_minute: int = 1200
     #: characters of markdown one worker renders for one annotator per minute; past it a
     #: text shows as plain text until the minute has room (the CPU one annotator can take)

@@ -25,7 +25,7 @@ from ..textrules import clean_model_text
 from .backends import BackendError, finalize, make_backend
 from .owners import dead_here, new_owner_id
 from .visible import VisibleText, _visible  # noqa: F401  (_visible: the tests' reference)
-from .wire import MAX_REASON_CHARS, bounded
+from .wire import bounded, checked_piece
 
 __all__ = ["Generator", "TurnRun", "Event", "slot_label", "failure_message"]
 
@@ -330,14 +330,7 @@ class Generator:
             stream = backend.stream(prompt, slot)  # rerank: one ranking, two slots
             try:
                 async for delta, reason in stream:
-                    if not isinstance(delta, str) or not (
-                        reason is None
-                        or (isinstance(reason, str) and len(reason) <= MAX_REASON_CHARS)
-                    ):  # any backend's pieces: text, and a short reason or none
-                        raise BackendError(
-                            "the model server sent a malformed reply",
-                            f"a piece of {type(delta).__name__}, reason {type(reason).__name__}",
-                        )
+                    delta, reason = checked_piece(delta, reason)  # any backend's
                     if reason:
                         finish_reason = reason
                     if not delta:

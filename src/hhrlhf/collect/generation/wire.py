@@ -15,7 +15,14 @@ from typing import Any
 from ...errors import BackendError
 from ...text import printable
 
-__all__ = ["chat_piece", "completion_piece", "bounded", "MAX_ERROR_CHARS", "MAX_REASON_CHARS"]
+__all__ = [
+    "chat_piece",
+    "completion_piece",
+    "checked_piece",
+    "bounded",
+    "MAX_ERROR_CHARS",
+    "MAX_REASON_CHARS",
+]
 
 #: the most characters of a server's error message kept (stored, logged, shown)
 MAX_ERROR_CHARS = 500
@@ -110,3 +117,13 @@ def completion_piece(chunk: Any) -> tuple[str, str | None] | None:
     if choice is None:
         return None
     return _text(_field(choice, "text"), "text"), _reason(choice)
+
+
+def checked_piece(delta: object, reason: object) -> tuple[str, str | None]:
+    """A piece of any backend's stream as the runner takes it: text, and a short finish
+    reason or None; anything else is a :class:`~hhrlhf.errors.BackendError`."""
+    if not isinstance(delta, str):
+        raise _malformed("a piece", delta)
+    if reason is not None and not (isinstance(reason, str) and len(reason) <= MAX_REASON_CHARS):
+        raise _malformed("a finish reason", reason)
+    return delta, reason
