@@ -47,12 +47,12 @@ def test_reads_are_limited_per_annotator(make_client, settings, alice, bob):
 
 
 def test_a_whole_conversation_counts_as_more_reads_by_its_size(make_client, settings, alice):
-    """A conversation holding 20,000-25,000 characters of text counts as five reads (one,
-    and one more per 5,000 characters)."""
-    client = make_client(replace(settings, rate_reads_per_minute=10))
+    """A conversation holding 20,000-22,000 characters of text counts as eleven reads (one,
+    and one more per 2,000 characters)."""
+    client = make_client(replace(settings, rate_reads_per_minute=25))
     _, h, _ = alice
     cid, _ = _conversation_with_edit(client, h, "word " * 4_000)
-    for _ in range(2):  # 5 each
+    for _ in range(2):  # 11 each
         assert client.get(f"/api/v1/conversations/{cid}", headers=h).status_code == 200
     assert client.get(f"/api/v1/conversations/{cid}", headers=h).status_code == 429
 

@@ -148,8 +148,8 @@ def list_conversations(
 
 
 #: characters of a conversation's text that count as one more read (a heavy GET: reading,
-#: showing and sending them cost about what a small GET does per 5,000 characters)
-READ_CHARS = 5_000
+#: showing and sending them cost about what a small GET does per 2,000 characters)
+READ_CHARS = 2_000
 
 
 @router.get("/conversations/{conversation_id}", responses=answers(schemas.Conversation))
