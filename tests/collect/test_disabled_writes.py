@@ -55,3 +55,28 @@ def test_a_write_is_refused_as_soon_as_the_annotator_is_disabled(client, storage
     assert r.status_code == 403, r.text
     assert "disabled" in r.json()["error"]
     assert transcripts.counts(storage) == before
+
+
+def test_review_answers_are_refused_as_soon_as_the_reviewer_is_disabled(
+    make_client, settings, storage, started
+):
+    from dataclasses import replace
+
+    client = make_client(replace(settings, review_fraction=1.0))
+    h, cid, tid = started
+    ok = client.post(f"/api/v1/turns/{tid}/choice", json={"pick": "a", "strength": 2}, headers=h)
+    assert ok.status_code == 200
+    assert client.post(f"/api/v1/conversations/{cid}/finish", json={}, headers=h).status_code == 200
+    _, token = annotators.add_annotator(storage, "bob")
+    hb = {"Authorization": f"Bearer {token}"}
+    task = client.get("/api/v1/reviews/next", headers=hb).json()["review"]
+    assert task is not None
+    _disable_elsewhere(storage, "bob")
+    before = transcripts.counts(storage)
+    for path, body in (
+        (f"/api/v1/reviews/{task['id']}", {"pick": "a", "strength": 2}),
+        (f"/api/v1/reviews/{task['id']}/skip", None),
+    ):
+        r = client.post(path, json=body, headers=hb)
+        assert r.status_code == 403 and "disabled" in r.json()["error"], r.text
+    assert transcripts.counts(storage) == before

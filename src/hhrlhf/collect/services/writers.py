@@ -17,7 +17,7 @@ from ...errors import Forbidden
 from ..db.models import Annotator
 from ..domain import AnnotatorInfo
 
-__all__ = ["writer_disabled", "writer_enabled", "check_writer"]
+__all__ = ["writer_disabled", "writer_enabled", "check_writer", "lock_writer"]
 
 _annotators = cast(Table, Annotator.__table__).c
 
@@ -45,4 +45,15 @@ def writer_enabled() -> ColumnElement[bool]:
 def check_writer(row: Any, who: AnnotatorInfo) -> None:
     """Refuse the write (403) when the row's ``who_disabled`` says the annotator may not."""
     if row.who_disabled is None or row.who_disabled:
+        raise Forbidden(f"annotator {who.name!r} is disabled")
+
+
+def lock_writer(s: Any, who: AnnotatorInfo) -> None:
+    """Lock the writing annotator's row for the transaction (one statement) and refuse the
+    write when they are disabled now (the review routes, which take that lock anyway or
+    write one row)."""
+    disabled = s.execute(
+        select(_annotators.disabled).where(_annotators.id == who.id).with_for_update()
+    ).scalar()
+    if disabled is None or disabled:
         raise Forbidden(f"annotator {who.name!r} is disabled")
