@@ -183,16 +183,11 @@ def turn_texts(turn: dict) -> list[str]:
     return texts
 
 
-def with_html(
-    turn: dict, htmls: list[str] | None = None, render: Callable[[str], str] | None = None
-) -> dict:
+def with_html(turn: dict, htmls: list[str] | None = None) -> dict:
     """A turn as the API returns it, with ``html`` beside each candidate's text and
     ``continued_html`` beside the text the conversation continued with (same dict, changed).
-    ``htmls``: those texts' HTML (:func:`turn_texts`' order), if rendered already; else each
-    is ``render(text)`` (:func:`render_markdown` by default)."""
-    rendered = iter(
-        htmls if htmls is not None else map(render or render_markdown, turn_texts(turn))
-    )
+    ``htmls``: those texts' HTML (:func:`turn_texts`' order), if rendered already."""
+    rendered = iter(htmls if htmls is not None else map(render_markdown, turn_texts(turn)))
     for c in turn.get("candidates") or ():
         if isinstance(c.get("text"), str):
             c["html"] = next(rendered)
