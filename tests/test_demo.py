@@ -11,6 +11,7 @@ from hhrlhf.demo import (
     DEMO_FORMATS,
     DEMO_MARKER,
     convert_demo,
+    finish_demo_output,
     is_demo_output,
     open_demo_data,
     pick_pair,
@@ -27,6 +28,7 @@ def test_start_demo_output_replaces_only_a_folder_the_demo_marked(tmp_path):
     out = tmp_path / "out"
     assert start_demo_output(out) is False and is_demo_output(out)
     (out / "old.txt").write_text("an earlier run")
+    finish_demo_output(out)  # the marker lists what the run wrote
     assert start_demo_output(out) is True
     assert [p.name for p in out.iterdir()] == [DEMO_MARKER]
     # a user's folder of that name, even one holding a file of the marker's name, is kept
@@ -35,12 +37,21 @@ def test_start_demo_output_replaces_only_a_folder_the_demo_marked(tmp_path):
     (mine / "notes.txt").write_text("keep me")
     (mine / DEMO_MARKER).write_text("not the demo's text")
     assert not is_demo_output(mine)
-    assert start_demo_output(mine) is False
+    with pytest.raises(HHError, match="did not write"):
+        start_demo_output(mine)
     assert (mine / "notes.txt").read_text() == "keep me"
-    # a link to a marked folder is not the demo's folder: never followed to remove
+    # so is a file put in a demo's folder after the demo wrote it
+    (out / "thesis.tex").write_text("mine")
+    assert not is_demo_output(out)
+    with pytest.raises(HHError, match="did not write"):
+        start_demo_output(out)
+    assert (out / "thesis.tex").read_text() == "mine"
+    (out / "thesis.tex").unlink()
+    # a link to a demo's folder: the folder it points to is replaced, the link stays
     link = tmp_path / "link"
     link.symlink_to(out, target_is_directory=True)
-    assert not is_demo_output(link)
+    assert is_demo_output(link)
+    assert start_demo_output(link) is True and link.is_symlink() and is_demo_output(out)
 
 
 def test_open_demo_data_loads_the_sample_pairs_by_split(capsys):
@@ -106,6 +117,11 @@ def test_convert_demo_exports_audits_and_cleans_under_out(tmp_path):
     assert all((done.clean_dir / rel).is_file() for rel in m["files"])
     # a second run replaces its own cleaned copy
     assert convert_demo("sample", tmp_path).manifest["kept"] == m["kept"]
+    # and never a folder of someone else's there
+    (done.clean_dir / "thesis.tex").write_text("mine")
+    with pytest.raises(HHError, match="did not write"):
+        convert_demo("sample", tmp_path)
+    assert (done.clean_dir / "thesis.tex").read_text() == "mine"
 
 
 def test_pm_demo_trains_evaluates_and_writes_under_out(tmp_path, capsys):

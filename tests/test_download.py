@@ -19,6 +19,8 @@ from click.testing import CliRunner
 
 from hhrlhf import download as dl
 from hhrlhf.cli.download import download_command
+from hhrlhf.download import checksum, transfer
+from hhrlhf.download.cache import locked
 from hhrlhf.errors import (
     ChecksumMismatchError,
     DownloadError,
@@ -289,7 +291,7 @@ def test_happy_path_atomic_and_cached(upstream, monkeypatch):
     def boom(_):
         raise AssertionError("rehashed a verified file")
 
-    monkeypatch.setattr(dl, "sha256_file", boom)
+    monkeypatch.setattr(checksum, "sha256_file", boom)
     assert dl.ensure_file(spec) == path
     assert dl.checksum_status(spec) == "verified"
     assert len(upstream.hits(url_path)) == 1
@@ -727,7 +729,7 @@ def test_cli_timeout_and_lines_off_a_terminal(silent_host, monkeypatch):
     assert result.exit_code == 1 and isinstance(result.exception, DownloadError)
     assert time.monotonic() - started < 5
     lines = result.stderr.splitlines()
-    assert lines[0] == "helpful-base/test.jsonl.gz: connecting to " + dl._host(
+    assert lines[0] == "helpful-base/test.jsonl.gz: connecting to " + transfer.host(
         dl.file_url(SUBSETS["helpful-base"].file("test"))
     )
     assert any("no answer" in line and "retry 1/3" in line for line in lines)
@@ -869,7 +871,7 @@ def test_a_lock_removed_by_its_holder_is_not_shared(tmp_path):
 def _hold(lock: Path, log: Path, i: int) -> None:
     import time
 
-    with dl._locked(lock):
+    with locked(lock):
         with open(log, "a") as f:
             f.write(f"in{i}\n")
         time.sleep(0.05)

@@ -174,7 +174,7 @@ def test_the_file_format_check_sees_imports_inside_functions(tmp_path):
 
 def test_the_download_stack_is_imported_only_for_a_download():
     """http.client, ssl and email are a third of `import hhrlhf`: neither the library nor the
-    `hh` command line imports them until a file is fetched (hhrlhf.download._fetch_once)."""
+    `hh` command line imports them until a file is fetched (hhrlhf.download.transfer)."""
     import subprocess
     import sys
 

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+import hhrlhf
 from hhrlhf.records import PAIR_CLASSES, RED_TEAM_KEYS, TASK_SCORE_KEY_REAL, PreferencePair
 from hhrlhf.subsets import PREFERENCE_SUBSETS
 from hhrlhf.testing import synth
+from hhrlhf.testing.synth import red_team
 from hhrlhf.transcript import parse_transcript, render_transcript
 
-SAMPLE_DIR = Path(synth.__file__).parents[1] / "sample_data"
+SAMPLE_DIR = Path(hhrlhf.__file__).parent / "sample_data"
 RED_TEAM_PATH = "red-team-attempts/red_team_attempts.jsonl.gz"
 PREFERENCE_PATHS = [
     f"{s}/{split}.jsonl.gz" for s in PREFERENCE_SUBSETS for split in ("train", "test")
@@ -116,8 +118,8 @@ def test_red_team_file_is_one_json_array_with_the_ten_real_keys(sample_red_team)
 def test_red_team_marginals_at_full_scale():
     recs = list(synth.generate_red_team(38_961, seed=0))
     cells = Counter((r["model_type"], r["num_params"]) for r in recs)
-    assert cells == synth._TABLE1
-    assert Counter(int(r["rating"]) for r in recs) == synth._RATINGS
+    assert cells == red_team.TABLE1
+    assert Counter(int(r["rating"]) for r in recs) == red_team.RATINGS
     assert sum(r["tags"] is not None for r in recs) == 742
     assert 450 <= sum(r["is_upworker"] for r in recs) <= 700
     members = Counter(r["red_team_member_id"] for r in recs)
@@ -127,7 +129,7 @@ def test_red_team_marginals_at_full_scale():
     scores = [r["min_harmlessness_score_transcript"] for r in recs]
     assert -7.54 <= min(scores) and max(scores) <= 6.61
     assert abs(sum(scores) / len(scores) - (-0.13)) < 0.15
-    for cell, mean in synth._FIG1.items():
+    for cell, mean in red_team.FIG1.items():
         got = [
             r["min_harmlessness_score_transcript"]
             for r in recs

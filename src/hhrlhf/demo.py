@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .dataset import DatasetDict, load_dataset
-from .errors import HHError
+from .errors import HHError, OutputError
 from .layout import DataFile, DataSource, resolve_source, select_files
+from .outputs import MARKER, mark, replace_dir, replaceable, written_by
 from .records import PreferencePair
 from .stats import pair_stats
 from .transcript import ASSISTANT_MARKER
@@ -41,43 +42,48 @@ __all__ = [
     "DEMO_MARKER",
     "is_demo_output",
     "start_demo_output",
+    "finish_demo_output",
 ]
 
-#: The file that marks a folder as an ``hh demo`` output, which a later demo may replace.
-DEMO_MARKER = ".hh-demo"
-_MARKER_TEXT = "Written by hh demo; the next hh demo with this --out replaces this folder.\n"
+#: The file that marks a folder as an hhrlhf output (here: ``hh demo``'s), which a later demo
+#: may replace: :data:`hhrlhf.outputs.MARKER`.
+DEMO_MARKER = MARKER
+_DEMO = "hh demo"
 
 #: The export formats the convert step writes.
 DEMO_FORMATS = ("dpo", "trl-conversational")
 
 
 def is_demo_output(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a real folder (not a link) that ``hh demo`` made: it holds
-    :data:`DEMO_MARKER` as a plain file with the text the demo writes there."""
-    path = Path(path)
-    marker = path / DEMO_MARKER
-    if path.is_symlink() or not path.is_dir() or marker.is_symlink() or not marker.is_file():
-        return False
-    try:
-        return marker.read_text(encoding="utf-8") == _MARKER_TEXT
-    except (OSError, UnicodeDecodeError):
-        return False
+    """Whether ``path`` (a link followed) is a folder that ``hh demo`` made and that holds
+    nothing else: its :data:`DEMO_MARKER` says so and lists every file in it."""
+    real = Path(os.path.realpath(path))
+    return written_by(real) == _DEMO and replaceable(real)
 
 
 def start_demo_output(path: str | os.PathLike) -> bool:
     """Make ``path`` a fresh demo output folder, marked with :data:`DEMO_MARKER`.
 
-    A folder an earlier demo made (:func:`is_demo_output`) is removed first, so running the
-    demo twice works; any other existing folder is written into as it is (the caller refuses
-    a non-empty one without ``--force``) and never removed. Returns whether one was replaced.
+    A folder an earlier demo made (:func:`is_demo_output`) is emptied first, so running the
+    demo twice works; so is any other hhrlhf output holding nothing else (the caller asks for
+    ``--force`` there). A folder holding anything hhrlhf did not write is never touched: the
+    caller refuses it. A link is followed. Returns whether an earlier demo's was replaced.
     """
-    path = Path(path)
-    replaced = is_demo_output(path)
-    if replaced:
-        shutil.rmtree(path)
-    path.mkdir(parents=True, exist_ok=True)
-    (path / DEMO_MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
+    real = Path(os.path.realpath(path))
+    replaced = is_demo_output(real)
+    if real.is_dir() and any(real.iterdir()):
+        if not replaceable(real):
+            raise OutputError(path, "holds files hhrlhf did not write: choose another folder")
+        shutil.rmtree(real)
+    real.mkdir(parents=True, exist_ok=True)
+    mark(real, _DEMO)
     return replaced
+
+
+def finish_demo_output(path: str | os.PathLike) -> None:
+    """List in the marker everything the demo wrote in ``path``, so that the next demo (or
+    ``--force``) replaces it all, and nothing anyone added later."""
+    mark(Path(os.path.realpath(path)), _DEMO)
 
 
 @dataclass
@@ -174,7 +180,8 @@ class ConvertDemo:
 def convert_demo(data: str | os.PathLike | DataSource, out: str | os.PathLike) -> ConvertDemo:
     """Export one preference file (harmless-base/test where it is there) in
     :data:`DEMO_FORMATS`, audit every file with every check and clean them; all under
-    ``out/convert/`` (the cleaned copy in ``out/convert/clean``, replaced when there)."""
+    ``out/convert/`` (the cleaned copy in ``out/convert/clean``: an earlier hhrlhf output
+    there is replaced whole, any other folder refused)."""
     from .checks import audit
     from .clean import clean
     from .convert import export_records
@@ -191,9 +198,9 @@ def convert_demo(data: str | os.PathLike | DataSource, out: str | os.PathLike) -
         done.exports.append((f.key, fmt, n, target))
     done.audit = audit(["all"], data=data)
     done.clean_dir = base / "clean"
-    if done.clean_dir.exists():
-        shutil.rmtree(done.clean_dir)
-    done.manifest = clean(["all"], out=done.clean_dir, data=data, result=done.audit)
+    # an earlier demo's copy is replaced whole; a folder hhrlhf did not write there is refused
+    with replace_dir(done.clean_dir, command=_DEMO) as tmp:
+        done.manifest = clean(["all"], out=tmp, data=data, result=done.audit)
     return done
 
 

@@ -288,7 +288,7 @@ def test_clean_command(dupes, tmp_path):
     m = json.loads((out / "manifest.json").read_text())
     assert m["dropped_by_reason"] == {"duplicate_pair": 1, "train_test_leak": 1}
     r = run("clean", "helpful-base", "--out", out, "--data", dupes, code=1)
-    assert "not empty" in r.stderr
+    assert "folder exists (written by hh clean); pass --force" in r.stderr
 
 
 def test_commands_have_examples():

@@ -113,11 +113,12 @@ def test_lenient_stats_reports_skips():
 
 
 def test_demo_runs_on_the_sample_and_replaces_its_own_earlier_output(tmp_path):
-    from hhrlhf.demo import DEMO_MARKER, start_demo_output
+    from hhrlhf.demo import DEMO_MARKER, finish_demo_output, start_demo_output
 
     # an earlier run's folder (marked by the demo), with a file this run does not write
     start_demo_output(tmp_path / "demo")
     (tmp_path / "demo" / "stale.txt").write_text("from an earlier run")
+    finish_demo_output(tmp_path / "demo")
     result = run("demo", "--out", str(tmp_path / "demo"))
     assert "outputs are in" in result.stdout
     assert "replacing" in result.stderr and "an earlier hh demo's output" in result.stderr
@@ -137,8 +138,19 @@ def test_demo_never_removes_a_folder_it_did_not_make(tmp_path):
     (mine / "notes.txt").write_text("mine")
     result = run("demo", "--out", str(mine), ok=False)
     assert result.exit_code == 1
-    assert result.stderr.startswith(f"error: {mine}: --out: folder (not empty) exists")
+    assert result.stderr.startswith(
+        f"error: {mine}: --out: holds 1 item hhrlhf did not write (notes.txt)"
+    )
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    # nor with --force, nor when the user's file sits in a folder an earlier demo made
+    assert run("demo", "--out", str(mine), "--force", ok=False).exit_code == 1
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    demo = tmp_path / "demo"
+    run("demo", "--out", str(demo))
+    (demo / "thesis.tex").write_text("mine")
+    result = run("demo", "--out", str(demo), "--force", ok=False)
+    assert "holds 1 item hhrlhf did not write (thesis.tex)" in result.stderr
+    assert (demo / "thesis.tex").read_text() == "mine" and (demo / "stats.json").is_file()
 
 
 def test_python_m_and_version():

@@ -127,6 +127,7 @@ def test_export_matches_the_golden_files(storage, tmp_path):
     manifest = export_collection(storage, out, test_fraction=0.5)
     names = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert names == [
+        ".hh-output",  # the marker: an export --force may replace
         "harmless-base/test.jsonl.gz",
         "harmless-base/train.jsonl.gz",
         "helpful-base/test.jsonl.gz",
@@ -134,7 +135,7 @@ def test_export_matches_the_golden_files(storage, tmp_path):
         "manifest.json",
         "red-team-attempts/red_team_attempts.jsonl.gz",
     ]
-    for rel in [n for n in names if n != "manifest.json"]:
+    for rel in [n for n in names if n not in ("manifest.json", ".hh-output")]:
         got = gzip.decompress((out / rel).read_bytes()).decode()
         golden = GOLDEN / rel.replace("/", "__").replace(".gz", "")
         if UPDATE:
@@ -166,7 +167,7 @@ def test_export_files_are_readable_by_others_as_the_umask_allows(storage, tmp_pa
         for p in (tmp_path / "out").rglob("*")
         if p.is_file()
     }
-    assert len(modes) == 6 and set(modes.values()) == {0o644}, modes  # not mkstemp's 0600
+    assert len(modes) == 7 and set(modes.values()) == {0o644}, modes  # not mkstemp's 0600
 
 
 def test_the_export_reads_conversations_in_batches_the_same_as_in_one(storage):
@@ -309,6 +310,6 @@ def test_bad_options_fail_before_work(storage, tmp_path):
     with pytest.raises(HHError, match="test-fraction"):
         export_collection(storage, tmp_path / "o", test_fraction=2)
     (tmp_path / "file").write_text("x")
-    with pytest.raises(HHError, match="not a folder"):
+    with pytest.raises(HHError, match="is a file, a folder is needed"):
         export_collection(storage, tmp_path / "file")
     assert not (tmp_path / "o").exists()

@@ -1,8 +1,8 @@
 """`hh export` output feeds TRL: DPOTrainer and RewardTrainer take two steps on CPU.
 
-Nothing is downloaded: the tokenizer is built here from a word-level vocabulary, with a strict
-chat template that raises unless roles alternate user/assistant, and the models from 2-layer
-GPT-2 configs. The data holds pairs shaped like the real non-alternating ones (two Assistant
+Nothing is downloaded: the tokenizer and models are :mod:`hhrlhf.reward.tiny`'s (a word-level
+vocabulary, a strict chat template that raises unless roles alternate user/assistant, 2-layer
+GPT-2s built from their configs). The data holds pairs shaped like the real non-alternating ones (two Assistant
 turns in a row inside the prompt, two Human turns in a row); exported without
 ``--merge-consecutive`` they make the template raise inside TRL's preprocessing, with it they
 train.
@@ -34,17 +34,6 @@ pytestmark = [
         "pip install 'hhrlhf[train]'",
     ),
 ]
-
-#: Raises unless the roles alternate user, assistant, user, ... (as strict templates do).
-STRICT_TEMPLATE = (
-    "{% for m in messages %}"
-    "{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
-    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant') }}"
-    "{% endif %}"
-    "{{ m['role'] + ' ' + m['content'] + ' [EOS] ' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ 'assistant ' }}{% endif %}"
-)
 
 
 def _t(*turns: tuple[str, str]) -> str:
@@ -95,35 +84,9 @@ def _export(data: Path, out: Path, fmt: str, *extra: str) -> Path:
 
 
 def _tokenizer():
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    from hhrlhf.reward.tiny import tiny_tokenizer
 
-    words = {w for r in _pairs() for t in r.values() for w in t.split()}
-    words |= {"user", "assistant", "Human:", "Assistant:"}
-    vocab = {"[PAD]": 0, "[UNK]": 1, "[EOS]": 2, **{w: i + 3 for i, w in enumerate(sorted(words))}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", eos_token="[EOS]"
-    )
-    tokenizer.chat_template = STRICT_TEMPLATE
-    return tokenizer
-
-
-def _config(tokenizer, **kw):
-    from transformers import GPT2Config
-
-    return GPT2Config(
-        vocab_size=len(tokenizer),
-        n_positions=128,
-        n_embd=16,
-        n_layer=2,
-        n_head=2,
-        pad_token_id=0,
-        bos_token_id=2,
-        eos_token_id=2,
-        **kw,
-    )
+    return tiny_tokenizer(t for r in _pairs() for t in r.values())  # strict template
 
 
 def _args(cls, tmp_path: Path):
@@ -148,13 +111,12 @@ def _dataset(path: Path):
 
 
 def _dpo(tmp_path: Path, train_file: Path):
-    import torch
-    from transformers import GPT2LMHeadModel
     from trl import DPOConfig, DPOTrainer
 
+    from hhrlhf.reward.tiny import tiny_model
+
     tokenizer = _tokenizer()
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(_config(tokenizer))
+    model = tiny_model(tokenizer, task="causal-lm", max_positions=128)
     return DPOTrainer(
         model=model,
         ref_model=copy.deepcopy(model),  # a model built here has no path to load one from
@@ -193,14 +155,13 @@ def test_dpo_trainer_takes_two_steps_on_dpo_format(data, tmp_path):
     ],
 )
 def test_reward_trainer_takes_two_steps(data, tmp_path, fmt, extra):
-    import torch
-    from transformers import GPT2ForSequenceClassification
     from trl import RewardConfig, RewardTrainer
+
+    from hhrlhf.reward.tiny import tiny_model
 
     out = _export(data, tmp_path / f"{fmt}.jsonl", fmt, extra)
     tokenizer = _tokenizer()
-    torch.manual_seed(0)
-    model = GPT2ForSequenceClassification(_config(tokenizer, num_labels=1))
+    model = tiny_model(tokenizer, task="reward", max_positions=128)
     trainer = RewardTrainer(
         model=model,
         args=_args(RewardConfig, tmp_path),

@@ -10,9 +10,11 @@ import pytest
 from hhrlhf.redteam.query import (
     FRAME_COLUMNS,
     AttemptQuery,
+    Selection,
     attempts_frame,
     filter_attempts,
     query_attempts,
+    select_attempts,
 )
 
 
@@ -127,3 +129,35 @@ def test_attempts_frame(attempts):
     assert df["human_turns"].tolist() == [1, 1, 3]
     assert df["params"].tolist() == [52e9, 2.7e9, 13e9]
     assert attempts_frame(attempts, threshold=2)["successful"].tolist() == [True, False, True]
+
+
+def test_select_attempts_counts_matches_past_the_limit_and_drops_out_of_range(make_attempt):
+    attempts = [
+        make_attempt(index=0, model_type="rlhf", rating=4),
+        make_attempt(index=1, model_type="rlhf", rating=7),  # out of range: dropped
+        make_attempt(index=2, model_type="plain lm", rating=3),
+        make_attempt(index=3, model_type="rlhf", rating=3),
+        make_attempt(index=4, model_type="rlhf", rating=2, score=float("inf")),  # dropped
+        make_attempt(index=5, model_type="rlhf", rating=1),
+    ]
+    seen = []
+    selection = Selection(limit=2)
+    got = select_attempts(
+        attempts,
+        AttemptQuery(model_type="rlhf"),
+        selection,
+        lambda a, reason, detail: seen.append((a.index, reason, detail)),
+    )
+    assert [a.index for a in got] == [0, 3]
+    assert selection.matches == 3 and selection.shown == 2
+    assert [i for i, _, _ in seen] == [1, 4]
+    assert seen[0][2] == "rating is 7"
+    assert sum(selection.dropped.values()) == 2 and len(selection.dropped) == 2
+
+
+def test_select_attempts_without_a_limit_yields_every_match(make_attempt):
+    attempts = [make_attempt(index=i, rating=i % 5) for i in range(7)]
+    selection = Selection()
+    got = [a.index for a in select_attempts(attempts, AttemptQuery(min_rating=3), selection)]
+    assert got == [3, 4] and selection.matches == selection.shown == 2
+    assert not selection.dropped

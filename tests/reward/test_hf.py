@@ -1,7 +1,7 @@
 """The transformers backend: a tiny randomly initialised model trained for a few steps on CPU.
 
-Nothing is downloaded: the tokenizer is built here from a word-level vocabulary and the model
-from a 2-layer GPT-2 config.
+Nothing is downloaded: the model and tokenizer are :mod:`hhrlhf.reward.tiny`'s (a word-level
+vocabulary of the pairs' words, a 2-layer GPT-2 built from its config).
 """
 
 from __future__ import annotations
@@ -30,31 +30,9 @@ pytestmark = [
 
 
 def _tiny_model_and_tokenizer(pairs):
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import GPT2Config, GPT2ForSequenceClassification, PreTrainedTokenizerFast
+    from hhrlhf.reward.tiny import tiny_model_and_tokenizer
 
-    words = sorted({w for p in pairs for w in (p.chosen + " " + p.rejected).split()})
-    vocab = {"[PAD]": 0, "[UNK]": 1, "[EOS]": 2, **{w: i + 3 for i, w in enumerate(words)}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", eos_token="[EOS]"
-    )
-    config = GPT2Config(
-        vocab_size=len(vocab),
-        n_positions=64,
-        n_embd=16,
-        n_layer=2,
-        n_head=2,
-        num_labels=1,
-        pad_token_id=0,
-        bos_token_id=2,
-        eos_token_id=2,
-    )
-    import torch
-
-    torch.manual_seed(0)
-    return GPT2ForSequenceClassification(config), tokenizer
+    return tiny_model_and_tokenizer(p.chosen + " " + p.rejected for p in pairs)
 
 
 def test_tiny_transformer_trains_on_cpu_and_reloads(tmp_path):
@@ -129,6 +107,22 @@ def test_a_long_prompt_is_cut_from_the_left_and_the_responses_stay(tmp_path):
     assert hf.pair_truncation["truncated"] == 0
 
 
+def test_a_text_that_fits_keeps_its_whole_prompt():
+    """A prompt shorter than the room left keeps every token (a negative slice start once
+    dropped its beginning, unreported, when the room was under twice the prompt)."""
+    from hhrlhf.reward.hf import HFRewardModel
+
+    pair = make_pairs(1, seed=3)[0]
+    model, tokenizer = _tiny_model_and_tokenizer([pair])
+    hf = HFRewardModel("tiny", model=model, tokenizer=tokenizer, max_length=24, add_eos=True)
+    prompt = tokenizer(pair.prompt, add_special_tokens=False)["input_ids"]
+    response = tokenizer(pair.chosen_response, add_special_tokens=False)["input_ids"]
+    assert len(prompt) < 24 - 1 - len(response) < 2 * len(prompt)
+    ids, prompt_cut, response_cut = hf._fit(prompt, response)
+    assert ids == prompt + response + [tokenizer.eos_token_id]
+    assert not prompt_cut and not response_cut
+
+
 def test_pm_eval_max_length_reports_truncated_pairs(tmp_path):
     import gzip
 
@@ -158,3 +152,91 @@ def test_pm_eval_max_length_reports_truncated_pairs(tmp_path):
     assert "truncated 6 of 6 pairs to 16 tokens" in r.stderr
     r = CliRunner().invoke(cli, [*args, "--max-length", "64"])
     assert json.loads(r.stdout)["truncation"]["truncated"] == 0
+
+
+def _mixed_pairs():
+    """3 short pairs, 4 with a 40-word prompt, and one whose chosen response is 30 words."""
+    from hhrlhf import PreferencePair
+
+    pairs = make_pairs(3, seed=3)
+    pairs += [
+        PreferencePair(p.chosen, p.rejected, "helpful-base", "train", 3 + i)
+        for i, p in enumerate(_long_prompt_pairs(4, prompt_words=40))
+    ]
+    prompt = "\n\nHuman: w1 w2?\n\nAssistant:"
+    long = " " + " ".join(f"w{j}" for j in range(30))
+    pairs.append(PreferencePair(prompt + long, prompt + " never", "helpful-base", "train", 7))
+    return pairs
+
+
+def test_fit_pairs_cuts_prompts_from_the_left_and_drops_what_cannot_fit():
+    from hhrlhf.reward.truncate import fit_pairs
+
+    pairs = _mixed_pairs()
+    _, tokenizer = _tiny_model_and_tokenizer(pairs)
+    fitted = fit_pairs(pairs, tokenizer, 24)
+    assert fitted.pairs == pairs[:7] and fitted.dropped == pairs[7:]
+    assert fitted.cut == 4
+    assert fitted.summary() == {
+        "max_length": 24,
+        "pairs_given": 8,
+        "pairs_kept": 7,
+        "prompt_cut": 4,
+        "dropped": ["helpful-base/train/7"],
+    }
+    assert fitted.describe() == (
+        "--max-length 24 tokens: 4 pairs lost the beginning of the prompt; 1 pair dropped, a "
+        "response alone too long (helpful-base/train/7); training on 7 of 8 pairs"
+    )
+    for pair, c_ids, r_ids in zip(
+        fitted.pairs, fitted.chosen_ids, fitted.rejected_ids, strict=True
+    ):
+        for ids, response in ((c_ids, pair.chosen_response), (r_ids, pair.rejected_response)):
+            assert len(ids) <= 24  # so TRL's own max_length filter keeps it
+            words = tokenizer.convert_ids_to_tokens(ids)
+            assert words[-1] == "[EOS]"
+            # the whole response, after the end of its prompt
+            assert words[-len(response.split()) - 2 :] == ["Assistant:", *response.split(), "[EOS]"]
+    # the short pairs are whole
+    assert tokenizer.decode(fitted.chosen_ids[0][:-1]).split() == pairs[0].chosen.split()
+    # nothing to say when every pair fits whole
+    assert fit_pairs(pairs[:3], tokenizer, 64).describe() is None
+
+
+def test_pm_train_transformers_max_length_says_what_it_cut_and_dropped(tmp_path):
+    import gzip
+
+    from click.testing import CliRunner
+
+    from hhrlhf.cli import cli
+    from hhrlhf.reward.tiny import save_tiny
+
+    pairs = _mixed_pairs()
+    for name, chosen in (("data", pairs), ("long", pairs[7:])):
+        data = tmp_path / name / "helpful-base" / "train.jsonl.gz"
+        data.parent.mkdir(parents=True)
+        rows = "".join(
+            json.dumps({"chosen": p.chosen, "rejected": p.rejected}) + "\n" for p in chosen
+        )
+        data.write_bytes(gzip.compress(rows.encode()))
+    base = save_tiny(*_tiny_model_and_tokenizer(pairs), tmp_path / "tiny")
+    args = ["pm", "train", "--backend", "transformers", "--base-model", str(base), "--data",
+            str(tmp_path / "data"), "--max-steps", "1", "--json"]  # fmt: skip
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "m24"), "--max-length", "24"])
+    assert r.exit_code == 0, r.output
+    assert "training on 8 pairs" in r.stderr  # what was read...
+    assert (  # ...and what was trained on
+        "--max-length 24 tokens: 4 pairs lost the beginning of the prompt; 1 pair dropped, a "
+        "response alone too long (helpful-base/train/7); training on 7 of 8 pairs"
+    ) in r.stderr
+    meta = json.loads(r.stdout)
+    assert meta["metrics"]["pairs"] == 7 and meta["hyperparameters"]["max_length"] == 24
+    assert meta["metrics"]["truncation"]["dropped"] == ["helpful-base/train/7"]
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "m64"), "--max-length", "64"])
+    assert r.exit_code == 0, r.output
+    assert "--max-length" not in r.stderr and json.loads(r.stdout)["metrics"]["pairs"] == 8
+    # data no pair of which fits: one error line, no model
+    args[args.index(str(tmp_path / "data"))] = str(tmp_path / "long")
+    r = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "m"), "--max-length", "24"])
+    assert r.exit_code == 1 and "error: no pair fits in --max-length 24 tokens" in r.stderr
+    assert not (tmp_path / "m").exists()

@@ -1,7 +1,9 @@
 """The ``hh`` command: a thin layer over the library.
 
 Every command lives in a module of this package and is registered here. Errors the user
-can cause (:class:`hhrlhf.errors.HHError`) become one line on stderr and exit status 1.
+can cause (:class:`hhrlhf.errors.HHError`) become one line on stderr and exit status 1;
+Ctrl-C becomes one line and exit status 130 (the outputs' temporaries are removed on the
+way out: :mod:`hhrlhf.outputs`).
 """
 
 from __future__ import annotations
@@ -30,10 +32,27 @@ class _UserError(click.ClickException):
             click.echo(f"hint: {self.error.hint}", file=file)
 
 
+class _Interrupted(click.ClickException):
+    """Ctrl-C: one line and the shell's exit status for SIGINT (128 + 2)."""
+
+    exit_code = 130
+
+    def __init__(self) -> None:
+        super().__init__("interrupted")
+
+    def show(self, file=None):
+        click.echo(
+            "error: interrupted (Ctrl-C); outputs not finished were not put in place",
+            file=file or sys.stderr,
+        )
+
+
 class HHGroup(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted() from None
         except HHError as exc:
             raise _UserError(exc) from exc
         except Exception as exc:

@@ -11,9 +11,9 @@ import threading
 
 import click
 
-from ..errors import HHError, OutputError, require
+from ..errors import HHError, require
 from ..text import printable
-from .options import emit_json, out_dir_option, print_table
+from .options import check_outputs, emit_json, out_dir_option, print_table
 
 __all__ = ["commands", "serve", "collect"]
 
@@ -37,6 +37,14 @@ def db_option(f):
         "in transaction mode add ?prepare_threshold=none); "
         "default: $HH_COLLECT_DB, else sqlite:///hh-collect.db.",
     )(f)
+
+
+def _database_reads(db_url: str | None) -> list:
+    """The SQLite files of ``db_url`` (none for PostgreSQL): no output may be or hold them."""
+    _web()
+    from ..collect.services.export import database_files
+
+    return database_files(db_url or _default_db())
 
 
 def _storage(db_url: str | None, *, migrate: bool = False):
@@ -687,7 +695,11 @@ def robustness_sentence(robustness: dict) -> str:
     metavar="PM_DIR",
     help="A model saved by 'hh pm train': scores the red-team attempts (else their scores are null).",
 )
-@click.option("--force", is_flag=True, help="Overwrite an earlier export in --out.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an earlier export in --out (only a folder hhrlhf wrote, holding nothing else).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 def export(
     db_url,
@@ -713,13 +725,8 @@ def export(
       hh redteam report --data collected/ --out report/
       hh stats --data collected/ helpful-base
     """
-    from pathlib import Path
-
-    # an unwritable --out fails before any database work
-    out = Path(out_dir)
-    probe = out if out.exists() else next((p for p in out.parents if p.exists()), Path("."))
-    if not os.access(probe, os.W_OK):
-        raise OutputError(out, "cannot write there (permission denied)")
+    # an unwritable --out, or one that holds the database, fails before any database work
+    check_outputs(force, reads=_database_reads(db_url), out=(out_dir, "dir"))
     backends = None
     if config_path:
         from ..collect.config import load_config

@@ -10,7 +10,7 @@ import click
 from ..convert import FORMATS
 from ..convert.formats import MESSAGE_FORMATS
 from ..errors import HHError
-from ..outputs import replace_dir
+from ..outputs import atomic_files, replace_dir
 from ..subsets import RED_TEAM
 from .options import (
     Choice,
@@ -194,20 +194,24 @@ def export(
             f"{len(splits)} splits selected ({', '.join(splits)}): one file per split, "
             f"named from {out} (--split SPLIT writes one file under that name)"
         )
-    for s, records in splits.items():
-        target = targets[s]
-        if fmt.name in ARROW_FORMATS and container_of(target) == "parquet":
-            from ..dataset import load_arrow
+    wrote = []
+    # every split to a temporary file first, then all moved in: all of them or none
+    with atomic_files([targets[s] for s in splits]) as parts:
+        for (s, records), part in zip(splits.items(), parts, strict=True):
+            if fmt.name in ARROW_FORMATS and container_of(targets[s]) == "parquet":
+                from ..dataset import load_arrow
 
-            table = load_arrow(
-                list(subsets) or None, split=s, data=data, columns=fmt.name, lenient=lenient
-            )
-            n = export_arrow({s: table}, target, source=not no_source)
-        else:
-            n = export_records(records, fmt, target, source=not no_source, **merging)
-        note_rows_read(n)
-        what = f"{n} {s} rows" if len(splits) > 1 else f"{n} rows"
-        _chatter(f"wrote {what} in format {fmt.name} to {target}")
+                table = load_arrow(
+                    list(subsets) or None, split=s, data=data, columns=fmt.name, lenient=lenient
+                )
+                n = export_arrow({s: table}, part, source=not no_source)
+            else:
+                n = export_records(records, fmt, part, source=not no_source, **merging)
+            note_rows_read(n)
+            what = f"{n} {s} rows" if len(splits) > 1 else f"{n} rows"
+            wrote.append(f"wrote {what} in format {fmt.name} to {targets[s]}")
+    for line in wrote:
+        _chatter(line)
     _report_merged(merged, merge_consecutive)
 
 
@@ -264,7 +268,7 @@ def import_(file, fmt_name, out, with_source, lenient, force):
     from ..convert import get_format, import_records, write_rows
     from ..reader import Lenient
 
-    check_outputs(force, out=(out, "file"))
+    check_outputs(force, reads=[(file, "the file")], out=(out, "file"))
     fmt = get_format(fmt_name)
     policy = Lenient.of(lenient)
     records = import_records(file, fmt, lenient=policy)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import click
 
 from .data import format_pair
-from .options import check_outputs, force_option, print_table
+from .options import check_outputs, data_reads, force_option, print_table
 
 __all__ = ["demo_command"]
 
@@ -34,7 +36,8 @@ def _optional(data: str, out: Path, module: str, extra: str) -> None:
     type=click.Path(file_okay=False),
     default="hh-demo-out",
     show_default=True,
-    help="Where the demo writes its outputs; a folder an earlier hh demo wrote is replaced.",
+    help="Where the demo writes its outputs; a folder an earlier hh demo wrote is replaced "
+    "(only one: a folder holding anything else is refused).",
 )
 @click.option(
     "--data",
@@ -51,14 +54,25 @@ def demo_command(out_dir, data, force):
     Example:
       hh demo --out /tmp/hh-demo
     """
-    from ..demo import is_demo_output, open_demo_data, pick_pair, start_demo_output, write_stats
+    from ..demo import is_demo_output, open_demo_data, start_demo_output
 
-    if not is_demo_output(out_dir):  # an earlier demo's folder is replaced, no other one
-        check_outputs(force, out=(out_dir, "dir"))
+    # an earlier demo's folder is replaced without --force; any other hhrlhf output with it
+    check_outputs(force or is_demo_output(out_dir), out=(out_dir, "dir"), reads=data_reads(data))
     demo = open_demo_data(data)
     out = Path(out_dir)
     if start_demo_output(out):
         click.echo(f"replacing {out_dir} (an earlier hh demo's output)", err=True)
+    try:
+        _walk(demo, data, out)
+    except BaseException:
+        # no half demo: the folder was empty, or an hhrlhf output this run replaced
+        shutil.rmtree(os.path.realpath(out), ignore_errors=True)
+        raise
+
+
+def _walk(demo, data: str, out: Path) -> None:
+    from ..demo import finish_demo_output, pick_pair, write_stats
+
     ds, src, label = demo.pairs, demo.source, demo.label
 
     _step(f"1. the data (hh info --data {label})")
@@ -108,4 +122,5 @@ def demo_command(out_dir, data, force):
     _optional(data, out, "collect_demo", "web")
 
     _step("done")
+    finish_demo_output(out)
     click.echo(f"outputs are in {out.resolve()}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 
 import click
@@ -48,6 +49,24 @@ class Choice(click.Choice):
             raise click.BadParameter(f"{exc.message} Did you mean {near!r}?", ctx, param) from None
 
 
+def _note_data(ctx: click.Context, param: click.Parameter, value):
+    """Remember ``--data`` for :func:`check_outputs` (an output never replaces its input)."""
+    ctx.meta[_READS] = value
+    return value
+
+
+def data_reads(data) -> list[tuple[object, str]]:
+    """What ``--data`` reads, as :func:`hhrlhf.outputs.check_writable`'s ``reads``: the
+    folder or file given, or the download cache (the bundled sample is never an output)."""
+    if data is not None and str(data) in ("sample",):
+        return []
+    if data is None or str(data) == "cache":
+        from ..download import cache_dir
+
+        return [(cache_dir(), "the download cache")]
+    return [(os.path.expanduser(str(data)), "the data")]
+
+
 def data_option(f):
     return click.option(
         "--data",
@@ -55,6 +74,7 @@ def data_option(f):
         metavar="PATH|sample",
         default=None,
         envvar="HH_RLHF_DATA",
+        callback=_note_data,
         help="Where the data is: a directory laid out like upstream, one file, 'sample' "
         "(the bundled benign sample) or, by default, the download cache.",
     )(f)
@@ -96,7 +116,10 @@ lenient_option = click.option(
 )
 
 force_option = click.option(
-    "--force", is_flag=True, help="Replace outputs that exist already (refused otherwise)."
+    "--force",
+    is_flag=True,
+    help="Replace outputs that exist already (refused otherwise): a file, or a folder hhrlhf "
+    "wrote (its .hh-output lists every file in it); any other folder is always refused.",
 )
 
 
@@ -109,17 +132,21 @@ def seed_option(help: str):
     return click.option("--seed", type=int, default=0, show_default=True, help=help)
 
 
-def check_outputs(force: bool, **outputs) -> None:
+def check_outputs(force: bool, reads=None, **outputs) -> None:
     """Check every output before the work starts: ``option=(path, "file"|"dir")``, the
     option named with underscores (``hf=(hf_dir, "dir")`` checks ``--hf``); None paths are
-    skipped. Raises :class:`~hhrlhf.errors.OutputError` (one ``error:`` line, exit 1)."""
+    skipped. ``reads``: what the command reads, that no output may be or hold (default: the
+    command's ``--data``, :func:`data_reads`). Raises :class:`~hhrlhf.errors.OutputError`
+    (one ``error:`` line, exit 1)."""
     from ..outputs import check_writable
 
     ctx = click.get_current_context(silent=True)
+    if reads is None:
+        reads = data_reads(ctx.meta[_READS]) if ctx is not None and _READS in ctx.meta else []
     for name, (path, kind) in outputs.items():
         if path is not None:
             target = check_writable(
-                path, kind=kind, force=force, option="--" + name.replace("_", "-")
+                path, kind=kind, force=force, option="--" + name.replace("_", "-"), reads=reads
             )
             if ctx is not None:  # what a failed lenient run takes back (fail_if_all_skipped)
                 ctx.meta.setdefault(_OUTPUTS, []).append((target, kind, _stamp(target)))
@@ -180,6 +207,9 @@ def print_table(rows: list[dict], columns: list[str] | None = None, *, file=None
 
 _ROWS_READ = "hhrlhf.rows_read"
 
+
+#: ``ctx.meta`` key: the command's ``--data``
+_READS = "hhrlhf.reads"
 
 #: ``ctx.meta`` key: the outputs a command checked, as (path, kind, its stamp then)
 _OUTPUTS = "hhrlhf.outputs"

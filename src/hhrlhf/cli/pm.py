@@ -102,6 +102,14 @@ def _training_data(files, data, pairs) -> dict:
 @click.option("--epochs", type=float, default=1.0, show_default=True, help="transformers backend.")
 @click.option("--max-steps", type=int, default=-1, help="transformers backend: stop after N steps.")
 @click.option(
+    "--max-length",
+    type=click.IntRange(8, None),
+    default=512,
+    show_default=True,
+    help="transformers backend: tokens per side; a longer prompt loses its beginning, never the "
+    "response (a pair whose response alone is longer is dropped); stderr counts both.",
+)
+@click.option(
     "--holdout",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=None,
@@ -127,6 +135,7 @@ def train(
     base_model,
     epochs,
     max_steps,
+    max_length,
     holdout,
     data,
     file_subset,
@@ -177,6 +186,7 @@ def train(
         "base_model": base_model,
         "epochs": epochs,
         "max_steps": max_steps,
+        "max_length": max_length,
     }
     with replace_dir(out) as tmp:  # never a mix of the old model's files and the new
         model = train_model(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
@@ -10,8 +10,7 @@ import click
 from ..dataset import iter_attempts, resolve_source
 from ..outputs import replace_dir
 from ..records import RedTeamAttempt
-from ..redteam.query import SEARCH_FIELDS, AttemptQuery, filter_attempts
-from ..redteam.stats import value_problem
+from ..redteam.query import SEARCH_FIELDS, AttemptQuery, Selection, select_attempts
 from ..text import printable, wrap_paragraphs
 from .options import (
     check_outputs,
@@ -244,24 +243,7 @@ def _json_line(a: RedTeamAttempt) -> str:
 @click.option("--show", "as_show", is_flag=True, help="Render each match as a dialogue.")
 @lenient_option
 @pass_lenient
-def query(
-    data,
-    model_type,
-    num_params,
-    min_rating,
-    max_rating,
-    min_score,
-    max_score,
-    tag,
-    member,
-    upworker,
-    text,
-    search_in,
-    limit,
-    as_jsonl,
-    as_show,
-    lenient,
-):
+def query(data, limit, as_jsonl, as_show, lenient, **criteria):
     """Filter attempts: print a table, JSON lines (--jsonl) or the dialogues (--show).
 
     All given filters must match; a repeated option matches any of its values. The number of
@@ -276,68 +258,45 @@ def query(
     if as_jsonl and as_show:
         raise click.UsageError("give --jsonl or --show, not both")
     try:
-        q = AttemptQuery(
-            model_type=model_type,
-            num_params=num_params,
-            min_rating=min_rating,
-            max_rating=max_rating,
-            min_score=min_score,
-            max_score=max_score,
-            tag=tag,
-            member=member,
-            upworker=upworker,
-            text=text,
-            search_in=search_in,
-        )
+        q = AttemptQuery(**criteria)  # the filter options are its fields, by name
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    if limit is None:
-        limit = 0 if as_jsonl else 20
-    matches = 0
-    kept: list[RedTeamAttempt] = []
-    dropped: Counter = Counter()
-
-    def in_range(attempts):
-        for a in attempts:
-            problem = value_problem(a)
-            if problem is None:
-                yield a
-                continue
-            dropped[problem[0]] += 1
-            click.echo(f"dropped: attempt {a.index}: {printable(problem[1])}", err=True)
-
-    def counted(attempts):
-        n = 0
-        for a in attempts:
-            n += 1
-            yield a
-        note_rows_read(n)
-
-    attempts = counted(iter_attempts(data=data, lenient=lenient))
-    for a in filter_attempts(in_range(attempts), q):
-        matches += 1
-        if limit and matches > limit:
-            continue
-        if as_jsonl:
+    selection = Selection(limit=(0 if as_jsonl else 20) if limit is None else limit)
+    matches = select_attempts(
+        _counted(iter_attempts(data=data, lenient=lenient)), q, selection, _say_dropped
+    )
+    if as_jsonl:
+        for a in matches:
             click.echo(_json_line(a))
-        else:
-            kept.append(a)
-    if as_show:
-        click.echo("\n\n".join(format_attempt(a) for a in kept))
-    elif not as_jsonl:
-        print_table([_row(a) for a in kept])
-    if dropped:
+    elif as_show:
+        click.echo("\n\n".join(format_attempt(a) for a in list(matches)))
+    else:
+        print_table([_row(a) for a in list(matches)])
+    if selection.dropped:
         click.echo(
-            f"{sum(dropped.values()):,} attempt(s) dropped for an out-of-range value: "
-            + ", ".join(f"{k}: {v:,}" for k, v in dropped.items()),
+            f"{sum(selection.dropped.values()):,} attempt(s) dropped for an out-of-range value: "
+            + ", ".join(f"{k}: {v:,}" for k, v in selection.dropped.items()),
             err=True,
         )
-    shown = matches if not limit else min(matches, limit)
+    shown = selection.shown
     click.echo(
-        f"{matches:,} matching attempt(s)"
-        + (f", {shown:,} shown (--limit 0 for all)" if shown < matches else ""),
+        f"{selection.matches:,} matching attempt(s)"
+        + (f", {shown:,} shown (--limit 0 for all)" if shown < selection.matches else ""),
         err=True,
     )
+
+
+def _say_dropped(a: RedTeamAttempt, reason: str, detail: str) -> None:
+    click.echo(f"dropped: attempt {a.index}: {printable(detail)}", err=True)
+
+
+def _counted(attempts: Iterable[RedTeamAttempt]) -> Iterator[RedTeamAttempt]:
+    """``attempts``, saying how many rows were read once they are all read."""
+    n = 0
+    for a in attempts:
+        n += 1
+        yield a
+    note_rows_read(n)
 
 
 def demo_step(data: str, out: Path) -> None:

@@ -9,14 +9,13 @@ reported with its file and line number like any other data file.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import orjson
 
 from ..errors import DataFormatError, NoDataError, UnknownNameError, require
-from ..outputs import plain_mode
+from ..outputs import atomic_file
 from ..reader import Lenient, read_objects
 
 __all__ = ["CONTAINERS", "container_of", "split_path", "write_rows", "read_rows"]
@@ -65,24 +64,11 @@ def write_rows(
     encode: Callable[[dict], bytes] | None = None,
 ) -> int:
     """Write rows to ``path`` (container from the name); returns the number of rows."""
-    path = Path(path)
     kind = container_of(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # an exclusive temporary file with an unpredictable name beside the target
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    os.close(fd)
-    part = Path(name)
-    try:
+    with atomic_file(path) as part:
         if kind == "parquet":
-            n = _write_parquet(rows, part)
-        else:
-            n = _write_jsonl(rows, part, encode or _encode, gz=kind == "jsonl.gz")
-        plain_mode(part)
-        os.replace(part, path)
-    finally:
-        if part.exists():
-            part.unlink()
-    return n
+            return _write_parquet(rows, part)
+        return _write_jsonl(rows, part, encode or _encode, gz=kind == "jsonl.gz")
 
 
 def _write_jsonl(rows, path: Path, encode, *, gz: bool) -> int:
@@ -101,18 +87,11 @@ def _write_jsonl(rows, path: Path, encode, *, gz: bool) -> int:
 
 
 def write_table(table, path: str | os.PathLike) -> int:
-    """Write a ``pyarrow.Table`` to a ``.parquet`` file (through a ``.part`` file, like
+    """Write a ``pyarrow.Table`` to a ``.parquet`` file (through a temporary file, like
     :func:`write_rows`); returns the number of rows."""
-    path = Path(path)
     pq = require("pyarrow.parquet", "hf", "writing .parquet")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
-    try:
+    with atomic_file(path) as part:
         pq.write_table(table, part)
-        os.replace(part, path)
-    finally:
-        if part.exists():
-            part.unlink()
     return table.num_rows
 
 

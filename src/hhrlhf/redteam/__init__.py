@@ -1,7 +1,8 @@
 """Red-team analysis: the red-team paper's findings, regenerated from the attempts.
 
 - :mod:`~hhrlhf.redteam.stats`: pure statistics (cell counts, bootstrap means, success share,
-  Spearman, Lorenz curve, members, tags, turns).
+  members, tags, turns), on :mod:`~hhrlhf.redteam.measures` (Spearman, histograms, Lorenz
+  curve, Gini: measures of plain numbers).
 - :mod:`~hhrlhf.redteam.themes`: attack themes, clusters of task descriptions.
 - :mod:`~hhrlhf.redteam.query`: selecting attempts; records or a pandas DataFrame.
 - :mod:`~hhrlhf.redteam.plots`: the figures (matplotlib Agg).

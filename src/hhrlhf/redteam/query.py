@@ -2,21 +2,25 @@
 
 An :class:`AttemptQuery` is a typed value holding the criteria (every one optional; all that
 are set must match). :func:`filter_attempts` applies one to records, :func:`query_attempts`
-reads and filters a data source in one pass (constant memory until the matches), and
-:func:`attempts_frame` turns records into a pandas DataFrame for further analysis.
+reads and filters a data source in one pass (constant memory until the matches),
+:func:`select_attempts` does what ``hh redteam query`` does (out-of-range attempts dropped and
+counted, matches counted past a limit), and :func:`attempts_frame` turns records into a pandas DataFrame for further analysis.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..dataset import RecordList, iter_attempts
 from ..errors import require
 from ..reader import Lenient
 from ..records import RedTeamAttempt
+from .stats import value_problem
 
 __all__ = [
     "AttemptQuery",
@@ -24,6 +28,8 @@ __all__ = [
     "FRAME_COLUMNS",
     "filter_attempts",
     "query_attempts",
+    "Selection",
+    "select_attempts",
     "attempts_frame",
 ]
 
@@ -35,7 +41,7 @@ SEARCH_FIELDS = {
 }
 
 
-def _as_tuple(v) -> tuple:
+def _as_tuple(v: Any) -> tuple[Any, ...]:
     if v is None:
         return ()
     if isinstance(v, (str, int)):
@@ -67,7 +73,7 @@ class AttemptQuery:
     text: str | None = None
     search_in: str = "both"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(
             self, "model_type", tuple(m.casefold() for m in _as_tuple(self.model_type))
         )
@@ -120,7 +126,7 @@ class AttemptQuery:
 
 
 def filter_attempts(
-    attempts: Iterable[RedTeamAttempt], query: AttemptQuery | None = None, **criteria
+    attempts: Iterable[RedTeamAttempt], query: AttemptQuery | None = None, **criteria: Any
 ) -> Iterator[RedTeamAttempt]:
     """The attempts matching ``query`` (or an :class:`AttemptQuery` built from ``criteria``).
 
@@ -136,12 +142,12 @@ def filter_attempts(
 
 def query_attempts(
     *,
-    data: str | os.PathLike | None = None,
+    data: str | os.PathLike[str] | None = None,
     query: AttemptQuery | None = None,
     limit: int | None = None,
     lenient: bool | Lenient | None = False,
-    skipped: list | None = None,
-    **criteria,
+    skipped: list[Any] | None = None,
+    **criteria: Any,
 ) -> RecordList:
     """Read the red-team attempts from ``data`` and keep those matching (at most ``limit``)."""
     policy = Lenient.of(lenient, skipped)
@@ -151,6 +157,48 @@ def query_attempts(
             break
         out.append(a)
     return out
+
+
+@dataclass
+class Selection:
+    """What :func:`select_attempts` met: every match (those past ``limit`` too) and the
+    attempts dropped for an out-of-range value, by reason."""
+
+    limit: int = 0
+    matches: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def shown(self) -> int:
+        """How many matches were yielded (all of them when ``limit`` is 0)."""
+        return self.matches if not self.limit else min(self.matches, self.limit)
+
+
+def select_attempts(
+    attempts: Iterable[RedTeamAttempt],
+    query: AttemptQuery,
+    selection: Selection,
+    on_drop: Callable[[RedTeamAttempt, str, str], None] | None = None,
+) -> Iterator[RedTeamAttempt]:
+    """The attempts matching ``query``, at most ``selection.limit`` (0: all), one at a time.
+
+    An attempt with an out-of-range value (:func:`~hhrlhf.redteam.stats.value_problem`) never
+    matches: it is counted in ``selection.dropped`` and passed to ``on_drop(attempt, reason,
+    detail)`` as it is met. Matches past the limit are counted, not yielded, so
+    ``selection.matches`` is the whole count once the iterator is exhausted.
+    """
+    for a in attempts:
+        problem = value_problem(a)
+        if problem is not None:
+            selection.dropped[problem[0]] += 1
+            if on_drop is not None:
+                on_drop(a, *problem)
+            continue
+        if not query.matches(a):
+            continue
+        selection.matches += 1
+        if not selection.limit or selection.matches <= selection.limit:
+            yield a
 
 
 #: DataFrame columns, in order; the file's ten fields plus where the record was and derived ones.
@@ -172,7 +220,7 @@ FRAME_COLUMNS = (
 )
 
 
-def attempts_frame(attempts: Iterable[RedTeamAttempt], threshold: float = 3.0):
+def attempts_frame(attempts: Iterable[RedTeamAttempt], threshold: float = 3.0) -> Any:
     """A pandas DataFrame, one row per attempt (columns: :data:`FRAME_COLUMNS`).
 
     ``successful`` uses ``threshold`` (the paper's 3 by default); ``red_team_member_id`` is kept

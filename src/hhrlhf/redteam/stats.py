@@ -8,6 +8,9 @@ functions that drop something say how much in their result.
 
 "Success" follows the red-team paper: the red-teamer's own rating is at least a threshold
 (3 by default, on the 0-4 scale).
+
+The measures of plain numbers (finite values, means, Spearman, histograms, concentration) live
+in :mod:`hhrlhf.redteam.measures` and are exported from here too.
 """
 
 from __future__ import annotations
@@ -15,11 +18,23 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ..bootstrap import bootstrap_mean
-from ..errors import require
 from ..records import MODEL_TYPES, RedTeamAttempt, parse_num_params
-from ..stats import bin_counts
+from .measures import (
+    finite,
+    gini,
+    histogram,
+    lorenz_curve,
+    mean,
+    number_key,
+    rank_average,
+    smallest_share_covering,
+    spearman,
+    top_share,
+    value_counts,
+)
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -110,24 +125,7 @@ def sizes(attempts: Iterable[RedTeamAttempt]) -> list[str]:
     return sorted(present, key=lambda s: (parse_num_params(s) is None, parse_num_params(s) or 0, s))
 
 
-def finite(values: Iterable[float | None]) -> tuple[list[float], int]:
-    """The finite values, and how many were dropped (NaN, infinite, or None: a null score)."""
-    kept = []
-    dropped = 0
-    for v in values:
-        if v is not None and math.isfinite(v):
-            kept.append(float(v))
-        else:
-            dropped += 1
-    return kept, dropped
-
-
-def mean(values: Sequence[float]) -> float | None:
-    """Arithmetic mean; None for no values."""
-    return math.fsum(values) / len(values) if values else None
-
-
-def success_share(ratings: Iterable[float], threshold: float = DEFAULT_THRESHOLD) -> dict:
+def success_share(ratings: Iterable[float], threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
     """``{"n", "successful", "share"}``: how many ratings are ``>= threshold``.
 
     ``share`` is None when there are no ratings.
@@ -137,138 +135,6 @@ def success_share(ratings: Iterable[float], threshold: float = DEFAULT_THRESHOLD
         n += 1
         ok += r >= threshold
     return {"n": n, "successful": ok, "share": ok / n if n else None}
-
-
-def rank_average(values: Sequence[float]) -> list[float]:
-    """1-based ranks; tied values share the average of the ranks they span."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        avg = (i + j) / 2.0 + 1.0
-        for k in range(i, j + 1):
-            ranks[order[k]] = avg
-        i = j + 1
-    return ranks
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Spearman's rank correlation: Pearson's r on average ranks (ties handled).
-
-    None when fewer than two pairs or when either side is constant (the correlation is
-    undefined there, not zero).
-    """
-    if len(x) != len(y):
-        raise ValueError(f"x and y differ in length ({len(x)} vs {len(y)})")
-    n = len(x)
-    if n < 2:
-        return None
-    rx, ry = rank_average(x), rank_average(y)
-    mx, my = math.fsum(rx) / n, math.fsum(ry) / n
-    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    sxx = math.fsum((a - mx) ** 2 for a in rx)
-    syy = math.fsum((b - my) ** 2 for b in ry)
-    if sxx == 0 or syy == 0:
-        return None
-    return sxy / math.sqrt(sxx * syy)
-
-
-# --------------------------------------------------------------------------- concentration
-
-
-def lorenz_curve(counts: Iterable[int]) -> list[tuple[float, float]]:
-    """Points (share of members, share of attempts), members sorted from fewest attempts up.
-
-    Starts at (0, 0) and ends at (1, 1); a straight diagonal means every member did as much.
-    """
-    s = sorted(counts)
-    total = sum(s)
-    n = len(s)
-    if n == 0 or total == 0:
-        return [(0.0, 0.0), (1.0, 1.0)]
-    points = [(0.0, 0.0)]
-    cum = 0
-    for i, c in enumerate(s, start=1):
-        cum += c
-        points.append((i / n, cum / total))
-    return points
-
-
-def top_share(counts: Iterable[int], fraction: float = 0.15) -> dict:
-    """Share of all attempts made by the most active ``fraction`` of members.
-
-    The top group is ``ceil(fraction * members)`` members (at least one), so "the top 15%"
-    never rounds down to nobody. Returns ``{"members", "top_members", "share"}``.
-    """
-    s = sorted(counts, reverse=True)
-    n, total = len(s), sum(s)
-    if n == 0 or total == 0:
-        return {"members": n, "top_members": 0, "share": None}
-    k = max(1, math.ceil(fraction * n - 1e-9))
-    return {"members": n, "top_members": k, "share": sum(s[:k]) / total}
-
-
-def smallest_share_covering(counts: Iterable[int], target: float = 0.8) -> dict:
-    """The fewest members (most active first) whose attempts reach ``target`` of all attempts.
-
-    Returns ``{"members", "needed", "share_of_members"}``: the paper's "about 80% of attacks
-    from about 15% of members" read the other way round.
-    """
-    s = sorted(counts, reverse=True)
-    n, total = len(s), sum(s)
-    if n == 0 or total == 0:
-        return {"members": n, "needed": 0, "share_of_members": None}
-    cum = 0
-    for i, c in enumerate(s, start=1):
-        cum += c
-        if cum >= target * total - 1e-9:
-            return {"members": n, "needed": i, "share_of_members": i / n}
-    return {"members": n, "needed": n, "share_of_members": 1.0}  # pragma: no cover
-
-
-def gini(counts: Iterable[int]) -> float | None:
-    """Gini coefficient of the counts (0 = all equal; near 1 = one member did everything)."""
-    s = sorted(counts)
-    n, total = len(s), sum(s)
-    if n == 0 or total == 0:
-        return None
-    weighted = sum(i * c for i, c in enumerate(s, start=1))
-    return (2 * weighted) / (n * total) - (n + 1) / n
-
-
-# --------------------------------------------------------------------------- distributions
-
-
-def histogram(
-    values: Sequence[float], bins: int = 30, range_: tuple[float, float] | None = None
-) -> dict:
-    """Equal-width histogram: ``{"edges": [bins + 1], "counts": [bins], "n"}``.
-
-    The last bin includes its right edge. Non-finite values are the caller's to drop. With no
-    values, counts are all zero over ``range_`` (or [0, 1]).
-    """
-    np = require("numpy", "report", "the red-team statistics")
-    arr = np.asarray(values, dtype=float)
-    if range_ is None:
-        range_ = (float(arr.min()), float(arr.max())) if len(arr) else (0.0, 1.0)
-    if range_[0] == range_[1]:
-        range_ = (range_[0] - 0.5, range_[1] + 0.5)
-    edges = [float(e) for e in np.linspace(range_[0], range_[1], bins + 1)]
-    return {"n": int(len(arr)), "edges": edges, "counts": bin_counts(arr.tolist(), edges)}
-
-
-def _key(v: float) -> str:
-    """A JSON key for a number: ``4.0`` -> ``"4"``, ``2.5`` -> ``"2.5"``."""
-    return str(int(v)) if float(v).is_integer() else repr(float(v))
-
-
-def value_counts(values: Iterable[float]) -> dict[str, int]:
-    """Counts of each distinct value, keys in numeric order (``4.0`` is written ``"4"``)."""
-    c = Counter(values)
-    return {_key(v): c[v] for v in sorted(c)}
 
 
 # --------------------------------------------------------------------------- per cell
@@ -281,14 +147,14 @@ def _cells(attempts: Sequence[RedTeamAttempt]) -> dict[tuple[str, str], list[Red
     return out
 
 
-def cell_counts(attempts: Sequence[RedTeamAttempt]) -> dict[str, dict[str, dict]]:
+def cell_counts(attempts: Sequence[RedTeamAttempt]) -> dict[str, dict[str, dict[str, Any]]]:
     """The paper's Table 1: ``{model_type: {size: {"attempts", "members"}}}`` for every cell.
 
     ``members`` is the number of distinct red-team members who attacked that cell. Cells with
     no attempts appear with zeros, so the table is always full.
     """
     cells = _cells(attempts)
-    out: dict[str, dict[str, dict]] = {}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for m in model_types(attempts):
         out[m] = {}
         for s in sizes(attempts):
@@ -306,14 +172,14 @@ def cell_means(
     *,
     seed: int = 0,
     resamples: int = 1000,
-) -> dict[str, dict[str, dict]]:
+) -> dict[str, dict[str, dict[str, Any]]]:
     """Mean of ``value(attempt)`` per model type x size with a seeded bootstrap 95% interval.
 
     Each cell is :func:`bootstrap_mean` over its finite values, plus ``dropped``: how many of
     the cell's values were NaN or infinite.
     """
     cells = _cells(attempts)
-    out: dict[str, dict[str, dict]] = {}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for m in model_types(attempts):
         out[m] = {}
         for s in sizes(attempts):
@@ -324,7 +190,7 @@ def cell_means(
 
 def cell_success(
     attempts: Sequence[RedTeamAttempt], threshold: float = DEFAULT_THRESHOLD
-) -> dict[str, dict[str, dict]]:
+) -> dict[str, dict[str, dict[str, Any]]]:
     """:func:`success_share` per model type x size."""
     cells = _cells(attempts)
     return {
@@ -347,12 +213,12 @@ def member_counts(attempts: Iterable[RedTeamAttempt]) -> dict[int | str, int]:
 
 def member_success(
     attempts: Iterable[RedTeamAttempt], threshold: float = DEFAULT_THRESHOLD
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Per member: ``{"member", "upworker", "attempts", "successful", "share"}``, most active first.
 
     ``upworker`` is True/False when all of the member's attempts agree, None when they differ.
     """
-    rows: dict[int | str, dict] = {}
+    rows: dict[int | str, dict[str, Any]] = {}
     for a in attempts:
         r = rows.get(a.red_team_member_id)
         if r is None:
@@ -374,7 +240,7 @@ def member_success(
 
 def worker_pools(
     attempts: Iterable[RedTeamAttempt], threshold: float = DEFAULT_THRESHOLD
-) -> dict[str, dict]:
+) -> dict[str, dict[str, Any]]:
     """Upwork vs MTurk: attempts, members, success share, mean rating and mean harmlessness.
 
     Keys are ``"upwork"`` (``is_upworker`` true) and ``"mturk"``. Means skip non-finite values;
@@ -405,7 +271,7 @@ def worker_pools(
 # --------------------------------------------------------------------------- rating vs score
 
 
-def rating_vs_harmlessness(attempts: Iterable[RedTeamAttempt]) -> dict:
+def rating_vs_harmlessness(attempts: Iterable[RedTeamAttempt]) -> dict[str, Any]:
     """How the red-teamer's rating relates to the preference model's min-harmlessness (Fig. 11).
 
     Returns ``{"n", "dropped", "spearman", "by_rating": {rating: {"n", "mean", "median"}}}``
@@ -429,14 +295,16 @@ def rating_vs_harmlessness(attempts: Iterable[RedTeamAttempt]) -> dict:
         v = sorted(by[r])
         n = len(v)
         median = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-        by_rating[_key(r)] = {"n": n, "mean": mean(v), "median": median}
+        by_rating[number_key(r)] = {"n": n, "mean": mean(v), "median": median}
     return {"n": len(xs), "dropped": dropped, "spearman": spearman(xs, ys), "by_rating": by_rating}
 
 
 # --------------------------------------------------------------------------- tags and turns
 
 
-def tag_counts(attempts: Iterable[RedTeamAttempt], threshold: float = DEFAULT_THRESHOLD) -> dict:
+def tag_counts(
+    attempts: Iterable[RedTeamAttempt], threshold: float = DEFAULT_THRESHOLD
+) -> dict[str, Any]:
     """Tag counts, total vs successful, on the tagged subset, overall and per model type (Fig. 9).
 
     Only attempts whose ``tags`` is a non-empty list count; ``untagged`` (null) and
@@ -462,7 +330,7 @@ def tag_counts(attempts: Iterable[RedTeamAttempt], threshold: float = DEFAULT_TH
                 table[t][0] += 1
                 table[t][1] += ok
 
-    def ordered(table):
+    def ordered(table: dict[str, list[int]]) -> dict[str, Any]:
         items = sorted(table.items(), key=lambda kv: (-kv[1][0], kv[0]))
         return {t: {"total": v[0], "successful": v[1]} for t, v in items}
 
@@ -480,7 +348,7 @@ def tag_counts(attempts: Iterable[RedTeamAttempt], threshold: float = DEFAULT_TH
 
 def turns_vs_success(
     attempts: Iterable[RedTeamAttempt], threshold: float = DEFAULT_THRESHOLD
-) -> dict:
+) -> dict[str, Any]:
     """Human turns per attempt vs success: per turn count, attempts, successes and share.
 
     Also the Spearman correlation between human turns and rating (None when undefined).

@@ -8,7 +8,7 @@ the CLI (``hh pm train/eval/score/rerank``) and the library reach backends only 
 >>> sorted(BACKENDS)
 ['linear', 'transformers']
 >>> get_backend("transformers").options
-('base_model', 'epochs', 'max_steps')
+('base_model', 'epochs', 'max_steps', 'max_length')
 
 Adding a backend is one module with a model class (``score``, ``score_pairs``, ``save``,
 ``load``) and a trainer, and one :class:`Backend` entry below.
@@ -118,10 +118,19 @@ def _train_transformers(
     base_model: str,
     epochs: float = 1.0,
     max_steps: int = -1,
+    max_length: int = 512,
 ) -> HFRewardModel:
-    del progress  # the trainer reports through transformers' own progress bars
+    # the trainer reports its steps through transformers' own progress bars; ``progress`` hears
+    # how many pairs were cut or dropped to fit max_length
     return train_hf(
-        base_model, pairs, out, epochs=epochs, max_steps=max_steps, training_data=training_data
+        base_model,
+        pairs,
+        out,
+        epochs=epochs,
+        max_steps=max_steps,
+        max_length=max_length,
+        training_data=training_data,
+        progress=progress,
     )
 
 
@@ -143,7 +152,7 @@ BACKENDS: dict[str, Backend] = {
             description="a Hugging Face model fine-tuned with TRL's RewardTrainer",
             model=HFRewardModel,
             train=_train_transformers,
-            options=("base_model", "epochs", "max_steps"),
+            options=("base_model", "epochs", "max_steps", "max_length"),
             required=("base_model",),
         ),
     )

@@ -1,21 +1,27 @@
 """The transformers backend (``[train]`` extra): TRL's ``RewardTrainer`` and HF reward scoring.
 
-Training hands a Hugging Face sequence-classification model (``num_labels=1``) and the pairs, in
-TRL's "preference, implicit prompt" format (``{"chosen": whole text, "rejected": whole text}``),
-to ``trl.RewardTrainer``, which minimises the same Bradley-Terry loss as the linear model. There
-is no hand-written loop. The device is whatever ``transformers`` finds (CUDA, MPS or CPU).
-The saved directory is the usual hhrlhf model directory, with the HF model and tokenizer in
-``hf/`` and ``backend: "transformers"`` in ``model.json``.
+Training hands a Hugging Face sequence-classification model (``num_labels=1``) and the pairs to
+``trl.RewardTrainer``, which minimises the same Bradley-Terry loss as the linear model. There
+is no hand-written loop. Each side (prompt + response + EOS) is tokenized here and fitted into
+``max_length`` tokens the way scoring fits it (:mod:`.truncate`: the prompt loses its
+beginning, never the response), so TRL, which drops a pair longer than its ``max_length``,
+drops none; a pair whose response alone is too long is dropped here and counted. The device is
+whatever ``transformers`` finds (CUDA, MPS or CPU). The saved directory is the usual hhrlhf
+model directory, with the HF model and tokenizer in ``hf/`` and ``backend: "transformers"`` in
+``model.json``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
 from pathlib import Path
 
-from ..errors import require
+from ..errors import HHError, require
 from .saved import describe_training_data, write_model_json
+from .truncate import eos_ids, fit_ids, fit_pairs, special_ids
 
 __all__ = ["HFRewardModel", "train_hf", "device_name"]
 
@@ -104,36 +110,14 @@ class HFRewardModel:
         return out
 
     def _fit(self, prompt_ids: list[int], response_ids: list[int]) -> tuple[list[int], bool, bool]:
-        """Token ids of prompt + response within :attr:`max_length` (special tokens and the
-        EOS included): the prompt is cut from the left, so its end (the turns the response
-        answers) and the whole response stay; a response that alone is too long keeps its
-        beginning. Returns ``(ids, prompt cut, response cut)``."""
-        tok = self.tokenizer
-        eos = [tok.eos_token_id] if self.add_eos and tok.eos_token_id is not None else []
+        """:func:`fit_ids` within :attr:`max_length`, with this model's special tokens and EOS."""
         head, tail = self._specials()
-        room = max(self.max_length - len(head) - len(tail) - len(eos), 1)
-        response_cut = len(response_ids) > room
-        response_ids = response_ids[:room]
-        keep = room - len(response_ids)
-        prompt_cut = len(prompt_ids) > keep
-        prompt_ids = prompt_ids[len(prompt_ids) - keep :] if keep else []
-        ids = head + prompt_ids + response_ids + eos + tail
-        return ids, prompt_cut, response_cut
+        eos = eos_ids(self.tokenizer, self.add_eos)
+        return fit_ids(prompt_ids, response_ids, self.max_length, head=head, tail=tail, eos=eos)
 
     def _specials(self) -> tuple[list[int], list[int]]:
-        """The special tokens the tokenizer puts before and after one text (a BOS, [CLS] and
-        [SEP], ...), found by tokenizing a word with and without them."""
         if self._special_ids is None:
-            tok = self.tokenizer
-            with_special = tok("hello", add_special_tokens=True)["input_ids"]
-            plain = tok("hello", add_special_tokens=False)["input_ids"]
-            head: list[int] = []
-            tail: list[int] = []
-            for k in range(len(with_special) - len(plain) + 1):
-                if with_special[k : k + len(plain)] == plain:
-                    head, tail = with_special[:k], with_special[k + len(plain) :]
-                    break
-            self._special_ids = (list(head), list(tail))
+            self._special_ids = special_ids(self.tokenizer)
         return self._special_ids
 
     def score_prompted(self, prompts, responses) -> list[float]:
@@ -218,10 +202,17 @@ def train_hf(
     max_length: int = 512,
     seed: int = 0,
     training_data: dict | None = None,
+    progress=None,
 ) -> HFRewardModel:
     """Fine-tune ``model`` (a model id/path or a ``PreTrainedModel``) with ``trl.RewardTrainer``.
 
-    Writes the hhrlhf model directory ``out`` and returns the trained :class:`HFRewardModel`.
+    Each side of a pair is tokenized here and fitted into ``max_length`` tokens as
+    ``hh pm eval`` scores it (:func:`~.truncate.fit_pairs`: a long prompt loses its beginning,
+    a pair with a response that alone is too long is dropped), and TRL gets the token ids, so
+    it drops nothing itself. When a pair was cut or dropped, ``progress`` (a callable taking
+    one line) is told how many, and the pairs trained on; ``model.json`` keeps the counts
+    (``metrics.truncation``). Writes the hhrlhf model directory ``out`` and returns the
+    trained :class:`HFRewardModel`.
     """
     transformers = require("transformers", "train", "the transformers backend")
     trl = require("trl", "train", "the transformers backend")
@@ -242,8 +233,17 @@ def train_hf(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     model.config.pad_token_id = tokenizer.pad_token_id
+    fitted = fit_pairs(pairs, tokenizer, max_length)  # with the EOS TRL would append
+    line = fitted.describe()
+    if line and progress:
+        progress(line)
+    if not fitted.pairs:
+        raise HHError(
+            f"no pair fits in --max-length {max_length} tokens: every one has a response "
+            "longer than that; raise --max-length"
+        )
     train = datasets.Dataset.from_dict(
-        {"chosen": [p.chosen for p in pairs], "rejected": [p.rejected for p in pairs]}
+        {"chosen_ids": fitted.chosen_ids, "rejected_ids": fitted.rejected_ids}
     )
     args = trl.RewardConfig(
         output_dir=str(out / "checkpoints"),
@@ -262,7 +262,9 @@ def train_hf(
     trainer = trl.RewardTrainer(
         model=model, args=args, train_dataset=train, processing_class=tokenizer
     )
-    result = trainer.train()
+    # the trainer prints its log dict: to stderr, so that stdout stays `hh pm train --json`'s
+    with contextlib.redirect_stdout(sys.stderr):
+        result = trainer.train()
     seconds = time.perf_counter() - t0
     (out / "hf").mkdir(parents=True, exist_ok=True)
     trainer.model.save_pretrained(out / "hf")
@@ -280,7 +282,8 @@ def train_hf(
         },
         "training_data": training_data or describe_training_data(pairs),
         "metrics": {
-            "pairs": len(pairs),
+            "pairs": len(fitted.pairs),
+            "truncation": fitted.summary(),
             "train_loss": float(result.training_loss),
             "steps": int(result.global_step),
             "device": device_name(),

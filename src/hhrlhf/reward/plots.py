@@ -51,7 +51,9 @@ def plot_evaluation(report: dict, name: str):
 def write_evaluation_plot(report: dict, path: str | os.PathLike, name: str) -> Path:
     """Write :func:`plot_evaluation` as a PNG at ``path`` (parents created); return the path."""
     fig = plot_evaluation(report, name)
+    from ..outputs import atomic_file
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    with atomic_file(path) as part:  # parents created; the PNG appears whole or not at all
+        fig.savefig(part, dpi=100)  # the ending (.png) kept
     return path

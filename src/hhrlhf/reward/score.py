@@ -155,8 +155,8 @@ def write_score_rows(rows: list[dict], path: str | os.PathLike) -> Path:
     """Write one JSON object per row (JSONL) to ``path``."""
     import orjson
 
+    from ..outputs import write_atomic
+
     path = Path(path)
-    with open(path, "wb") as f:
-        for r in rows:
-            f.write(orjson.dumps(r) + b"\n")
+    write_atomic(path, b"".join(orjson.dumps(r) + b"\n" for r in rows))
     return path

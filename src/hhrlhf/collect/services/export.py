@@ -36,16 +36,15 @@ import gzip
 import hashlib
 import io
 import os
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from ...errors import ExportCheckError, HHError, OutputError, UnknownNameError
-from ...outputs import plain_mode
+from ...errors import ExportCheckError, HHError, UnknownNameError
+from ...outputs import check_writable, replace_dir, write_atomic
 from ...subsets import SUBSETS
 from ...transcript import ASSISTANT, HUMAN, Turn
 from ..config import BackendConfig
@@ -93,79 +92,21 @@ def _gzip_bytes(lines: list[bytes]) -> bytes:
     return buf.getvalue()
 
 
-def _prepare_out(out_dir: Path, targets: list[str], force: bool) -> None:
-    """Refuse to overwrite without ``force``; fail on an unwritable folder before any work."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise OutputError(out_dir, "exists and is not a folder")
-    if out_dir.is_dir() and not force:
-        clash = [t for t in targets if (out_dir / t).exists()]
-        if clash:
-            raise OutputError(
-                out_dir, f"already holds an export ({clash[0]}); pass --force to overwrite"
-            )
+def database_files(url: str) -> list[tuple[Path, str]]:
+    """The files of the SQLite database at ``url`` (the db, its ``-wal`` and ``-shm``), which
+    an export's folder may never be or hold; none for PostgreSQL, an in-memory database, or a
+    URL that is no database's (opening it says what is wrong)."""
+    from ..db.engine import sqlite_file
+
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".hh-write-test-"):
-            pass
-    except OSError as exc:
-        raise OutputError(out_dir, f"cannot write there: {exc.strerror or exc}") from exc
-
-
-def _stage_beside(out_dir: Path) -> Path | None:
-    """A new, empty folder beside ``out_dir`` to write the export into; None when the parent
-    folder cannot hold one (the export is then written in place, file by file)."""
-    try:
-        stage = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.export-"))
-    except OSError:
-        return None
-    plain_mode(stage, folder=True)
-    return stage
-
-
-def _old_export_files(out_dir: Path, targets: list[str]) -> set[str]:
-    """The files of the export already in ``out_dir`` (its manifest's list, and the names any
-    export writes): they are replaced as a whole, never mixed with the new ones."""
-    names = set(targets)
-    try:
-        old = orjson.loads((out_dir / MANIFEST).read_bytes())
-        names |= {str(rel) for rel in old.get("files", {})}
-    except (OSError, ValueError, AttributeError):
-        pass
-    return names
-
-
-def _swap_in(stage: Path, out_dir: Path, old_files: set[str]) -> None:
-    """Put the finished export in ``stage`` where ``out_dir`` is: anything else the folder held
-    (not the old export's files) is carried over, then the folders are swapped by rename."""
-    if not out_dir.is_dir():
-        os.rename(stage, out_dir)
-        return
-    for path in sorted(out_dir.rglob("*")):
-        rel = path.relative_to(out_dir).as_posix()
-        if path.is_dir() or rel in old_files or (stage / rel).exists():
-            continue
-        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, stage / rel)
-    backup = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.old-"))
-    os.rmdir(backup)
-    os.rename(out_dir, backup)  # from here until the next rename the old export is in backup
-    os.rename(stage, out_dir)
-    shutil.rmtree(backup, ignore_errors=True)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        plain_mode(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        db = sqlite_file(url)
+    except Exception:  # SQLAlchemy's ArgumentError: said when the database is opened
+        return []
+    if db is None:
+        return []
+    return [(db, "the database")] + [
+        (db.with_name(db.name + end), f"the database's {end[1:]} file") for end in ("-wal", "-shm")
+    ]
 
 
 def _model_name(model) -> str | None:
@@ -191,7 +132,9 @@ def export_collection(
 
     The files are written into a new folder beside ``out_dir`` and swapped in when all are
     written, so an export that fails or is interrupted leaves ``out_dir`` as it was (with
-    ``force``: the old export, whole), never a mix of old and new files.
+    ``force``: the old export, whole), never a mix of old and new files. ``out_dir`` may be
+    new, empty, or (with ``force``) an earlier hhrlhf output holding nothing else
+    (:mod:`hhrlhf.outputs`); it may never be or hold the SQLite database the export reads.
 
     ``backends`` (name -> :class:`~hhrlhf.collect.config.BackendConfig`) gives the red-team
     attempts their ``model_type``/``num_params``; ``scorer`` (a saved preference model's folder,
@@ -206,14 +149,13 @@ def export_collection(
     if min_strength < 1:
         raise HHError(f"--min-strength {min_strength}: must be at least 1")
     out_dir = Path(out_dir)
-    targets = [MANIFEST, RED_TEAM_ATTEMPTS] + [
-        f"{s}/{sp}.jsonl.gz" for s in (subset, red_team_subset) for sp in SPLITS
-    ]
-    _prepare_out(out_dir, targets, force)
-    stage = None if _in_place else _stage_beside(out_dir)
-    if stage is not None:
-        try:
-            manifest = _export_in_place(
+    if not _in_place:
+        # a new folder beside out_dir, marked and swapped in when all is written; out_dir is
+        # replaced only when it is an earlier hhrlhf output holding nothing else (and force)
+        reads = database_files(storage.url)
+        check_writable(out_dir, kind="dir", force=force, option="--out", reads=reads)
+        with replace_dir(out_dir, command="hh collect export", reads=reads) as stage:
+            return _export_in_place(
                 storage,
                 stage,
                 min_strength=min_strength,
@@ -227,11 +169,7 @@ def export_collection(
                 scorer=scorer,
                 _in_place=True,
             )
-            _swap_in(stage, out_dir, _old_export_files(out_dir, targets))
-        except BaseException:
-            shutil.rmtree(stage, ignore_errors=True)
-            raise
-        return manifest
+    out_dir.mkdir(parents=True, exist_ok=True)
     storage.check_current()
     model = load_scorer(scorer)  # a bad --scorer fails before any file is written
     agreed: set[tuple[int, int]] | None = None
@@ -305,13 +243,13 @@ def export_collection(
     attempts, attempts_left_out, unconfigured = red_team_attempts(
         red_team, backends=backends, scorer=model
     )
-    files = {}
+    files: dict[str, dict[str, Any]] = {}
     for (name, sp), lines in sorted(rows.items()):
         rel = f"{name}/{sp}.jsonl.gz"
         if not lines:
             continue
         data = _gzip_bytes(lines)
-        _write_atomic(out_dir / rel, data)
+        write_atomic(out_dir / rel, data, sync=True)
         files[rel] = {
             "rows": len(lines),
             "bytes": len(data),
@@ -319,7 +257,7 @@ def export_collection(
         }
     if attempts:
         data = _gzip_bytes([orjson.dumps(attempts)])
-        _write_atomic(out_dir / RED_TEAM_ATTEMPTS, data)
+        write_atomic(out_dir / RED_TEAM_ATTEMPTS, data, sync=True)
         files[RED_TEAM_ATTEMPTS] = {
             "rows": len(attempts),
             "bytes": len(data),
@@ -382,7 +320,9 @@ def export_collection(
         },
         "files": files,
     }
-    _write_atomic(out_dir / MANIFEST, orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    write_atomic(
+        out_dir / MANIFEST, orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n", sync=True
+    )
     return manifest
 
 
