@@ -71,6 +71,19 @@ def failure_message(slot: str, why: str | None) -> str:
     return f"Response {slot_label(slot)} could not be generated{f': {why}' if why else ''}. Retry."
 
 
+@dataclass
+class _Read:
+    """What :meth:`Generator._read` read of one response, and why it failed if it did
+    (``shown_detail``: the detail is the server's or the runner's words, not a bug's)."""
+
+    raw: list[str] = field(default_factory=list)
+    finish_reason: str | None = None
+    oversize: bool = False
+    error: str | None = None
+    detail: str | None = None
+    shown_detail: bool = False
+
+
 @dataclass(frozen=True)
 class Event:
     name: str  # delta | done | error | end
@@ -321,73 +334,14 @@ class Generator:
         backend = self.backends.get(backend_name)
         config = backend.config if backend else None
         t0 = time.perf_counter()
-        raw, shown, finish_reason = [], VisibleText(), None
-        room = self.settings.max_response_chars
-        oversize = False
-
-        async def consume():
-            nonlocal finish_reason, room, oversize
-            stream = backend.stream(prompt, slot)  # rerank: one ranking, two slots
-            try:
-                async for delta, reason in stream:
-                    delta, reason = checked_piece(delta, reason)  # any backend's
-                    if reason:
-                        finish_reason = reason
-                    if not delta:
-                        continue
-                    if len(delta) > room:  # max_response_chars: keep what fits, stop reading
-                        delta, oversize = delta[:room], True
-                    room -= len(delta)
-                    raw.append(delta)
-                    # U+0000 and lone surrogates cannot be stored: shown and kept as U+FFFD
-                    visible = shown.feed(clean_model_text(delta))
-                    if visible:
-                        run.emit("delta", {"slot": slot, "text": visible})
-                    if oversize:
-                        break
-            finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:  # closes the connection of a server still sending
-                    await aclose()
-
-        error = detail = None
-        shown_detail = False  # the detail is the server's (or the runner's) words, not a bug's
-        try:
-            if backend is None:
-                raise BackendError(
-                    "this response's model is not configured any more",
-                    f"backend {backend_name!r} is not in the config",
-                )
-            assert config is not None  # a configured backend has its config
-            reader = asyncio.ensure_future(consume())
-            run.readers.add(reader)
-            if run.stopped:
-                reader.cancel()
-            try:
-                await asyncio.wait_for(reader, timeout=config.timeout)
-            finally:
-                run.readers.discard(reader)
-        except asyncio.CancelledError:
-            me = asyncio.current_task()
-            if not run.stopped or (me is not None and getattr(me, "cancelling", lambda: 0)()):
-                raise  # the app is shutting down, not an annotator's Stop
-            error = STOPPED
-        except asyncio.TimeoutError:
-            error = "the model server did not finish in time"
-            detail = f"timed out after {config.timeout:g} s" if config else "timed out"
-            shown_detail = True
-        except BackendError as exc:
-            error, detail = exc.message, exc.detail
-            shown_detail = True
-        except Exception as exc:  # a backend bug must not lose the turn
-            error, detail = "the model server failed", f"{type(exc).__name__}: {exc}"
+        read = await self._read(run, prompt, slot, backend_name)
+        error, detail, shown_detail = read.error, read.detail, read.shown_detail
         # the server's words, whatever their size or kind, are bounded before they go anywhere
         if error is not None:
             error, detail = bounded(error, 200), bounded(detail) if detail else detail
         fields: dict[str, Any] = dict(
-            model=config.model
-            if config
-            else None,  # as configured now: a later change of the config does not rewrite them
+            # as configured now: a later change of the config does not rewrite them
+            model=config.model if config else None,
             model_type=config.model_type if config else None,
             num_params=config.num_params if config else None,
             params=config.sampling_params() if config else {},
@@ -396,9 +350,9 @@ class Generator:
         if error is None and backend is not None:
             fields["params"] = {**fields["params"], **backend.record(prompt, slot)}
         # a surrogate pair split across two deltas is joined again; a lone one is U+FFFD
-        whole = clean_model_text("".join(raw))
+        whole = clean_model_text("".join(read.raw))
         if error is None:
-            done = finalize(whole, finish_reason, oversize=oversize)
+            done = finalize(whole, read.finish_reason, oversize=read.oversize)
             if done.text:
                 fields.update(
                     text=done.text,
@@ -419,6 +373,71 @@ class Generator:
             stored,
         )
         return slot, fields, stored if shown_detail else error
+
+    async def _read(self, run: TurnRun, prompt, slot: str, backend_name: str) -> _Read:
+        """Stream one response from its backend, emitting what becomes visible, up to the
+        size cap, the backend's timeout or Stop: what was read, and why it failed if it did."""
+        backend = self.backends.get(backend_name)
+        read = _Read()
+        room = self.settings.max_response_chars
+        shown = VisibleText()
+
+        async def consume():
+            nonlocal room
+            assert backend is not None
+            stream = backend.stream(prompt, slot)  # rerank: one ranking, two slots
+            try:
+                async for delta, reason in stream:
+                    delta, reason = checked_piece(delta, reason)  # any backend's
+                    if reason:
+                        read.finish_reason = reason
+                    if not delta:
+                        continue
+                    if len(delta) > room:  # max_response_chars: keep what fits, stop reading
+                        delta, read.oversize = delta[:room], True
+                    room -= len(delta)
+                    read.raw.append(delta)
+                    # U+0000 and lone surrogates cannot be stored: shown and kept as U+FFFD
+                    visible = shown.feed(clean_model_text(delta))
+                    if visible:
+                        run.emit("delta", {"slot": slot, "text": visible})
+                    if read.oversize:
+                        break
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:  # closes the connection of a server still sending
+                    await aclose()
+
+        try:
+            if backend is None:
+                raise BackendError(
+                    "this response's model is not configured any more",
+                    f"backend {backend_name!r} is not in the config",
+                )
+            reader = asyncio.ensure_future(consume())
+            run.readers.add(reader)
+            if run.stopped:
+                reader.cancel()
+            try:
+                await asyncio.wait_for(reader, timeout=backend.config.timeout)
+            finally:
+                run.readers.discard(reader)
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if not run.stopped or (me is not None and getattr(me, "cancelling", lambda: 0)()):
+                raise  # the app is shutting down, not an annotator's Stop
+            read.error = STOPPED
+        except asyncio.TimeoutError:
+            read.error = "the model server did not finish in time"
+            read.detail = (
+                f"timed out after {backend.config.timeout:g} s" if backend else "timed out"
+            )
+            read.shown_detail = True
+        except BackendError as exc:
+            read.error, read.detail, read.shown_detail = exc.message, exc.detail, True
+        except Exception as exc:  # a backend bug must not lose the turn
+            read.error, read.detail = "the model server failed", f"{type(exc).__name__}: {exc}"
+        return read
 
     async def batches(
         self,
