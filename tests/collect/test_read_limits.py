@@ -104,3 +104,26 @@ def test_the_conversation_view_does_not_read_each_turns_prefix(storage, alice):
     assert view["turns"][0]["human"] == "hello"
     assert any("turns.human" in s for s in statements)  # the turns were read
     assert not [s for s in statements if "turns.prefix" in s]
+
+
+def test_a_refused_heavy_read_fills_the_window(monkeypatch):
+    """A heavy read refused (its size known only once read) counts as the limit's worth, so
+    the next reads are refused at the door, before reading the conversation again, until
+    the window has room (and Retry-After says when)."""
+    from hhrlhf.collect.web.ratelimit import Limits, RateLimited
+
+    class Clock:
+        t = 60 * 29_000_000 + 30.0
+
+        def __call__(self):
+            return self.t
+
+    clock = Clock()
+    limits = Limits(0, 0, clock, wall=clock, reads_per_minute=100)
+    limits.check_read(7, 60)  # a heavy read: 60
+    with pytest.raises(RateLimited):
+        limits.check_read(7, 60)  # 60 more do not fit: refused, and the window filled
+    with pytest.raises(RateLimited) as refused:
+        limits.check_read(7)  # a plain read is refused at once now
+    clock.t += refused.value.retry_after
+    limits.check_read(7)

@@ -69,6 +69,19 @@ class RateLimiter:
             q.extend([t] * weight)
             return None
 
+    def fill(self, key: str) -> int:
+        """Count ``key`` up to the limit now (a heavy request refused: what it would have
+        cost is counted all the same, so the next ones are refused before their work);
+        returns how many hits were added."""
+        if self.limit <= 0:
+            return 0
+        t = self.clock()
+        with self._lock:
+            q = self._hits.setdefault(key, deque())
+            added = max(0, self.limit - len(q))
+            q.extend([t] * added)
+            return added
+
     def wait(self, key: str) -> int:
         """The seconds until one more hit of ``key`` would be allowed (0: now); counts nothing."""
         if self.limit <= 0:
@@ -149,12 +162,19 @@ class Limits:
         with self._lock:
             self._turn_minute(int(t // 60))
             wait = self._shared_wait((kind, key), window.limit, t, weight)
-            if wait is not None:
-                return max(wait, window.wait(key))
-            wait = window.hit(key, weight)
             if wait is None:
+                wait = window.hit(key, weight)
+                counted = weight if wait is None else 0
+            else:
+                wait, counted = max(wait, window.wait(key)), 0
+            if wait is not None and weight > 1:
+                # a heavy request refused counts as the limit's worth all the same: the next
+                # ones are refused before their work, until the window has room
+                counted = window.fill(key)
+                wait = max(wait, window.wait(key))
+            if counted:
                 at = (kind, key, self._minute)
-                self._added[at] = self._added.get(at, 0) + weight
+                self._added[at] = self._added.get(at, 0) + counted
                 self._watched.add((kind, key))
             return wait
 
