@@ -114,3 +114,14 @@ def test_link_reference_definitions_show_as_text():
     assert html == "<p>[a]: https://example.org</p>\n<p>see [a]</p>\n"
     html = markdown.render_markdown('[x]: <https://e.org> "t"')
     assert "[x]:" in html and "https://e.org" in html
+
+
+def test_a_long_render_lets_other_threads_run(monkeypatch):
+    """Renders run in threads: one holding the interpreter for its whole parse would make the
+    event loop wait at each wake, so it pauses (``time.sleep(0)``) every YIELD_STEPS."""
+    pauses: list[float] = []
+    monkeypatch.setattr(markdown.time, "sleep", pauses.append)
+    markdown._cache.clear()
+    markdown.render_markdown(_sized(PATTERNS["emphasis in open links"]))
+    assert len(pauses) >= markdown.STEPS_PER_CHAR * SIZE // markdown.YIELD_STEPS // 2
+    assert set(pauses) == {0}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -167,6 +168,7 @@ def get_conversation(conversation_id: int, request: Request, who: Who):
         st.limits.check_read(who.id, chars // READ_CHARS)
     for turn, ts in zip(turns, texts, strict=True):
         with_html(turn, _render_all(ts, st.limits, who.id))
+        time.sleep(0)  # a thread: the event loop runs between turns (it waits for the GIL)
     return _answer(out)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import html as html_lib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -49,6 +50,8 @@ STEPS_BASE = 2_000
 #: tokens ahead for a label's end, an unclosed ``[`` before every other character (the
 #: quadratic class) looks to the text's end, so that class meets its budget sooner
 SKIP_STEPS = 4
+#: steps between two pauses of a render (a millisecond or two of parsing)
+YIELD_STEPS = 1_000
 
 
 class _TooCostly(Exception):
@@ -56,15 +59,23 @@ class _TooCostly(Exception):
 
 
 class _Budget:
-    __slots__ = ("left",)
+    """A render's steps left; every :data:`YIELD_STEPS` steps the thread lets others run."""
+
+    __slots__ = ("left", "_next_yield")
 
     def __init__(self, left: int) -> None:
         self.left = left
+        self._next_yield = left - YIELD_STEPS
 
     def spend(self, steps: int = 1) -> None:
         self.left -= steps
         if self.left < 0:
             raise _TooCostly
+        if self.left < self._next_yield:
+            # renders run in threads: a long one holding the interpreter would slow the
+            # event loop's every wake (it waits for the lock's switch interval each time)
+            self._next_yield = self.left - YIELD_STEPS
+            time.sleep(0)
 
 
 def _counted(fn: Callable[..., Any]) -> Callable[..., Any]:
