@@ -42,8 +42,8 @@ __all__ = [
 _SAFE_SCHEMES = ("http://", "https://", "mailto:")
 
 #: parser steps a text may cost per character (plus :data:`STEPS_BASE`) before it is shown as
-#: plain text: ordinary markdown costs well under one step per character
-#: (tests/collect/test_markdown_cost.py), the quadratic patterns hundreds
+#: plain text: prose with emphasis and links costs under one step per character, dense lists
+#: and tables 2-4, the quadratic patterns 35 and more (tests/collect/test_markdown_cost.py)
 STEPS_PER_CHAR = 4
 STEPS_BASE = 2_000
 #: steps a token skipped while a link's label is looked for costs: ordinary text looks a few
@@ -124,7 +124,7 @@ def _renderer() -> Any:
 def plain_html(text: str) -> str:
     """``text`` as escaped plain text: a paragraph per blank-line-separated block, its line
     breaks kept (what a text too costly to parse as markdown shows as)."""
-    blocks = [b for b in printable(text).replace("\r\n", "\n").split("\n\n") if b.strip()]
+    blocks = [b for b in printable(text).split("\n\n") if b.strip()]
     return "".join(
         '<p class="plain">' + html_lib.escape(b.strip("\n")).replace("\n", "<br>\n") + "</p>\n"
         for b in blocks
