@@ -5,7 +5,7 @@ Usage::
     python bench/bench_collect.py [--annotators 50] [--turns 10] [--workers 2] [--think 1]
                                   [--db URL | --postgres [--no-fsync] [--prepare-threshold N|none]]
                                   [--demo-delay 0] [--append] [--client loopback|httpx] [--stream [post|get]]
-                                  [--timeline FILE.csv] [--out bench/RESULTS-collect.md]
+                                  [--timeline FILE.csv] [--attacker [N]] [--out bench/RESULTS-collect.md]
 
 Starts ``hh serve --demo --workers N`` in a subprocess on a free loopback port (SQLite by
 default; ``--postgres`` starts a throwaway PostgreSQL server with fsync on, from Debian's
@@ -26,6 +26,10 @@ and per turn: the server's CPU time (its process group's, from /proc), the reque
 the SQL statements the server says they cost (``Server-Timing: sql;desc="N"``), so a
 regression shows as a number; and the run's slowest half-seconds (a stall of the server shows
 there; ``--timeline`` writes every request's latency by when it ended).
+
+``--attacker N``: one more annotator, with a conversation of 60 hostile 20,000-character
+edits (bench/collect_attacker.py), reads it in N loops (2 alone) during the run; compare the
+turn's p95 with a run without it (issue 39: within 2x).
 
 Target (issue 13): 50 annotators, choice p99 under 100 ms on two cores, on SQLite and on
 PostgreSQL. After the run every acknowledged choice is checked to be stored exactly once.
@@ -351,8 +355,22 @@ async def run_clients(
     think: float = 0.0,
     client: str = "loopback",
     stream: str | None = None,
+    attack: tuple[str, int, int] | None = None,
 ) -> dict:
+    """The annotators' run; ``attack``: (token, conversation, loops) of an attacker reading
+    its hostile conversation meanwhile (its answers in ``out["attacker"]``)."""
     out = new_tally()
+    stop = asyncio.Event()
+    attackers = []
+    if attack is not None:
+        from collect_attacker import hammer
+
+        token, cid, loops = attack
+        out["attacker"] = {}
+        attackers = [
+            asyncio.create_task(hammer(base, token, cid, stop, out["attacker"]))
+            for _ in range(loops)
+        ]
     t0 = time.perf_counter()
     await asyncio.gather(
         *(
@@ -361,6 +379,8 @@ async def run_clients(
         )
     )
     out["elapsed"] = time.perf_counter() - t0
+    stop.set()
+    await asyncio.gather(*attackers)
     out["timeline"] = [(end - t0, kind, took) for end, kind, took in out["timeline"]]
     return out
 
@@ -453,6 +473,16 @@ def main(argv=None) -> int:
         help="with --postgres: the URL's ?prepare_threshold= (psycopg's server-side prepared "
         "statements; default: the app's, prepared from a statement's fifth run on a connection)",
     )
+    ap.add_argument(
+        "--attacker",
+        type=int,
+        nargs="?",
+        const=2,
+        default=0,
+        metavar="N",
+        help="one more annotator reading a conversation of hostile markdown in N loops (2 "
+        "alone) during the run (bench/collect_attacker.py)",
+    )
     ap.add_argument("--out", type=Path, default=HERE / "RESULTS-collect.md")
     args = ap.parse_args(argv)
     if args.prepare_threshold is not None and not args.postgres:
@@ -504,6 +534,7 @@ def _run(args, tmp: Path, pg, load_before) -> int:
         annotators.add_annotator(storage, f"bench-{run}-{i}")[1] for i in range(args.annotators)
     ]
     admin = annotators.add_annotator(storage, f"bench-{run}-admin", role="admin")[1]
+    attacker = annotators.add_annotator(storage, f"bench-{run}-attacker")[1]
     storage.dispose()
     port = free_port("127.0.0.1")
     # the server's output goes to a file: a pipe nobody reads would stall a server that logs
@@ -528,13 +559,19 @@ def _run(args, tmp: Path, pg, load_before) -> int:
             time.sleep(0.1)
         # warm-up: one conversation (imports, the demo index, the first connections)
         asyncio.run(run_clients(base, tokens[:1], 1))
+        attack = None
+        if args.attacker:
+            sys.path.insert(0, str(HERE))
+            from collect_attacker import prepare
+
+            attack = (attacker, asyncio.run(prepare(base, attacker)), args.attacker)
         cpu0, mine0, (busy0, all0) = (
             group_cpu_seconds(server.pid),
             time.process_time(),
             machine_cpu_seconds(),
         )
         res = asyncio.run(
-            run_clients(base, tokens, args.turns, args.think, args.client, args.stream)
+            run_clients(base, tokens, args.turns, args.think, args.client, args.stream, attack)
         )
         cpu, mine = group_cpu_seconds(server.pid) - cpu0, time.process_time() - mine0
         busy, every = (b - a for a, b in zip((busy0, all0), machine_cpu_seconds(), strict=True))
@@ -575,6 +612,7 @@ def _run(args, tmp: Path, pg, load_before) -> int:
         + (f" --prepare-threshold {args.prepare_threshold}" if args.prepare_threshold else "")
         + ("" if args.client == "loopback" else f" --client {args.client}")
         + (f" --stream {args.stream}" if args.stream else "")
+        + (f" --attacker {args.attacker}" if args.attacker else "")
         + "`",
         "",
         f"Machine: {platform.platform()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}, "
@@ -584,15 +622,16 @@ def _run(args, tmp: Path, pg, load_before) -> int:
         f"Server: `hh serve --demo`, {args.workers} uvicorn worker(s), on loopback; clients: {args.client}, "
         f"{args.annotators} concurrent annotators x {args.turns} turns, all at once.",
         "",
-        "| what | n | p50 ms | p99 ms | max ms |",
-        "|---|---:|---:|---:|---:|",
+        "| what | n | p50 ms | p95 ms | p99 ms | max ms |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for name, values in rows:
         if not values:  # every such request failed: the errors below say why
-            lines.append(f"| {name} | 0 | - | - | - |")
+            lines.append(f"| {name} | 0 | - | - | - | - |")
             continue
         lines.append(
-            f"| {name} | {len(values)} | {ms(statistics.median(values))} | {ms(pct(values, 99))} | {ms(max(values))} |"
+            f"| {name} | {len(values)} | {ms(statistics.median(values))} | {ms(pct(values, 95))} "
+            f"| {ms(pct(values, 99))} | {ms(max(values))} |"
         )
     lines += [
         "",
@@ -622,6 +661,14 @@ def _run(args, tmp: Path, pg, load_before) -> int:
         "Target (issue 28): 200 annotators x 5 turns on 2 workers, 1 s pauses, choice p99 "
         "under 100 ms and no error, on two cores.",
     ]
+    if args.attacker:
+        from collect_attacker import summary
+
+        lines += [
+            "",
+            f"The attacker ({args.attacker} loops reading its conversation of 60 hostile "
+            f"20,000-character edits during the run): {summary(res['attacker'])}.",
+        ]
     slow = slowest_windows(res["timeline"])
     if slow:
         lines += [

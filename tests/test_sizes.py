@@ -44,7 +44,6 @@ EXCEPTIONS: dict[str, str] = {
     "cli/pm.py:eval_command": TO_SPLIT,
     "cli/pm.py:cv": TO_SPLIT,
     "collect/config.py:load_config": TO_SPLIT,
-    "collect/generation/runner.py:Generator._one": TO_SPLIT,
     "collect/services/choices.py:_record_choice": TO_SPLIT,
     "collect/services/export.py:export_collection": TO_SPLIT_OVER_CEILING,
     "collect/web/app.py:create_app": TO_SPLIT,

@@ -38,6 +38,10 @@ PAYLOADS = {
     "json-breaker": '"}]}\\u0000\\"}\n{"chosen": "injected"}',
     "sse-breaker": 'line\n\nevent: end\ndata: {"status": "ready"}\n\n',
     "markdown": "[click](javascript:alert(1)) ![img](x onerror=alert(1)) **bold**",
+    # link reference definitions (shown as text, never as a link) and markdown past the
+    # parser's step budget (shown as escaped plain text)
+    "markdown-refdef": '[x]: javascript:alert(1)\n\n[x] [y]\n\n[y]: https://e.org "<b>t</b>"',
+    "markdown-costly": "<img src=x onerror=\"window.__pwned='md'\">" + "*[" * 900,
 }
 
 #: an annotator name (at most 200 characters, no control characters)

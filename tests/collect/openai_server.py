@@ -36,6 +36,8 @@ class Script:
     repeat: tuple[str, int] | None = None
     #: the raw JSON of chunks sent as-is instead of the reply (a lone surrogate: '"\\ud800"')
     raw_chunks: list[str] | None = None
+    #: whole SSE data payloads sent as-is instead of the reply (a hostile server's chunks)
+    raw_events: list[str] | None = None
     requests: list[dict] = field(default_factory=list)
     #: how many of ``repeat``'s chunks were sent (a client that stops reading stops it early)
     repeated: int = 0
@@ -133,6 +135,11 @@ def make_app(script: Script) -> Starlette:
             return b"data: " + data + b"\n\n"
 
         async def events():
+            if script.raw_events is not None:
+                for payload in script.raw_events:
+                    yield b"data: " + payload.encode() + b"\n\n"
+                yield b"data: [DONE]\n\n"
+                return
             if script.raw_chunks is not None:
                 for i, raw in enumerate(script.raw_chunks):
                     yield chunk("@RAW@", i == len(script.raw_chunks) - 1, raw)

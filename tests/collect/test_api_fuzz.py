@@ -195,6 +195,7 @@ def fuzz_client(make_client, settings, storage):
             data="sample",
             review_fraction=1.0,
             rate_writes_per_minute=1_000_000,
+            rate_reads_per_minute=1_000_000,
             rate_login_per_minute=1_000_000,
         )
     )

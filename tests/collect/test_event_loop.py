@@ -62,18 +62,17 @@ def watched():
 def markdown_on_loop(monkeypatch):
     """``list`` of the lengths of texts rendered as markdown on an event loop's thread (a
     hostile 20,000-character text takes a quarter of a second: the loop would stall)."""
-    from hhrlhf.collect.web import api, markdown
+    from hhrlhf.collect.web import markdown
 
     rendered: list[int] = []
-    real = markdown.render_markdown
+    real = markdown._render  # every way to HTML parses through it
 
     def watched_render(text: str) -> str:
         if _on_event_loop():
             rendered.append(len(text))
         return real(text)
 
-    monkeypatch.setattr(markdown, "render_markdown", watched_render)
-    monkeypatch.setattr(api, "render_markdown", watched_render)
+    monkeypatch.setattr(markdown, "_render", watched_render)
     return rendered
 
 

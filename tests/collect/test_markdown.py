@@ -73,20 +73,21 @@ def test_a_text_rendered_once_is_looked_up_after(monkeypatch):
     assert markdown.cached_html([text, "never rendered"]) is None  # all or nothing
 
 
-def test_the_cache_keeps_the_recent_texts_within_its_characters():
-    from hhrlhf.collect.web.markdown import _Recent
+def test_the_cache_keeps_the_recent_html_within_its_characters():
+    """Kept by the text's hash: only the HTML counts (and a fixed size per entry)."""
+    from hhrlhf.collect.web.markdown import ENTRY_CHARS, _Recent
 
-    recent = _Recent(limit=30)
-    recent.put("aaaa", "A" * 6)  # 10 characters each
+    recent = _Recent(limit=3 * (6 + ENTRY_CHARS))
+    recent.put("a" * 1000, "A" * 6)  # a long text costs its HTML's characters only
     recent.put("bbbb", "B" * 6)
     recent.put("cccc", "C" * 6)
-    assert recent.get("aaaa") == "A" * 6  # now the most recent
-    recent.put("dddd", "D" * 6)  # over 30: the least recently used goes
+    assert recent.get("a" * 1000) == "A" * 6  # now the most recent
+    recent.put("dddd", "D" * 6)  # over the limit: the least recently used goes
     assert recent.get("bbbb") is None
-    assert [recent.get(t) for t in ("aaaa", "cccc", "dddd")] == ["A" * 6, "C" * 6, "D" * 6]
-    assert recent.chars == 30
-    recent.put("e" * 20, "E" * 20)  # larger than the whole cache: not kept, nothing dropped
-    assert recent.get("e" * 20) is None and recent.chars == 30
+    assert [recent.get(t) for t in ("a" * 1000, "cccc", "dddd")] == ["A" * 6, "C" * 6, "D" * 6]
+    assert recent.chars == 3 * (6 + ENTRY_CHARS)
+    recent.put("e", "E" * 1000)  # larger than the whole cache: not kept, nothing dropped
+    assert recent.get("e") is None and recent.chars == 3 * (6 + ENTRY_CHARS)
 
 
 def test_turns_take_html_already_rendered_in_their_order():

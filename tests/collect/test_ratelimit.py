@@ -57,7 +57,9 @@ def test_a_limit_holds_across_workers_through_the_database(storage):
     for limits in (one, two):
         with pytest.raises(RateLimited) as refused:
             limits.check_write(7)
-        assert refused.value.retry_after == 50  # to the end of the minute
+        # to the end of the minute, and the second past it where the minute before (all
+        # five) has begun to fall under the limit
+        assert refused.value.retry_after == 51
     two.check_write(8)  # another key
     two.share(storage)
     with pytest.raises(RateLimited):
@@ -266,3 +268,48 @@ def test_hh_serve_passes_the_proxy_and_hsts_options_to_every_worker(monkeypatch,
     assert app.state.settings.forwarded_allow_ips == "10.0.0.5, 10.1.0.0/16"
     assert app.state.settings.hsts is True
     app.state.storage.dispose()
+
+
+@pytest.mark.parametrize("into", [0.0, 5.0, 30.0, 54.0, 59.5])
+@pytest.mark.parametrize("limit", [1, 5, 600])
+def test_retry_after_says_when_the_next_write_goes_through(into, limit):
+    """A burst up to the limit at any moment of a minute: the Retry-After of the refusal is
+    the truth, to the second: a write then goes through, one a second earlier is refused
+    (it once said 6 s after a burst 54 s into a minute, while the limit held for 60)."""
+    clock = Clock()
+    clock.t = 60 * 29_000_000 + into
+    limits = Limits(20, limit, clock, wall=clock)
+    for _ in range(limit):
+        limits.check_write(7)
+    start = clock.t
+    with pytest.raises(RateLimited) as refused:
+        limits.check_write(7)
+    wait = refused.value.retry_after
+    assert 1 <= wait <= 61
+    clock.t = start + wait - 1
+    with pytest.raises(RateLimited):
+        limits.check_write(7)
+    clock.t = start + wait
+    limits.check_write(7)
+
+
+def test_retry_after_on_another_worker_follows_the_shared_counts():
+    """A worker that let none of the burst through itself waits as the shared count says:
+    this minute's count, then the minute before's, weighted, falling under the limit."""
+    clock = Clock()
+    clock.t = 60 * 29_000_000 + 54.0
+    limits = Limits(20, 10, clock, wall=clock)
+    limits._turn_minute(int(clock.t // 60))
+    limits._now[("writes", "7")] = 20  # another worker let twice the limit through
+    with pytest.raises(RateLimited) as refused:
+        limits.check_write(7)
+    wait = refused.value.retry_after
+    # next minute the 20 count as the minute before: 20 * (1 - x / 60) < 10 from x = 30 s on
+    assert wait == 6 + 30 + 1
+    clock.t += wait - 1
+    limits._turn_minute(int(clock.t // 60))
+    limits._before[("writes", "7")] = 20
+    with pytest.raises(RateLimited):
+        limits.check_write(7)
+    clock.t += 1
+    limits.check_write(7)

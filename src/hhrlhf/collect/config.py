@@ -100,6 +100,12 @@ class Settings:
     max_body_bytes: int = 256 * 1024
     rate_login_per_minute: int = 20
     rate_writes_per_minute: int = 600
+    #: authenticated GETs per annotator per minute (a whole conversation counts as one more
+    #: per 2,000 characters of its text)
+    rate_reads_per_minute: int = 1200
+    #: characters of markdown one worker renders for one annotator per minute; past it a
+    #: text shows as plain text until the minute has room (the CPU one annotator can take)
+    render_chars_per_minute: int = 100_000
     #: proxies whose X-Forwarded-For / -Proto are believed (uvicorn's --forwarded-allow-ips:
     #: comma-separated addresses or networks, "*" for any; "" for none)
     forwarded_allow_ips: str = "127.0.0.1"
@@ -167,6 +173,8 @@ _COLLECT_KEYS = {
     "max_body_bytes": int,
     "rate_login_per_minute": int,
     "rate_writes_per_minute": int,
+    "rate_reads_per_minute": int,
+    "render_chars_per_minute": int,
     "forwarded_allow_ips": str,
     "hsts": bool,
     "seed": int,

@@ -16,10 +16,10 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ...errors import HHError, UnknownNameError, require
-from ...text import printable
 from ..config import BackendConfig
 from ..finish import SPEAKER_MARKERS, BackendError, Finished, finalize
 from .protocol import Backend
+from .wire import bounded, chat_piece, completion_piece
 
 __all__ = [
     "Backend",
@@ -65,10 +65,7 @@ def server_message(body: object, fallback: str = "") -> str:
     elif isinstance(body, str):
         message = body
     text = message if isinstance(message, str) and message.strip() else fallback
-    if not isinstance(text, str):
-        text = str(text)
-    text = printable(" ".join(text.split()))
-    return text if len(text) <= 500 else text[:499] + "…"
+    return bounded(text if isinstance(text, str) else str(text)[:2000])
 
 
 class _OpenAIBase(_Plain):
@@ -108,16 +105,22 @@ class _OpenAIBase(_Plain):
             async for item in agen:
                 yield item
         except openai.APITimeoutError as exc:
-            raise BackendError("the model server did not answer in time", str(exc)) from exc
+            raise BackendError(
+                "the model server did not answer in time", bounded(str(exc))
+            ) from exc
         except openai.APIConnectionError as exc:
-            raise BackendError("the model server could not be reached", str(exc)) from exc
+            raise BackendError("the model server could not be reached", bounded(str(exc))) from exc
         except openai.APIStatusError as exc:
             raise BackendError(
                 f"the model server answered with an error (HTTP {exc.status_code})",
                 server_message(exc.body, exc.message),
             ) from exc
+        except openai.APIError as exc:  # an error event mid-stream: its message, bounded
+            raise BackendError(
+                "the model server sent an error", server_message(exc.body, exc.message)
+            ) from exc
         except openai.OpenAIError as exc:
-            raise BackendError("the model server failed", str(exc)) from exc
+            raise BackendError("the model server failed", bounded(str(exc))) from exc
         finally:
             await agen.aclose()
 
@@ -140,11 +143,9 @@ class OpenAIChatBackend(_OpenAIBase):
         )
         try:
             async for chunk in stream:
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                delta = choice.delta.content if choice.delta else None
-                yield delta or "", choice.finish_reason
+                piece = chat_piece(chunk)  # every field checked: text where text belongs
+                if piece is not None:
+                    yield piece
         finally:  # a reply cut short (max_response_chars) closes its connection now
             await stream.close()
 
@@ -167,10 +168,9 @@ class OpenAICompletionsBackend(_OpenAIBase):
         )
         try:
             async for chunk in stream:
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                yield choice.text or "", choice.finish_reason
+                piece = completion_piece(chunk)
+                if piece is not None:
+                    yield piece
         finally:
             await stream.close()
 

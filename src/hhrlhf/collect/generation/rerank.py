@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from ..config import BackendConfig
 from ..finish import BackendError, finalize
 from ..textrules import clean_model_text
+from .wire import checked_piece
 
 if TYPE_CHECKING:
     from .protocol import Backend
@@ -115,7 +116,8 @@ class RerankBackend:
                 raise BackendError("the reranking backend is misconfigured", "base not bound")
             stream = self.base.stream(prompt)
             try:
-                async for delta, r in stream:
+                async for piece in stream:
+                    delta, r = checked_piece(*piece)  # text, whatever the base sends
                     raw.append(delta[:room])
                     reason = r or reason
                     room -= len(delta)

@@ -22,21 +22,42 @@ from ..domain import STOPPED, AnnotatorInfo
 from ..finish import cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
-from .backends import SPEAKER_MARKERS, BackendError, finalize, make_backend
+from .backends import BackendError, finalize, make_backend
 from .owners import dead_here, new_owner_id
+from .visible import VisibleText, _visible  # noqa: F401  (_visible: the tests' reference)
+from .wire import bounded, checked_piece
 
 __all__ = ["Generator", "TurnRun", "Event", "slot_label", "failure_message"]
 
 POLL_SECONDS = 0.2
 #: every backend failure is logged here, with the model server's own explanation
 log = logging.getLogger("hhrlhf.collect.backends")
-#: the first characters of the speaker markers (a text holding none holds no marker, whole or begun)
-_MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
 
 
 def _done(c: dict) -> dict:
     """A stored ready candidate as a ``done`` event's data."""
     return {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
+
+
+def _failed_fields(error: str, like: dict | None = None) -> dict[str, Any]:
+    """A failed candidate's fields to store: ``error``, the model facts of ``like`` if they
+    are plain values, nothing of its text."""
+    like = like or {}
+    facts = {
+        k: v
+        for k in ("model", "model_type", "num_params")
+        if isinstance(v := like.get(k), str) or v is None
+    }
+    return {
+        **dict.fromkeys(("model", "model_type", "num_params")),
+        **facts,
+        "params": {},
+        "latency_ms": like.get("latency_ms") if isinstance(like.get("latency_ms"), int) else 0,
+        "text": None,
+        "raw_text": None,
+        "cut": False,
+        "error": error,
+    }
 
 
 def slot_label(slot: str) -> str:
@@ -48,6 +69,19 @@ def failure_message(slot: str, why: str | None) -> str:
     it gave them), and that Retry is there."""
     why = (why or "").rstrip().rstrip(".")
     return f"Response {slot_label(slot)} could not be generated{f': {why}' if why else ''}. Retry."
+
+
+@dataclass
+class _Read:
+    """What :meth:`Generator._read` read of one response, and why it failed if it did
+    (``shown_detail``: the detail is the server's or the runner's words, not a bug's)."""
+
+    raw: list[str] = field(default_factory=list)
+    finish_reason: str | None = None
+    oversize: bool = False
+    error: str | None = None
+    detail: str | None = None
+    shown_detail: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,60 +169,6 @@ def _close(run: TurnRun) -> None:
 def _wake(waiting: asyncio.Future) -> None:
     if not waiting.done():
         waiting.set_result(None)
-
-
-def _visible(raw: str) -> str:
-    """What may be shown while streaming: up to a speaker marker, holding back a partial one."""
-    cut = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
-    if cut >= 0:
-        return raw[:cut]
-    for m in SPEAKER_MARKERS:
-        for k in range(len(m) - 1, 0, -1):
-            if raw.endswith(m[:k]):
-                return raw[: len(raw) - k]
-    return raw
-
-
-class VisibleText:
-    """:func:`_visible` of a growing response, fed one delta at a time in linear time.
-
-    Only the held-back tail (a possible partial marker) and the new delta are searched, so a
-    long response in small chunks costs what its length does (a whole-text scan per delta
-    would be quadratic: minutes of CPU for a megabyte in token-sized chunks).
-    """
-
-    def __init__(self):
-        self.pending = ""  # raw text not shown yet: a prefix of a speaker marker
-        self.cut = False
-        self.started = False  # leading whitespace is dropped, as by ``.lstrip()``
-
-    def feed(self, delta: str) -> str:
-        """The text that became visible with ``delta`` ('' when none)."""
-        if self.cut:
-            return ""
-        buf = self.pending + delta
-        if not any(first in buf for first in _MARKER_STARTS):
-            # no marker and no partial one can be in it (the usual delta: one word)
-            out, self.pending = buf, ""
-            if not self.started:
-                out = out.lstrip()
-                self.started = bool(out)
-            return out
-        cut = min((i for m in SPEAKER_MARKERS if (i := buf.find(m)) >= 0), default=-1)
-        if cut >= 0:
-            out, self.pending, self.cut = buf[:cut], "", True
-        else:
-            hold = 0
-            for m in SPEAKER_MARKERS:
-                for k in range(len(m) - 1, hold, -1):
-                    if buf.endswith(m[:k]):
-                        hold = k
-                        break
-            out, self.pending = buf[: len(buf) - hold], buf[len(buf) - hold :]
-        if not self.started:
-            out = out.lstrip()
-            self.started = bool(out)
-        return out
 
 
 class Generator:
@@ -282,26 +262,13 @@ class Generator:
             results = {slot: fields for slot, fields, _ in outcomes}
             stored = None
             if not run.lost:
-                stored = await self.storage.call(
-                    leases.finish_generation, run.turn_id, self.owner, results
-                )
-            for slot, fields, message in outcomes:
-                if stored is None:
-                    message = (
-                        "the response was not stored (it was stopped, or another worker took over)"
-                    )
-                if message is None:
-                    run.emit(
-                        "done",
-                        {
-                            "slot": slot,
-                            "text": fields["text"],
-                            "cut": fields["cut"],
-                            "cut_reason": cut_reason(fields["cut"], fields["finish_reason"]),
-                        },
-                    )
-                else:
-                    run.emit("error", {"slot": slot, "message": failure_message(slot, message)})
+                stored, unsaved = await self._store(run, results)
+                if unsaved:
+                    outcomes = [(slot, f, unsaved) for slot, f, _ in outcomes]
+            try:
+                self._emit_outcomes(run, outcomes, stored)
+            except Exception:  # the turn is stored: its listeners replay it from there
+                log.exception("turn %s: its events could not be sent", run.turn_id)
             status = stored or "failed"
         finally:  # never leave a listener waiting
             heartbeat.cancel()
@@ -309,73 +276,72 @@ class Generator:
             if self.runs.get(run.turn_id) is run:  # (not a run started since its lease was lost)
                 del self.runs[run.turn_id]
 
+    @staticmethod
+    def _emit_outcomes(run: TurnRun, outcomes: list, stored: str | None) -> None:
+        for slot, fields, message in outcomes:
+            if stored is None:
+                message = (
+                    "the response was not stored (it was stopped, or another worker took over)"
+                )
+            if message is None:
+                run.emit(
+                    "done",
+                    {
+                        "slot": slot,
+                        "text": fields["text"],
+                        "cut": fields["cut"],
+                        "cut_reason": cut_reason(fields["cut"], fields["finish_reason"]),
+                    },
+                )
+            else:
+                run.emit("error", {"slot": slot, "message": failure_message(slot, message)})
+
+    async def _store(self, run: TurnRun, results: dict[str, dict]) -> tuple[str | None, str]:
+        """Store the run's responses and free its lease: (the turn's new status, or None when
+        its lease was gone; why they were stored as failed instead, or ''). When storing them
+        fails, they are stored again as failed, so the turn does not stay generating while
+        this worker lives (Retry works at once); if that fails too, its lease runs out."""
+        try:
+            status = await self.storage.call(
+                leases.finish_generation, run.turn_id, self.owner, results
+            )
+            return status, ""
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("turn %s: its responses could not be stored", run.turn_id)
+            why = "the response could not be stored"
+            stored = bounded(f"{why}: {type(exc).__name__}: {exc}")
+            failed = {slot: _failed_fields(stored, f) for slot, f in results.items()}
+            status = await self.storage.call(
+                leases.finish_generation, run.turn_id, self.owner, failed
+            )
+            return status, why
+
     async def _one(self, run: TurnRun, prompt, slot: str, backend_name: str):
-        """Generate one candidate, streaming deltas; returns (slot, fields to store, error or None)."""
+        """Generate one candidate, streaming deltas; returns (slot, fields to store, error or
+        None). Whatever goes wrong in it (a bug included) ends the response as failed."""
+        try:
+            return await self._generate(run, prompt, slot, backend_name)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            stored = bounded(f"the response could not be generated: {type(exc).__name__}: {exc}")
+            log.exception("turn %s, response %s: generation failed", run.turn_id, slot_label(slot))
+            return slot, _failed_fields(stored), "the response could not be generated"
+
+    async def _generate(self, run: TurnRun, prompt, slot: str, backend_name: str):
         backend = self.backends.get(backend_name)
         config = backend.config if backend else None
         t0 = time.perf_counter()
-        raw, shown, finish_reason = [], VisibleText(), None
-        room = self.settings.max_response_chars
-        oversize = False
-
-        async def consume():
-            nonlocal finish_reason, room, oversize
-            stream = backend.stream(prompt, slot)  # rerank: one ranking, two slots
-            try:
-                async for delta, reason in stream:
-                    if reason:
-                        finish_reason = reason
-                    if not delta:
-                        continue
-                    if len(delta) > room:  # max_response_chars: keep what fits, stop reading
-                        delta, oversize = delta[:room], True
-                    room -= len(delta)
-                    raw.append(delta)
-                    # U+0000 and lone surrogates cannot be stored: shown and kept as U+FFFD
-                    visible = shown.feed(clean_model_text(delta))
-                    if visible:
-                        run.emit("delta", {"slot": slot, "text": visible})
-                    if oversize:
-                        break
-            finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:  # closes the connection of a server still sending
-                    await aclose()
-
-        error = detail = None
-        shown_detail = False  # the detail is the server's (or the runner's) words, not a bug's
-        try:
-            if backend is None:
-                raise BackendError(
-                    "this response's model is not configured any more",
-                    f"backend {backend_name!r} is not in the config",
-                )
-            assert config is not None  # a configured backend has its config
-            reader = asyncio.ensure_future(consume())
-            run.readers.add(reader)
-            if run.stopped:
-                reader.cancel()
-            try:
-                await asyncio.wait_for(reader, timeout=config.timeout)
-            finally:
-                run.readers.discard(reader)
-        except asyncio.CancelledError:
-            me = asyncio.current_task()
-            if not run.stopped or (me is not None and getattr(me, "cancelling", lambda: 0)()):
-                raise  # the app is shutting down, not an annotator's Stop
-            error = STOPPED
-        except asyncio.TimeoutError:
-            error = "the model server did not finish in time"
-            detail = f"timed out after {config.timeout:g} s" if config else "timed out"
-            shown_detail = True
-        except BackendError as exc:
-            error, detail = exc.message, exc.detail
-            shown_detail = True
-        except Exception as exc:  # a backend bug must not lose the turn
-            error, detail = "the model server failed", f"{type(exc).__name__}: {exc}"
+        read = await self._read(run, prompt, slot, backend_name)
+        error, detail, shown_detail = read.error, read.detail, read.shown_detail
+        # the server's words, whatever their size or kind, are bounded before they go anywhere
+        if error is not None:
+            error, detail = bounded(error, 200), bounded(detail) if detail else detail
         fields: dict[str, Any] = dict(
-            model=config.model if config else None,
             # as configured now: a later change of the config does not rewrite them
+            model=config.model if config else None,
             model_type=config.model_type if config else None,
             num_params=config.num_params if config else None,
             params=config.sampling_params() if config else {},
@@ -384,9 +350,9 @@ class Generator:
         if error is None and backend is not None:
             fields["params"] = {**fields["params"], **backend.record(prompt, slot)}
         # a surrogate pair split across two deltas is joined again; a lone one is U+FFFD
-        whole = clean_model_text("".join(raw))
+        whole = clean_model_text("".join(read.raw))
         if error is None:
-            done = finalize(whole, finish_reason, oversize=oversize)
+            done = finalize(whole, read.finish_reason, oversize=read.oversize)
             if done.text:
                 fields.update(
                     text=done.text,
@@ -407,6 +373,71 @@ class Generator:
             stored,
         )
         return slot, fields, stored if shown_detail else error
+
+    async def _read(self, run: TurnRun, prompt, slot: str, backend_name: str) -> _Read:
+        """Stream one response from its backend, emitting what becomes visible, up to the
+        size cap, the backend's timeout or Stop: what was read, and why it failed if it did."""
+        backend = self.backends.get(backend_name)
+        read = _Read()
+        room = self.settings.max_response_chars
+        shown = VisibleText()
+
+        async def consume():
+            nonlocal room
+            assert backend is not None
+            stream = backend.stream(prompt, slot)  # rerank: one ranking, two slots
+            try:
+                async for delta, reason in stream:
+                    delta, reason = checked_piece(delta, reason)  # any backend's
+                    if reason:
+                        read.finish_reason = reason
+                    if not delta:
+                        continue
+                    if len(delta) > room:  # max_response_chars: keep what fits, stop reading
+                        delta, read.oversize = delta[:room], True
+                    room -= len(delta)
+                    read.raw.append(delta)
+                    # U+0000 and lone surrogates cannot be stored: shown and kept as U+FFFD
+                    visible = shown.feed(clean_model_text(delta))
+                    if visible:
+                        run.emit("delta", {"slot": slot, "text": visible})
+                    if read.oversize:
+                        break
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:  # closes the connection of a server still sending
+                    await aclose()
+
+        try:
+            if backend is None:
+                raise BackendError(
+                    "this response's model is not configured any more",
+                    f"backend {backend_name!r} is not in the config",
+                )
+            reader = asyncio.ensure_future(consume())
+            run.readers.add(reader)
+            if run.stopped:
+                reader.cancel()
+            try:
+                await asyncio.wait_for(reader, timeout=backend.config.timeout)
+            finally:
+                run.readers.discard(reader)
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if not run.stopped or (me is not None and getattr(me, "cancelling", lambda: 0)()):
+                raise  # the app is shutting down, not an annotator's Stop
+            read.error = STOPPED
+        except asyncio.TimeoutError:
+            read.error = "the model server did not finish in time"
+            read.detail = (
+                f"timed out after {backend.config.timeout:g} s" if backend else "timed out"
+            )
+            read.shown_detail = True
+        except BackendError as exc:
+            read.error, read.detail, read.shown_detail = exc.message, exc.detail, True
+        except Exception as exc:  # a backend bug must not lose the turn
+            read.error, read.detail = "the model server failed", f"{type(exc).__name__}: {exc}"
+        return read
 
     async def batches(
         self,

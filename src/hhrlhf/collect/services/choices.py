@@ -19,6 +19,7 @@ from ..domain import (
     now,
 )
 from . import turnviews
+from .writers import check_writer, writer_disabled
 
 
 def record_choice(
@@ -72,12 +73,13 @@ def _record_choice(
         conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
         # one statement (each round trip is a wait on a busy server): a row per candidate,
         # each with the turn, its conversation and its stored pick and edit if any
-        rows = conn.execute(_choice_state, {"tid": turn_id}).all()
+        rows = conn.execute(_choice_state, {"tid": turn_id, "who": who.id}).all()
         if not rows:
             raise NotFound(f"turn {turn_id} not found")
         t = rows[0]
         if not who.sees(t.annotator_id):
             raise NotFound(f"turn {turn_id} not found")
+        check_writer(t, who)  # enabled now, whatever a worker remembers of the login
         # ("index" is a row's tuple method: the column is read by its label)
         view = turnviews.TurnView(t.id, t.turn_index, t.human, t.status)
         cands = turnviews.candidate_views(rows)
@@ -191,6 +193,7 @@ _choice_state = (
         _picks.c.request_id,
         _picks.c.decided_at,
         _edits.c.chosen_text.label("edit"),
+        writer_disabled(),
     )
     .join_from(turns_table, conversations_table, _conversations.id == _turns.conversation_id)
     .outerjoin(candidates_table, _candidates.turn_id == _turns.id)

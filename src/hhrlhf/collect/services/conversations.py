@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import defer, selectinload
 
 from ...errors import Conflict, Forbidden, Invalid, NotFound
 from ..db import Storage
@@ -37,6 +37,7 @@ from ..domain import (
     render_prefix,
 )
 from .turnviews import stored_turn_dict
+from .writers import check_writer, writer_disabled, writer_enabled
 
 if TYPE_CHECKING:
     from .turnviews import AnyRow
@@ -56,9 +57,11 @@ def owned_conversation(
     """The conversation's row (404 if it is not one's own; admins see every one).
     ``lock``: held until the transaction ends (PostgreSQL; SQLite's writer holds the file)."""
     q = _conversation_for_update if lock and not is_sqlite(storage.url) else _conversation
-    c = conn.execute(q, {"cid": conversation_id}).one_or_none()
+    c = conn.execute(q, {"cid": conversation_id, "who": who.id}).one_or_none()
     if c is None or not who.sees(c.annotator_id):
         raise NotFound(f"conversation {conversation_id} not found")
+    if lock:  # a write: the annotator must be enabled now, not a few seconds ago
+        check_writer(c, who)
     return c
 
 
@@ -88,7 +91,10 @@ def create_conversation(
         created_at=created,
     )
     with storage.write() as s:
-        cid = s.connection().execute(_new_conversation, values).scalar_one()
+        # inserted only while the annotator is enabled (the same statement reads it)
+        cid = s.connection().execute(_new_conversation, {**values, "who": who.id}).scalar()
+        if cid is None:
+            raise Forbidden(f"annotator {who.name!r} is disabled")
     return {
         "id": cid,
         "mode": mode,
@@ -141,14 +147,20 @@ def list_conversations(
 
 
 def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int) -> dict[str, Any]:
-    """The whole conversation; backend names only for admins."""
+    """The whole conversation; backend names only for admins. Each turn's transcript prefix
+    is not read: it holds every earlier turn, so reading them all would cost the square of
+    the conversation's length (36 M characters for 60 turns of 20,000)."""
     with storage.read() as s:
         c = owned_conversation(storage, s.connection(), who, conversation_id)
         turns = s.scalars(
             select(Turn)
             .where(Turn.conversation_id == c.id)
             .order_by(Turn.index)
-            .options(selectinload(Turn.candidates), selectinload(Turn.comparisons))
+            .options(
+                defer(Turn.prefix, raiseload=True),
+                selectinload(Turn.candidates),
+                selectinload(Turn.comparisons),
+            )
         ).all()
         out = {
             "id": c.id,
@@ -227,10 +239,11 @@ def create_turn(
         # one statement: the conversation (locked until the commit on PostgreSQL; SQLite's
         # writer holds the file) with a row per earlier turn, its texts only
         q = _history if is_sqlite(storage.url) else _history_for_update
-        rows = conn.execute(q, {"cid": conversation_id}).all()
+        rows = conn.execute(q, {"cid": conversation_id, "who": who.id}).all()
         if not rows or not who.sees(rows[0].annotator_id):
             raise NotFound(f"conversation {conversation_id} not found")
         c = rows[0]
+        check_writer(c, who)
         if c.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can write in it")
         if c.status != "open":
@@ -296,9 +309,10 @@ class _NewTurn:
 def turn_owner(storage: Storage, who: AnnotatorInfo, turn_id: int) -> dict[str, Any]:
     """Authorise access to a turn (404 if not one's own); returns its status."""
     with storage.read() as s:
-        t = s.connection().execute(_turn_owner, {"tid": turn_id}).one_or_none()
+        t = s.connection().execute(_turn_owner, {"tid": turn_id, "who": who.id}).one_or_none()
         if t is None or not who.sees(t.annotator_id):
             raise NotFound(f"turn {turn_id} not found")
+        check_writer(t, who)  # it authorises a write (Retry, Stop): enabled now
         return {"id": t.id, "status": t.status, "conversation_id": t.conversation_id}
 
 
@@ -351,9 +365,30 @@ def retry_turn(
 
 # the hot services' statements, built once (their cache keys too)
 _turns, _conversations = turns_table.c, conversations_table.c
-_conversation = select(conversations_table).where(_conversations.id == bindparam("cid"))
+_conversation = select(conversations_table, writer_disabled()).where(
+    _conversations.id == bindparam("cid")
+)
 _conversation_for_update = _conversation.with_for_update()
-_new_conversation = insert(conversations_table).returning(_conversations.id)
+_NEW_CONVERSATION = (
+    "uid",
+    "annotator_id",
+    "mode",
+    "task_description",
+    "status",
+    "backend",
+    "red_team_continue",
+    "created_at",
+)
+_new_conversation = (
+    insert(conversations_table)
+    .from_select(
+        _NEW_CONVERSATION,
+        select(
+            *(bindparam(k, type_=conversations_table.c[k].type) for k in _NEW_CONVERSATION)
+        ).where(writer_enabled()),
+    )
+    .returning(_conversations.id)
+)
 _turn_count = (
     select(func.count()).select_from(turns_table).where(_turns.conversation_id == bindparam("cid"))
 )
@@ -378,6 +413,7 @@ _history = (
         _turns.index.label("turn_index"),
         _turns.human,
         _turns.continued,
+        writer_disabled(),
     )
     .outerjoin_from(conversations_table, turns_table, _turns.conversation_id == _conversations.id)
     .where(_conversations.id == bindparam("cid"))
@@ -387,7 +423,13 @@ _history_for_update = _history.with_for_update(of=conversations_table)
 _new_turn = insert(turns_table).returning(_turns.id)
 _new_candidates = insert(candidates_table)
 _turn_owner = (
-    select(_turns.id, _turns.status, _turns.conversation_id, _conversations.annotator_id)
+    select(
+        _turns.id,
+        _turns.status,
+        _turns.conversation_id,
+        _conversations.annotator_id,
+        writer_disabled(),
+    )
     .join_from(turns_table, conversations_table, _conversations.id == _turns.conversation_id)
     .where(_turns.id == bindparam("tid"))
 )

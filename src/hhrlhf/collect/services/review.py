@@ -33,6 +33,7 @@ from ...errors import Conflict, Invalid, NotFound
 from ..db import Storage
 from ..db.models import Annotator, Comparison, Conversation, Review, Turn
 from ..domain import AnnotatorInfo, other_slot
+from .writers import lock_writer
 
 __all__ = [
     "selected_for_review",
@@ -121,7 +122,7 @@ def next_review(
         return None
     _, comparison_id = min(eligible)
     with storage.write() as s:
-        s.execute(select(Annotator.id).where(Annotator.id == who.id).with_for_update())
+        lock_writer(s, who)  # one reviewer's requests in turn, while enabled
         open_id = _open_review(s, who.id)  # another request of this reviewer was first
         if open_id is not None:
             return _task(*_loaded(s, open_id))
@@ -194,6 +195,7 @@ def submit_review(
     if not 1 <= strength <= points:
         raise Invalid(f"strength must be between 1 and {points}, not {strength}")
     with storage.write() as s:
+        lock_writer(s, who)  # enabled now, whatever a worker remembers of the login
         loaded = _load(s, review_id)
         if loaded is None or loaded[0].reviewer_id != who.id:
             raise NotFound(f"review {review_id} not found")
@@ -290,7 +292,7 @@ def next_task(
 
 def _reopen_skipped(storage: Storage, who: AnnotatorInfo) -> dict[str, Any] | None:
     with storage.write() as s:
-        s.execute(select(Annotator.id).where(Annotator.id == who.id).with_for_update())
+        lock_writer(s, who)  # one reviewer's requests in turn, while enabled
         open_id = _open_review(s, who.id)  # another request of this reviewer was first
         if open_id is not None:
             return _task(*_loaded(s, open_id))
@@ -309,6 +311,7 @@ def _reopen_skipped(storage: Storage, who: AnnotatorInfo) -> dict[str, Any] | No
 def skip_review(storage: Storage, who: AnnotatorInfo, review_id: int) -> None:
     """Put the reviewer's open task aside; answering it later is still possible."""
     with storage.write() as s:
+        lock_writer(s, who)
         loaded = _load(s, review_id)
         if loaded is None or loaded[0].reviewer_id != who.id:
             raise NotFound(f"review {review_id} not found")

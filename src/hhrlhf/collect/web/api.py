@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -26,7 +27,7 @@ from ..services.pairing import choose_backends
 from ..textrules import Text
 from . import schemas
 from .auth import current_annotator, logged_in
-from .markdown import cached_html, render_markdown, turn_texts, with_html
+from .markdown import cached_html, render_within, turn_texts, with_html
 from .schemas import answers
 
 __all__ = ["router", "Who", "new_rng"]
@@ -147,13 +148,28 @@ def list_conversations(
     }
 
 
+#: characters of a conversation's text that count as one more read (a heavy GET: reading,
+#: showing and sending them cost about what a small GET does per 2,000 characters)
+READ_CHARS = 2_000
+
+
 @router.get("/conversations/{conversation_id}", responses=answers(schemas.Conversation))
 def get_conversation(conversation_id: int, request: Request, who: Who):
-    out = conversations.get_conversation(_state(request).storage, who, conversation_id)
-    out["strength_points"] = _state(request).settings.strength_points
-    for turn in out.get("turns") or ():
-        with_html(turn)
-    return out
+    """A heavy read (a thread: FastAPI's pool): it counts as one more read per
+    :data:`READ_CHARS` characters of its text, and its markdown is rendered within the
+    annotator's render budget (what is over it shows as plain text)."""
+    st = _state(request)
+    out = conversations.get_conversation(st.storage, who, conversation_id)
+    out["strength_points"] = st.settings.strength_points
+    turns = out.get("turns") or ()
+    texts = [turn_texts(turn) for turn in turns]
+    chars = sum(len(t) for ts in texts for t in ts)
+    if chars >= READ_CHARS:
+        st.limits.check_read(who.id, chars // READ_CHARS)
+    for turn, ts in zip(turns, texts, strict=True):
+        with_html(turn, _render_all(ts, st.limits, who.id))
+        time.sleep(0)  # a thread: the event loop runs between turns (it waits for the GIL)
+    return _answer(out)
 
 
 #: a turn's event stream (documentation)
@@ -217,7 +233,7 @@ async def create_turn(
         # the page's way: no second request, no second transaction to lease the turn
         head = Event("turn", {"id": turn["id"], "index": turn["index"], "status": "generating"})
         generating = {"status": "generating", "candidates": []}
-        return _event_stream(st, turn["id"], generating, run, head, 201)
+        return _event_stream(st, who, turn["id"], generating, run, head, 201)
     status = await run.wait()
     done = {e.data["slot"]: e.data for e in run.events if e.name == "done"}
     if status == "ready" and len(done) == len(turn["pending"]):
@@ -269,15 +285,18 @@ def _joined(batch: list[Event]) -> list[Event]:
     ]
 
 
-def _render_all(texts: list[str]) -> list[str]:
-    return [render_markdown(t) for t in texts]
+def _render_all(texts: list[str], limits: Any, who_id: int) -> list[str]:
+    """The texts' HTML, rendered within the annotator's render budget on this worker."""
+    return render_within(texts, lambda chars: limits.take_render(who_id, chars))
 
 
-async def _rendered(texts: list[str]) -> list[str]:
+async def _rendered(texts: list[str], st: Any, who_id: int) -> list[str]:
     """The texts' HTML: on the loop when every one was rendered lately (a lookup), else in
-    one trip to a thread (hostile markdown of 20,000 characters takes ~0.25 s)."""
+    one trip to a thread (markdown of 20,000 characters can take a tenth of a second)."""
     hit = cached_html(texts)
-    return hit if hit is not None else await run_in_threadpool(_render_all, texts)
+    if hit is not None:
+        return hit
+    return await run_in_threadpool(_render_all, texts, st.limits, who_id)
 
 
 def _sse(name: str, data: dict) -> bytes:
@@ -298,11 +317,12 @@ async def stream_turn(turn_id: int, request: Request, who: Who):
     st = _state(request)
     # one transaction: 404 unless the turn is theirs, its state, and its run when it starts here
     state, run = await st.generator.open(turn_id, who)
-    return _event_stream(st, turn_id, state, run)
+    return _event_stream(st, who, turn_id, state, run)
 
 
 def _event_stream(
     st: Any,
+    who: AnnotatorInfo,
     turn_id: int,
     state: dict[str, Any],
     run: TurnRun | None,
@@ -330,7 +350,7 @@ def _event_stream(
             # markdown found rendered, or rendered in one trip to a thread (a long response
             # must not hold the loop)
             texts = [e.data["text"] for e in batch if e.name == "done"]
-            htmls = iter(await _rendered(texts))
+            htmls = iter(await _rendered(texts, st, who.id))
             return b"".join(
                 _sse(e.name, {**e.data, "html": next(htmls)} if e.name == "done" else e.data)
                 for e in batch
@@ -426,7 +446,7 @@ async def choose(turn_id: int, body: Choice, request: Request, who: Who):
         request_id=body.request_id,
     )
     # the responses' HTML as their stream rendered it (else off the loop, as the stream's)
-    return _answer({"turn": with_html(turn, await _rendered(turn_texts(turn)))})
+    return _answer({"turn": with_html(turn, await _rendered(turn_texts(turn), st, who.id))})
 
 
 @router.post(

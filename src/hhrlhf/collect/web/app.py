@@ -184,7 +184,11 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     generator = Generator(storage, settings)
 
     limits = Limits(
-        settings.rate_login_per_minute, settings.rate_writes_per_minute, worker=generator.owner
+        settings.rate_login_per_minute,
+        settings.rate_writes_per_minute,
+        worker=generator.owner,
+        reads_per_minute=settings.rate_reads_per_minute,
+        render_chars_per_minute=settings.render_chars_per_minute,
     )
 
     @asynccontextmanager

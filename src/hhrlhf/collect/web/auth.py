@@ -145,8 +145,11 @@ def require_annotator(request: Request) -> AnnotatorInfo:
         if not csrf or not hmac.compare_digest(sent.encode(), csrf.encode()):
             raise Forbidden(f"missing or wrong {CSRF_HEADER} header")
     limits = getattr(request.app.state, "limits", None)
-    if limits is not None and request.method not in SAFE_METHODS:
-        limits.check_write(who.id)
+    if limits is not None:
+        if request.method in SAFE_METHODS:
+            limits.check_read(who.id)
+        else:
+            limits.check_write(who.id)
     return who
 
 

@@ -1,0 +1,65 @@
+"""What of a response being streamed may be shown: up to a speaker marker, holding back a
+partial one (:class:`VisibleText`, fed a delta at a time)."""
+
+from __future__ import annotations
+
+from ..finish import SPEAKER_MARKERS
+
+__all__ = ["VisibleText"]
+
+#: the first characters of the speaker markers (a text holding none holds no marker, whole or begun)
+_MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
+
+
+def _visible(raw: str) -> str:
+    """What may be shown while streaming: up to a speaker marker, holding back a partial one."""
+    cut = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
+    if cut >= 0:
+        return raw[:cut]
+    for m in SPEAKER_MARKERS:
+        for k in range(len(m) - 1, 0, -1):
+            if raw.endswith(m[:k]):
+                return raw[: len(raw) - k]
+    return raw
+
+
+class VisibleText:
+    """:func:`_visible` of a growing response, fed one delta at a time in linear time.
+
+    Only the held-back tail (a possible partial marker) and the new delta are searched, so a
+    long response in small chunks costs what its length does (a whole-text scan per delta
+    would be quadratic: minutes of CPU for a megabyte in token-sized chunks).
+    """
+
+    def __init__(self) -> None:
+        self.pending = ""  # raw text not shown yet: a prefix of a speaker marker
+        self.cut = False
+        self.started = False  # leading whitespace is dropped, as by ``.lstrip()``
+
+    def feed(self, delta: str) -> str:
+        """The text that became visible with ``delta`` ('' when none)."""
+        if self.cut:
+            return ""
+        buf = self.pending + delta
+        if not any(first in buf for first in _MARKER_STARTS):
+            # no marker and no partial one can be in it (the usual delta: one word)
+            out, self.pending = buf, ""
+            if not self.started:
+                out = out.lstrip()
+                self.started = bool(out)
+            return out
+        cut = min((i for m in SPEAKER_MARKERS if (i := buf.find(m)) >= 0), default=-1)
+        if cut >= 0:
+            out, self.pending, self.cut = buf[:cut], "", True
+        else:
+            hold = 0
+            for m in SPEAKER_MARKERS:
+                for k in range(len(m) - 1, hold, -1):
+                    if buf.endswith(m[:k]):
+                        hold = k
+                        break
+            out, self.pending = buf[: len(buf) - hold], buf[len(buf) - hold :]
+        if not self.started:
+            out = out.lstrip()
+            self.started = bool(out)
+        return out
