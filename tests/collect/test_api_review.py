@@ -170,7 +170,7 @@ def test_two_admins_demoting_themselves_at_once_leave_one(storage):
     def step_down(name: str) -> None:
         barrier.wait()
         try:
-            results[name] = set_annotator(storage, name, role="annotator", keep_an_admin=True)
+            results[name] = set_annotator(storage, name, role="annotator")
         except Exception as exc:  # noqa: BLE001 - the refusal is what is counted
             results[name] = exc
 
