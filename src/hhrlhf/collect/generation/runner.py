@@ -16,13 +16,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...transcript import MARKER_STARTS, find_marker, partial_marker
 from ..config import Settings
 from ..db import Storage
 from ..domain import STOPPED, AnnotatorInfo
 from ..finish import cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
-from .backends import SPEAKER_MARKERS, BackendError, finalize, make_backend
+from .backends import BackendError, finalize, make_backend
 from .owners import dead_here, new_owner_id
 
 __all__ = ["Generator", "TurnRun", "Event", "slot_label", "failure_message"]
@@ -31,7 +32,7 @@ POLL_SECONDS = 0.2
 #: every backend failure is logged here, with the model server's own explanation
 log = logging.getLogger("hhrlhf.collect.backends")
 #: the first characters of the speaker markers (a text holding none holds no marker, whole or begun)
-_MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
+_MARKER_STARTS = MARKER_STARTS
 
 
 def _done(c: dict) -> dict:
@@ -139,14 +140,10 @@ def _wake(waiting: asyncio.Future) -> None:
 
 def _visible(raw: str) -> str:
     """What may be shown while streaming: up to a speaker marker, holding back a partial one."""
-    cut = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
-    if cut >= 0:
-        return raw[:cut]
-    for m in SPEAKER_MARKERS:
-        for k in range(len(m) - 1, 0, -1):
-            if raw.endswith(m[:k]):
-                return raw[: len(raw) - k]
-    return raw
+    found = find_marker(raw)
+    if found is not None:
+        return raw[: found.start()]
+    return raw[: len(raw) - partial_marker(raw)]
 
 
 class VisibleText:
@@ -174,16 +171,11 @@ class VisibleText:
                 out = out.lstrip()
                 self.started = bool(out)
             return out
-        cut = min((i for m in SPEAKER_MARKERS if (i := buf.find(m)) >= 0), default=-1)
-        if cut >= 0:
-            out, self.pending, self.cut = buf[:cut], "", True
+        found = find_marker(buf)
+        if found is not None:
+            out, self.pending, self.cut = buf[: found.start()], "", True
         else:
-            hold = 0
-            for m in SPEAKER_MARKERS:
-                for k in range(len(m) - 1, hold, -1):
-                    if buf.endswith(m[:k]):
-                        hold = k
-                        break
+            hold = partial_marker(buf)
             out, self.pending = buf[: len(buf) - hold], buf[len(buf) - hold :]
         if not self.started:
             out = out.lstrip()
