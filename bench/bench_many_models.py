@@ -51,7 +51,16 @@ def run(path: Path, src: str) -> tuple[float, float, int, int]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "hhrlhf", "collect", "leaderboard", "--battles", str(path), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "hhrlhf",
+            "collect",
+            "leaderboard",
+            "--battles",
+            str(path),
+            "--json",
+        ],
         env=env,
         capture_output=True,
     )
