@@ -70,6 +70,9 @@ def test_text_without_a_marker_gains_none_under_any_normalisation(text):
 def test_a_stream_shows_no_marker_and_holds_back_only_a_beginning_of_one(text, cuts):
     """What the stream shows is a prefix of the text before any marker, and it holds back
     only what more text could make a marker."""
+    import pytest
+
+    pytest.importorskip("sqlalchemy", reason="the stream's runner needs hhrlhf[web]")
     from hhrlhf.collect.generation.runner import VisibleText
 
     shown, v, pos = "", VisibleText(), 0

@@ -657,12 +657,4 @@ def export(
     )
 
 
-def _add_leaderboard() -> None:
-    from .leaderboard import leaderboard_cmd
-
-    collect.add_command(leaderboard_cmd)  # `hh leaderboard` is the same command
-
-
-_add_leaderboard()
-
 commands = [serve, collect]

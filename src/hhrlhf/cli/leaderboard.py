@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from ..text import printable
-from .collect import _resamples_option, _storage, db_option
+from .collect import _resamples_option, _storage, collect, db_option
 from .options import emit_json, print_table
 
 __all__ = ["commands", "leaderboard_cmd", "robustness_sentence"]
@@ -147,4 +147,5 @@ def robustness_sentence(robustness: dict) -> str:
     )
 
 
+collect.add_command(leaderboard_cmd)  # `hh collect leaderboard`: the same command
 commands = [leaderboard_cmd]
