@@ -71,7 +71,15 @@ def test_review_round_trip_and_stats(review_client, alice, bob, admin):
     board = c.get("/api/v1/admin/leaderboard?resamples=20", headers=hroot).json()
     assert {"models", "comparisons", "conversations"} <= set(board)
     for row in board["models"]:
-        assert set(row) == {"name", "rating", "ci_low", "ci_high", "comparisons", "win_rate"}
+        assert set(row) == {
+            "name",
+            "rating",
+            "ci_low",
+            "ci_high",
+            "comparisons",
+            "win_rate",
+            "warning",
+        }
 
 
 def test_admin_routes_are_for_admins_only(review_client, alice):

@@ -88,3 +88,16 @@ def test_past_the_model_limit_one_error_line(tmp_path, monkeypatch):
     assert r.stderr == f"error: {path}: 40 models: the leaderboard ranks at most 39 " + (
         "(hhrlhf.ranking.bradley_terry.MAX_MODELS; its bootstrap keeps resamples x models ratings)\n"
     )
+
+
+def test_robustness_past_its_model_limit_is_one_error(monkeypatch):
+    import hhrlhf.ranking.leaderboard as lb
+    from hhrlhf.errors import HHError
+    from hhrlhf.ranking import rank
+
+    votes = simulate({"a": 0.0, "b": 50.0, "c": 100.0}, 30, seed=2)
+    assert "robustness" in rank(votes, resamples=0, robustness=True)
+    monkeypatch.setattr(lb, "ROBUSTNESS_MAX_MODELS", 2)
+    with pytest.raises(HHError, match="3 models: the robustness search handles at most 2 "):
+        rank(votes, resamples=0, robustness=True)
+    assert rank(votes, resamples=0)["models"]  # without the search: ranked
