@@ -575,3 +575,71 @@ def test_iter_pairs_fast_and_reference_agree(tmp_path):
     fast = [_key(p) for p in hhrlhf.iter_pairs(data="sample")]
     slow = [_key(p) for p in hhrlhf.iter_pairs(data="sample", fast=False)]
     assert fast == slow and len(fast) == 320
+
+
+def _long_line_gz(path: Path, long_bytes: int) -> None:
+    """A gzip file of three pairs whose second line is ``long_bytes`` long (compresses to KB)."""
+    pair = {"chosen": "\n\nHuman: hi\n\nAssistant: a", "rejected": "\n\nHuman: hi\n\nAssistant: b"}
+    line = orjson.dumps(pair)
+    pad = long_bytes - len(line) - len(b', "note": ""')
+    long = line[:-1] + b', "note": "' + b"x" * pad + b'"}'
+    assert len(long) == long_bytes
+    with gzip.open(path, "wb") as f:
+        f.write(line + b"\n" + long + b"\n" + line + b"\n")
+
+
+@pytest.mark.parametrize("extra", [1, 3 << 20])
+def test_a_line_past_the_limit_is_one_error_naming_it_on_both_paths(tmp_path, monkeypatch, extra):
+    """HH_MAX_LINE_BYTES (here 1 MiB): a longer line is one error naming the file and line,
+    from the reference reader, the fast loader (both block parsers) and the CLI; a line of
+    exactly the limit is read."""
+    from click.testing import CliRunner
+
+    from hhrlhf.cli import cli
+
+    limit = 1 << 20
+    monkeypatch.setenv("HH_MAX_LINE_BYTES", str(limit))
+    data = tmp_path / "data" / "helpful-base"
+    data.mkdir(parents=True)
+    path = data / "test.jsonl.gz"
+    _long_line_gz(path, limit + extra)
+    message = f"{path}, line 2: line longer than 1,048,576 bytes, the most a line may hold"
+    with pytest.raises(DataFormatError, match="line 2: line longer than 1,048,576 bytes"):
+        list(read_pairs(path))
+    with pytest.raises(DataFormatError, match="line 2: line longer than 1,048,576 bytes"):
+        load_files([(path, "helpful-base", "test")])
+    with pytest.raises(DataFormatError, match="line 2: line longer than 1,048,576 bytes"):
+        list(fastload.iter_file(path))
+    r = CliRunner().invoke(cli, ["stats", "--data", str(tmp_path / "data")])
+    assert r.exit_code == 1 and r.stderr.startswith(f"error: {message}"), r.output
+    _long_line_gz(path, limit)  # at the limit: read by both
+    assert len(list(read_pairs(path))) == 3
+    assert len(load_files([(path, "helpful-base", "test")])[0]) == 3
+
+
+def test_a_long_line_is_not_read_past_the_limit(tmp_path, monkeypatch):
+    """A 64 MiB line under a 1 MiB limit: the reader holds about the limit, not the line."""
+    import tracemalloc
+
+    monkeypatch.setenv("HH_MAX_LINE_BYTES", str(1 << 20))
+    path = tmp_path / "long.jsonl.gz"
+    _long_line_gz(path, 64 << 20)
+    for read in (lambda: list(read_pairs(path)), lambda: list(fastload.iter_file(path))):
+        tracemalloc.start()
+        try:
+            with pytest.raises(DataFormatError, match="line 2: line longer than"):
+                read()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 16 << 20, peak
+
+
+@pytest.mark.parametrize("value", ["1000", "lots"])
+def test_a_bad_line_limit_is_one_error(tmp_path, monkeypatch, value):
+    monkeypatch.setenv("HH_MAX_LINE_BYTES", value)
+    path = tmp_path / "one.jsonl"
+    path.write_text('{"chosen": "\\n\\nHuman: a", "rejected": "\\n\\nHuman: b"}\n')
+    for read in (lambda: list(read_pairs(path)), lambda: load_files([(path, None, None)])):
+        with pytest.raises(hhrlhf.errors.HHError, match=f"HH_MAX_LINE_BYTES='{value}': expected"):
+            read()

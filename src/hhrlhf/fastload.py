@@ -62,7 +62,7 @@ from typing import Any, cast
 
 import orjson
 
-from .reader import _GZIP_ERRORS, Lenient, open_data, read_pairs
+from .reader import _GZIP_ERRORS, Lenient, max_line_bytes, open_data, read_pairs
 from .records import PreferencePair, untrack
 from .transcript import prompt_length
 
@@ -201,21 +201,31 @@ def _chunks(blocks: Iterator[bytes]) -> Iterator[bytes | memoryview]:
 
     A line longer than a block is kept as a list of pieces and joined once, when its
     newline (or the end) comes: each byte is copied at most once more, so a 50 MB line
-    costs time proportional to its size, not to its size times the number of blocks."""
+    costs time proportional to its size, not to its size times the number of blocks. A line
+    past :func:`~hhrlhf.reader.max_line_bytes` (at least a block long) raises
+    :class:`Fallback` as soon as it is: the reference reader names it, reading no more."""
+    limit = max_line_bytes()
     pending: list[bytes] = []  # the start of a line not yet complete
+    held = 0  # bytes in pending
     for block in blocks:
         cut = block.rfind(b"\n") + 1
         if not cut:
             pending.append(block)
+            held += len(block)
+            if held > limit:
+                raise Fallback
             continue
         if pending:
+            if held + block.find(b"\n") > limit:
+                raise Fallback
             pending.append(block[:cut])
             yield b"".join(pending)
-            pending = []
+            pending, held = [], 0
         else:
             yield memoryview(block)[:cut]
         if cut < len(block):
             pending.append(block[cut:])
+            held = len(block) - cut
     if pending:
         yield b"".join(pending)
 

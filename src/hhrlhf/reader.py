@@ -24,7 +24,7 @@ from typing import Any, BinaryIO, cast
 
 import orjson
 
-from .errors import DataFormatError, TruncatedStreamError
+from .errors import DataFormatError, HHError, TruncatedStreamError
 from .exports import refuse_export
 from .records import (
     RED_TEAM_KEYS,
@@ -344,26 +344,63 @@ def _container_or_lost(path: str, lost: list) -> str | None:
 StreamError = TruncatedStreamError
 
 
+#: The most bytes a line of a JSON lines file may hold (its newline not counted): a longer line
+#: is one error naming the file and the line, read no further than this (a small gzip file can
+#: hold a line of gigabytes). ``HH_MAX_LINE_BYTES`` sets another (at least 1 MiB).
+MAX_LINE_BYTES = 64 << 20
+_MIN_LINE_LIMIT = 1 << 20
+
+
+def max_line_bytes() -> int:
+    """The line length limit in force: ``HH_MAX_LINE_BYTES``, else :data:`MAX_LINE_BYTES`."""
+    raw = os.environ.get("HH_MAX_LINE_BYTES", "").strip()
+    if not raw:
+        return MAX_LINE_BYTES
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = -1
+    if limit < _MIN_LINE_LIMIT:
+        raise HHError(
+            f"HH_MAX_LINE_BYTES={raw!r}: expected a whole number of bytes, at least "
+            f"{_MIN_LINE_LIMIT:,} (1 MiB)"
+        )
+    return limit
+
+
+def line_too_long(limit: int) -> str:
+    """The problem of a line past ``limit`` bytes, as both readers word it."""
+    return (
+        f"line longer than {limit:,} bytes, the most a line may hold (HH_MAX_LINE_BYTES raises "
+        "it); not read further"
+    )
+
+
 def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[tuple[int, bytes]]:
     """``(line number, raw line)`` of a file, 1-based, decompressing gzip.
 
     A damaged gzip stream raises :class:`~hhrlhf.errors.TruncatedStreamError` naming the
-    last line read and how many were read, after yielding every line before it. Used by
-    the reader and by ``hh clean`` (which copies kept lines byte for byte).
+    last line read and how many were read, after yielding every line before it. A line past
+    :func:`max_line_bytes` raises :class:`~hhrlhf.errors.DataFormatError` naming it, having
+    read at most that much of it. Used by the reader and by ``hh clean`` (which copies kept
+    lines byte for byte).
     """
     path = str(path)
+    limit = max_line_bytes()
     lineno = 0
     f = open_data(path, threaded=threaded)
     try:
-        it = iter(f)
+        readline = f.readline
         while True:
             try:
-                line = next(it)
-            except StopIteration:
-                return
+                line = readline(limit + 2)
             except _GZIP_ERRORS as exc:
                 raise _stream_error(path, exc, lineno) from None
+            if not line:
+                return
             lineno += 1
+            if len(line) > limit and len(line) - (line[-1:] == b"\n") > limit:
+                raise DataFormatError(path, lineno, line_too_long(limit))
             yield lineno, line
     finally:
         f.close()

@@ -16,7 +16,7 @@ marker) nor by a character-level common prefix (wrong when both responses start 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = [
@@ -32,6 +32,11 @@ __all__ = [
     "has_inline_label",
     "is_alternating",
     "ROLE_TO_MESSAGE_ROLE",
+    "LOOSE_MARKER_RE",
+    "NORMALISATIONS",
+    "find_marker",
+    "partial_marker",
+    "MARKER_STARTS",
 ]
 
 HUMAN = "Human"
@@ -43,6 +48,62 @@ MESSAGE_ROLE_TO_ROLE = {"user": HUMAN, "assistant": ASSISTANT}
 MARKER_RE = re.compile(r"\n\n(Human|Assistant):")
 ASSISTANT_MARKER = "\n\nAssistant:"
 HUMAN_MARKER = "\n\nHuman:"
+#: A line break as a consumer that normalises line ends (CRLF or CR to LF) or splits lines
+#: (``str.splitlines``) reads one: ``\r\n`` is one break, a lone ``\r`` another, and so are
+#: ``\n``, ``\v``, ``\f``, ``\x1c``-``\x1e``, NEL (``\x85``), U+2028 and U+2029.
+LINE_BREAK = r"(?:\r\n|\r(?!\n)|[\n\v\f\x1c\x1d\x1e\x85\u2028\u2029])"
+_BREAK_CHARS = "\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+#: the characters a turn boundary may start with (a text holding none holds none, whole or begun)
+MARKER_STARTS = frozenset(_BREAK_CHARS)
+#: A turn boundary as any of those consumers may read it: two line breaks of any kind, then a
+#: speaker label. Text that people or models write must hold none (the app refuses it in a
+#: person's text and cuts a model's reply there; ``hh import`` refuses it in a message): with
+#: ``"\r\n\r\nHuman:"`` or ``"\u2028\u2028Human:"`` in a turn, the exported line parses to
+#: the turns stored as written, and to more after a consumer's normalisation.
+LOOSE_MARKER_RE = re.compile(f"{LINE_BREAK}{LINE_BREAK}(Human|Assistant):")
+_LABELS = ("Human:", "Assistant:")
+
+
+#: The normalisations of line ends a consumer is likely to apply to an exported line, by name.
+NORMALISATIONS: dict[str, Callable[[str], str]] = {
+    "CRLF to LF": lambda t: t.replace("\r\n", "\n"),
+    "CR and CRLF to LF": lambda t: t.replace("\r\n", "\n").replace("\r", "\n"),
+    "str.splitlines": lambda t: "\n".join(t.splitlines()),
+    "every line break to LF": lambda t: re.sub(LINE_BREAK, "\n", t),
+}
+
+
+def find_marker(text: str, *, strict_ok: bool = False) -> re.Match[str] | None:
+    """The first turn boundary in ``text`` under any line-end convention (see
+    :data:`LOOSE_MARKER_RE`), or None. ``strict_ok``: only the boundaries written otherwise
+    than ``"\\n\\nHuman:"`` / ``"\\n\\nAssistant:"`` (those that a normalisation would add)."""
+    if not any(c in text for c in _BREAK_CHARS):
+        return None
+    for found in LOOSE_MARKER_RE.finditer(text):
+        if not strict_ok or not found.group().startswith("\n\n"):
+            return found
+    return None
+
+
+def _prefixes(word: str) -> str:
+    return "|".join(re.escape(word[:k]) for k in range(len(word) - 1, 0, -1))
+
+
+#: a proper beginning of a turn boundary (what more text could make one)
+_PARTIAL_RE = re.compile(
+    f"{LINE_BREAK}\\r?|{LINE_BREAK}{LINE_BREAK}(?:{_prefixes(_LABELS[0])}|{_prefixes(_LABELS[1])})?"
+)
+
+
+def partial_marker(text: str) -> int:
+    """The length of the longest end of ``text`` that more text could make a turn boundary
+    (0 when none): what a stream holds back before showing it."""
+    for k in range(min(len(text), 2 * 2 + len(_LABELS[1]) - 1), 0, -1):
+        if text[-k] in _BREAK_CHARS and _PARTIAL_RE.fullmatch(text, len(text) - k):
+            return k
+    return 0
+
+
 #: A speaker label that is not a turn boundary (no ``"\n\n"`` right before it).
 _INLINE_LABEL_RE = re.compile(r"(?<!\n\n)(?:Human|Assistant):")
 

@@ -156,3 +156,18 @@ def test_number_columns_align_their_headers(app_client, storage):
         html = app_client.get(path).text.split(table)[1].split("</table>")[0]
         head, cells = _columns(html)
         assert any(cells) and head[: len(cells)] == cells, path
+
+
+def test_leaderboard_page_warns_where_an_interval_means_nothing(app_client, storage):
+    """model-x never lost and model-y never won: no 0-width interval, a warning each."""
+    alice, _ = annotators.add_annotator(storage, "alice")
+    conversation(storage, alice, [("a", 3), ("a", 3)], backends=("model-x", "model-y"))
+    login(app_client, storage, "root", role="admin")
+    r = app_client.get("/admin/leaderboard")
+    assert r.status_code == 200
+    table = r.text.split('id="leaderboard"')[1].split("</table>")[0]
+    assert table.count("none: never lost") == 1 and table.count("none: never won") == 1
+    assert " to " not in table  # no interval shown
+    warned = r.text.split('id="leaderboard-warnings">')[1].split("</ul>")[0]
+    assert '<strong dir="auto">model-x</strong>: never lost: no interval' in warned
+    assert '<strong dir="auto">model-y</strong>: never won: no interval' in warned

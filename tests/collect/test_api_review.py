@@ -71,7 +71,15 @@ def test_review_round_trip_and_stats(review_client, alice, bob, admin):
     board = c.get("/api/v1/admin/leaderboard?resamples=20", headers=hroot).json()
     assert {"models", "comparisons", "conversations"} <= set(board)
     for row in board["models"]:
-        assert set(row) == {"name", "rating", "ci_low", "ci_high", "comparisons", "win_rate"}
+        assert set(row) == {
+            "name",
+            "rating",
+            "ci_low",
+            "ci_high",
+            "comparisons",
+            "win_rate",
+            "warning",
+        }
 
 
 def test_admin_routes_are_for_admins_only(review_client, alice):
@@ -170,7 +178,7 @@ def test_two_admins_demoting_themselves_at_once_leave_one(storage):
     def step_down(name: str) -> None:
         barrier.wait()
         try:
-            results[name] = set_annotator(storage, name, role="annotator", keep_an_admin=True)
+            results[name] = set_annotator(storage, name, role="annotator")
         except Exception as exc:  # noqa: BLE001 - the refusal is what is counted
             results[name] = exc
 

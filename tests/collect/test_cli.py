@@ -290,3 +290,31 @@ def test_a_database_failure_during_a_command_is_one_line(db_url, monkeypatch):
         "error: the database failed: server closed the connection unexpectedly; "
         "the command stopped there"
     ]
+
+
+def test_the_cli_cannot_demote_or_disable_the_last_admin(db_url):
+    """The service keeps an enabled admin whoever asks: the CLI follows the web's rule."""
+    assert (
+        run("collect", "annotator", "add", "root", "--role", "admin", "--db", db_url).exit_code == 0
+    )
+    assert run("collect", "annotator", "add", "alice", "--db", db_url).exit_code == 0
+    for args in (("disable", "root"), ("set", "root", "--role", "annotator")):
+        r = run("collect", "annotator", *args, "--db", db_url)
+        assert r.exit_code == 1, r.output
+        assert r.stderr.startswith("error: 'root' is the last admin: make another annotator")
+        assert "Traceback" not in r.output
+    import orjson
+
+    r = run("collect", "annotator", "list", "--db", db_url, "--json")
+    rows = {a["name"]: a for a in orjson.loads(r.stdout)["annotators"]}
+    assert (rows["root"]["role"], rows["root"]["disabled"]) == ("admin", False)
+    # with a second admin, either may go; disabling a plain annotator was never in question
+    assert (
+        run("collect", "annotator", "set", "alice", "--role", "admin", "--db", db_url).exit_code
+        == 0
+    )
+    assert run("collect", "annotator", "disable", "root", "--db", db_url).exit_code == 0
+    r = run("collect", "annotator", "disable", "alice", "--db", db_url)
+    assert r.exit_code == 1 and "'alice' is the last admin" in r.stderr
+    r = run("collect", "annotator", "disable", "root", "--enable", "--db", db_url)
+    assert r.exit_code == 0 and "root: enabled" in r.stdout

@@ -77,6 +77,14 @@ ERRORS = {
         '{"model_a": "y", "model_b": "y", "winner": "tie"}',
         "line 2: model 'y' is compared with itself",
     ),
+    "tstamp past 9999": (
+        '{"model_a": "x", "model_b": "y", "winner": "tie", "tstamp": 1e20}',
+        "line 2: tstamp must be Unix seconds from 0 to 253402300799 (1970 to 9999), got 1e+20",
+    ),
+    "tstamp before 1970": (
+        '{"model_a": "x", "model_b": "y", "winner": "tie", "tstamp": -1e15}',
+        "line 2: tstamp must be Unix seconds from 0 to 253402300799",
+    ),
     "no lengths for style control": (
         '{"model_a": "x", "model_b": "y", "winner": "tie", "length_a": 4}',
         "line 1: style control needs both response lengths",
@@ -124,3 +132,53 @@ def test_the_documented_example_is_the_real_output(monkeypatch):
     r = run(*args)
     assert r.exit_code == 0, r.output
     assert r.stdout.rstrip("\n") == shown.rstrip("\n")
+
+
+def test_hh_leaderboard_is_a_top_level_command(db_url):
+    """`hh leaderboard` and `hh collect leaderboard` are one command, with one output."""
+    args = ("--battles", str(BATTLES), "--json", "--resamples", "30")
+    top, nested = run("leaderboard", *args), run("collect", "leaderboard", *args)
+    assert top.exit_code == 0, top.output
+    assert top.stdout == nested.stdout and orjson.loads(top.stdout)["votes"] == 40
+    r = run("leaderboard", "--db", db_url)
+    assert r.exit_code == 0 and r.stdout == "no comparisons between two different backends yet\n"
+
+
+def test_an_empty_battles_file_has_no_votes(tmp_path):
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"")
+    r = run("leaderboard", "--battles", str(path))
+    assert r.exit_code == 0 and r.stdout == f"no votes in {path}\n", r.output
+
+
+UNBEATEN = [
+    '{"model_a": "otter", "model_b": "heron", "winner": "model_a"}',
+    '{"model_a": "heron", "model_b": "otter", "winner": "model_b"}',
+    '{"model_a": "heron", "model_b": "wren", "winner": "model_a"}',
+    '{"model_a": "wren", "model_b": "heron", "winner": "model_a"}',
+    '{"model_a": "wren", "model_b": "kite", "winner": "tie"}',
+]
+
+
+def test_intervals_that_mean_nothing_are_said_to(tmp_path):
+    """otter never lost, kite took part in one vote: warnings, not a 0-width interval, in
+    the table, on stderr and in --json; heron, beaten and winning, keeps its interval."""
+    path = tmp_path / "votes.jsonl"
+    path.write_text("\n".join(UNBEATEN) + "\n")
+    r = run("leaderboard", "--battles", str(path), "--json", "--resamples", "200")
+    assert r.exit_code == 0, r.output
+    models = {m["name"]: m for m in orjson.loads(r.stdout)["models"]}
+    assert models["otter"]["warning"].startswith("never lost: no interval")
+    assert models["kite"]["warning"].startswith("one vote: no interval")
+    for name in ("otter", "kite"):
+        assert models[name]["ci_low"] is None and models[name]["ci_high"] is None
+    assert models["heron"]["warning"] is None and models["heron"]["ci_low"] is not None
+    r = run("leaderboard", "--battles", str(path), "--resamples", "200")
+    assert r.exit_code == 0
+    row = {line.split()[0]: line for line in r.stdout.splitlines()[2:6]}
+    assert "none (never lost)" in row["otter"] and "none (one vote)" in row["kite"]
+    assert " to " in row["heron"]
+    assert "warning: otter: never lost: no interval (no upper bound); its rating rests on " in (
+        r.stderr
+    )
+    assert "warning: kite: one vote: no interval" in r.stderr

@@ -73,17 +73,35 @@ BAD = {
     "missing model": ('{"model_a": "x", "winner": "tie"}', "model_b must be a non-empty string"),
     "negative length": (
         '{"model_a": "x", "model_b": "y", "winner": "tie", "length_a": -1, "length_b": 3}',
-        "length_a must be a non-negative number",
+        "length_a must be a number from 0 to 1e+15",
     ),
     "length true": (
         '{"model_a": "x", "model_b": "y", "winner": "tie", "length_a": true, "length_b": 3}',
-        "length_a must be a non-negative number",
+        "length_a must be a number from 0 to 1e+15",
     ),
     "winner a list": ('{"model_a": "x", "model_b": "y", "winner": []}', "unknown winner []"),
     "not an object": ("[1, 2]", "expected a JSON object, got list"),
     "bad tstamp": (
         '{"model_a": "x", "model_b": "y", "winner": "tie", "tstamp": "noon"}',
         "tstamp must be Unix seconds",
+    ),
+    "tstamp past 9999": (
+        '{"model_a": "x", "model_b": "y", "winner": "tie", "tstamp": 1e20}',
+        "tstamp must be Unix seconds from 0 to 253402300799 (1970 to 9999), got 1e+20",
+    ),
+    "tstamp before 1970": (
+        '{"model_a": "x", "model_b": "y", "winner": "tie", "tstamp": -1e15}',
+        "tstamp must be Unix seconds from 0 to 253402300799 (1970 to 9999), got -1000000000000000.0",
+    ),
+    "huge length": (
+        '{"model_a": "x", "model_b": "y", "winner": "tie", "length_a": 3, "length_b": 1e300}',
+        "length_b must be a number from 0 to 1e+15, got 1e+300",
+    ),
+    "huge integer length": (
+        '{"model_a": "x", "model_b": "y", "winner": "tie", "length_a": 3, "length_b": '
+        + "9" * 30
+        + "}",
+        "length_b must be a number from 0 to 1e+15",
     ),
 }
 
@@ -97,6 +115,17 @@ def test_bad_line_names_file_and_line(tmp_path, case):
         read_battles(path)
     assert info.value.line == 2 and info.value.path == str(path)
     assert problem in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("tstamp", float("inf")), ("tstamp", float("-inf")), ("tstamp", 1e20), ("length_a", 1e300)],
+)
+def test_records_with_values_out_of_range_name_the_vote(field, value):
+    """Records given from Python (or a table) pass the same checks as a file's lines."""
+    vote = {"model_a": "x", "model_b": "y", "winner": "tie", "length_a": 1, "length_b": 2}
+    with pytest.raises(DataFormatError, match=f"vote 2: {field} must be"):
+        collect_votes([dict(vote), {**vote, field: value}])
 
 
 def test_records_dicts_and_tables_read_like_the_file():

@@ -183,7 +183,7 @@ def _register() -> None:
 
     for command in (*data.commands, demo.demo_command):
         cli.add_command(command)
-    for module_name in ("download", "convert", "audit", "redteam", "pm", "collect"):
+    for module_name in ("download", "convert", "audit", "redteam", "pm", "collect", "leaderboard"):
         module = __import__(f"{__name__}.{module_name}", fromlist=["commands"])
         for command in module.commands:
             cli.add_command(command)

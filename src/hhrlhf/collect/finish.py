@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import BackendError
+from ..transcript import find_marker
 
 __all__ = ["SPEAKER_MARKERS", "SIZE_CUT", "BackendError", "Finished", "finalize", "cut_reason"]
 
@@ -26,10 +27,15 @@ class Finished:
 def finalize(raw: str, finish_reason: str | None = None, *, oversize: bool = False) -> Finished:
     """Cut at the first speaker marker (recording the cut) and strip surrounding whitespace.
 
+    A marker is found under any line-end convention (``"\\r\\n\\r\\nHuman:"``,
+    ``"\\u2028\\u2028Human:"``...: :data:`hhrlhf.transcript.LOOSE_MARKER_RE`), so no consumer's
+    normalisation of the exported line finds a turn the model invented.
+
     ``oversize``: ``raw`` was stopped at ``max_response_chars``: the reply is ``cut`` too, with
     the finish reason :data:`SIZE_CUT` (unless a speaker marker came first).
     """
-    cut_at = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
+    found = find_marker(raw)
+    cut_at = -1 if found is None else found.start()
     text = raw if cut_at < 0 else raw[:cut_at]
     if oversize and cut_at < 0:
         finish_reason = SIZE_CUT

@@ -3,8 +3,9 @@
 Every string in a request body (a message, an edit, a task description, a comment, a name, an
 attribute key or value) is refused with a 422 naming the field when it holds:
 
-- a speaker marker, ``"\\n\\nHuman:"`` or ``"\\n\\nAssistant:"`` (also written with ``"\\r\\n"`` or
-  ``"\\r"`` line ends, which a tool that normalises line ends would turn into one). The HH
+- a speaker marker, ``"\\n\\nHuman:"`` or ``"\\n\\nAssistant:"``, written with any line breaks
+  that a tool normalising line ends or splitting lines would turn into one (``"\\r\\n"``,
+  ``"\\r"``, NEL, U+2028...: :data:`hhrlhf.transcript.LOOSE_MARKER_RE`). The HH
   layout has one grammar and these two strings are its turn boundaries: stored as typed, they
   would add turns nobody drove to the exported transcripts. A label after a single newline
   (``"\\nHuman:"``) is ordinary text, as in upstream data: the app strips the ends of every
@@ -25,6 +26,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr
 from pydantic_core import PydanticCustomError
 
+from ..transcript import find_marker
+
 __all__ = [
     "Text",
     "AttributeValue",
@@ -35,8 +38,6 @@ __all__ = [
     "safe_for_json",
 ]
 
-#: a turn boundary, with any line-end convention (``\r\n`` and ``\r`` read as ``\n``)
-_MARKER = re.compile(r"(?:\r\n|\r|\n)(?:\r\n|\r|\n)(Human|Assistant):")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: the validation error type of a refused text (the app's 422 message names the field)
 TEXT_ERROR = "hh_text"
@@ -46,7 +47,7 @@ FIELD_LABELS = {"text": "the message", "edit": "the edit", "comment": "the comme
 
 def text_problem(value: str) -> str | None:
     """Why ``value`` may not be stored as a person's text, or None when it may."""
-    found = _MARKER.search(value)
+    found = find_marker(value)
     if found is not None:
         return (
             f"holds the speaker marker '\\n\\n{found.group(1)}:' (a blank line, then "

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import orjson
 
 from ..records import PreferencePair
-from ..transcript import ASSISTANT_MARKER, Dialogue, parse_transcript
+from ..transcript import ASSISTANT_MARKER, Dialogue, find_marker, parse_transcript
 
 __all__ = [
     "Format",
@@ -145,7 +145,13 @@ def require_key(row: Any, key: str, kind: type | tuple[type, ...] | None = None)
     return value
 
 
-def _messages(row, key) -> list[dict[str, str]]:
+def _messages(row, key, response: bool = False) -> list[dict[str, str]]:
+    """The message list ``row[key]``, checked. No content may hold a turn boundary under any
+    line-end convention (:func:`hhrlhf.transcript.find_marker`): read back into a transcript
+    it would start a turn nobody wrote. ``response``: the response side of a pair, whose text
+    may go on with the transcript's later turns in plain ``"\\n\\nHuman:"`` markers (as
+    :func:`response_messages` writes a pair that differs before its last turn); a boundary
+    written with other line breaks is refused there too."""
     value = require_key(row, key, list)
     for i, m in enumerate(value):
         if (
@@ -156,6 +162,14 @@ def _messages(row, key) -> list[dict[str, str]]:
             raise ValueError(f"{key!r}[{i}] must be {{'role': str, 'content': str}}")
         if m["role"] not in ("user", "assistant"):
             raise ValueError(f"{key!r}[{i}]: role must be 'user' or 'assistant', got {m['role']!r}")
+        found = find_marker(m["content"], strict_ok=response)
+        if found is not None:
+            raise ValueError(
+                f"{key!r}[{i}] holds a speaker marker at character {found.start()} "
+                f"({found.group()!r}: a blank line, then '{found.group(1)}:', with any line "
+                "breaks), which would start a turn nobody wrote in the transcript; remove the "
+                f"blank line before '{found.group(1)}:'"
+            )
     return value
 
 

@@ -32,6 +32,6 @@ class OpenAIFormat(Format):
         prompt = self._messages(require_key(row, "input", dict), "messages")
         return self._pair(
             row,
-            render_messages(prompt + self._messages(row, "preferred_output")),
-            render_messages(prompt + self._messages(row, "non_preferred_output")),
+            render_messages(prompt + self._messages(row, "preferred_output", response=True)),
+            render_messages(prompt + self._messages(row, "non_preferred_output", response=True)),
         )

@@ -32,6 +32,6 @@ class TrlConversationalFormat(Format):
         prompt = self._messages(row, "prompt")
         return self._pair(
             row,
-            render_messages(prompt + self._messages(row, "chosen")),
-            render_messages(prompt + self._messages(row, "rejected")),
+            render_messages(prompt + self._messages(row, "chosen", response=True)),
+            render_messages(prompt + self._messages(row, "rejected", response=True)),
         )

@@ -28,68 +28,25 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import require
+from ..errors import DataFormatError, HHError, require
 
-__all__ = ["rank"]
+__all__ = ["rank", "vote_cells", "ROBUSTNESS_MAX_MODELS"]
+
+#: the most models the robustness search takes (it solves with the dense Hessian)
+ROBUSTNESS_MAX_MODELS = 500
 
 
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="seconds")
 
 
-def rank(
-    votes: Any,
-    *,
-    resamples: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-    prior: float = 0.1,
-    style_control: bool = False,
-    buckets: int = 16,
-    robustness: bool = False,
-    robustness_limit: int | None = None,
-) -> dict:
-    """The leaderboard of ``votes`` (see :func:`~hhrlhf.ranking.votes.collect_votes`).
-
-    Returns ``{"models": [{"name", "rating", "ci_low", "ci_high", "comparisons",
-    "win_rate"}], "votes", "ties", "dates": {"first", "last"} | None, "intervals": {...},
-    "style": {...} | None}``, best first, plus ``"conversations"`` when votes are grouped and
-    ``"robustness": {"flip_top": {"votes", "lines" | "refs", "new_top"} | None, "limit"}``
-    when asked. ``win_rate`` counts a tie as half a win. ``robustness_limit``: the most votes
-    the search may remove (default: 1% of the votes, at least 10).
-    """
+def vote_cells(cols: Any, *, style_control: bool = False, buckets: int = 16) -> tuple:
+    """The votes of ``cols`` (:class:`~hhrlhf.ranking.votes.VoteColumns`) as
+    ``(Cells, cell of each vote, count of each cell)``."""
     np = require("numpy", "web", "the leaderboard")
-    from ..bootstrap import percentile_interval, resample_counts
-    from .bradley_terry import SCALE, BradleyTerry, Cells, to_elo
-    from .robustness import flip_top
-    from .votes import collect_votes
+    from .bradley_terry import Cells
 
-    cols = collect_votes(votes)
     n = len(cols)
-    grouped = cols.groups is not None
-    out: dict[str, Any] = {
-        "models": [],
-        "votes": n,
-        "comparisons": n,
-        "ties": cols.ties,
-        "dates": None,
-        "intervals": {
-            "method": "conversation bootstrap" if grouped else "vote bootstrap",
-            "resamples": resamples,
-            "level": level,
-        },
-        "style": None,
-    }
-    if grouped:
-        out["conversations"] = len(set(cols.groups or ()))
-    if robustness:
-        out["robustness"] = {"flip_top": None, "limit": 0}
-    if n == 0:
-        return out
-    t = np.frombuffer(cols.tstamp, dtype=float)
-    if not np.isnan(t).all():
-        out["dates"] = {"first": _iso(float(np.nanmin(t))), "last": _iso(float(np.nanmax(t)))}
-
     m = len(cols.models)
     a = np.frombuffer(cols.a, dtype=np.int32).astype(np.int64)
     b = np.frombuffer(cols.b, dtype=np.int32).astype(np.int64)
@@ -104,8 +61,6 @@ def rank(
         lb = np.frombuffer(cols.length_b, dtype=float)
         missing = np.flatnonzero(np.isnan(la) | np.isnan(lb))
         if len(missing):
-            from ..errors import DataFormatError
-
             k = int(missing[0])
             raise DataFormatError(
                 cols.source,
@@ -136,6 +91,96 @@ def rank(
         pairs=np.stack([pairs_u // m, pairs_u % m], axis=1),
         n_models=m,
     )
+    return cells, cell, count
+
+
+def _interval_warning(played: int, wins: int, losses: int, prior: float) -> str | None:
+    """Why a model's interval would mean nothing (None when it means something)."""
+    rests = f"its rating rests on the prior ({prior:g} virtual wins each way)"
+    if played == 1:
+        return f"one vote: no interval; {rests}"
+    if not wins and not losses:
+        return f"never won or lost (ties only): no interval; {rests}"
+    if not losses:
+        return f"never lost: no interval (no upper bound); {rests}"
+    if not wins:
+        return f"never won: no interval (no lower bound); {rests}"
+    return None
+
+
+def rank(
+    votes: Any,
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    prior: float = 0.1,
+    style_control: bool = False,
+    buckets: int = 16,
+    robustness: bool = False,
+    robustness_limit: int | None = None,
+    max_models: int | None = None,
+) -> dict:
+    """The leaderboard of ``votes`` (see :func:`~hhrlhf.ranking.votes.collect_votes`).
+
+    Returns ``{"models": [{"name", "rating", "ci_low", "ci_high", "comparisons",
+    "win_rate", "warning"}], "votes", "ties", "dates": {"first", "last"} | None, "intervals": {...},
+    "style": {...} | None}``, best first, plus ``"conversations"`` when votes are grouped and
+    ``"robustness": {"flip_top": {"votes", "lines" | "refs", "new_top"} | None, "limit"}``
+    when asked. ``win_rate`` counts a tie as half a win. ``robustness_limit``: the most votes
+    the search may remove (default: 1% of the votes, at least 10).
+    """
+    np = require("numpy", "web", "the leaderboard")
+    from ..bootstrap import percentile_interval, resample_counts
+    from .bradley_terry import MAX_MODELS, SCALE, BradleyTerry, to_elo
+    from .robustness import flip_top
+    from .votes import collect_votes
+
+    cols = collect_votes(votes)
+    n = len(cols)
+    grouped = cols.groups is not None
+    out: dict[str, Any] = {
+        "models": [],
+        "votes": n,
+        "comparisons": n,
+        "ties": cols.ties,
+        "dates": None,
+        "intervals": {
+            "method": "conversation bootstrap" if grouped else "vote bootstrap",
+            "resamples": resamples,
+            "level": level,
+        },
+        "style": None,
+    }
+    if grouped:
+        out["conversations"] = len(set(cols.groups or ()))
+    if robustness:
+        out["robustness"] = {"flip_top": None, "limit": 0}
+    if n == 0:
+        return out
+    t = np.frombuffer(cols.tstamp, dtype=float)
+    if not np.isnan(t).all():
+        out["dates"] = {"first": _iso(float(np.nanmin(t))), "last": _iso(float(np.nanmax(t)))}
+
+    m = len(cols.models)
+    max_models = MAX_MODELS if max_models is None else max_models
+    if m > max_models:
+        raise DataFormatError(
+            cols.source,
+            None,
+            f"{m:,} models: the leaderboard ranks at most {max_models:,} "
+            "(hhrlhf.ranking.bradley_terry.MAX_MODELS; its bootstrap keeps resamples x models "
+            "ratings)",
+        )
+    if robustness and m > ROBUSTNESS_MAX_MODELS:
+        raise HHError(
+            f"{cols.source}: {m:,} models: the robustness search handles at most "
+            f"{ROBUSTNESS_MAX_MODELS:,} (its influence solve is dense); rank without --robustness"
+        )
+    a = np.frombuffer(cols.a, dtype=np.int32).astype(np.int64)
+    b = np.frombuffer(cols.b, dtype=np.int32).astype(np.int64)
+    outcome = np.frombuffer(cols.outcome, dtype=np.int8)
+    cells, cell, count = vote_cells(cols, style_control=style_control, buckets=buckets)
     model = BradleyTerry(cells, prior=prior)
     counts = count.astype(float)
     theta, beta = model.fit(counts)
@@ -148,8 +193,10 @@ def rank(
             (ids.setdefault(g, len(ids)) for g in cols.groups or ()), dtype=np.int64, count=n
         )
     draws, betas = [], []
+    # resamples fitted at once: 250, fewer where models or cells are many (bounded memory)
+    chunk = max(1, min(250, 4_000_000 // max(len(counts), m)))
     for boot in resample_counts(
-        cell, len(counts), groups=group_ids, resamples=resamples, seed=seed
+        cell, len(counts), groups=group_ids, resamples=resamples, seed=seed, chunk=chunk
     ):
         th, be = model.fit(boot, start=(theta, beta), tolerance=1e-7)
         present = model.played(boot) > 0
@@ -164,16 +211,24 @@ def rank(
     won = np.bincount(a, weights=(outcome == 0) + 0.5 * (outcome == 2), minlength=m) + np.bincount(
         b, weights=(outcome == 1) + 0.5 * (outcome == 2), minlength=m
     )
+    wins = np.bincount(a, weights=outcome == 0, minlength=m) + np.bincount(
+        b, weights=outcome == 1, minlength=m
+    )
+    losses = np.bincount(a, weights=outcome == 1, minlength=m) + np.bincount(
+        b, weights=outcome == 0, minlength=m
+    )
     rows: list[dict[str, Any]] = []
     for k, name in enumerate(cols.models):
+        warning = _interval_warning(int(played[k]), int(wins[k]), int(losses[k]), prior)
         rows.append(
             {
                 "name": name,
                 "rating": round(float(rating[k]), 1),
-                "ci_low": None if math.isnan(low[k]) else round(float(low[k]), 1),
-                "ci_high": None if math.isnan(high[k]) else round(float(high[k]), 1),
+                "ci_low": None if warning or math.isnan(low[k]) else round(float(low[k]), 1),
+                "ci_high": None if warning or math.isnan(high[k]) else round(float(high[k]), 1),
                 "comparisons": int(played[k]),
                 "win_rate": round(float(won[k] / played[k]), 4),
+                "warning": warning,
             }
         )
     rows.sort(key=lambda r: (-r["rating"], r["name"]))

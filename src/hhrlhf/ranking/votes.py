@@ -96,6 +96,10 @@ class VoteColumns:
 
 
 _NAN = float("nan")
+#: the largest response length taken (characters or tokens); past it a length is an error
+MAX_LENGTH = 1e15
+#: the ``tstamp`` range taken: 1970-01-01 to the end of 9999 (what a date can show)
+MAX_TSTAMP = 253_402_300_799.0
 
 
 def _length(obj: dict, flat: str, tokens: str) -> float:
@@ -106,9 +110,19 @@ def _length(obj: dict, flat: str, tokens: str) -> float:
             v = meta.get(tokens)
     if v is None:
         return _NAN
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
-        raise ValueError(f"{flat} must be a non-negative number, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= MAX_LENGTH:
+        raise ValueError(f"{flat} must be a number from 0 to {MAX_LENGTH:.0e}, got {v!r}")
     return float(v)
+
+
+def _tstamp(t: Any) -> float:
+    if t is None:
+        return _NAN
+    if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t <= MAX_TSTAMP:
+        raise ValueError(
+            f"tstamp must be Unix seconds from 0 to {MAX_TSTAMP:.0f} (1970 to 9999), got {t!r}"
+        )
+    return float(t)
 
 
 def _add(cols: VoteColumns, obj: Any, where: int, path: str, unit: str) -> None:
@@ -136,17 +150,15 @@ def _add(cols: VoteColumns, obj: Any, where: int, path: str, unit: str) -> None:
     try:
         la = _length(obj, "length_a", "sum_assistant_a_tokens")
         lb = _length(obj, "length_b", "sum_assistant_b_tokens")
+        t = _tstamp(obj.get("tstamp"))
     except ValueError as exc:
         raise DataFormatError(path, where, str(exc), unit=unit) from None
-    t = obj.get("tstamp")
-    if t is not None and (isinstance(t, bool) or not isinstance(t, int | float)):
-        raise DataFormatError(path, where, f"tstamp must be Unix seconds, got {t!r}", unit=unit)
     cols.a.append(cols.model(str(a)))  # checked above: non-empty strings
     cols.b.append(cols.model(str(b)))
     cols.outcome.append(code)
     cols.length_a.append(la)
     cols.length_b.append(lb)
-    cols.tstamp.append(_NAN if t is None else float(t))
+    cols.tstamp.append(t)
 
 
 def read_battles(path: str | os.PathLike) -> VoteColumns:
@@ -167,6 +179,7 @@ def read_battles(path: str | os.PathLike) -> VoteColumns:
     la_add, lb_add, t_add = cols.length_a.append, cols.length_b.append, cols.tstamp.append
     line_add = cols.lines.append
     winners, nan, number = WINNERS, _NAN, (int, float)
+    top, latest = MAX_LENGTH, MAX_TSTAMP
     for lineno, obj in read_objects(path):
         line_add(lineno - 1)
         try:
@@ -184,12 +197,12 @@ def read_battles(path: str | os.PathLike) -> VoteColumns:
                 ia == ib
                 or (la is None) is not (lb is None)
                 or (la is not None and not (la.__class__ in number and lb.__class__ in number))
-                or (t is not None and t.__class__ not in number)
+                or (t is not None and (t.__class__ not in number or not 0 <= t <= latest))
             ):
                 raise TypeError
             if la is None:
                 la = lb = nan
-            elif la < 0 or lb < 0:
+            elif not (0 <= la <= top and 0 <= lb <= top):
                 raise TypeError
         except (KeyError, TypeError, AttributeError):
             _add(cols, obj, lineno, path, "line")

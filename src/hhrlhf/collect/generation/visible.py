@@ -3,24 +3,20 @@ partial one (:class:`VisibleText`, fed a delta at a time)."""
 
 from __future__ import annotations
 
-from ..finish import SPEAKER_MARKERS
+from ...transcript import MARKER_STARTS, find_marker, partial_marker
 
 __all__ = ["VisibleText"]
 
 #: the first characters of the speaker markers (a text holding none holds no marker, whole or begun)
-_MARKER_STARTS = frozenset(m[0] for m in SPEAKER_MARKERS)
+_MARKER_STARTS = MARKER_STARTS
 
 
 def _visible(raw: str) -> str:
     """What may be shown while streaming: up to a speaker marker, holding back a partial one."""
-    cut = min((i for m in SPEAKER_MARKERS if (i := raw.find(m)) >= 0), default=-1)
-    if cut >= 0:
-        return raw[:cut]
-    for m in SPEAKER_MARKERS:
-        for k in range(len(m) - 1, 0, -1):
-            if raw.endswith(m[:k]):
-                return raw[: len(raw) - k]
-    return raw
+    found = find_marker(raw)
+    if found is not None:
+        return raw[: found.start()]
+    return raw[: len(raw) - partial_marker(raw)]
 
 
 class VisibleText:
@@ -48,16 +44,11 @@ class VisibleText:
                 out = out.lstrip()
                 self.started = bool(out)
             return out
-        cut = min((i for m in SPEAKER_MARKERS if (i := buf.find(m)) >= 0), default=-1)
-        if cut >= 0:
-            out, self.pending, self.cut = buf[:cut], "", True
+        found = find_marker(buf)
+        if found is not None:
+            out, self.pending, self.cut = buf[: found.start()], "", True
         else:
-            hold = 0
-            for m in SPEAKER_MARKERS:
-                for k in range(len(m) - 1, hold, -1):
-                    if buf.endswith(m[:k]):
-                        hold = k
-                        break
+            hold = partial_marker(buf)
             out, self.pending = buf[: len(buf) - hold], buf[len(buf) - hold :]
         if not self.started:
             out = out.lstrip()

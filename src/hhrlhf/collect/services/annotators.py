@@ -278,17 +278,12 @@ def list_annotators(storage: Storage) -> list[AnnotatorInfo]:
 
 
 def set_disabled(storage: Storage, name: str, disabled: bool = True) -> AnnotatorInfo:
-    if not _could_be_a_name(name):
-        raise HHError(f"no annotator named {name!r}")
-    with storage.write() as s:
-        a = s.scalar(select(Annotator).where(Annotator.name == name))
-        if a is None:
-            raise HHError(f"no annotator named {name!r}")
-        a.disabled = disabled
-        if disabled:
-            s.execute(_delete_sessions.where(Session.annotator_id == a.id))
-        info = annotator_info(a)
-    forget_logins(storage)
+    """Disable (or enable) an annotator; their sessions end. Refused for the last enabled
+    admin, as :func:`set_annotator` refuses it (the CLI and the web follow one rule)."""
+    set_annotator(storage, name, disabled=disabled)
+    info = annotator_by_name(storage, name)
+    if info is None:  # deleted meanwhile
+        raise NotFound(f"no annotator named {name!r}")
     return info
 
 
@@ -397,13 +392,14 @@ def set_annotator(
     role: str | None = None,
     attributes: dict[str, Any] | None = None,
     disabled: bool | None = None,
-    keep_an_admin: bool = False,
 ) -> dict[str, Any]:
     """Change an annotator's role, disabled flag and/or merge attributes (a ``None`` value
     removes a key), in one transaction.
 
-    ``keep_an_admin``: refuse (409) a change that would leave no enabled admin, so the last
-    admin cannot demote or disable themself. The enabled admins' rows are locked first
+    A change that would leave no enabled admin is refused (409, :class:`Conflict`), from the
+    web and the CLI alike: the last admin cannot be demoted or disabled, by themself or by
+    anyone else (an app without an admin cannot manage annotators). The enabled admins' rows
+    are locked first
     (PostgreSQL: ``FOR UPDATE``; SQLite: the one writer), so two admins demoting each other at
     once cannot both succeed.
     """
@@ -412,23 +408,21 @@ def set_annotator(
     if not _could_be_a_name(name):
         raise NotFound(f"no annotator named {name!r}")
     with storage.write() as s:
-        admins = []
-        if keep_an_admin:
-            admins = list(
-                s.scalars(
-                    select(Annotator.id)
-                    .where(Annotator.role == "admin", Annotator.disabled.is_(False))
-                    .order_by(Annotator.id)
-                    .with_for_update()
-                )
+        admins = list(
+            s.scalars(
+                select(Annotator.id)
+                .where(Annotator.role == "admin", Annotator.disabled.is_(False))
+                .order_by(Annotator.id)
+                .with_for_update()
             )
+        )
         a = s.scalar(select(Annotator).where(Annotator.name == name))
         if a is None:
             raise NotFound(f"no annotator named {name!r}")
         stays_admin = (role or a.role) == "admin" and not (
             a.disabled if disabled is None else disabled
         )
-        if keep_an_admin and a.id in admins and len(admins) == 1 and not stays_admin:
+        if a.id in admins and len(admins) == 1 and not stays_admin:
             raise Conflict(
                 f"{a.name!r} is the last admin: make another annotator an admin first "
                 "(an app without an admin cannot manage annotators)",

@@ -1,15 +1,21 @@
 """The export's last line of defence: every line it writes parses back, with
-:func:`hhrlhf.transcript.parse_transcript`, to exactly the turns stored for that comparison, or
-the export stops naming the conversation (:class:`~hhrlhf.errors.ExportCheckError`)."""
+:func:`hhrlhf.transcript.parse_transcript`, to exactly the turns stored for that comparison, and
+to the same speakers after every normalisation of line ends a consumer is likely to apply
+(:data:`hhrlhf.transcript.NORMALISATIONS`: CRLF to LF, ``str.splitlines``...), or the export
+stops naming the conversation (:class:`~hhrlhf.errors.ExportCheckError`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ...errors import ExportCheckError
-from ...transcript import ASSISTANT, HUMAN, Turn, parse_transcript
+from ...transcript import ASSISTANT, HUMAN, NORMALISATIONS, Turn, parse_transcript
 
 __all__ = ["check_line", "stored_turns"]
+
+#: a line break other than LF (only these make a normalisation change the line's turns)
+_OTHER_BREAKS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def stored_turns(conv: dict[str, Any], upto: int) -> list[Turn]:
@@ -33,18 +39,34 @@ def check_line(
     a version that did not check); a line with turns nobody drove is never written.
     """
     got = parse_transcript(line)
+    want = [t.role for t in expected]
     if got.preamble == "" and list(got.turns) == expected:
+        if _OTHER_BREAKS.search(line) is None:  # LF only: no normalisation changes a turn
+            return
+        for name, normalise in NORMALISATIONS.items():
+            found = [t.role for t in parse_transcript(normalise(line)).turns]
+            if found != want:
+                _refuse(conv, index, what, f"after {name} it parses to {_turns(found, want)}")
         return
     found = [t.role for t in got.turns]
-    want = [t.role for t in expected]
-    detail = (
-        f"it parses to {len(found)} turns ({', '.join(found)}), the database holds {len(want)}"
+    _refuse(
+        conv,
+        index,
+        what,
+        f"it parses to {_turns(found, want)}"
         if found != want
-        else "a turn's text differs from the one stored"
+        else "a turn's text differs from the one stored",
     )
+
+
+def _turns(found: list[str], want: list[str]) -> str:
+    return f"{len(found)} turns ({', '.join(found)}), the database holds {len(want)}"
+
+
+def _refuse(conv: dict[str, Any], index: int, what: str, detail: str) -> None:
     raise ExportCheckError(
         f"conversation {conv['id']} (uid {conv['uid']}), turn {index + 1}: the {what} does not "
         f"parse back to the turns stored ({detail}; text holding '\\n\\nHuman:' or "
-        "'\\n\\nAssistant:' was written to the database past the app?); nothing was "
-        "exported: fix or delete that conversation and export again"
+        "'\\n\\nAssistant:', or the same with other line breaks, was written to the database "
+        "past the app?); nothing was exported: fix or delete that conversation and export again"
     )

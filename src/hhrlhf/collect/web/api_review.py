@@ -108,7 +108,6 @@ def admin_change_annotator(name: str, body: AnnotatorChange, request: Request, w
         role=body.role,
         attributes=body.attributes,
         disabled=body.disabled,
-        keep_an_admin=True,
     )
     info = annotators.annotator_by_name(storage, name)
     if info is None:  # deleted meanwhile
