@@ -379,7 +379,7 @@ def test_backend_failure_shows_a_message_and_retry_recovers(live_app, browser):
     assert "retry" in page.text_content("#turn-error-text").lower()
     for slot in "ab":
         note = page.text_content(f'.candidate[data-slot="{slot}"] [data-role="note"]')
-        assert "could not be generated" in note
+        assert "the model could not answer" in note
     assert page.locator("#scale .point:not([disabled])").count() == 0
     state["fail"] = False
     page.click("#retry")

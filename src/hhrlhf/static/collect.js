@@ -508,7 +508,9 @@
       btn.disabled = true;
       try {
         await api("POST", "/api/v1/turns/" + state.turn.id + "/retry");
-        openStream();
+        // read back as stored: a retry on another model draws the sides again (a response
+        // already complete may now show on the other side), then its stream is followed
+        await reloadTurn();
       } catch (err) {
         turnErrorText.textContent = err.message;
       } finally {
@@ -531,7 +533,7 @@
         bothReady();
       } else if (turn.status === "failed") {
         (turn.candidates || []).forEach((c) => {
-          if (c.status === "failed") slotFailed(c.slot, c.error || "This response could not be generated.");
+          if (c.status === "failed") slotFailed(c.slot, c.error || "The model could not answer. Retry.");
         });
         showTurnError("A response could not be generated. Your message is kept: retry.");
       } else if (source) {
