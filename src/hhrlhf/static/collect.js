@@ -437,6 +437,8 @@
       turnErrorText.textContent = msg;
       turnError.hidden = false;
       setScale(false);
+      // Retry in view (nothing sticky covers it: the page's scroll padding keeps it clear)
+      turnError.scrollIntoView({ block: "nearest" });
     }
 
     // an event of the undecided turn's stream, from either way of reading it
