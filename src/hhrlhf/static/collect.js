@@ -262,6 +262,7 @@
       pending: null, // {pick, strength} waiting for an edit
       requestId: null,
       requestKey: null,
+      loaded: false, // the conversation as stored is shown (what another tab may change)
     };
 
     const panel = (slot) => $('.candidate[data-slot="' + slot + '"]', compare);
@@ -387,6 +388,45 @@
         state.source.close();
         state.source = null;
       }
+    }
+
+    // Another tab (or device) may change this conversation: a message sent, a pick made, the
+    // end. What this page shows is compared with what is stored; when they differ, the page
+    // says so and offers a reload instead of answering as if nothing happened.
+    function shownShape() {
+      const finishedHere = root.dataset.status === "finished";
+      return {
+        turns: transcript.querySelectorAll(".msg.human").length,
+        open: state.turn ? state.turn.id : null,
+        finished: finishedHere,
+      };
+    }
+
+    function storedShape(conv) {
+      const open = conv.turns.find((t) => !t.pick);
+      return { turns: conv.turns.length, open: open ? open.id : null, finished: conv.status === "finished" };
+    }
+
+    async function changedElsewhere() {
+      if (state.sending || !state.loaded) return false;
+      let conv;
+      try {
+        conv = await api("GET", "/api/v1/conversations/" + convId);
+      } catch (err) {
+        return false;
+      }
+      if (state.sending) return false;
+      const here = shownShape();
+      const there = storedShape(conv);
+      const same = here.turns === there.turns && here.open === there.open && here.finished === there.finished;
+      if (same) return false;
+      closeStream();
+      setScale(false);
+      $("#send").disabled = true;
+      const box = $("#stale");
+      box.hidden = false;
+      $("#stale-reload").focus();
+      return true;
     }
 
     function resetCandidates() {
@@ -617,11 +657,9 @@
         say(sendStatus, "Saved. Write your next message, or end the conversation.", "ok");
       } catch (err) {
         state.sending = false;
-        if (err.status === 409) {
-          // decided or finished elsewhere (another tab): show what is stored
-          say(choiceStatus, err.message + ". Reloading…", "error");
-          window.setTimeout(() => window.location.reload(), 1500);
-          return;
+        if (err.status === 409 && (await changedElsewhere())) {
+          say(choiceStatus, "Not saved: " + err.message + ".", "error");
+          return; // decided or finished elsewhere (another tab): the page offers a reload
         }
         setScale(true);
         if (edit !== null && editor) {
@@ -651,8 +689,10 @@
         res = await postForEvents("/api/v1/conversations/" + convId + "/turns", { text, stream: true }, controller.signal);
       } catch (err) {
         state.sending = false;
-        say(sendStatus, err.message, "error");
         $("#send").disabled = false;
+        // refused as this page shows the conversation: was it changed in another tab?
+        if (err.status === 409 && (await changedElsewhere())) return;
+        say(sendStatus, err.message, "error");
         return;
       }
       message.value = "";
@@ -696,6 +736,7 @@
         await api("POST", "/api/v1/conversations/" + convId + "/finish", body);
         showFinished(comment, body.rating);
       } catch (err) {
+        if (err.status === 409 && (await changedElsewhere())) return;
         say($("#finish-status"), err.message, "error");
         $("#finish-submit").disabled = false;
       }
@@ -809,6 +850,19 @@
       });
     }
     $("#finish-form").addEventListener("submit", finish);
+    const draftKey = "hh-draft-" + convId;
+    $("#stale-reload").addEventListener("click", () => {
+      // a message typed here and refused is kept through the reload
+      if (message.value.trim()) window.sessionStorage.setItem(draftKey, message.value);
+      window.location.reload();
+    });
+    // back to this tab (or to this page by Back): is the conversation still as shown?
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") changedElsewhere();
+    });
+    window.addEventListener("pageshow", (ev) => {
+      if (ev.persisted) changedElsewhere();
+    });
 
     // load the conversation as stored
     api("GET", "/api/v1/conversations/" + convId)
@@ -820,6 +874,7 @@
           if (t.pick) addDecided(t);
           else open = t;
         });
+        state.loaded = true;
         if (conv.status === "finished") {
           showFinished(conv.comment || "", conv.rating);
           return;
@@ -831,6 +886,12 @@
           humans[humans.length - 1].scrollIntoView({ block: "start" });
         } else {
           showComposer(true);
+        }
+        const draft = window.sessionStorage.getItem(draftKey);
+        if (draft !== null) {
+          window.sessionStorage.removeItem(draftKey);
+          if (!message.value) message.value = draft;
+          if (!composer.hidden) say(sendStatus, "Your message is kept in the box: send it when you are ready.");
         }
       })
       .catch((err) => {
