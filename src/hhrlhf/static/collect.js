@@ -696,6 +696,7 @@
         return;
       }
       message.value = "";
+      if (message.hhUpdateCount) message.hhUpdateCount();
       say(sendStatus, "");
       const bubble = addBubble("human", "You", text);
       state.sending = false;
@@ -900,6 +901,56 @@
       });
   }
 
+  // A text box with a limit (maxlength): near it, a counter says how much room is left; a
+  // paste that does not fit is cut at a word break and the box says how much was left out
+  // (the browser alone would cut it silently, mid-word).
+  function limitBox(box) {
+    const max = box.maxLength;
+    if (!(max > 0)) return;
+    const counter = document.createElement("p");
+    counter.className = "counter hint";
+    counter.id = box.id + "-counter";
+    counter.setAttribute("role", "status");
+    counter.hidden = true;
+    box.after(counter);
+    box.setAttribute("aria-describedby", counter.id);
+    let cutNote = "";
+    const n = (x) => x.toLocaleString("en");
+    function update() {
+      const len = box.value.length;
+      const near = len >= Math.floor(max * 0.9);
+      counter.hidden = !near && !cutNote;
+      counter.classList.toggle("full", len >= max);
+      const count = n(len) + " / " + n(max) + " characters";
+      counter.textContent = cutNote ? cutNote + " " + count : count;
+    }
+    box.addEventListener("input", (ev) => {
+      if (ev.inputType !== "insertFromPaste") cutNote = "";
+      update();
+    });
+    box.addEventListener("paste", (ev) => {
+      const text = ev.clipboardData ? ev.clipboardData.getData("text/plain") : "";
+      const start = box.selectionStart;
+      const end = box.selectionEnd;
+      const room = max - (box.value.length - (end - start));
+      if (text.length <= room) return;
+      ev.preventDefault();
+      let kept = text.slice(0, Math.max(room, 0));
+      const brk = kept.search(/\s\S*$/); // back to the last word break, if one is near
+      if (brk > 0 && kept.length - brk < 200 && text.length > kept.length) kept = kept.slice(0, brk);
+      box.setRangeText(kept, start, end, "end");
+      cutNote =
+        "The paste was cut to fit the " + n(max) + "-character limit: its last " +
+        n(text.length - kept.length) + " characters were left out.";
+      box.dispatchEvent(new InputEvent("input", { bubbles: true, inputType: "insertFromPaste" }));
+    });
+    box.addEventListener("change", update);
+    box.hhUpdateCount = () => {
+      cutNote = "";
+      update();
+    };
+  }
+
   // Shared with admin.js (base.html loads this file first on every page).
   window.hhCollect = Object.freeze({ $, $$, api, say, visible, rawToggle, showText, pageKey, toggleAllRaw });
 
@@ -916,6 +967,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => {
+    $$("textarea[maxlength]").forEach(limitBox);
     setupRawToggles();
     setupKeysHelp();
     setupLogout();
