@@ -366,22 +366,41 @@ def test_the_annotator_reads_a_generic_note_and_the_admin_the_servers_words_esca
 
     def make(url):
         backends = (
-            _backend("m1", strict_server.base_url, hostile),
-            _backend("m2", strict_server.base_url, "real-model"),
+            _backend("kestrel-backend", strict_server.base_url, hostile),
+            _backend("wren-backend", strict_server.base_url, "real-model"),
         )
         return replace(demo_settings(url), backends=backends, pairing="fixed")
 
     with serve_app(tmp_path, make) as (base, storage, token, _, _), open_chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         seen = _watch(page)
+        received = []  # every response the annotator's browser gets: headers, and bodies
+
+        def keep(r):
+            body = ""
+            if "event-stream" not in r.headers.get("content-type", ""):
+                try:
+                    body = r.text()
+                except Exception:  # a redirect has no body to read
+                    body = ""
+            received.append(f"{r.url}\n{r.headers}\n{body}")
+
+        page.on("requestfinished", lambda req: keep(req.response()) if req.response() else None)
         _login_and_start(page, base, token, "Ask about tea")
         page.fill("#message", "How long should green tea steep?")
         page.press("#message", "Enter")
         page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
         note = page.text_content('.candidate[data-slot="a"] [data-role="note"]')
         assert note == "Response A: the model could not answer. Retry."
-        for shown in (page.content(), page.inner_text("body")):
-            assert "does not exist" not in shown and strict_server.base_url not in shown
+        page.click("#retry")  # fails again: the stream replays, the conversation is read back
+        page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
+        page.reload()
+        page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
+        for shown in (page.content(), page.inner_text("body"), *received):
+            tells = ("does not exist", strict_server.base_url, "kestrel-backend", "wren-backend")
+            for tell in (*tells, hostile, "real-model"):
+                assert tell not in shown, (tell, shown[:300])
+        assert len(received) > 8
         assert page.is_visible("#retry")
         assert seen["dialogs"] == [] and seen["errors"] == []
         # the admin reads the server's own words, as text
