@@ -29,6 +29,9 @@ class Script:
     first_delay: float = 0.0
     fail: int | None = None
     fail_times: int | None = None  # fail only this many requests, then answer
+    #: the failure's error message; ``{model}`` and ``{url}`` are the request's model and the
+    #: server's root (real servers name both)
+    fail_message: str = "scripted failure"
     finish_reason: str = "stop"
     chunk_size: int = 5  # characters per streamed chunk
     ignore_stop: bool = False  # answer past the request's stop sequences (as some servers do)
@@ -89,7 +92,8 @@ def make_app(script: Script) -> Starlette:
         if script.fail and (script.fail_times is None or script.fail_times > 0):
             if script.fail_times is not None:
                 script.fail_times -= 1
-            return JSONResponse({"error": {"message": "scripted failure"}}, status_code=script.fail)
+            message = script.fail_message.format(model=body.get("model"), url=request.base_url)
+            return JSONResponse({"error": {"message": message}}, status_code=script.fail)
         text = script.reply()
         for stop in [] if script.ignore_stop else body.get("stop") or []:
             if stop in text:

@@ -256,8 +256,9 @@ def test_stop_reaches_a_turn_another_worker_is_writing(client, alice, storage):
     assert {c["error"] for c in state["candidates"]} == {STOPPED}
     conv = client.get(f"/api/v1/conversations/{cid}", headers=h)
     assert [c["error"] for c in conv.json()["turns"][0]["candidates"]] == [
-        "the response was stopped by the annotator; retry"
-    ] * 2
+        "Response A was stopped by the annotator. Retry.",
+        "Response B was stopped by the annotator. Retry.",
+    ]
     assert client.post(stop, headers=h).json() == {"stopped": False, "here": False}
     assert client.post(f"/api/v1/turns/{t['id']}/retry", headers=h).json() == {"status": "pending"}
     events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
@@ -285,7 +286,8 @@ def test_backend_failure_keeps_the_turn_and_retry_recovers(
     events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
     errors = [d for e, d in events if e == "error"]
     assert {d["slot"] for d in errors} == {"a", "b"}
-    assert all("could not be generated" in d["message"] and "Retry" in d["message"] for d in errors)
+    assert all("the model could not answer" in d["message"] for d in errors)
+    assert all("Retry" in d["message"] for d in errors)
     assert "m1" not in orjson.dumps(errors).decode()  # no backend names for annotators
     assert events[-1] == ("end", {"status": "failed"})
     # no half comparison: choosing is refused, nothing stored
@@ -324,7 +326,7 @@ def test_timeout_is_a_clear_failure(make_client, settings, model_server, alice):
     model_server.script.first_delay = 2
     t = say(client, h, start(client, h))
     assert t["status"] == "failed"
-    assert all("could not be generated" in e["message"] for e in t["errors"])
+    assert all("the model could not answer" in e["message"] for e in t["errors"])
 
 
 @pytest.mark.parametrize("ignore_stop", [False, True])

@@ -80,7 +80,7 @@ def test_the_server_message_is_read_from_each_error_shape(body, expected):
     assert server_message(body, "fallback") == expected
 
 
-def test_a_failure_carries_the_servers_words_to_the_log_the_candidate_and_the_annotator(
+def test_a_failure_carries_the_servers_words_to_the_log_and_the_candidate_not_the_annotator(
     make_client, settings, strict_server, alice, storage, caplog
 ):
     backends = (
@@ -94,16 +94,17 @@ def test_a_failure_carries_the_servers_words_to_the_log_the_candidate_and_the_an
         events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
     words = "The model `wrong-model` does not exist."
     errors = [d for e, d in events if e == "error"]
-    assert len(errors) == 2
-    assert all(words in d["message"] and "HTTP 404" in d["message"] for d in errors)
-    assert all(d["message"].endswith("does not exist. Retry.") for d in errors)  # one full stop
+    assert [d["message"] for d in errors] == [
+        "Response A: the model could not answer. Retry.",
+        "Response B: the model could not answer. Retry.",
+    ]
     logged = [r.getMessage() for r in caplog.records if r.name == "hhrlhf.collect.backends"]
     assert len(logged) == 2 and all(words in line and "wrong-model" in line for line in logged)
     stored = leases.turn_state(storage, t["id"])["candidates"]
     assert all(c["status"] == "failed" and words in c["error"] for c in stored)
-    # the page reloaded: the stored reason is replayed, and the turn's own answer says it
+    # the page reloaded: the same generic note, never the server's words
     replay = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
-    assert [words in d["message"] for e, d in replay if e == "error"] == [True, True]
+    assert [d for e, d in replay if e == "error"] == errors
 
 
 def _retry(client, h, tid):
@@ -353,7 +354,10 @@ def test_ctrl_c_stops_hh_serve_within_2_s_while_a_backend_stalls(tmp_path):
 
 
 @pytest.mark.browser
-def test_the_annotator_reads_the_servers_words_escaped_next_to_retry(tmp_path, strict_server):
+def test_the_annotator_reads_a_generic_note_and_the_admin_the_servers_words_escaped(
+    tmp_path, strict_server
+):
+    from logins import browser_login
     from test_browser import TIMEOUT_MS, _login_and_start, _watch, open_chromium, serve_app
 
     from hhrlhf.collect.config import demo_settings
@@ -362,20 +366,49 @@ def test_the_annotator_reads_the_servers_words_escaped_next_to_retry(tmp_path, s
 
     def make(url):
         backends = (
-            _backend("m1", strict_server.base_url, hostile),
-            _backend("m2", strict_server.base_url, "real-model"),
+            _backend("kestrel-backend", strict_server.base_url, hostile),
+            _backend("wren-backend", strict_server.base_url, "real-model"),
         )
         return replace(demo_settings(url), backends=backends, pairing="fixed")
 
-    with serve_app(tmp_path, make) as (base, _, token, _, _), open_chromium() as browser:
+    with serve_app(tmp_path, make) as (base, storage, token, _, _), open_chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         seen = _watch(page)
+        received = []  # every response the annotator's browser gets: headers, and bodies
+
+        def keep(r):
+            body = ""
+            if "event-stream" not in r.headers.get("content-type", ""):
+                try:
+                    body = r.text()
+                except Exception:  # a redirect has no body to read
+                    body = ""
+            received.append(f"{r.url}\n{r.headers}\n{body}")
+
+        page.on("requestfinished", lambda req: keep(req.response()) if req.response() else None)
         _login_and_start(page, base, token, "Ask about tea")
         page.fill("#message", "How long should green tea steep?")
         page.press("#message", "Enter")
         page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
         note = page.text_content('.candidate[data-slot="a"] [data-role="note"]')
-        assert f"The model `{hostile}` does not exist." in note
-        assert page.locator(".candidate img").count() == 0
+        assert note == "Response A: the model could not answer. Retry."
+        page.click("#retry")  # fails again: the stream replays, the conversation is read back
+        page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
+        page.reload()
+        page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
+        for shown in (page.content(), page.inner_text("body"), *received):
+            tells = ("does not exist", strict_server.base_url, "kestrel-backend", "wren-backend")
+            for tell in (*tells, hostile, "real-model"):
+                assert tell not in shown, (tell, shown[:300])
+        assert len(received) > 8
         assert page.is_visible("#retry")
         assert seen["dialogs"] == [] and seen["errors"] == []
+        # the admin reads the server's own words, as text
+        _, admin_token = annotators.add_annotator(storage, "lead", role="admin")
+        admin = browser.new_page(viewport={"width": 1280, "height": 800})
+        admin_seen = _watch(admin)
+        browser_login(admin, base, admin_token)
+        admin.goto(f"{base}/admin/backends")
+        assert f"The model `{hostile}` does not exist." in admin.inner_text("main")
+        assert admin.locator("main img").count() == 0
+        assert admin_seen["dialogs"] == [] and admin_seen["errors"] == []

@@ -379,7 +379,7 @@ def test_backend_failure_shows_a_message_and_retry_recovers(live_app, browser):
     assert "retry" in page.text_content("#turn-error-text").lower()
     for slot in "ab":
         note = page.text_content(f'.candidate[data-slot="{slot}"] [data-role="note"]')
-        assert "could not be generated" in note
+        assert "the model could not answer" in note
     assert page.locator("#scale .point:not([disabled])").count() == 0
     state["fail"] = False
     page.click("#retry")
@@ -613,8 +613,11 @@ def test_a_choice_that_is_not_saved_stays_on_the_page_and_a_conflict_reloads(liv
     assert len(sent) == 2 and sent[0] == sent[1]  # resent with the same request id
     assert sent[0]["request_id"]
 
-    # the other tab picks differently: 409, and it reloads to show the stored pick
+    # the other tab picks differently: 409; it says the conversation changed in another tab,
+    # and its Reload shows the stored pick
     other.keyboard.press("8")
+    other.wait_for_selector("#stale:not([hidden])", timeout=TIMEOUT_MS)
+    other.click("#stale-reload")
     other.wait_for_function(
         "() => document.querySelectorAll('#transcript .msg.assistant').length === 1",
         timeout=TIMEOUT_MS,

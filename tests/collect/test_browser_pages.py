@@ -79,6 +79,7 @@ def site(tmp_path_factory):
         conversations.create_turn(
             storage, root, generating, "What should I plant in spring?", BACKENDS
         )
+        _failed_turn(storage, root)  # a failure the backends page lists
         to_stop = conversation(storage, root, [], finish=False)
         conversations.create_turn(storage, root, to_stop, "Tell me about compost.", BACKENDS)
         red_generating = conversation(storage, root, [], mode="red-team", finish=False)
@@ -89,6 +90,7 @@ def site(tmp_path_factory):
             "review": "/review",
             "admin": "/admin",
             "leaderboard": "/admin/leaderboard",
+            "backends": "/admin/backends",
             "helpful-finished": f"/conversations/{helpful_done}",
             "helpful-pick": f"/conversations/{helpful_pick}",
             "helpful-generating": f"/conversations/{generating}",
@@ -105,6 +107,8 @@ def site(tmp_path_factory):
             "data-pair": "/data/pairs/harmless-base/train/0",
             "data-attempts": "/data/attempts",
             "data-attempt": "/data/attempts/0",
+            "data-report": "/data/attempts/report",
+            "not-found": "/conversations/999999",
             "login": "/login",
         }
         yield base, pages, root_token, storage
@@ -116,6 +120,7 @@ PAGES = [
     "review",
     "admin",
     "leaderboard",
+    "backends",
     "helpful-finished",
     "helpful-pick",
     "helpful-generating",
@@ -131,8 +136,49 @@ PAGES = [
     "data-pair",
     "data-attempts",
     "data-attempt",
+    "data-report",
+    "not-found",
     "login",
 ]
+
+
+def _failed_turn(storage, who) -> None:
+    """A turn whose response A failed with a long, hostile model server message."""
+    from sqlalchemy import update
+
+    from hhrlhf.collect.db.models import Candidate
+
+    cid = conversation(storage, who, [], finish=False, backends=BACKENDS)
+    tid = conversations.create_turn(storage, who, cid, "Will it fail?", BACKENDS)["id"]
+    words = (
+        "The model `demo-a` does not exist <b>at</b> http://127.0.0.1:9/v1/chat/completions " * 3
+    )
+    with storage.write() as s:
+        s.execute(
+            update(Candidate)
+            .where(Candidate.turn_id == tid, Candidate.slot == "a")
+            .values(status="failed", error=words.strip())
+        )
+
+
+def test_every_page_route_of_the_app_is_checked(site):
+    """Each GET route that answers a page (not the JSON API, a download or a file) is one of
+    the pages the tests above open, so axe and the phone width reach every one."""
+    from hhrlhf.collect.config import demo_settings
+    from hhrlhf.collect.web.app import create_app
+
+    _base, pages, _token, storage = site
+    settings = replace(demo_settings("sqlite://"), data="sample")
+    app = create_app(settings, storage=storage)
+    not_pages = {"/admin/export", "/favicon.ico"}
+    paths = [p.split("?")[0] for p in pages.values()]
+    for route in app.routes:
+        path = getattr(route, "path", "")
+        if "GET" not in (getattr(route, "methods", None) or ()):
+            continue
+        if path.startswith("/api/") or path in not_pages:
+            continue
+        assert any(route.path_regex.match(p) for p in paths), f"no page test opens {path}"
 
 
 @pytest.fixture(scope="module")
@@ -180,11 +226,12 @@ def open_page(site, browser, logged_in, name, *, width=1280, height=800, scheme=
     return page
 
 
+@pytest.mark.parametrize("width", [1280, 375])
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("name", PAGES)
-def test_axe_finds_no_serious_violation(site, browser, logged_in, name, scheme):
+def test_axe_finds_no_serious_violation(site, browser, logged_in, name, scheme, width):
     need_axe()
-    page = open_page(site, browser, logged_in, name, scheme=scheme)
+    page = open_page(site, browser, logged_in, name, scheme=scheme, width=width)
     try:
         found = serious_violations(page)
         assert not found, "\n".join(found)

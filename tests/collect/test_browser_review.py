@@ -48,10 +48,12 @@ def test_review_then_admin_pages(browser, tmp_path):
         shots = tmp_path / "shots"
         shots.mkdir()
         page.screenshot(path=str(shots / "collect-review.png"), full_page=True)
+        page.wait_for_selector(".review-point:not([disabled])")  # A and B are in view
         with page.expect_navigation(timeout=TIMEOUT_MS):  # saved, then the next task loads
             page.keyboard.press("1")  # A4
         reviewed = 1
         while page.locator("#review").count():
+            assert "Saved" in page.text_content("#review-last")
             with page.expect_navigation(timeout=TIMEOUT_MS):
                 page.click(".review-point[data-key='6']")  # B2
             reviewed += 1
@@ -127,6 +129,11 @@ def test_review_shows_the_task_and_progress_skips_and_warns_before_red_team(brow
         assert page.locator("#content-warning").count() == 0
         with page.expect_navigation():
             page.keyboard.press("s")  # skip: the red-team one comes next
+        assert "Skipped: the last review was put aside" in page.text_content("#review-last")
+        # "left" counts the skipped one, and says so
+        assert page.text_content("#review-progress").startswith(
+            "2 left to review (this one included; 1 of them skipped"
+        )
         # red-team: the warning first, nothing shown or answerable behind it
         assert page.locator("#content-warning").is_visible()
         assert page.locator("#review-content").is_hidden()
@@ -136,6 +143,7 @@ def test_review_shows_the_task_and_progress_skips_and_warns_before_red_team(brow
         page.click("#reveal")
         assert page.locator("#review-content").is_visible()
         assert page.locator("#content-warning").is_hidden()
+        page.wait_for_selector(".review-point:not([disabled])")
         with page.expect_navigation():
             page.keyboard.press("1")
         # nothing new is left: the skipped one comes back
@@ -144,8 +152,51 @@ def test_review_shows_the_task_and_progress_skips_and_warns_before_red_team(brow
         assert "1 done today" in page.text_content("#review-progress")
         with page.expect_navigation():
             page.click("#skip")  # skipped again: it is all there is, so it stays
+        assert page.text_content("#review-last").startswith("Skipped")
+        page.wait_for_selector(".review-point:not([disabled])")
         with page.expect_navigation():
             page.keyboard.press("8")
         page.wait_for_selector("#review-empty")
+        assert seen["errors"] == [] and seen["dialogs"] == []
+        ctx.close()
+
+
+def test_the_review_scale_opens_once_a_and_b_have_been_in_view(browser, tmp_path):
+    from test_review import make_turn
+
+    from hhrlhf.collect.services import choices, conversations
+
+    long_a = "\n\n".join(f"Answer A, point {i}: mulch keeps the soil moist." for i in range(40))
+    long_b = "\n\n".join(f"Answer B, point {i}: water early in the day." for i in range(40))
+    with _serve(tmp_path) as (base, storage, token, app):
+        app.state.settings = replace(app.state.settings, review_fraction=1.0)
+        alice, _ = annotators.add_annotator(storage, "alice")
+        cid = conversations.create_conversation(storage, alice, "helpful", "Garden questions")["id"]
+        tid = make_turn(storage, alice, cid, "How do I keep tomatoes healthy?", long_a, long_b)
+        choices.record_choice(storage, alice, tid, pick="a", strength=2, strength_points=4)
+        conversations.finish_conversation(storage, alice, cid, None, None)
+        ctx = browser.new_context(viewport={"width": 375, "height": 812})
+        page = ctx.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        seen = _watch(page)
+        browser_login(page, base, token)
+        page.goto(base + "/review")
+        # B is below the fold: the scale is closed, and a key says why
+        assert page.locator(".review-point:not([disabled])").count() == 0
+        assert "once both A and B have been in view" in page.text_content("#review-hint")
+        page.keyboard.press("1")
+        assert "Read A and B first" in page.text_content("#review-status")
+        page.screenshot(path=str(tmp_path / "review-closed.png"), full_page=True)
+        page.locator(".candidate").nth(0).scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        assert page.locator(".review-point:not([disabled])").count() == 0
+        page.locator(".candidate").nth(1).scroll_into_view_if_needed()  # B seen: it opens
+        page.wait_for_selector(".review-point:not([disabled])")
+        assert page.locator(".review-point:not([disabled])").count() == 8
+        assert page.evaluate("document.documentElement.scrollWidth") <= 375
+        with page.expect_navigation():
+            page.click(".review-point[data-key='3']")
+        page.wait_for_selector("#review-empty")
+        assert page.text_content("#review-last").startswith("Saved")
         assert seen["errors"] == [] and seen["dialogs"] == []
         ctx.close()

@@ -28,21 +28,21 @@ def two_comparisons(storage):
 
 def test_a_skipped_task_gives_the_next_and_comes_back_last(storage, two_comparisons):
     alice, bob = two_comparisons
-    assert review_progress(storage, bob, 1.0) == {"left": 2, "done_today": 0}
+    assert review_progress(storage, bob, 1.0) == {"left": 2, "skipped": 0, "done_today": 0}
     first = next_task(storage, bob, 1.0)
     assert first["task_description"] == "Garden questions"
     skip_review(storage, bob, first["id"])
     second = next_task(storage, bob, 1.0)
     assert second["id"] != first["id"]
-    assert review_progress(storage, bob, 1.0) == {"left": 2, "done_today": 0}
+    assert review_progress(storage, bob, 1.0) == {"left": 2, "skipped": 1, "done_today": 0}
     submit_review(storage, bob, second["id"], "a", 2, PTS)
-    assert review_progress(storage, bob, 1.0) == {"left": 1, "done_today": 1}
+    assert review_progress(storage, bob, 1.0) == {"left": 1, "skipped": 1, "done_today": 1}
     again = next_task(storage, bob, 1.0)  # nothing new: the skipped one, open again
     assert again["id"] == first["id"] and again["status"] == "assigned"
     assert next_task(storage, bob, 1.0)["id"] == first["id"]  # still the open one
     submit_review(storage, bob, first["id"], "b", 1, PTS)
     assert next_task(storage, bob, 1.0) is None
-    assert review_progress(storage, bob, 1.0) == {"left": 0, "done_today": 2}
+    assert review_progress(storage, bob, 1.0) == {"left": 0, "skipped": 0, "done_today": 2}
 
 
 def test_a_skip_is_never_an_answer(storage, two_comparisons):

@@ -111,8 +111,13 @@ def other_slot(slot: str) -> str:
     return "b" if slot == "a" else "a"
 
 
-def failed_note(error: str | None) -> str:
-    """An annotator's note on a failed response, as a conversation is read: the reason only
-    when it was their own Stop (a model server's own words are for admins)."""
-    why = f"was {STOPPED}" if error == STOPPED else "could not be generated"
-    return f"the response {why}; retry"
+def annotator_failure(slot: str, error: str | None) -> str:
+    """All an annotator may see of a failed response, on every path (the page, the event
+    stream, the JSON API): that the model could not answer and that Retry is there, or that it
+    was their own Stop. Never the model server's words: servers name the model in them ("The
+    model `X` does not exist"), which would unblind the comparison; those are logged and shown
+    to admins only (``/admin/backends``)."""
+    side = slot.upper()
+    if error == STOPPED:
+        return f"Response {side} was {STOPPED}. Retry."
+    return f"Response {side}: the model could not answer. Retry."

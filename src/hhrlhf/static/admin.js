@@ -8,6 +8,15 @@
   const post = (url, body) => api("POST", url, body);
 
   // -- review: a click or keys 1..2N send the answer, then the next task loads -------------
+  const LAST = "hh-review-last"; // what happened to the last review, said on the next page
+  function sayLast() {
+    const box = $("#review-last");
+    const last = window.sessionStorage.getItem(LAST);
+    window.sessionStorage.removeItem(LAST);
+    if (!box || !last) return;
+    box.textContent = last;
+    box.hidden = false;
+  }
   function initReview(root) {
     const status = $("#review-status");
     const points = $$(".review-point", root);
@@ -24,6 +33,7 @@
           strength: parseInt(btn.dataset.strength, 10),
         });
         say(status, "Saved. Loading the next one…", "ok");
+        window.sessionStorage.setItem(LAST, "Saved: your answer to the last review is stored.");
         window.location.reload();
       } catch (err) {
         say(status, err.message, "error");
@@ -38,6 +48,11 @@
       say(status, "Skipping…");
       try {
         await post("/api/v1/reviews/" + root.dataset.id + "/skip");
+        say(status, "Skipped. Loading the next one…", "ok");
+        window.sessionStorage.setItem(
+          LAST,
+          "Skipped: the last review was put aside; it comes back once nothing else is left.",
+        );
         window.location.reload();
       } catch (err) {
         say(status, err.message, "error");
@@ -51,8 +66,26 @@
       reveal.addEventListener("click", () => {
         content.hidden = false;
         $("#content-warning").hidden = true;
-        (points[0] || content).focus();
+        ($(".candidate .text", content) || content).focus(); // A first: the scale opens once both are seen
       });
+    // the scale opens once A and B have both been in view (read, not answered blind)
+    const seen = new Set();
+    const hint = $("#review-hint");
+    let open = false;
+    const watcher = new IntersectionObserver(
+      (entries) => {
+        entries.forEach((e) => {
+          if (e.isIntersecting) seen.add(e.target.closest(".candidate"));
+        });
+        if (open || seen.size < 2) return;
+        open = true;
+        watcher.disconnect();
+        points.forEach((b) => (b.disabled = false));
+        hint.textContent = "Pick a point: click it or press its key.";
+      },
+      { threshold: 0.5 },
+    );
+    $$(".candidate .text", root).forEach((t) => watcher.observe(t)); // formatted or raw
     points.forEach((b) => b.addEventListener("click", () => answer(b)));
     $("#skip").addEventListener("click", skip);
     document.addEventListener("keydown", (ev) => {
@@ -63,7 +96,8 @@
       }
       if (content.hidden) return;
       const btn = points.find((b) => b.dataset.key === ev.key);
-      if (btn) answer(btn);
+      if (btn && !open) say(status, "Read A and B first: the scale opens once both have been in view.", "error");
+      else if (btn) answer(btn);
       else if (ev.key === "v") toggleAllRaw();
     });
   }
@@ -121,6 +155,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => {
+    sayLast();
     const review = $("#review");
     if (review) initReview(review);
     if ($("#annotators")) initAdmin();

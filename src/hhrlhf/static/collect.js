@@ -262,6 +262,7 @@
       pending: null, // {pick, strength} waiting for an edit
       requestId: null,
       requestKey: null,
+      loaded: false, // the conversation as stored is shown (what another tab may change)
     };
 
     const panel = (slot) => $('.candidate[data-slot="' + slot + '"]', compare);
@@ -389,6 +390,45 @@
       }
     }
 
+    // Another tab (or device) may change this conversation: a message sent, a pick made, the
+    // end. What this page shows is compared with what is stored; when they differ, the page
+    // says so and offers a reload instead of answering as if nothing happened.
+    function shownShape() {
+      const finishedHere = root.dataset.status === "finished";
+      return {
+        turns: transcript.querySelectorAll(".msg.human").length,
+        open: state.turn ? state.turn.id : null,
+        finished: finishedHere,
+      };
+    }
+
+    function storedShape(conv) {
+      const open = conv.turns.find((t) => !t.pick);
+      return { turns: conv.turns.length, open: open ? open.id : null, finished: conv.status === "finished" };
+    }
+
+    async function changedElsewhere() {
+      if (state.sending || !state.loaded) return false;
+      let conv;
+      try {
+        conv = await api("GET", "/api/v1/conversations/" + convId);
+      } catch (err) {
+        return false;
+      }
+      if (state.sending) return false;
+      const here = shownShape();
+      const there = storedShape(conv);
+      const same = here.turns === there.turns && here.open === there.open && here.finished === there.finished;
+      if (same) return false;
+      closeStream();
+      setScale(false);
+      $("#send").disabled = true;
+      const box = $("#stale");
+      box.hidden = false;
+      $("#stale-reload").focus();
+      return true;
+    }
+
     function resetCandidates() {
       ["a", "b"].forEach((slot) => {
         showText(part(slot, "text"), "");
@@ -437,6 +477,8 @@
       turnErrorText.textContent = msg;
       turnError.hidden = false;
       setScale(false);
+      // Retry in view (nothing sticky covers it: the page's scroll padding keeps it clear)
+      turnError.scrollIntoView({ block: "nearest" });
     }
 
     // an event of the undecided turn's stream, from either way of reading it
@@ -508,7 +550,9 @@
       btn.disabled = true;
       try {
         await api("POST", "/api/v1/turns/" + state.turn.id + "/retry");
-        openStream();
+        // read back as stored: a retry on another model draws the sides again (a response
+        // already complete may now show on the other side), then its stream is followed
+        await reloadTurn();
       } catch (err) {
         turnErrorText.textContent = err.message;
       } finally {
@@ -531,7 +575,7 @@
         bothReady();
       } else if (turn.status === "failed") {
         (turn.candidates || []).forEach((c) => {
-          if (c.status === "failed") slotFailed(c.slot, c.error || "This response could not be generated.");
+          if (c.status === "failed") slotFailed(c.slot, c.error || "The model could not answer. Retry.");
         });
         showTurnError("A response could not be generated. Your message is kept: retry.");
       } else if (source) {
@@ -613,11 +657,9 @@
         say(sendStatus, "Saved. Write your next message, or end the conversation.", "ok");
       } catch (err) {
         state.sending = false;
-        if (err.status === 409) {
-          // decided or finished elsewhere (another tab): show what is stored
-          say(choiceStatus, err.message + ". Reloading…", "error");
-          window.setTimeout(() => window.location.reload(), 1500);
-          return;
+        if (err.status === 409 && (await changedElsewhere())) {
+          say(choiceStatus, "Not saved: " + err.message + ".", "error");
+          return; // decided or finished elsewhere (another tab): the page offers a reload
         }
         setScale(true);
         if (edit !== null && editor) {
@@ -647,11 +689,14 @@
         res = await postForEvents("/api/v1/conversations/" + convId + "/turns", { text, stream: true }, controller.signal);
       } catch (err) {
         state.sending = false;
-        say(sendStatus, err.message, "error");
         $("#send").disabled = false;
+        // refused as this page shows the conversation: was it changed in another tab?
+        if (err.status === 409 && (await changedElsewhere())) return;
+        say(sendStatus, err.message, "error");
         return;
       }
       message.value = "";
+      if (message.hhUpdateCount) message.hhUpdateCount();
       say(sendStatus, "");
       const bubble = addBubble("human", "You", text);
       state.sending = false;
@@ -692,6 +737,7 @@
         await api("POST", "/api/v1/conversations/" + convId + "/finish", body);
         showFinished(comment, body.rating);
       } catch (err) {
+        if (err.status === 409 && (await changedElsewhere())) return;
         say($("#finish-status"), err.message, "error");
         $("#finish-submit").disabled = false;
       }
@@ -805,6 +851,19 @@
       });
     }
     $("#finish-form").addEventListener("submit", finish);
+    const draftKey = "hh-draft-" + convId;
+    $("#stale-reload").addEventListener("click", () => {
+      // a message typed here and refused is kept through the reload
+      if (message.value.trim()) window.sessionStorage.setItem(draftKey, message.value);
+      window.location.reload();
+    });
+    // back to this tab (or to this page by Back): is the conversation still as shown?
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") changedElsewhere();
+    });
+    window.addEventListener("pageshow", (ev) => {
+      if (ev.persisted) changedElsewhere();
+    });
 
     // load the conversation as stored
     api("GET", "/api/v1/conversations/" + convId)
@@ -816,6 +875,7 @@
           if (t.pick) addDecided(t);
           else open = t;
         });
+        state.loaded = true;
         if (conv.status === "finished") {
           showFinished(conv.comment || "", conv.rating);
           return;
@@ -828,11 +888,67 @@
         } else {
           showComposer(true);
         }
+        const draft = window.sessionStorage.getItem(draftKey);
+        if (draft !== null) {
+          window.sessionStorage.removeItem(draftKey);
+          if (!message.value) message.value = draft;
+          if (!composer.hidden) say(sendStatus, "Your message is kept in the box: send it when you are ready.");
+        }
       })
       .catch((err) => {
         say(sendStatus, err.message, "error");
         composer.hidden = false;
       });
+  }
+
+  // A text box with a limit (maxlength): near it, a counter says how much room is left; a
+  // paste that does not fit is cut at a word break and the box says how much was left out
+  // (the browser alone would cut it silently, mid-word).
+  function limitBox(box) {
+    const max = box.maxLength;
+    if (!(max > 0)) return;
+    const counter = document.createElement("p");
+    counter.className = "counter hint";
+    counter.id = box.id + "-counter";
+    counter.setAttribute("role", "status");
+    counter.hidden = true;
+    box.after(counter);
+    box.setAttribute("aria-describedby", counter.id);
+    let cutNote = "";
+    const n = (x) => x.toLocaleString("en");
+    function update() {
+      const len = box.value.length;
+      const near = len >= Math.floor(max * 0.9);
+      counter.hidden = !near && !cutNote;
+      counter.classList.toggle("full", len >= max);
+      const count = n(len) + " / " + n(max) + " characters";
+      counter.textContent = cutNote ? cutNote + " " + count : count;
+    }
+    box.addEventListener("input", (ev) => {
+      if (ev.inputType !== "insertFromPaste") cutNote = "";
+      update();
+    });
+    box.addEventListener("paste", (ev) => {
+      const text = ev.clipboardData ? ev.clipboardData.getData("text/plain") : "";
+      const start = box.selectionStart;
+      const end = box.selectionEnd;
+      const room = max - (box.value.length - (end - start));
+      if (text.length <= room) return;
+      ev.preventDefault();
+      let kept = text.slice(0, Math.max(room, 0));
+      const brk = kept.search(/\s\S*$/); // back to the last word break, if one is near
+      if (brk > 0 && kept.length - brk < 200 && text.length > kept.length) kept = kept.slice(0, brk);
+      box.setRangeText(kept, start, end, "end");
+      cutNote =
+        "The paste was cut to fit the " + n(max) + "-character limit: its last " +
+        n(text.length - kept.length) + " characters were left out.";
+      box.dispatchEvent(new InputEvent("input", { bubbles: true, inputType: "insertFromPaste" }));
+    });
+    box.addEventListener("change", update);
+    box.hhUpdateCount = () => {
+      cutNote = "";
+      update();
+    };
   }
 
   // Shared with admin.js (base.html loads this file first on every page).
@@ -851,6 +967,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => {
+    $$("textarea[maxlength]").forEach(limitBox);
     setupRawToggles();
     setupKeysHelp();
     setupLogout();

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..config import Settings
 from ..db import Storage
-from ..domain import STOPPED, AnnotatorInfo
+from ..domain import STOPPED, AnnotatorInfo, annotator_failure
 from ..finish import cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
@@ -65,10 +65,9 @@ def slot_label(slot: str) -> str:
 
 
 def failure_message(slot: str, why: str | None) -> str:
-    """What an annotator reads for a failed response: why (the model server's own words when
-    it gave them), and that Retry is there."""
-    why = (why or "").rstrip().rstrip(".")
-    return f"Response {slot_label(slot)} could not be generated{f': {why}' if why else ''}. Retry."
+    """What an annotator reads for a failed response (the model server's words, ``why``, go
+    to the log and to admins only): :func:`~hhrlhf.collect.domain.annotator_failure`."""
+    return annotator_failure(slot, why)
 
 
 @dataclass

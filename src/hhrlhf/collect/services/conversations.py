@@ -4,6 +4,7 @@ turn (drawing its two backends), retry, finish."""
 from __future__ import annotations
 
 import logging
+import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -323,6 +324,7 @@ def retry_turn(
     *,
     switch_after: int = 0,
     replace: Callable[[str, str], str | None] | None = None,
+    swap_sides: Callable[[], bool] | None = None,
 ) -> str:
     """Failed candidates back to pending; nothing else is touched.
 
@@ -330,7 +332,9 @@ def retry_turn(
     ``switch_after`` times (its ``attempts``; 0: never) is given the backend
     ``replace(failed backend, the other slot's backend)`` names, when it names another one
     (None: keep it); its attempts count again from 0. Red-team conversations keep their
-    backends (an attempt is rated against the models it ran on)."""
+    backends (an attempt is rated against the models it ran on). When a backend was switched,
+    the sides are drawn again (``swap_sides()``, a fair coin by default): which side failed
+    and came back from another model tells nothing of the models."""
     turn_owner(storage, who, turn_id)
     with storage.write(durable=False) as s:
         t = s.get_one(Turn, turn_id)
@@ -342,6 +346,7 @@ def retry_turn(
             and switch_after > 0
             and s.get_one(Conversation, t.conversation_id).mode == "helpful"
         )
+        switched = False
         for c in cands.values():
             if c.status != "failed":
                 continue
@@ -358,9 +363,28 @@ def retry_turn(
                         new,
                     )
                     c.backend, c.attempts = new, 0
+                    switched = True
             c.status, c.error = "pending", None
+        if switched and len(cands) == 2 and (swap_sides or _coin)():
+            _swap(cands["a"], cands["b"])
         t.status = "pending"
         return "pending"
+
+
+#: what a candidate holds, apart from which turn and side it is
+_CONTENT = [c.key for c in candidates_table.columns if c.key not in ("id", "turn_id", "slot")]
+
+
+def _coin() -> bool:
+    return secrets.randbelow(2) == 1
+
+
+def _swap(a: Candidate, b: Candidate) -> None:
+    """A's response becomes B's and B's A's (a ready one shows on the other side)."""
+    for key in _CONTENT:
+        va, vb = getattr(a, key), getattr(b, key)
+        setattr(a, key, vb)
+        setattr(b, key, va)
 
 
 # the hot services' statements, built once (their cache keys too)

@@ -323,11 +323,13 @@ def skip_review(storage: Storage, who: AnnotatorInfo, review_id: int) -> None:
 def review_progress(storage: Storage, who: AnnotatorInfo, fraction: float) -> dict[str, int]:
     """``left``: the reviews this reviewer can still be given (open, skipped, and every
     finished comparison of someone else selected for review and not yet given to them);
-    ``done_today``: the ones they answered since midnight UTC."""
+    ``skipped``: how many of those they skipped; ``done_today``: the ones they answered since
+    midnight UTC."""
     start = _now().replace(hour=0, minute=0, second=0, microsecond=0)
     mine = select(func.count()).select_from(Review).where(Review.reviewer_id == who.id)
     with storage.read() as s:
         waiting = s.scalar(mine.where(Review.status.in_(("assigned", "skipped")))) or 0
+        skipped = s.scalar(mine.where(Review.status == "skipped")) or 0
         today = s.scalar(mine.where(Review.status == "done", Review.decided_at >= start)) or 0
         new = 0
         if fraction > 0:
@@ -346,4 +348,4 @@ def review_progress(storage: Storage, who: AnnotatorInfo, fraction: float) -> di
                 )
             ).all()
             new = sum(selected_for_review(uid, index, fraction) for uid, index in rows)
-    return {"left": waiting + new, "done_today": today}
+    return {"left": waiting + new, "skipped": skipped, "done_today": today}

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..db.models import Candidate, Turn, candidates_table
-from ..domain import failed_note, iso
+from ..domain import annotator_failure, iso
 from ..finish import cut_reason
 
 if TYPE_CHECKING:
@@ -115,8 +115,8 @@ def turn_dict(
             "cut_reason": cut_reason(cand.cut, cand.finish_reason),
             "status": cand.status,
         }
-        if cand.status == "failed":  # why only when the annotator did it (admins: below)
-            d["error"] = failed_note(cand.error)
+        if cand.status == "failed":  # the server's own words for admins only (below)
+            d["error"] = annotator_failure(cand.slot, cand.error)
         if admin:
             d.update(
                 backend=cand.backend,

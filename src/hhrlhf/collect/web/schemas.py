@@ -143,6 +143,8 @@ class Skipped(_Answer):
 class ReviewProgress(_Answer):
     #: reviews this reviewer can still be given
     left: int
+    #: of those, the ones they skipped (each comes back once nothing else is left)
+    skipped: int
     #: reviews answered since midnight UTC
     done_today: int
 
