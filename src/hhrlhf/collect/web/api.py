@@ -411,6 +411,7 @@ def retry_turn(turn_id: int, request: Request, who: Who):
         turn_id,
         switch_after=st.settings.retry_switch_after,
         replace=another_backend,
+        swap_sides=lambda: st.rng.random() < 0.5,  # seeded with the other draws (``seed``)
     )
     return {"status": status}
 
