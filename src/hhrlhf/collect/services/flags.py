@@ -22,7 +22,14 @@ from ..db import Storage
 from ..db.models import ComparisonFlag
 from .export_select import exported_comparisons
 
-__all__ = ["collected_pairs", "flag_collected", "store_flags", "stored_flags", "flag_keys"]
+__all__ = [
+    "collected_pairs",
+    "flag_collected",
+    "store_flags",
+    "stored_flags",
+    "flags_stamp",
+    "flag_keys",
+]
 
 #: the review order of the flagged classes (the rest come after them)
 _FLAGGED = {"likely_mislabelled": 0, "ambiguous": 1}
@@ -93,6 +100,15 @@ def stored_flags(storage: Storage) -> dict[int, dict[str, Any]]:
             }
             for f in s.scalars(select(ComparisonFlag))
         }
+
+
+def flags_stamp(storage: Storage) -> tuple[Any, ...]:
+    """What changes when the stored flags do (a new run): their count and latest time."""
+    with storage.read() as s:
+        row = s.execute(
+            select(func.count(), func.max(ComparisonFlag.flagged_at)).select_from(ComparisonFlag)
+        ).one()
+    return tuple(row)
 
 
 def flag_keys(s: Any) -> dict[int, tuple[int, float]]:
