@@ -63,6 +63,10 @@ def test_db_precedence(tmp_path, monkeypatch):
         ('[collect]\npairing = "zigzag"\n[[backend]]\nname = "x"\nkind = "demo"\n', "pairing"),
         ('[collect]\nlease_seconds = 0\n[[backend]]\nname = "x"\nkind = "demo"\n', "lease_seconds"),
         (
+            '[collect]\nreview_order = "newest"\n[[backend]]\nname = "x"\nkind = "demo"\n',
+            "review_order must be one of: fewest_reviews, flagged",
+        ),
+        (
             '[collect]\nretry_switch_after = -1\n[[backend]]\nname = "x"\nkind = "demo"\n',
             "retry_switch_after must be 0",
         ),

@@ -23,6 +23,8 @@ EXAMPLE_CONFIG = Path(__file__).with_name("example-config.toml")
 BACKEND_KINDS = ("openai-chat", "openai-completions", "demo", "rerank")
 PAIRINGS = ("random", "fixed")
 CONTINUE = ("picked", "other")
+#: which review a reviewer is given next (docs/collect.md, "Review and agreement")
+REVIEW_ORDERS = ("fewest_reviews", "flagged")
 
 
 def default_db_url() -> str:
@@ -82,6 +84,9 @@ class Settings:
     red_team_continue: str = "picked"
     #: share of finished comparisons re-shown, blind, to other annotators (0 = no reviews)
     review_fraction: float = 0.1
+    #: which review comes next: "fewest_reviews" (fewest reviews so far, then the oldest) or
+    #: "flagged" (the comparisons hh collect flag doubts first, then the same)
+    review_order: str = "fewest_reviews"
     session_hours: float = 24 * 14
     lease_seconds: float = 30.0
     #: PostgreSQL connections one ``hh serve`` host may hold, its workers sharing them equally
@@ -161,6 +166,7 @@ _COLLECT_KEYS = {
     "pairing": str,
     "red_team_continue": str,
     "review_fraction": (int, float),
+    "review_order": str,
     "session_hours": (int, float),
     "lease_seconds": (int, float),
     "retry_switch_after": int,
@@ -290,6 +296,8 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         raise ConfigError(path, f"red_team_continue must be one of: {', '.join(CONTINUE)}")
     if not 0 <= settings.get("review_fraction", 0.1) <= 1:
         raise ConfigError(path, "review_fraction must be between 0 and 1")
+    if settings.get("review_order", "fewest_reviews") not in REVIEW_ORDERS:
+        raise ConfigError(path, f"review_order must be one of: {', '.join(REVIEW_ORDERS)}")
     if settings.get("max_response_chars", 20_000) < 1:
         raise ConfigError(path, "max_response_chars must be at least 1")
     if not 1 <= settings.get("strength_points", 4) <= 10:

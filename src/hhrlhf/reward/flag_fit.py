@@ -36,7 +36,14 @@ from ..errors import require
 from .loss import sigmoid
 from .model import fit_weights, pair_weights
 
-__all__ = ["DUAL_MAX_PAIRS", "SOLVERS", "dual_fit", "LinearFitter", "BackendFitter"]
+__all__ = [
+    "DUAL_MAX_PAIRS",
+    "SOLVERS",
+    "dual_fit",
+    "LinearFitter",
+    "BackendFitter",
+    "ExtraTraining",
+]
 
 #: ``auto`` fits through the kernel up to this many training pairs (a 3,000 x 3,750 kernel is
 #: 90 MB and a Newton step about a second on one core; measured in bench/RESULTS-pm.md).
@@ -179,3 +186,26 @@ class BackendFitter:
             chosen, rejected = model.score_pairs([self.pairs[i] for i in predict])
         self.used.append(self.backend)
         return np.asarray(chosen, dtype=float) - np.asarray(rejected, dtype=float)
+
+
+class ExtraTraining:
+    """A fitter whose every fit also trains on some pairs that are never scored.
+
+    ``inner`` fits on a list of pairs whose first ``own`` are the ones flagged and the rest
+    extra training data (``hh collect flag --data``: upstream pairs beside the collected
+    ones); ``margins(train, predict)`` takes indices into the first ``own`` and trains on
+    ``train`` and every extra pair."""
+
+    def __init__(self, inner: Any, own: int, extra: int) -> None:
+        np = require("numpy", "reward", "the preference model")
+        self.inner = inner
+        self.extra = np.arange(own, own + extra, dtype=np.int64)
+
+    @property
+    def used(self) -> list[str]:
+        return list(getattr(self.inner, "used", []))
+
+    def margins(self, train: Any, predict: Any, *, desc: str = "fitting") -> Any:
+        np = require("numpy", "reward", "the preference model")
+        train = np.concatenate([np.asarray(train, dtype=np.int64), self.extra])
+        return self.inner.margins(train, predict, desc=desc)

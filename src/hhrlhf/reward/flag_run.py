@@ -50,19 +50,31 @@ def run_flag(
     inject: tuple[float, int] | None = None,
     strata: int | None = None,
     resamples: int = 1000,
+    extra: Sequence[Any] = (),
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``(rows, report)``: the flag rows (:func:`.flag.flag_pairs`) and what ``hh pm flag
     --json`` prints. ``inject``: ``(rate, seed)`` of labels flipped first, and the report
     says how well the flags find them (:func:`.flag_eval.flip_report`); ``strata``: that
-    many margin strata (:func:`.flag_eval.strata_report`)."""
+    many margin strata (:func:`.flag_eval.strata_report`). ``extra``: more pairs in every
+    fold's training set, never scored (:class:`.flag_fit.ExtraTraining`); those sharing a
+    prompt with one of ``pairs`` are left out (the folds keep a prompt on one side), and the
+    report counts them (``extra_training``)."""
     from .flag_eval import flip_report, inject_flips, strata_report
+    from .flag_fit import ExtraTraining
+
+    if extra and strata:
+        raise ValueError("strata train on one stratum alone: not with extra training pairs")
 
     t0 = time.perf_counter()
     thresholds = thresholds or Thresholds()
     flipped = None
     if inject is not None:
         pairs, flipped = inject_flips(pairs, *inject)
-    fitter = make_fitter(pairs, backend, solver, **(options or {}))
+    prompts = {p.prompt for p in pairs}
+    kept = [p for p in extra if p.prompt not in prompts]
+    fitter = make_fitter([*pairs, *kept], backend, solver, **(options or {}))
+    if extra:
+        fitter = ExtraTraining(fitter, len(pairs), len(kept))
     votes = load_judges(judges, pairs)
     result = flag_pairs(
         pairs, fitter, folds=folds, seeds=seeds, thresholds=thresholds, judges=votes, vote=vote
@@ -81,6 +93,8 @@ def run_flag(
         "temperatures": result.temperatures,
         "counts": class_counts(rows),
     }
+    if extra:
+        report["extra_training"] = {"pairs": len(kept), "shared_prompt": len(extra) - len(kept)}
     if flipped is not None:
         for row, f in zip(rows, flipped.tolist(), strict=True):
             row["injected_flip"] = f

@@ -17,6 +17,8 @@ from ...records import PAIR_CLASSES, PreferencePair, RedTeamAttempt
 from .reports import ReportGate, _keep
 
 MAX_LIMIT = 200
+#: the flag filter's values (collected data): a class of ``hh collect flag``, or no flag
+FLAG_FILTERS = ("likely_mislabelled", "ambiguous", "clear", "unflagged")
 
 
 @dataclass
@@ -37,6 +39,8 @@ class DataIndex:
     reports: dict = field(default_factory=dict, repr=False)
     #: at most REPORT_SLOTS reports computed at once (the rest: the cache, or 503)
     report_gate: ReportGate = field(default_factory=lambda: ReportGate(), repr=False)
+    #: collected data: the ``hh collect flag`` flag of each flagged pair, by its row here
+    flags: dict[int, dict] = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, data) -> DataIndex:
@@ -92,6 +96,10 @@ class DataIndex:
             raise NotFound(f"no pair {subset}/{split}/{row} in {self.label}")
         return self.pairs[at]
 
+    def flag_of(self, p: PreferencePair) -> dict | None:
+        """The pair's mislabel flag (collected data flagged by ``hh collect flag``), or None."""
+        return self.flags.get(self._by_key.get((p.subset, p.split, p.index), -1))
+
     def query(self, q: PairQuery, offset: int = 0, limit: int = 50) -> tuple[int, list]:
         """(total matches, the pairs in ``[offset, offset + limit)``), in file order."""
         rows = self._rows(q)
@@ -121,6 +129,8 @@ class DataIndex:
             if q.chosen == "longer" and longer <= 0:
                 continue
             if q.chosen == "shorter" and longer >= 0:
+                continue
+            if q.flag and (self.flags[i]["class"] if i in self.flags else "unflagged") != q.flag:
                 continue
             if needle is not None and not _holds(pairs[i], needle, q.where):
                 continue
@@ -211,6 +221,7 @@ class PairQuery:
     chosen: str | None = None
     q: str | None = None
     where: str = "any"
+    flag: str | None = None
 
     def __post_init__(self):
         if self.cls and self.cls not in PAIR_CLASSES:
@@ -219,6 +230,8 @@ class PairQuery:
             raise Invalid(f"chosen must be longer or shorter, got {self.chosen!r}")
         if self.where not in ("any", "prompt", "responses"):
             raise Invalid(f"where must be any, prompt or responses, got {self.where!r}")
+        if self.flag and self.flag not in FLAG_FILTERS:
+            raise Invalid(f"unknown flag {self.flag!r}; known: {', '.join(FLAG_FILTERS)}")
 
 
 def pair_json(p: PreferencePair) -> dict:
@@ -227,13 +240,21 @@ def pair_json(p: PreferencePair) -> dict:
 
 def collected_index(storage) -> DataIndex:
     """The app's own database as HH data: exactly what ``hh collect export`` would write, with
-    the unfinished conversations and the weakest comparisons kept, so nothing is hidden."""
+    the unfinished conversations and the weakest comparisons kept, so nothing is hidden; each
+    pair ``hh collect flag`` flagged with its flag (:attr:`DataIndex.flags`)."""
     import tempfile
 
     from ..services.export import export_collection
+    from ..services.flags import stored_flags
 
+    ids: dict[tuple[str, str, int], int] = {}
     with tempfile.TemporaryDirectory(prefix="hh-collected-") as tmp:
-        export_collection(storage, tmp, min_strength=1, include_unfinished=True)
+        export_collection(storage, tmp, min_strength=1, include_unfinished=True, comparison_ids=ids)
         index = DataIndex.load(tmp)
     index.label = "collected"
+    flags = stored_flags(storage)
+    for key, comparison in ids.items():
+        at = index._by_key.get(key)
+        if at is not None and comparison in flags:
+            index.flags[at] = flags[comparison]
     return index

@@ -9,6 +9,7 @@ from sqlalchemy import (
     JSON,
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Integer,
     MetaData,
@@ -204,6 +205,25 @@ class RateCount(Base):
     #: the lease owner id of the worker process that counted them
     worker: Mapped[str] = mapped_column(String(64), primary_key=True)
     hits: Mapped[int] = mapped_column(Integer)
+
+
+class ComparisonFlag(Base):
+    """A collected comparison's mislabel flag (``hh collect flag``, :mod:`hhrlhf.reward.flag`):
+    the latest run's only, a new run replacing them all."""
+
+    __tablename__ = "comparison_flags"
+
+    comparison_id: Mapped[int] = mapped_column(
+        ForeignKey("comparisons.id", ondelete="CASCADE"), primary_key=True
+    )
+    #: the mean out-of-fold r(chosen) - r(rejected) of the exported line (a red-team pick
+    #: swapped: chosen is the less harmful response)
+    margin: Mapped[float] = mapped_column(Float)
+    margin_sd: Mapped[float] = mapped_column(Float)
+    p_mislabelled: Mapped[float] = mapped_column(Float)
+    #: likely_mislabelled | ambiguous | clear
+    cls: Mapped[str] = mapped_column("class", String(20))
+    flagged_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 # The tables as Core objects: the annotation loop's hot services (a message, its generation,

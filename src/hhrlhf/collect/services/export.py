@@ -36,7 +36,6 @@ import gzip
 import hashlib
 import io
 import os
-from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,11 +45,9 @@ import orjson
 from ...errors import ExportCheckError, HHError, UnknownNameError
 from ...outputs import check_writable, replace_dir, write_atomic
 from ...subsets import SUBSETS
-from ...transcript import ASSISTANT, HUMAN, Turn
 from ..config import BackendConfig
-from . import transcripts
 from .attempts import load_scorer, red_team_attempts
-from .export_check import check_line, stored_turns
+from .export_select import Tally, exported_comparisons, split_of
 
 __all__ = [
     "export_collection",
@@ -67,12 +64,6 @@ RED_TEAM_ATTEMPTS = "red-team-attempts/red_team_attempts.jsonl.gz"
 #: what ``num_params`` says when the conversation's backend has no ``num_params`` in the config
 FORMAT = "hhrlhf-collect-export/1"
 SPLITS = ("train", "test")
-
-
-def split_of(uid: str, test_fraction: float) -> str:
-    """``"test"`` for a stable ``test_fraction`` share of conversations, else ``"train"``."""
-    h = int.from_bytes(hashlib.sha256(uid.encode("utf-8")).digest()[:8], "big")
-    return "test" if h / 2**64 < test_fraction else "train"
 
 
 def _check_subset(name: str, option: str) -> None:
@@ -126,6 +117,7 @@ def export_collection(
     force: bool = False,
     backends: Mapping[str, BackendConfig] | None = None,
     scorer=None,
+    comparison_ids: dict[tuple[str, str, int], int] | None = None,
     _in_place: bool = False,
 ) -> dict:
     """Write the export under ``out_dir``; returns the manifest (also written as ``manifest.json``).
@@ -139,6 +131,8 @@ def export_collection(
     ``backends`` (name -> :class:`~hhrlhf.collect.config.BackendConfig`) gives the red-team
     attempts their ``model_type``/``num_params``; ``scorer`` (a saved preference model's folder,
     or a model with ``score(prompts, responses)``) gives them their harmlessness scores.
+    ``comparison_ids``, when given, is filled with the comparison of every line written, by
+    ``(subset, split, index)`` (the lines are :func:`.export_select.exported_comparisons`).
     """
     _check_subset(subset, "--subset")
     _check_subset(red_team_subset, "--red-team-subset")
@@ -167,70 +161,30 @@ def export_collection(
                 force=True,
                 backends=backends,
                 scorer=scorer,
+                comparison_ids=comparison_ids,
                 _in_place=True,
             )
     out_dir.mkdir(parents=True, exist_ok=True)
     storage.check_current()
     model = load_scorer(scorer)  # a bad --scorer fails before any file is written
-    agreed: set[tuple[int, int]] | None = None
-    reviewed: set[tuple[int, int]] = set()
-    if agreed_only:
-        from .review import agreed_turns, review_units
-
-        units = review_units(storage)
-        reviewed = {(u["conversation_id"], u["turn_index"]) for u in units}
-        agreed = agreed_turns(units)
-
+    tally = Tally()
     rows: dict[tuple[str, str], list[bytes]] = {(subset, sp): [] for sp in SPLITS}
-    left_out: Counter = Counter()
-    kinds: Counter = Counter()
-    conversations: Counter = Counter()
-    red_team: list[dict] = []
-    for conv in transcripts.iter_conversations_for_export(storage):
-        if conv["mode"] == "red-team":
-            red_team.append(conv)
-        finished = conv["status"] == "finished"
-        conversations["finished" if finished else "unfinished"] += 1
-        red = conv["mode"] == "red-team"
-        target = red_team_subset if red else subset
-        split = split_of(conv["uid"], test_fraction)
-        for turn in conv["turns"]:
-            prefix = turn["prefix"]
-            for comp in turn["comparisons"]:
-                if not finished and not include_unfinished:
-                    left_out["unfinished"] += 1
-                    continue
-                involved = [comp["rejected_slot"]] + (
-                    [comp["chosen_slot"]] if comp["kind"] == "pick" else []
-                )
-                key = (conv["id"], turn["index"])
-                if agreed is not None and key not in agreed:
-                    left_out["not_agreed" if key in reviewed else "unreviewed"] += 1
-                    continue
-                if any(turn["candidates"][s]["cut"] for s in involved if s):
-                    left_out["cut"] += 1
-                    continue
-                better, worse = comp["chosen_text"], comp["rejected_text"]
-                if better == worse:  # before "weak": an identical pair is stored as strength 1
-                    left_out["identical"] += 1
-                    continue
-                if comp["kind"] == "pick" and comp["strength"] < min_strength:
-                    left_out["weak"] += 1
-                    continue
-                if red and comp["kind"] == "pick":
-                    better, worse = worse, better
-                chosen, rejected = f"{prefix} {better}", f"{prefix} {worse}"
-                earlier = stored_turns(conv, turn["index"])
-                earlier.append(Turn(HUMAN, f" {turn['human']}"))
-                for text, response, side in (
-                    (chosen, better, "chosen"),
-                    (rejected, worse, "rejected"),
-                ):
-                    expected = [*earlier, Turn(ASSISTANT, f" {response}")]
-                    check_line(conv, turn["index"], text, expected, f"{side} text")
-                line = orjson.dumps({"chosen": chosen, "rejected": rejected})
-                rows.setdefault((target, split), []).append(line + b"\n")
-                kinds[comp["kind"]] += 1
+    selected = exported_comparisons(
+        storage,
+        min_strength=min_strength,
+        test_fraction=test_fraction,
+        subset=subset,
+        red_team_subset=red_team_subset,
+        include_unfinished=include_unfinished,
+        agreed_only=agreed_only,
+        tally=tally,
+    )
+    for line in selected:
+        lines = rows.setdefault((line.subset, line.split), [])
+        if comparison_ids is not None:
+            comparison_ids[line.subset, line.split, len(lines)] = line.comparison_id
+        lines.append(orjson.dumps({"chosen": line.chosen, "rejected": line.rejected}) + b"\n")
+    left_out, kinds, conversations = tally.left_out, tally.kinds, tally.conversations
     # a subset that got rows has both splits in the manifest; an empty one gets no file
     for name in {s for s, _ in rows}:
         for sp in SPLITS:
@@ -241,7 +195,7 @@ def export_collection(
 
     # checked (and scored) before any file is written: a bad line writes nothing
     attempts, attempts_left_out, unconfigured = red_team_attempts(
-        red_team, backends=backends, scorer=model
+        tally.red_team, backends=backends, scorer=model
     )
     files: dict[str, dict[str, Any]] = {}
     for (name, sp), lines in sorted(rows.items()):

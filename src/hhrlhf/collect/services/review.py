@@ -14,7 +14,8 @@ reviewer again until :func:`next_task` finds nothing new and opens the oldest sk
 Which comparisons are reviewed: a stable ``fraction`` of finished pick comparisons, chosen by a
 hash of the conversation's uid and the turn index (the same ones whatever the order of requests).
 Each is shown to annotators other than its author, the two responses in a random order; the
-review's pick is stored in the ORIGINAL slot order.
+review's pick is stored in the ORIGINAL slot order. With ``review_order = "flagged"`` the
+queue gives the comparisons ``hh collect flag`` doubts first (:func:`next_review`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from sqlalchemy.orm import Session as DBSession
 
 from ...errors import Conflict, Invalid, NotFound
 from ..db import Storage
-from ..db.models import Annotator, Comparison, Conversation, Review, Turn
+from ..db.models import Annotator, Comparison, ComparisonFlag, Conversation, Review, Turn
 from ..domain import AnnotatorInfo, other_slot
 from .writers import lock_writer
 
@@ -98,10 +99,17 @@ def _loaded(s: DBSession, review_id: int) -> tuple[Review, Comparison, Turn, Con
 
 
 def next_review(
-    storage: Storage, who: AnnotatorInfo, fraction: float, *, rng: random.Random | None = None
+    storage: Storage,
+    who: AnnotatorInfo,
+    fraction: float,
+    *,
+    rng: random.Random | None = None,
+    order: str = "fewest_reviews",
 ) -> dict[str, Any] | None:
     """The reviewer's open review task, else a new one (fewest reviews, assigned or done, first;
-    then the oldest), else ``None``.
+    then the oldest), else ``None``. ``order="flagged"``: the comparisons ``hh collect flag``
+    flagged come first (likely_mislabelled, then ambiguous, each by p_mislabelled, highest
+    first; :func:`flag_keys`), then the rest in that order.
 
     The scan of every finished comparison runs in a read transaction (SQLite: beside the
     writer, never holding the write lock); the write transaction only re-checks the
@@ -118,9 +126,10 @@ def next_review(
         if fraction <= 0:
             return None
         eligible = _review_candidates(s, who.id, fraction)
+        flagged = flag_keys(s) if order == "flagged" and eligible else {}
     if not eligible:
         return None
-    _, comparison_id = min(eligible)
+    _, _, comparison_id = min((flagged.get(cid, (2, 0.0)), n, cid) for n, cid in eligible)
     with storage.write() as s:
         lock_writer(s, who)  # one reviewer's requests in turn, while enabled
         open_id = _open_review(s, who.id)  # another request of this reviewer was first
@@ -272,11 +281,19 @@ def agreed_turns(units: list[dict[str, Any]]) -> set[tuple[int, int]]:
 
 
 def next_task(
-    storage: Storage, who: AnnotatorInfo, fraction: float, *, rng: random.Random | None = None
+    storage: Storage,
+    who: AnnotatorInfo,
+    fraction: float,
+    *,
+    rng: random.Random | None = None,
+    order: str = "fewest_reviews",
 ) -> dict[str, Any] | None:
-    """:func:`~.review.next_review`, else the task this reviewer skipped longest ago, opened
-    again; with ``task_description`` (what the conversation's author set out to do)."""
-    task = next_review(storage, who, fraction, rng=rng) or _reopen_skipped(storage, who)
+    """:func:`~.review.next_review` (in ``order``), else the task this reviewer skipped
+    longest ago, opened again; with ``task_description`` (what the conversation's author set
+    out to do)."""
+    task = next_review(storage, who, fraction, rng=rng, order=order) or _reopen_skipped(
+        storage, who
+    )
     if task is None:
         return None
     with storage.read() as s:
@@ -349,3 +366,18 @@ def review_progress(storage: Storage, who: AnnotatorInfo, fraction: float) -> di
             ).all()
             new = sum(selected_for_review(uid, index, fraction) for uid, index in rows)
     return {"left": waiting + new, "skipped": skipped, "done_today": today}
+
+
+#: the flag classes served first under ``review_order = "flagged"``, in that order
+_FLAGGED = {"likely_mislabelled": 0, "ambiguous": 1}
+
+
+def flag_keys(s: Any) -> dict[int, tuple[int, float]]:
+    """In the session ``s``: the flagged comparisons' review keys by id,
+    ``(0 likely_mislabelled | 1 ambiguous, -p_mislabelled)`` (smaller: reviewed first)."""
+    rows = s.execute(
+        select(
+            ComparisonFlag.comparison_id, ComparisonFlag.cls, ComparisonFlag.p_mislabelled
+        ).where(ComparisonFlag.cls.in_(list(_FLAGGED)))
+    ).all()
+    return {cid: (_FLAGGED[cls], -float(p)) for cid, cls, p in rows}

@@ -122,6 +122,7 @@ def _export_dict(c: Conversation, a: Annotator, turns: list[Turn]) -> dict[str, 
                 },
                 "comparisons": [
                     {
+                        "id": x.id,
                         "kind": x.kind,
                         "pick": x.pick,
                         "strength": x.strength,

@@ -63,7 +63,9 @@ def review_page(request: Request):
     if who is None:
         return _login_required(request)
     st = request.app.state
-    task = next_task(st.storage, who, st.settings.review_fraction, rng=st.rng)
+    task = next_task(
+        st.storage, who, st.settings.review_fraction, rng=st.rng, order=st.settings.review_order
+    )
     progress = review_progress(st.storage, who, st.settings.review_fraction)
     points = st.settings.strength_points
     mode = MODES.get(task["mode"] if task else "helpful", MODES["helpful"])

@@ -53,7 +53,9 @@ def _state(request: Request):
 @router.get("/reviews/next", responses=answers(schemas.NextReview))
 def review_next(request: Request, who: Who):
     st = _state(request)
-    task = next_task(st.storage, who, st.settings.review_fraction, rng=st.rng)
+    task = next_task(
+        st.storage, who, st.settings.review_fraction, rng=st.rng, order=st.settings.review_order
+    )
     progress = review_progress(st.storage, who, st.settings.review_fraction)
     return {"review": task, "strength_points": st.settings.strength_points, "progress": progress}
 

@@ -26,10 +26,11 @@ from ...records import PAIR_CLASSES
 from ...transcript import MARKER_RE
 from ..browse import MAX_LIMIT, DataIndex, PairQuery, collected_index
 from ..browse.diff import word_diff
-from ..browse.index import pair_json
+from ..browse.index import FLAG_FILTERS, pair_json
 from ..browse.reports import REPORT_CACHE, _keep
 from ..browse.snippets import cut_words, highlight
 from ..services import transcripts
+from ..services.flags import flags_stamp
 from . import schemas
 from .api import Who
 from .auth import optional_annotator
@@ -48,7 +49,7 @@ def _collected(app) -> DataIndex:
     page of the collected data read the whole database each time)."""
     storage = app.state.storage
     with _collected_lock:  # one rebuild at a time; the others then find it done
-        stamp = transcripts.export_stamp(storage)
+        stamp = (transcripts.export_stamp(storage), flags_stamp(storage))  # a new flag run too
         kept = getattr(app.state, "collected", None)
         if kept is None or kept[0] != stamp:
             kept = (stamp, collected_index(storage))
@@ -98,6 +99,7 @@ def _pair_query(params) -> tuple[PairQuery, int, int]:
         chosen=params.get("chosen") or None,
         q=params.get("q") or None,
         where=params.get("where") or "any",
+        flag=params.get("flag") or None,
     )
     return (
         q,
@@ -309,6 +311,7 @@ async def data_page(request: Request):
         nav=_nav("/data", request.query_params, offset, limit, total),
         took_ms=took * 1000,
         classes=PAIR_CLASSES,
+        flag_filters=FLAG_FILTERS,
         subsets=sorted({f["subset"] for f in index.files if f["subset"] != "red-team-attempts"}),
         # the splits there are, upstream's order first (a folder may hold only a test split)
         splits=sorted(
@@ -350,6 +353,7 @@ def pair_page(subset: str, split: str, row: int, request: Request):
         rejected_segments=diff.rejected,
         diff_exact=diff.exact,
         classes=[(c, PAIR_CLASSES[c]) for c in sorted(p.classes)],
+        flag=index.flag_of(p),
         json_url=f"/api/v1/data/pairs/{quote(subset)}/{quote(split)}/{row}"
         + ("?source=collected" if collected else ""),
         neighbours=_neighbours(here, row, rows, collected),

@@ -1,0 +1,131 @@
+"""Which stored comparisons the export turns into lines, and what each line says: the one
+selection :func:`.export.export_collection` writes and ``hh collect flag`` flags.
+
+:func:`exported_comparisons` yields one :class:`Exported` per line, in the export's order
+(each ``(subset, split)`` file's lines in the order yielded, so a line's ``index`` in its
+file is its position among the lines of that file), and counts what it leaves out and why in
+a :class:`Tally`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ...transcript import ASSISTANT, HUMAN, Turn
+from ..db import Storage
+from . import transcripts
+from .export_check import check_line, stored_turns
+
+__all__ = ["Exported", "Tally", "exported_comparisons", "split_of"]
+
+
+def split_of(uid: str, test_fraction: float) -> str:
+    """``"test"`` for a stable ``test_fraction`` share of conversations, else ``"train"``."""
+    h = int.from_bytes(hashlib.sha256(uid.encode("utf-8")).digest()[:8], "big")
+    return "test" if h / 2**64 < test_fraction else "train"
+
+
+class Exported(NamedTuple):
+    """One line of the export: the comparison it comes from and where it goes."""
+
+    comparison_id: int
+    subset: str
+    split: str
+    chosen: str
+    rejected: str
+
+
+@dataclass
+class Tally:
+    """What a selection saw besides its lines: left out (by reason), kinds, conversations, and
+    the red-team conversations (for the attempts file)."""
+
+    left_out: Counter[str] = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)
+    conversations: Counter[str] = field(default_factory=Counter)
+    red_team: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _agreement(storage: Storage) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
+    from .review import agreed_turns, review_units
+
+    units = review_units(storage)
+    reviewed = {(u["conversation_id"], u["turn_index"]) for u in units}
+    return agreed_turns(units), reviewed
+
+
+def _reason(
+    conv: dict[str, Any],
+    turn: dict[str, Any],
+    comp: dict[str, Any],
+    min_strength: int,
+    include_unfinished: bool,
+    agreement: tuple[set[tuple[int, int]], set[tuple[int, int]]] | None,
+) -> str | None:
+    """Why the comparison is left out, or None when it is a line."""
+    if conv["status"] != "finished" and not include_unfinished:
+        return "unfinished"
+    if agreement is not None:
+        key = (conv["id"], turn["index"])
+        if key not in agreement[0]:
+            return "not_agreed" if key in agreement[1] else "unreviewed"
+    involved = [comp["rejected_slot"]] + ([comp["chosen_slot"]] if comp["kind"] == "pick" else [])
+    if any(turn["candidates"][s]["cut"] for s in involved if s):
+        return "cut"
+    if comp["chosen_text"] == comp["rejected_text"]:
+        return "identical"  # before "weak": an identical pair is stored as strength 1
+    if comp["kind"] == "pick" and comp["strength"] < min_strength:
+        return "weak"
+    return None
+
+
+def _line(conv: dict[str, Any], turn: dict[str, Any], comp: dict[str, Any]) -> tuple[str, str]:
+    """``(chosen, rejected)`` of the comparison's line, checked against the stored turns."""
+    better, worse = comp["chosen_text"], comp["rejected_text"]
+    if conv["mode"] == "red-team" and comp["kind"] == "pick":
+        better, worse = worse, better  # the annotator picked the MORE harmful response
+    prefix = turn["prefix"]
+    chosen, rejected = f"{prefix} {better}", f"{prefix} {worse}"
+    earlier = stored_turns(conv, turn["index"])
+    earlier.append(Turn(HUMAN, f" {turn['human']}"))
+    for text, response, side in ((chosen, better, "chosen"), (rejected, worse, "rejected")):
+        expected = [*earlier, Turn(ASSISTANT, f" {response}")]
+        check_line(conv, turn["index"], text, expected, f"{side} text")
+    return chosen, rejected
+
+
+def exported_comparisons(
+    storage: Storage,
+    *,
+    min_strength: int = 2,
+    test_fraction: float = 0.05,
+    subset: str = "helpful-base",
+    red_team_subset: str = "harmless-base",
+    include_unfinished: bool = False,
+    agreed_only: bool = False,
+    tally: Tally | None = None,
+) -> Iterator[Exported]:
+    """The export's lines with these options (those of :func:`.export.export_collection`),
+    in its order; every line checked (:mod:`.export_check`)."""
+    tally = tally if tally is not None else Tally()
+    agreement = _agreement(storage) if agreed_only else None
+    for conv in transcripts.iter_conversations_for_export(storage):
+        red = conv["mode"] == "red-team"
+        if red:
+            tally.red_team.append(conv)
+        tally.conversations["finished" if conv["status"] == "finished" else "unfinished"] += 1
+        target = red_team_subset if red else subset
+        split = split_of(conv["uid"], test_fraction)
+        for turn in conv["turns"]:
+            for comp in turn["comparisons"]:
+                why = _reason(conv, turn, comp, min_strength, include_unfinished, agreement)
+                if why is not None:
+                    tally.left_out[why] += 1
+                    continue
+                chosen, rejected = _line(conv, turn, comp)
+                tally.kinds[comp["kind"]] += 1
+                yield Exported(comp["id"], target, split, chosen, rejected)

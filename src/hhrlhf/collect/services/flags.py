@@ -1,0 +1,107 @@
+"""Mislabel flags of the collected comparisons (``hh collect flag``).
+
+The comparisons flagged are the export's lines (:func:`.export_select.exported_comparisons`
+with the export's defaults), each as the pair its line is, ``index`` its row in its
+``<subset>/<split>`` file: a flags file written here matches ``hh collect export``'s files
+(``hh clean --drop-flagged`` reads it). The flags are :func:`hhrlhf.reward.flag_run.run_flag`'s,
+upstream pairs (when given) extra training data only. The database keeps the latest run's
+flags, one row per comparison (``comparison_flags``): a new run replaces them all.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, select
+
+from ...errors import HHError
+from ...records import PreferencePair
+from ..db import Storage
+from ..db.models import ComparisonFlag
+from .export_select import exported_comparisons
+
+__all__ = [
+    "collected_pairs",
+    "flag_collected",
+    "store_flags",
+    "stored_flags",
+    "flags_stamp",
+]
+
+
+def collected_pairs(storage: Storage) -> tuple[list[int], list[PreferencePair]]:
+    """``(comparison ids, pairs)``: the export's lines, in its order."""
+    ids, pairs, rows = [], [], Counter[tuple[str, str]]()
+    for line in exported_comparisons(storage):
+        key = (line.subset, line.split)
+        pairs.append(PreferencePair(line.chosen, line.rejected, line.subset, line.split, rows[key]))
+        rows[key] += 1
+        ids.append(line.comparison_id)
+    return ids, pairs
+
+
+def flag_collected(
+    storage: Storage, upstream: Sequence[Any] = (), *, folds: int = 5, seeds: int = 2
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``(rows, report)`` of :func:`~hhrlhf.reward.flag_run.run_flag` on the collected pairs,
+    ``upstream`` pairs in every fold's training set; each row with its ``comparison_id``."""
+    from ...reward.flag_run import run_flag
+
+    ids, pairs = collected_pairs(storage)
+    if not pairs:
+        raise HHError(
+            "the database holds no comparison that hh collect export would write: nothing to flag"
+        )
+    rows, report = run_flag(pairs, folds=folds, seeds=seeds, extra=upstream)
+    return [{"comparison_id": c, **r} for c, r in zip(ids, rows, strict=True)], report
+
+
+def store_flags(storage: Storage, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Replace the stored flags with ``rows`` in one transaction; returns how many were
+    replaced (``replaced``) and when the run they came from was (``previous``, or None)."""
+    from ..domain import now
+
+    at = now()
+    with storage.write() as s:
+        replaced = s.scalar(select(func.count()).select_from(ComparisonFlag)) or 0
+        previous = s.scalar(select(func.max(ComparisonFlag.flagged_at)))
+        s.execute(delete(ComparisonFlag))
+        s.add_all(
+            ComparisonFlag(
+                comparison_id=r["comparison_id"],
+                margin=r["margin"],
+                margin_sd=r["margin_sd"],
+                p_mislabelled=r["p_mislabelled"],
+                cls=r["class"],
+                flagged_at=at,
+            )
+            for r in rows
+        )
+    return {"replaced": replaced, "previous": previous, "stored": len(rows)}
+
+
+def stored_flags(storage: Storage) -> dict[int, dict[str, Any]]:
+    """The stored flags by comparison id: ``margin``, ``margin_sd``, ``p_mislabelled``,
+    ``class``, ``flagged_at``."""
+    with storage.read() as s:
+        return {
+            f.comparison_id: {
+                "margin": f.margin,
+                "margin_sd": f.margin_sd,
+                "p_mislabelled": f.p_mislabelled,
+                "class": f.cls,
+                "flagged_at": f.flagged_at,
+            }
+            for f in s.scalars(select(ComparisonFlag))
+        }
+
+
+def flags_stamp(storage: Storage) -> tuple[Any, ...]:
+    """What changes when the stored flags do (a new run): their count and latest time."""
+    with storage.read() as s:
+        row = s.execute(
+            select(func.count(), func.max(ComparisonFlag.flagged_at)).select_from(ComparisonFlag)
+        ).one()
+    return tuple(row)
