@@ -11,13 +11,16 @@ the worker that did not write it. One server per database and worker count serve
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 
 import httpx
 import orjson
 import pytest
-from hostile import MARKERS, PAYLOADS
+from hostile import MARKERS, NAME, PAYLOADS
+from logins import login
+from markupsafe import escape
 from openai_server import serve as serve_model
 from test_api import sse
 from test_load import serve
@@ -110,7 +113,7 @@ def _worker_of(proc, client: httpx.Client, port: int) -> int | None:
     return next((pid for pid in _pids(proc) if _inodes(pid) & mine), None)
 
 
-def _pinned(server, token: str) -> list[httpx.Client]:
+def _pinned(server, token: str | None) -> list[httpx.Client]:
     """Two clients of ``token``, each on a connection of its own; on two workers, one on each."""
     proc, _, workers = server
     port = int(proc.base.rsplit(":", 1)[1])
@@ -120,7 +123,7 @@ def _pinned(server, token: str) -> list[httpx.Client]:
     def client() -> httpx.Client:
         return httpx.Client(
             base_url=proc.base,
-            headers={"Authorization": f"Bearer {token}"},
+            headers={"Authorization": f"Bearer {token}"} if token else None,
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
             timeout=20,
         )
@@ -245,4 +248,25 @@ def test_a_finished_turn_replays_alike_on_the_other_worker(server, hostile_model
         assert "obey me" not in done["text"] and "obey me" not in done["html"]
         for raw in ("<script", "<img", "<iframe", 'href="javascript'):
             assert raw not in done["html"].lower(), (raw, done["html"])
+    a.close(), b.close()
+
+
+def test_a_disabled_login_session_is_refused_at_once_on_the_other_worker(server):
+    """The page's way: logged in through one worker (a session cookie), the page read through
+    both, then disabled: the next write through the other worker is refused."""
+    who, token = _annotator(server, NAME)  # a hostile name, shown escaped by both workers
+    a, b = _pinned(server, None)
+    assert login(a, token).status_code == 303
+    b.cookies = a.cookies
+    pages = [c.get("/") for c in (a, b)]  # each worker knows the session
+    assert all(p.status_code == 200 and str(escape(who.name)) in p.text for p in pages)
+    csrf = re.search(r'<meta name="csrf-token" content="([^"]+)">', pages[1].text).group(1)
+    body = {"task_description": PAYLOADS["title-break"]}
+    assert (
+        b.post("/api/v1/conversations", json=body, headers={"X-CSRF-Token": csrf}).status_code
+        == 201
+    )
+    annotators.set_disabled(server[1], who.name)
+    r = b.post("/api/v1/conversations", json=body, headers={"X-CSRF-Token": csrf})
+    assert r.status_code == 403 and "disabled" in r.json()["error"], r.text
     a.close(), b.close()
