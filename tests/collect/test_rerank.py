@@ -506,3 +506,19 @@ def test_rerank_over_a_failing_base_tells_the_annotator_only_a_generic_note_and_
     assert ends[-1] == ("end", {"status": "ready"})
     conv = client.get(f"/api/v1/conversations/{cid}", headers=h).json()
     assert sorted(c["text"] for c in conv["turns"][0]["candidates"]) == sorted(GOOD)
+
+
+def test_a_failing_sample_is_left_out_as_a_cut_one(
+    make_client, settings, model_server, alice, storage, pm_dir
+):
+    """One of k samples fails (the base errs once): the turn shows the best two of the rest."""
+    model_server.script.fail, model_server.script.fail_times = 503, 1
+    model_server.script.replies = [*GOOD, BAD[0]]
+    client = make_client(rerank_settings(settings, model_server, pm_dir, k=4))
+    turn = _first_turn(client, headers_of(alice), "helpful")
+    assert turn["status"] == "ready"
+    assert sorted(c["text"] for c in turn["candidates"]) == sorted(GOOD)
+    with storage.engine.connect() as c:
+        (params,) = c.execute(text("SELECT params FROM candidates WHERE slot = 'a'")).one()
+    samples = (json.loads(params) if isinstance(params, str) else params)["rerank"]["samples"]
+    assert len(samples) == 3  # the three that answered
