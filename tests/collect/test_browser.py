@@ -43,13 +43,14 @@ class _Server(uvicorn.Server):
 
 
 @contextmanager
-def serve_app(tmp_path, make_settings, *, name: str = "robin"):
+def serve_app(tmp_path, make_settings, *, name: str = "robin", url: str | None = None):
     """(base URL, storage, login token of ``name``, app, settings) of the app serving on
-    127.0.0.1 on a free port; ``make_settings(db_url)`` gives its settings."""
+    127.0.0.1 on a free port; ``make_settings(db_url)`` gives its settings. ``url``: its
+    database (a SQLite file in ``tmp_path`` without it)."""
     from hhrlhf.collect.db import Storage
     from hhrlhf.collect.web.app import create_app
 
-    url = f"sqlite:///{tmp_path / 'collect.db'}"
+    url = url or f"sqlite:///{tmp_path / 'collect.db'}"
     storage = Storage(url)
     storage.upgrade()
     _, token = annotators.add_annotator(storage, name)

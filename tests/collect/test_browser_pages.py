@@ -84,8 +84,12 @@ def site(tmp_path_factory):
         conversations.create_turn(storage, root, to_stop, "Tell me about compost.", BACKENDS)
         red_generating = conversation(storage, root, [], mode="red-team", finish=False)
         conversations.create_turn(storage, root, red_generating, "How do locks work?", BACKENDS)
+        # someone else's turn being written: the admin reads it, may Stop and Retry, not write
+        alices = conversation(storage, alice, [("a", 2)], finish=False, backends=BACKENDS)
+        conversations.create_turn(storage, alice, alices, "Whose page is this?", BACKENDS)
         pages = {
             "home": "/",
+            "reader-generating": f"/conversations/{alices}",
             "help": "/help",
             "review": "/review",
             "admin": "/admin",
@@ -127,6 +131,7 @@ PAGES = [
     "red-team-finished",
     "red-team-pick",
     "red-team-generating",
+    "reader-generating",
     "helpful-edit",
     "helpful-long",
     "helpful-markdown",
@@ -533,6 +538,27 @@ def test_responses_show_their_seconds_and_stop_then_retry_at_once(site, browser,
         turn = conversations.get_conversation(storage, root, conv_id)["turns"][-1]
         assert turn["status"] == "failed"
         page.keyboard.press("r")  # retried at once: written again
+        state = '.candidate[data-slot="a"] [data-role="state"]'
+        page.wait_for_function(f"() => document.querySelector('{state}').textContent !== 'failed'")
+        assert page.text_content(state) == "writing…"
+    finally:
+        page.context.close()
+
+
+def test_an_admin_reads_anothers_conversation_stops_and_retries_but_has_no_message_box(
+    site, browser, logged_in
+):
+    page = open_page(site, browser, logged_in, "reader-generating")
+    try:
+        assert page.locator("#reader-note").is_visible()
+        for part in ("#composer", "#message", "#finish", "#edit-toggle"):
+            assert page.locator(part).count() == 0, part
+        assert page.locator(".msg.human").count() == 2  # the transcript drawn as stored
+        page.keyboard.press("m")  # the message key has no box to go to
+        assert page.evaluate("() => document.activeElement.tagName") != "TEXTAREA"
+        page.keyboard.press("x")  # Stop
+        page.wait_for_selector("#retry", state="visible", timeout=3000)
+        page.keyboard.press("r")  # Retry: written again
         state = '.candidate[data-slot="a"] [data-role="state"]'
         page.wait_for_function(f"() => document.querySelector('{state}').textContent !== 'failed'")
         assert page.text_content(state) == "writing…"

@@ -56,9 +56,10 @@ def model():
     running.stop()
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory, model):
-    """(base URL, storage, token, db URL) of the app on 127.0.0.1 with the loopback model."""
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def served(request, tmp_path_factory, model):
+    """(base URL, storage, token, db URL) of the app on 127.0.0.1 with the loopback model, on
+    SQLite and on PostgreSQL."""
     from hhrlhf.collect.config import demo_settings
 
     def make(url):
@@ -66,7 +67,10 @@ def served(tmp_path_factory, model):
         return replace(demo_settings(url), backends=backends)
 
     tmp = tmp_path_factory.mktemp("hostile")
-    with serve_app(tmp, make, name=NAME) as (base, storage, token, _app, settings):
+    url = None
+    if request.param == "postgres":
+        url = request.getfixturevalue("postgres_server").new_database("hostile")
+    with serve_app(tmp, make, name=NAME, url=url) as (base, storage, token, _app, settings):
         yield base, storage, token, settings.db_url
 
 

@@ -291,3 +291,48 @@ def test_static_script_and_style_are_served_and_safe(make):
     assert ico.status_code == 200 and ico.headers["content-type"] == "image/svg+xml"
     assert ico.content == client.get("/static/favicon.svg").content
     assert ico.headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.parametrize("mode", ["helpful", "red-team"])
+def test_only_the_conversations_annotator_gets_a_message_box(make, storage, mode):
+    """The annotator and an admin in their own conversation get the message box, the edit and
+    the end form; an admin reading another's gets none of them (they may Stop and Retry, never
+    write: docs/collect.md), another annotator gets the 404 page."""
+    _, bob_token = annotators.add_annotator(storage, "bob")
+    _, root_token = annotators.add_annotator(storage, "root", role="admin")
+    _, carol_token = annotators.add_annotator(storage, "carol")
+
+    def start(token):
+        r = make().post(
+            "/api/v1/conversations",
+            json={"mode": mode, "task_description": "t"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        return r.json()["id"]
+
+    bobs, roots = start(bob_token), start(root_token)
+    writes = ('id="composer"', 'id="message"', 'id="finish-form"', 'id="comment"')
+    writes += ('id="stop"', 'id="rating"') if mode == "red-team" else ()
+    for token, cid, writer in (
+        (bob_token, bobs, True),
+        (root_token, roots, True),
+        (root_token, bobs, False),
+    ):
+        client = make()
+        assert login(client, token).status_code == 303
+        r = client.get(f"/conversations/{cid}")
+        assert r.status_code == 200
+        assert _audit(r.text).inline == []
+        html = r.text
+        assert f'data-writer="{int(writer)}"' in html
+        for part in writes:
+            assert (part in html) is writer, (cid, part)
+        assert ('id="edit-toggle"' in html) is (writer and mode == "helpful")
+        assert ('id="reader-note"' in html) is not writer
+        assert 'id="halt"' in html and 'id="retry"' in html  # Stop and Retry stay
+        yours = client.get(f"/api/v1/conversations/{cid}", headers={"X-CSRF-Token": _csrf(html)})
+        assert yours.json()["yours"] is writer
+    client = make()
+    assert login(client, carol_token).status_code == 303
+    r = client.get(f"/conversations/{bobs}")
+    assert r.status_code == 404 and 'id="composer"' not in r.text

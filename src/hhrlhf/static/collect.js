@@ -240,8 +240,11 @@
     const convId = root.dataset.id;
     const transcript = $("#transcript");
     const compare = $("#compare");
-    const composer = $("#composer");
-    const message = $("#message");
+    // an admin reading another annotator's conversation: the page has no message box and no
+    // end form (the server leaves them out); stand-ins outside the page keep the code one path
+    const writer = root.dataset.writer === "1";
+    const composer = $("#composer") || document.createElement("form");
+    const message = $("#message") || document.createElement("textarea");
     const sendStatus = $("#send-status");
     const choiceStatus = $("#choice-status");
     const turnError = $("#turn-error");
@@ -251,7 +254,7 @@
     const editToggle = $("#edit-toggle");
     const editor = $("#editor");
     const editText = $("#edit-text");
-    const finishBox = $("#finish");
+    const finishBox = $("#finish") || document.createElement("details");
     const finished = $("#finished");
 
     const state = {
@@ -306,6 +309,7 @@
     }
 
     function setScale(on) {
+      on = on && writer; // the choice is the annotator's own
       state.scaleOn = on;
       points.forEach((b) => {
         b.disabled = !on;
@@ -422,7 +426,7 @@
       if (same) return false;
       closeStream();
       setScale(false);
-      $("#send").disabled = true;
+      if (writer) $("#send").disabled = true;
       const box = $("#stale");
       box.hidden = false;
       $("#stale-reload").focus();
@@ -850,7 +854,7 @@
         editToggle.focus();
       });
     }
-    $("#finish-form").addEventListener("submit", finish);
+    if (writer) $("#finish-form").addEventListener("submit", finish);
     const draftKey = "hh-draft-" + convId;
     $("#stale-reload").addEventListener("click", () => {
       // a message typed here and refused is kept through the reload

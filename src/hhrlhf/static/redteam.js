@@ -26,12 +26,12 @@
       count.textContent = turnText(n, suggested);
       count.dataset.turns = String(n);
       const done = root.dataset.status === "finished";
-      stop.hidden = done;
+      if (stop) stop.hidden = done;
       if (done) count.textContent = "This conversation is finished.";
     }
 
-    stop.addEventListener("click", () => {
-      if (!finish) return;
+    // an admin reading another annotator's conversation has no end form, so no Stop and rate
+    if (stop && finish) stop.addEventListener("click", () => {
       finish.hidden = false;
       finish.open = true;
       finish.scrollIntoView({ block: "center" });

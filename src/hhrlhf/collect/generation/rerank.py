@@ -136,9 +136,18 @@ class RerankBackend:
         if self.base is None:
             raise BackendError("the reranking backend is misconfigured", "base not bound")
         gate = asyncio.Semaphore(max(1, self.config.concurrency))
-        got = await asyncio.gather(*(self._sample(prompt, gate) for _ in range(self.config.k)))
-        samples = [t for t in got if t is not None]
+        # a sample that fails is not usable, as a cut one: the others are still drawn
+        got = await asyncio.gather(
+            *(self._sample(prompt, gate) for _ in range(self.config.k)), return_exceptions=True
+        )
+        for found in got:
+            if isinstance(found, BaseException) and not isinstance(found, Exception):
+                raise found  # cancelled (Stop, shutdown): not a failed sample
+        samples = [t for t in got if isinstance(t, str)]
         if len(samples) < 2:
+            failed = [e for e in got if isinstance(e, Exception)]
+            if failed:  # the base's own error (the admin reads its words)
+                raise failed[0]
             raise BackendError(
                 "too few usable samples to choose from",
                 f"{len(samples)} of {self.config.k} samples were usable",

@@ -173,6 +173,7 @@ def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int)
             "created_at": iso(c.created_at),
             "finished_at": iso(c.finished_at),
             "turns": [stored_turn_dict(t, admin=who.is_admin) for t in turns],
+            "yours": c.annotator_id == who.id,
         }
         if who.is_admin:
             out["backend"] = c.backend

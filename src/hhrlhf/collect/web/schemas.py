@@ -95,6 +95,9 @@ class Conversation(_Answer):
     turns: list[TurnView]
     #: the points of the strength scale (the app's config)
     strength_points: int
+    #: the reader is the conversation's annotator (an admin reading another's conversation
+    #: may Stop and Retry its generation, never write in it)
+    yours: bool
     #: admins only
     backend: str | None = None
     red_team_continue: str | None = None
