@@ -50,7 +50,19 @@ BLOCKS = _blocks()
 AFTER = {("README.md", 5): 4}  # Polars reads the Parquet file the DuckDB example writes
 #: What a block needs that its page says comes from elsewhere, run before it.
 MIGRATE = 'from hhrlhf.collect import Storage\nStorage("sqlite:///hh-collect.db").upgrade()'
-SETUP = {("docs/collect.md", 1): MIGRATE}  # "the database hh serve filled": hh serve migrates it
+#: The flags and the export with margins that docs/pm.md's TRL example names ("hh pm flag ...").
+FLAGGED_EXPORT = """import subprocess, sys
+hh = [sys.executable, "-m", "hhrlhf", "-q"]
+subprocess.run([*hh, "pm", "flag", "harmless-base", "--data", "sample", "--out", "flags.jsonl"], check=True)
+subprocess.run([*hh, "export", "harmless-base", "--split", "train", "--format", "trl-standard",
+                "--hf", "hh-trl", "--margins", "flags.jsonl", "--data", "sample"], check=True)
+"""
+#: Blocks that are scripts taking arguments, run with them by a test of their own.
+SCRIPTS = {("docs/scale-out.md", 1): "tests/test_ray.py runs this script (DATA MODEL OUT) itself"}
+SETUP = {
+    ("docs/collect.md", 1): MIGRATE,
+    ("docs/pm.md", 3): FLAGGED_EXPORT,
+}  # "the database hh serve filled": hh serve migrates it
 #: Results checked after a block: (page, block) -> (an expression in its namespace, its value).
 EXPECT = {
     ("README.md", 3): ("(train.num_rows, mine.num_rows, 'turns' in train.column_names)", [240, 60, True]),
@@ -81,7 +93,7 @@ def test_every_page_with_python_is_found():
     assert {"README.md", "docs/convert.md", "docs/pm.md", "docs/redteam.md"} <= {
         p for p, _ in blocks
     }
-    for key in (*AFTER, *SETUP, *EXPECT):
+    for key in (*AFTER, *SETUP, *EXPECT, *SCRIPTS):
         assert key in blocks, key
 
 
@@ -109,6 +121,8 @@ def folders(tmp_path_factory):
 @pytest.mark.parametrize(("page", "k", "code"), BLOCKS)
 def test_the_block_runs_as_written(folders, page, k, code):
     folder, ran = folders
+    if (page, k) in SCRIPTS:
+        pytest.skip(f"{page} block {k} is a script taking arguments: {SCRIPTS[page, k]}")
     missing = _not_installed(code)
     if missing:
         pytest.skip(f"{page} block {k} imports {', '.join(missing)}, not installed here")
