@@ -449,6 +449,14 @@
       state.requestKey = null;
     }
 
+    // what the page says of a response cut short (the server's cut_reason); still rateable
+    const CUT_NOTES = {
+      size: "Cut: the response reached the length limit.",
+      time: "Cut: the response took too long; this is what it wrote.",
+      stopped: "Stopped: this is what it wrote before Stop.",
+      speaker: "Cut where the model started a new speaker turn.",
+    };
+
     function slotDone(slot, text, cut, cutReason, html) {
       state.turn.texts[slot] = text;
       state.turn.done[slot] = true;
@@ -458,11 +466,7 @@
       panel(slot).classList.remove("failed");
       const note = part(slot, "note");
       note.hidden = !cut;
-      note.textContent = !cut
-        ? ""
-        : cutReason === "size"
-          ? "Cut: the response reached the length limit."
-          : "Cut where the model started a new speaker turn.";
+      note.textContent = cut ? CUT_NOTES[cutReason] || CUT_NOTES.speaker : "";
     }
 
     function slotFailed(slot, msg) {
