@@ -469,9 +469,12 @@
       note.textContent = cut ? CUT_NOTES[cutReason] || CUT_NOTES.speaker : "";
     }
 
+    // a failed response, as it failed (the other may still be written) or as stored: the same
+    // words either way, no clock
     function slotFailed(slot, msg) {
       panel(slot).classList.add("failed");
       part(slot, "state").textContent = "failed";
+      part(slot, "elapsed").textContent = "";
       const note = part(slot, "note");
       note.hidden = false;
       note.textContent = msg;

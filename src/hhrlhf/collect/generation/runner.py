@@ -88,6 +88,8 @@ class TurnRun:
     #: its lease is gone (stopped through another worker, or taken over): it stores nothing
     lost: bool = False
     readers: set[asyncio.Task] = field(default_factory=set)
+    #: the responses whose failure was sent as it happened (the other one still written)
+    failed_early: set[str] = field(default_factory=set)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _ended: asyncio.Event = field(default_factory=asyncio.Event)
     #: listeners lingering for more events (:meth:`batches`): woken at once when the run ends
@@ -266,6 +268,8 @@ class Generator:
     @staticmethod
     def _emit_outcomes(run: TurnRun, outcomes: list, stored: str | None) -> None:
         for slot, fields, message in outcomes:
+            if slot in run.failed_early:  # sent as it failed
+                continue
             if stored is None:
                 message = (
                     "the response was not stored (it was stopped, or another worker took over)"
@@ -307,15 +311,21 @@ class Generator:
 
     async def _one(self, run: TurnRun, prompt, slot: str, backend_name: str):
         """Generate one candidate, streaming deltas; returns (slot, fields to store, error or
-        None). Whatever goes wrong in it (a bug included) ends the response as failed."""
+        None). Whatever goes wrong in it (a bug included) ends the response as failed, and its
+        ``error`` event goes out at once: the page shows it while the other is still written."""
         try:
-            return await self._generate(run, prompt, slot, backend_name)
+            outcome = await self._generate(run, prompt, slot, backend_name)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             stored = bounded(f"the response could not be generated: {type(exc).__name__}: {exc}")
             log.exception("turn %s, response %s: generation failed", run.turn_id, slot_label(slot))
-            return slot, _failed_fields(stored), "the response could not be generated"
+            outcome = slot, _failed_fields(stored), "the response could not be generated"
+        message = outcome[2]
+        if message is not None and not run.lost:
+            run.failed_early.add(slot)
+            run.emit("error", {"slot": slot, "message": failure_message(slot, message)})
+        return outcome
 
     async def _generate(self, run: TurnRun, prompt, slot: str, backend_name: str):
         backend = self.backends.get(backend_name)

@@ -418,8 +418,8 @@ def retry_turn(turn_id: int, request: Request, who: Who):
 
 @router.post("/turns/{turn_id}/stop", responses=answers(schemas.Stopped))
 def stop_turn(turn_id: int, request: Request, who: Who):
-    """Stop writing a turn's responses: the unfinished ones fail, so the turn can be retried
-    at once. ``here``: the run was this worker's (its events end the turn's stream); else it
+    """Stop writing a turn's responses: here, each unfinished one keeps its text so far (cut,
+    rateable; one with no text yet fails, so the turn can be retried at once). ``here``: the run was this worker's (its events end the turn's stream); else it
     was stopped through the database (another worker's or host's run: the stream following
     it ends only when that run finds its lease gone). ``stopped`` is false when the turn is
     not being written."""
