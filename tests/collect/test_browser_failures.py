@@ -109,3 +109,54 @@ def test_stop_keeps_the_text_so_far_and_the_scale_opens(tmp_path, slow_and_faili
             assert 0 < len(text.strip()) < len(SLOW.strip())
         assert not page.is_visible("#turn-error")
         assert seen["dialogs"] == [] and seen["errors"] == []
+
+
+def test_a_message_whose_every_response_failed_is_edited_and_sent_again(tmp_path):
+    from test_browser import TIMEOUT_MS, _login_and_start, _watch, open_chromium, serve_app
+
+    replies = ["Steep it briefly.", "Two minutes is enough."]
+    failing = serve(Script(fail=400, fail_message="prompt too long", replies=replies))
+    make = _settings(failing.base_url, failing.base_url)
+    try:
+        with serve_app(tmp_path, make) as (base, _, token, _, _), open_chromium() as browser:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            seen = _watch(page)
+            _login_and_start(page, base, token, "Ask about tea")
+            page.fill("#message", "A message the model refuses")
+            page.press("#message", "Enter")
+            page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
+            assert page.is_visible("#retry") and page.is_visible("#withdraw")
+            assert page.text_content("#withdraw") == "Edit message"
+            assert page.locator("#composer").is_hidden()
+            page.click("#withdraw")
+            page.wait_for_selector("#composer:not([hidden])", timeout=TIMEOUT_MS)
+            assert page.input_value("#message") == "A message the model refuses"
+            assert page.locator(".msg.human").count() == 0
+            assert page.locator("#compare").is_hidden()
+            failing.script.fail = None
+            page.fill("#message", "A shorter message")
+            page.press("#message", "Enter")
+            page.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
+            assert page.locator(".msg.human").all_text_contents()[0].endswith("A shorter message")
+            page.reload()  # as stored: the withdrawn message is gone
+            page.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
+            humans = page.locator(".msg.human").all_text_contents()
+            assert len(humans) == 1 and "refuses" not in humans[0]
+            assert seen["dialogs"] == [] and seen["errors"] == []
+    finally:
+        failing.stop()
+
+
+def test_edit_message_is_not_offered_when_one_response_was_written(tmp_path, slow_and_failing):
+    from test_browser import TIMEOUT_MS, _login_and_start, open_chromium, serve_app
+
+    slow, failing = slow_and_failing
+    slow.script.chunk_delay = 0
+    make = _settings(slow.base_url, failing.base_url)
+    with serve_app(tmp_path, make) as (base, _, token, _, _), open_chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        _login_and_start(page, base, token, "Ask about tea")
+        page.fill("#message", "How long should green tea steep?")
+        page.press("#message", "Enter")
+        page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
+        assert page.is_visible("#retry") and not page.is_visible("#withdraw")

@@ -61,3 +61,49 @@ def test_a_failed_side_is_sent_while_the_other_is_written(storage, settings, slo
     assert message == "Response B: the model could not answer. Retry."
     state = leases.turn_state(storage, tid)
     assert {c["slot"]: c["status"] for c in state["candidates"]} == {"a": "ready", "b": "failed"}
+
+
+def test_a_message_whose_every_response_failed_is_withdrawn_and_given_back(
+    make_client, settings, alice, storage
+):
+    from test_api import say, start
+
+    failing = serve(Script(fail=400, fail_message="prompt too long for the context"))
+    try:
+        backends = tuple(
+            openai_backend(n, "openai-chat", failing.base_url, timeout=5) for n in ("m1", "m2")
+        )
+        client = make_client(replace(settings, backends=backends))
+        _, h, _ = alice
+        cid = start(client, h)
+        t = say(client, h, cid, "a very long question")
+        assert t["status"] == "failed" and len(t["errors"]) == 2
+        r = client.post(f"/api/v1/turns/{t['id']}/withdraw", headers=h)
+        assert r.status_code == 200 and r.json() == {"text": "a very long question"}
+        conv = client.get(f"/api/v1/conversations/{cid}", headers=h).json()
+        assert conv["turns"] == []  # nothing of it is left to compare or export
+        again = client.post(f"/api/v1/turns/{t['id']}/withdraw", headers=h)
+        assert again.status_code == 404
+        failing.script.fail = None  # the edited message is sent and answered
+        t2 = say(client, h, cid, "a short question")
+        assert t2["status"] == "ready" and t2["index"] == 0
+    finally:
+        failing.stop()
+
+
+def test_a_turn_with_a_written_response_is_not_withdrawn(make_client, settings, alice):
+    from test_api import say, start
+
+    failing = serve(Script(fail=503, fail_times=1))
+    try:
+        backends = tuple(
+            openai_backend(n, "openai-chat", failing.base_url, timeout=5) for n in ("m1", "m2")
+        )
+        client = make_client(replace(settings, backends=backends))
+        _, h, _ = alice
+        t = say(client, h, start(client, h))
+        assert t["status"] == "failed" and len(t["candidates"]) == 1
+        r = client.post(f"/api/v1/turns/{t['id']}/withdraw", headers=h)
+        assert r.status_code == 409 and "every response failed" in r.json()["error"]
+    finally:
+        failing.stop()

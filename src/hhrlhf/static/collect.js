@@ -483,6 +483,8 @@
     function showTurnError(msg) {
       turnErrorText.textContent = msg;
       turnError.hidden = false;
+      // every response failed: the message itself may be what fails (too long, filtered)
+      $("#withdraw").hidden = !["a", "b"].every((slot) => panel(slot).classList.contains("failed"));
       setScale(false);
       // Retry in view (nothing sticky covers it: the page's scroll padding keeps it clear)
       turnError.scrollIntoView({ block: "nearest" });
@@ -561,6 +563,31 @@
         // already complete may now show on the other side), then its stream is followed
         await reloadTurn();
       } catch (err) {
+        turnErrorText.textContent = err.message;
+      } finally {
+        btn.disabled = false;
+      }
+    }
+
+    // the message of a turn whose every response failed is withdrawn (its turn deleted) and
+    // put back in the box, to edit and send again
+    async function withdraw() {
+      const btn = $("#withdraw");
+      btn.disabled = true;
+      try {
+        const res = await api("POST", "/api/v1/turns/" + state.turn.id + "/withdraw");
+        closeStream();
+        const humans = transcript.querySelectorAll(".msg.human");
+        if (humans.length) humans[humans.length - 1].remove();
+        state.turn = null;
+        compare.hidden = true;
+        turnError.hidden = true;
+        message.value = res.text;
+        if (message.hhUpdateCount) message.hhUpdateCount();
+        showComposer(true);
+        say(sendStatus, "Your message is back in the box: change it and send it again.");
+      } catch (err) {
+        if (err.status === 409 && (await changedElsewhere())) return;
         turnErrorText.textContent = err.message;
       } finally {
         btn.disabled = false;
@@ -826,6 +853,7 @@
       if (action && action()) ev.preventDefault();
     });
     $("#retry").addEventListener("click", retry);
+    $("#withdraw").addEventListener("click", withdraw);
     $("#halt").addEventListener("click", halt);
     $("#identical-continue").addEventListener("click", () => {
       // identical: recorded without a strength (the server stores the smallest point)

@@ -416,6 +416,14 @@ def retry_turn(turn_id: int, request: Request, who: Who):
     return {"status": status}
 
 
+@router.post("/turns/{turn_id}/withdraw", responses=answers(schemas.Withdrawn))
+def withdraw_turn(turn_id: int, request: Request, who: Who):
+    """Withdraw a message whose every response failed: its turn is deleted (never compared or
+    exported) and its text returned, to edit and send again (409 otherwise)."""
+    text = conversations.withdraw_turn(_state(request).storage, who, turn_id)
+    return {"text": text}
+
+
 @router.post("/turns/{turn_id}/stop", responses=answers(schemas.Stopped))
 def stop_turn(turn_id: int, request: Request, who: Who):
     """Stop writing a turn's responses: here, each unfinished one keeps its text so far (cut,
