@@ -99,3 +99,14 @@ def test_a_side_stopped_before_its_first_word_stays_failed(storage, settings):
         server.stop()
     assert status == "failed"
     assert all(STOPPED in c["error"] for c in state["candidates"])
+
+
+def test_an_idle_timeout_longer_than_timeout_lets_a_read_wait_that_long(storage, settings):
+    # a word a second: past ``timeout`` (0.5 s, the HTTP limit) but within ``idle_timeout``
+    server = serve(Script(replies=["one, two, three"], chunk_delay=1.0))
+    try:
+        status, events, state = _generate(storage, settings, server, timeout=0.5, idle_timeout=3)
+    finally:
+        server.stop()
+    assert status == "ready", events
+    assert [c["text"] for c in state["candidates"]] == ["one, two, three"] * 2
