@@ -15,7 +15,8 @@ pytest.importorskip("openai")  # imported now, not while the first word is await
 
 from hhrlhf.collect.domain import STOPPED  # noqa: E402
 from hhrlhf.collect.generation.runner import Generator  # noqa: E402
-from hhrlhf.collect.services import annotators, conversations, leases  # noqa: E402
+from hhrlhf.collect.services import annotators, choices, conversations, leases  # noqa: E402
+from hhrlhf.collect.services.export import export_collection  # noqa: E402
 
 #: 30 chunks of 5 characters, one every 0.1 s: about 3 s of steady writing
 STEADY = "word " * 30
@@ -48,13 +49,13 @@ def _generate(storage, settings, server, stop_after: float | None = None, **back
         return status, [(e.name, e.data) for e in run.events if e.name != "delta"]
 
     status, events = asyncio.run(go())
-    return status, events, leases.turn_state(storage, tid)
+    return status, events, leases.turn_state(storage, tid), (who, cid, tid)
 
 
 def test_a_steady_stream_longer_than_the_timeout_is_kept_whole(storage, settings, steady):
     # timeout 1.5 s (the first word may take most of a second on a busy machine), the reply
     # takes 3 s: a word comes every 0.1 s, so it is never idle that long
-    status, events, state = _generate(storage, settings, steady, timeout=1.5)
+    status, events, state, _ = _generate(storage, settings, steady, timeout=1.5)
     assert status == "ready", events
     assert [c["text"] for c in state["candidates"]] == [STEADY.strip()] * 2
     assert not any(c["cut"] for c in state["candidates"])
@@ -63,7 +64,7 @@ def test_a_steady_stream_longer_than_the_timeout_is_kept_whole(storage, settings
 def test_a_silence_longer_than_the_idle_timeout_fails_the_side(storage, settings):
     server = serve(Script(replies=["late"], first_delay=1.5))
     try:
-        status, events, state = _generate(storage, settings, server, timeout=5, idle_timeout=0.5)
+        status, events, state, _ = _generate(storage, settings, server, timeout=5, idle_timeout=0.5)
     finally:
         server.stop()
     assert status == "failed"
@@ -72,7 +73,7 @@ def test_a_silence_longer_than_the_idle_timeout_fails_the_side(storage, settings
 
 
 def test_the_total_cap_cuts_the_response_and_keeps_it_rateable(storage, settings, steady):
-    status, events, state = _generate(
+    status, events, state, _ = _generate(
         storage, replace(settings, max_response_seconds=1.5), steady, idle_timeout=2
     )
     assert status == "ready", events
@@ -85,16 +86,29 @@ def test_the_total_cap_cuts_the_response_and_keeps_it_rateable(storage, settings
 
 
 def test_stop_keeps_the_text_so_far_as_a_rateable_cut_response(storage, settings, steady):
-    status, events, state = _generate(storage, settings, steady, stop_after=1.5)
+    status, events, state, _ = _generate(storage, settings, steady, stop_after=1.5)
     assert status == "ready", events
     assert [d["cut_reason"] for name, d in events if name == "done"] == ["stopped", "stopped"]
     assert all(c["cut"] and STEADY.startswith(c["text"]) for c in state["candidates"])
 
 
+def test_a_cut_response_is_rated_and_the_export_counts_it_as_cut(
+    storage, settings, steady, tmp_path
+):
+    status, _, _, (who, cid, tid) = _generate(
+        storage, replace(settings, max_response_seconds=1.5), steady, idle_timeout=2
+    )
+    assert status == "ready"
+    choices.record_choice(storage, who, tid, pick="a", strength=3, strength_points=4)
+    conversations.finish_conversation(storage, who, cid)
+    manifest = export_collection(storage, tmp_path / "out", test_fraction=0.5)
+    assert manifest["left_out"]["cut"] == 1  # as a reply cut at max_response_chars is
+
+
 def test_a_side_stopped_before_its_first_word_stays_failed(storage, settings):
     server = serve(Script(replies=["late"], first_delay=3))
     try:
-        status, events, state = _generate(storage, settings, server, stop_after=0.3)
+        status, events, state, _ = _generate(storage, settings, server, stop_after=0.3)
     finally:
         server.stop()
     assert status == "failed"
@@ -105,7 +119,7 @@ def test_an_idle_timeout_longer_than_timeout_lets_a_read_wait_that_long(storage,
     # a word a second: past ``timeout`` (0.5 s, the HTTP limit) but within ``idle_timeout``
     server = serve(Script(replies=["one, two, three"], chunk_delay=1.0))
     try:
-        status, events, state = _generate(storage, settings, server, timeout=0.5, idle_timeout=3)
+        status, events, state, _ = _generate(storage, settings, server, timeout=0.5, idle_timeout=3)
     finally:
         server.stop()
     assert status == "ready", events
