@@ -28,7 +28,7 @@ class Read:
     shown_detail: bool = False
 
 
-async def watch(reader: asyncio.Future, read: Read, idle: float, cap: float) -> None:
+async def watch(reader: asyncio.Future[None], read: Read, idle: float, cap: float) -> None:
     """Wait for ``reader`` (reading into ``read``) to end: past ``idle`` seconds without a word
     it is closed and :class:`asyncio.TimeoutError` raised; past ``cap`` seconds from now it is
     closed and its text so far kept, cut there (:data:`~hhrlhf.collect.finish.TIME_CUT`). Its
