@@ -24,6 +24,7 @@ MATRIX = {
     ("GET", "/api/v1/turns/{tid}/stream"): (401, 401, 403, 404, 200, 200),
     ("POST", "/api/v1/turns/{tid}/retry"): (401, 401, 403, 404, 200, 403),
     ("POST", "/api/v1/turns/{tid}/stop"): (401, 401, 403, 404, 200, 403),
+    ("POST", "/api/v1/turns/{tid}/withdraw"): (401, 401, 403, 404, 403, 403),
     ("POST", "/api/v1/turns/{tid}/choice"): (401, 401, 403, 404, 403, 403),
     ("POST", "/api/v1/conversations/{cid}/finish"): (401, 401, 403, 404, 403, 403),
     ("GET", "/"): (401, 401, 403, 200, 200, 200),

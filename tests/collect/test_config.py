@@ -74,6 +74,11 @@ def test_db_precedence(tmp_path, monkeypatch):
             '[[backend]]\nname = "x"\nkind = "demo"\n[[backend]]\nname = "x"\nkind = "demo"\n',
             "unique",
         ),
+        (
+            '[collect]\nmax_response_seconds = 0\n[[backend]]\nname = "x"\nkind = "demo"\n',
+            "max_response_seconds must be above 0",
+        ),
+        ('[[backend]]\nname = "x"\nkind = "demo"\nidle_timeout = 0\n', "idle_timeout"),
         ("[extra]\n", "unknown table"),
         ("not = [toml", "not valid TOML"),
     ],

@@ -44,7 +44,11 @@ class BackendConfig:
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = 256
+    #: the HTTP client's limit for connecting and for each read; the idle timeout too when
+    #: ``idle_timeout`` is unset
     timeout: float = 60.0
+    #: the most seconds without a new word before the response fails (unset: ``timeout``)
+    idle_timeout: float | None = None
     model_type: str | None = None
     num_params: str | None = None
     #: demo only: which template reply to start from (successive calls alternate between two)
@@ -62,6 +66,11 @@ class BackendConfig:
     concurrency: int = 4
     #: this backend's share of the draw, against the other drawn backends' (docs/collect.md)
     weight: float = 1.0
+
+    @property
+    def idle_seconds(self) -> float:
+        """The most seconds between two words of a response before it fails."""
+        return self.timeout if self.idle_timeout is None else self.idle_timeout
 
     def sampling_params(self) -> dict:
         """What is recorded with every candidate (no secrets)."""
@@ -102,6 +111,9 @@ class Settings:
     #: ``max_tokens`` cannot fill the database; equal to ``max_edit_chars``, so every reply
     #: can be edited and saved
     max_response_chars: int = 20_000
+    #: a model's reply still being written this many seconds after it was asked for is cut
+    #: there (``cut``, rateable): a steady stream is never thrown away
+    max_response_seconds: float = 300.0
     max_body_bytes: int = 256 * 1024
     rate_login_per_minute: int = 20
     rate_writes_per_minute: int = 600
@@ -176,6 +188,7 @@ _COLLECT_KEYS = {
     "max_edit_chars": int,
     "max_comment_chars": int,
     "max_response_chars": int,
+    "max_response_seconds": (int, float),
     "max_body_bytes": int,
     "rate_login_per_minute": int,
     "rate_writes_per_minute": int,
@@ -196,6 +209,7 @@ _BACKEND_KEYS = {
     "top_p": (int, float),
     "max_tokens": int,
     "timeout": (int, float),
+    "idle_timeout": (int, float),
     "model_type": str,
     "num_params": str,
     "variant": int,
@@ -271,6 +285,8 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
     for b in backends:
         if not b.weight > 0:
             raise ConfigError(path, f"backend {b.name!r}: weight must be above 0")
+        if not (b.timeout > 0 and b.idle_seconds > 0):
+            raise ConfigError(path, f"backend {b.name!r}: timeout and idle_timeout must be above 0")
     names = [b.name for b in backends]
     if len(set(names)) != len(names):
         raise ConfigError(path, "backend names must be unique")
@@ -300,6 +316,8 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         raise ConfigError(path, f"review_order must be one of: {', '.join(REVIEW_ORDERS)}")
     if settings.get("max_response_chars", 20_000) < 1:
         raise ConfigError(path, "max_response_chars must be at least 1")
+    if not settings.get("max_response_seconds", 300.0) > 0:
+        raise ConfigError(path, "max_response_seconds must be above 0")
     if not 1 <= settings.get("strength_points", 4) <= 10:
         raise ConfigError(path, "strength_points must be between 1 and 10")
     return Settings(

@@ -453,6 +453,14 @@
       state.requestKey = null;
     }
 
+    // what the page says of a response cut short (the server's cut_reason); still rateable
+    const CUT_NOTES = {
+      size: "Cut: the response reached the length limit.",
+      time: "Cut: the response took too long; this is what it wrote.",
+      stopped: "Stopped: this is what it wrote before Stop.",
+      speaker: "Cut where the model started a new speaker turn.",
+    };
+
     function slotDone(slot, text, cut, cutReason, html) {
       state.turn.texts[slot] = text;
       state.turn.done[slot] = true;
@@ -462,16 +470,15 @@
       panel(slot).classList.remove("failed");
       const note = part(slot, "note");
       note.hidden = !cut;
-      note.textContent = !cut
-        ? ""
-        : cutReason === "size"
-          ? "Cut: the response reached the length limit."
-          : "Cut where the model started a new speaker turn.";
+      note.textContent = cut ? CUT_NOTES[cutReason] || CUT_NOTES.speaker : "";
     }
 
+    // a failed response, as it failed (the other may still be written) or as stored: the same
+    // words either way, no clock
     function slotFailed(slot, msg) {
       panel(slot).classList.add("failed");
       part(slot, "state").textContent = "failed";
+      part(slot, "elapsed").textContent = "";
       const note = part(slot, "note");
       note.hidden = false;
       note.textContent = msg;
@@ -480,6 +487,8 @@
     function showTurnError(msg) {
       turnErrorText.textContent = msg;
       turnError.hidden = false;
+      // every response failed: the message itself may be what fails (too long, filtered)
+      $("#withdraw").hidden = !["a", "b"].every((slot) => panel(slot).classList.contains("failed"));
       setScale(false);
       // Retry in view (nothing sticky covers it: the page's scroll padding keeps it clear)
       turnError.scrollIntoView({ block: "nearest" });
@@ -558,6 +567,31 @@
         // already complete may now show on the other side), then its stream is followed
         await reloadTurn();
       } catch (err) {
+        turnErrorText.textContent = err.message;
+      } finally {
+        btn.disabled = false;
+      }
+    }
+
+    // the message of a turn whose every response failed is withdrawn (its turn deleted) and
+    // put back in the box, to edit and send again
+    async function withdraw() {
+      const btn = $("#withdraw");
+      btn.disabled = true;
+      try {
+        const res = await api("POST", "/api/v1/turns/" + state.turn.id + "/withdraw");
+        closeStream();
+        const humans = transcript.querySelectorAll(".msg.human");
+        if (humans.length) humans[humans.length - 1].remove();
+        state.turn = null;
+        compare.hidden = true;
+        turnError.hidden = true;
+        message.value = res.text;
+        if (message.hhUpdateCount) message.hhUpdateCount();
+        showComposer(true);
+        say(sendStatus, "Your message is back in the box: change it and send it again.");
+      } catch (err) {
+        if (err.status === 409 && (await changedElsewhere())) return;
         turnErrorText.textContent = err.message;
       } finally {
         btn.disabled = false;
@@ -823,6 +857,7 @@
       if (action && action()) ev.preventDefault();
     });
     $("#retry").addEventListener("click", retry);
+    $("#withdraw").addEventListener("click", withdraw);
     $("#halt").addEventListener("click", halt);
     $("#identical-continue").addEventListener("click", () => {
       // identical: recorded without a strength (the server stores the smallest point)

@@ -77,10 +77,15 @@ class _OpenAIBase(_Plain):
         if self._client is None:
             openai = require("openai", "web", "OpenAI-compatible backends")
             key = os.environ.get(self.config.api_key_env, "") if self.config.api_key_env else ""
+            # a read may wait past ``timeout`` when ``idle_timeout`` is longer: the runner's
+            # idle watch ends a silent response (a second later the client would)
+            timeout = openai.Timeout(
+                self.config.timeout, read=max(self.config.timeout, self.config.idle_seconds + 1)
+            )
             self._client = openai.AsyncOpenAI(
                 base_url=self.config.base_url,
                 api_key=key or "not-needed",
-                timeout=self.config.timeout,
+                timeout=timeout,
                 max_retries=0,
             )
         return self._client

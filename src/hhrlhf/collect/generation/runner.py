@@ -19,11 +19,12 @@ from typing import Any
 from ..config import Settings
 from ..db import Storage
 from ..domain import STOPPED, AnnotatorInfo, annotator_failure
-from ..finish import cut_reason
+from ..finish import SIZE_CUT, STOP_CUT, cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
 from .backends import BackendError, finalize, make_backend
 from .owners import dead_here, new_owner_id
+from .reading import Read, watch
 from .visible import VisibleText, _visible  # noqa: F401  (_visible: the tests' reference)
 from .wire import bounded, checked_piece
 
@@ -70,19 +71,6 @@ def failure_message(slot: str, why: str | None) -> str:
     return annotator_failure(slot, why)
 
 
-@dataclass
-class _Read:
-    """What :meth:`Generator._read` read of one response, and why it failed if it did
-    (``shown_detail``: the detail is the server's or the runner's words, not a bug's)."""
-
-    raw: list[str] = field(default_factory=list)
-    finish_reason: str | None = None
-    oversize: bool = False
-    error: str | None = None
-    detail: str | None = None
-    shown_detail: bool = False
-
-
 @dataclass(frozen=True)
 class Event:
     name: str  # delta | done | error | end
@@ -100,6 +88,8 @@ class TurnRun:
     #: its lease is gone (stopped through another worker, or taken over): it stores nothing
     lost: bool = False
     readers: set[asyncio.Task] = field(default_factory=set)
+    #: the responses whose failure was sent as it happened (the other one still written)
+    failed_early: set[str] = field(default_factory=set)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _ended: asyncio.Event = field(default_factory=asyncio.Event)
     #: listeners lingering for more events (:meth:`batches`): woken at once when the run ends
@@ -278,6 +268,8 @@ class Generator:
     @staticmethod
     def _emit_outcomes(run: TurnRun, outcomes: list, stored: str | None) -> None:
         for slot, fields, message in outcomes:
+            if slot in run.failed_early:  # sent as it failed
+                continue
             if stored is None:
                 message = (
                     "the response was not stored (it was stopped, or another worker took over)"
@@ -319,15 +311,21 @@ class Generator:
 
     async def _one(self, run: TurnRun, prompt, slot: str, backend_name: str):
         """Generate one candidate, streaming deltas; returns (slot, fields to store, error or
-        None). Whatever goes wrong in it (a bug included) ends the response as failed."""
+        None). Whatever goes wrong in it (a bug included) ends the response as failed, and its
+        ``error`` event goes out at once: the page shows it while the other is still written."""
         try:
-            return await self._generate(run, prompt, slot, backend_name)
+            outcome = await self._generate(run, prompt, slot, backend_name)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             stored = bounded(f"the response could not be generated: {type(exc).__name__}: {exc}")
             log.exception("turn %s, response %s: generation failed", run.turn_id, slot_label(slot))
-            return slot, _failed_fields(stored), "the response could not be generated"
+            outcome = slot, _failed_fields(stored), "the response could not be generated"
+        message = outcome[2]
+        if message is not None and not run.lost:
+            run.failed_early.add(slot)
+            run.emit("error", {"slot": slot, "message": failure_message(slot, message)})
+        return outcome
 
     async def _generate(self, run: TurnRun, prompt, slot: str, backend_name: str):
         backend = self.backends.get(backend_name)
@@ -351,7 +349,7 @@ class Generator:
         # a surrogate pair split across two deltas is joined again; a lone one is U+FFFD
         whole = clean_model_text("".join(read.raw))
         if error is None:
-            done = finalize(whole, read.finish_reason, oversize=read.oversize)
+            done = finalize(whole, read.finish_reason, cut_as=read.cut_as)
             if done.text:
                 fields.update(
                     text=done.text,
@@ -361,6 +359,8 @@ class Generator:
                 )
                 return slot, fields, None
             error, detail = "the model gave an empty response", "empty after cutting"
+            if read.cut_as == STOP_CUT:  # stopped before a word: Retry
+                error, detail = STOPPED, None
         stored = f"{error}: {detail}" if detail else error
         fields.update(text=None, raw_text=whole or None, cut=False, error=stored)
         log.warning(
@@ -373,11 +373,12 @@ class Generator:
         )
         return slot, fields, stored if shown_detail else error
 
-    async def _read(self, run: TurnRun, prompt, slot: str, backend_name: str) -> _Read:
-        """Stream one response from its backend, emitting what becomes visible, up to the
-        size cap, the backend's timeout or Stop: what was read, and why it failed if it did."""
+    async def _read(self, run: TurnRun, prompt, slot: str, backend_name: str) -> Read:
+        """Stream one response from its backend, emitting what becomes visible, until it ends,
+        is cut (``max_response_chars``, ``max_response_seconds``, Stop: its text so far kept),
+        or no word came for the backend's idle timeout: what was read, and why it failed."""
         backend = self.backends.get(backend_name)
-        read = _Read()
+        read = Read(last=asyncio.get_running_loop().time())
         room = self.settings.max_response_chars
         shown = VisibleText()
 
@@ -387,20 +388,21 @@ class Generator:
             stream = backend.stream(prompt, slot)  # rerank: one ranking, two slots
             try:
                 async for delta, reason in stream:
+                    read.last = asyncio.get_running_loop().time()
                     delta, reason = checked_piece(delta, reason)  # any backend's
                     if reason:
                         read.finish_reason = reason
                     if not delta:
                         continue
                     if len(delta) > room:  # max_response_chars: keep what fits, stop reading
-                        delta, read.oversize = delta[:room], True
+                        delta, read.cut_as = delta[:room], SIZE_CUT
                     room -= len(delta)
                     read.raw.append(delta)
                     # U+0000 and lone surrogates cannot be stored: shown and kept as U+FFFD
                     visible = shown.feed(clean_model_text(delta))
                     if visible:
                         run.emit("delta", {"slot": slot, "text": visible})
-                    if read.oversize:
+                    if read.cut_as:
                         break
             finally:
                 aclose = getattr(stream, "aclose", None)
@@ -418,19 +420,19 @@ class Generator:
             if run.stopped:
                 reader.cancel()
             try:
-                await asyncio.wait_for(reader, timeout=backend.config.timeout)
+                await watch(
+                    reader, read, backend.config.idle_seconds, self.settings.max_response_seconds
+                )
             finally:
                 run.readers.discard(reader)
         except asyncio.CancelledError:
             me = asyncio.current_task()
             if not run.stopped or (me is not None and getattr(me, "cancelling", lambda: 0)()):
                 raise  # the app is shutting down, not an annotator's Stop
-            read.error = STOPPED
+            read.cut_as = STOP_CUT  # its text so far is kept (none: failed as stopped)
         except asyncio.TimeoutError:
-            read.error = "the model server did not finish in time"
-            read.detail = (
-                f"timed out after {backend.config.timeout:g} s" if backend else "timed out"
-            )
+            read.error = "the model server stopped sending"
+            read.detail = f"no word for {backend.config.idle_seconds:g} s" if backend else None
             read.shown_detail = True
         except BackendError as exc:
             read.error, read.detail, read.shown_detail = exc.message, exc.detail, True

@@ -372,6 +372,37 @@ def retry_turn(
         return "pending"
 
 
+def withdraw_turn(storage: Storage, who: AnnotatorInfo, turn_id: int) -> str:
+    """Withdraw a message whose every response failed (a prompt too long for the model, one
+    its server filters): the turn and its failed candidates are deleted, so nothing of it is
+    compared or exported, and its text is returned for the message box to edit and send again.
+    Forbidden to anyone but the conversation's annotator; Conflict unless the turn is failed
+    with no response written, the conversation's last, and the conversation open."""
+    turn_owner(storage, who, turn_id)
+    with storage.write() as s:
+        t = s.get_one(Turn, turn_id)
+        conv = s.get_one(Conversation, t.conversation_id)
+        if conv.annotator_id != who.id:  # an admin's support is Retry and Stop, not this
+            raise Forbidden("only the conversation's annotator can withdraw its message")
+        if conv.status != "open":
+            raise Conflict(f"conversation {conv.id} is finished")
+        statuses = list(s.scalars(select(Candidate.status).where(Candidate.turn_id == t.id)))
+        if t.status != "failed" or any(st != "failed" for st in statuses):
+            raise Conflict(
+                f"turn {t.id} cannot be withdrawn: only a message whose every response failed can"
+            )
+        later = s.scalar(
+            select(func.count())
+            .select_from(Turn)
+            .where(Turn.conversation_id == conv.id, Turn.index > t.index)
+        )
+        if later:
+            raise Conflict(f"turn {t.id} is not the conversation's last")
+        text = t.human
+        s.delete(t)
+        return text
+
+
 #: what a candidate holds, apart from which turn and side it is
 _CONTENT = [c.key for c in candidates_table.columns if c.key not in ("id", "turn_id", "slot")]
 

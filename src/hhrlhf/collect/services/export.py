@@ -250,7 +250,7 @@ def export_collection(
         "left_out_reasons": {
             "weak": f"pick strength below {min_strength} (the weakest point: slightly better / unsure)",
             "unfinished": "the conversation was not finished",
-            "cut": "a response held a speaker marker and was cut",
+            "cut": "a response was cut short (a speaker marker, the size or time limit, or Stop)",
             "identical": "both responses were the same text",
             **(
                 {

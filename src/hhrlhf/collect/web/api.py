@@ -416,10 +416,18 @@ def retry_turn(turn_id: int, request: Request, who: Who):
     return {"status": status}
 
 
+@router.post("/turns/{turn_id}/withdraw", responses=answers(schemas.Withdrawn))
+def withdraw_turn(turn_id: int, request: Request, who: Who):
+    """Withdraw a message whose every response failed: its turn is deleted (never compared or
+    exported) and its text returned, to edit and send again (409 otherwise)."""
+    text = conversations.withdraw_turn(_state(request).storage, who, turn_id)
+    return {"text": text}
+
+
 @router.post("/turns/{turn_id}/stop", responses=answers(schemas.Stopped))
 def stop_turn(turn_id: int, request: Request, who: Who):
-    """Stop writing a turn's responses: the unfinished ones fail, so the turn can be retried
-    at once. ``here``: the run was this worker's (its events end the turn's stream); else it
+    """Stop writing a turn's responses: here, each unfinished one keeps its text so far (cut,
+    rateable; one with no text yet fails, so the turn can be retried at once). ``here``: the run was this worker's (its events end the turn's stream); else it
     was stopped through the database (another worker's or host's run: the stream following
     it ends only when that run finds its lease gone). ``stopped`` is false when the turn is
     not being written."""

@@ -129,9 +129,15 @@ class Status(_Answer):
     status: str
 
 
+class Withdrawn(_Answer):
+    """A withdrawn message's text (its turn and failed responses are gone): to edit and send."""
+
+    text: str
+
+
 class Stopped(_Answer):
-    """Whether the turn's responses were stopped (the unfinished ones fail, so the turn can be
-    retried at once), and whether by this worker (``here``) or through the database."""
+    """Whether the turn's responses were stopped (each keeps its text so far; one with none
+    fails, so the turn can be retried at once), and whether by this worker (``here``) or through the database."""
 
     stopped: bool
     here: bool
