@@ -514,7 +514,7 @@ def test_a_finished_red_team_conversation_shows_its_rating(site, browser, logged
         page.context.close()
 
 
-def test_responses_show_their_seconds_and_stop_then_retry_at_once(site, browser, logged_in):
+def test_responses_show_their_seconds_and_stop_keeps_their_words_to_rate(site, browser, logged_in):
     base, pages, _token, storage = site
     page = open_page(site, browser, logged_in, "helpful-stop")
     try:
@@ -526,26 +526,26 @@ def test_responses_show_their_seconds_and_stop_then_retry_at_once(site, browser,
         )
         assert elapsed.inner_text().endswith(" s")
         assert page.locator("#halt").is_visible()
-        page.keyboard.press("x")  # Stop: the unfinished responses fail, Retry is offered
-        page.wait_for_selector("#retry", state="visible", timeout=3000)
+        page.keyboard.press("x")  # Stop: what each response wrote is kept, to rate
+        page.wait_for_selector("#scale .point:not([disabled])", timeout=3000)
         assert page.locator("#halt").is_hidden()
-        assert page.text_content('.candidate[data-slot="a"] [data-role="state"]') == "failed"
-        assert "stopped by the annotator" in page.text_content(
-            '.candidate[data-slot="a"] [data-role="note"]'
-        )
+        assert page.is_hidden("#turn-error")  # nothing to retry: both sides wrote words
+        for slot in ("a", "b"):
+            side = f'.candidate[data-slot="{slot}"]'
+            assert page.text_content(f'{side} [data-role="state"]') == "complete"
+            assert page.text_content(f'{side} [data-role="note"]') == (
+                "Stopped: this is what it wrote before Stop."
+            )
+            assert page.text_content(f'{side} [data-role="text"]').strip()
         conv_id = int(pages["helpful-stop"].rsplit("/", 1)[1])
         root = annotators.annotator_by_name(storage, "root")
         turn = conversations.get_conversation(storage, root, conv_id)["turns"][-1]
-        assert turn["status"] == "failed"
-        page.keyboard.press("r")  # retried at once: written again
-        state = '.candidate[data-slot="a"] [data-role="state"]'
-        page.wait_for_function(f"() => document.querySelector('{state}').textContent !== 'failed'")
-        assert page.text_content(state) == "writing…"
+        assert turn["status"] not in ("failed", "generating"), turn["status"]
     finally:
         page.context.close()
 
 
-def test_an_admin_reads_anothers_conversation_stops_and_retries_but_has_no_message_box(
+def test_an_admin_reads_anothers_conversation_and_stops_it_but_has_no_message_box(
     site, browser, logged_in
 ):
     page = open_page(site, browser, logged_in, "reader-generating")
@@ -556,11 +556,14 @@ def test_an_admin_reads_anothers_conversation_stops_and_retries_but_has_no_messa
         assert page.locator(".msg.human").count() == 2  # the transcript drawn as stored
         page.keyboard.press("m")  # the message key has no box to go to
         assert page.evaluate("() => document.activeElement.tagName") != "TEXTAREA"
-        page.keyboard.press("x")  # Stop
-        page.wait_for_selector("#retry", state="visible", timeout=3000)
-        page.keyboard.press("r")  # Retry: written again
+        page.keyboard.press("x")  # Stop: the words written so far are kept
+        page.wait_for_selector("#halt", state="hidden", timeout=3000)
         state = '.candidate[data-slot="a"] [data-role="state"]'
-        page.wait_for_function(f"() => document.querySelector('{state}').textContent !== 'failed'")
-        assert page.text_content(state) == "writing…"
+        page.wait_for_function(
+            f"() => document.querySelector('{state}').textContent !== 'writing…'"
+        )
+        assert page.text_content(state) in ("complete", "failed")  # words kept, or none yet
+        page.keyboard.press("1")  # a reader never rates: the scale stays shut
+        assert page.locator("#scale .point:not([disabled])").count() == 0
     finally:
         page.context.close()

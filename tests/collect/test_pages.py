@@ -311,7 +311,7 @@ def test_only_the_conversations_annotator_gets_a_message_box(make, storage, mode
         return r.json()["id"]
 
     bobs, roots = start(bob_token), start(root_token)
-    writes = ('id="composer"', 'id="message"', 'id="finish-form"', 'id="comment"')
+    writes = ('id="composer"', 'id="message"', 'id="finish-form"', 'id="comment"', 'id="withdraw"')
     writes += ('id="stop"', 'id="rating"') if mode == "red-team" else ()
     for token, cid, writer in (
         (bob_token, bobs, True),

@@ -488,7 +488,9 @@
       turnErrorText.textContent = msg;
       turnError.hidden = false;
       // every response failed: the message itself may be what fails (too long, filtered)
-      $("#withdraw").hidden = !["a", "b"].every((slot) => panel(slot).classList.contains("failed"));
+      if ($("#withdraw")) {
+        $("#withdraw").hidden = !["a", "b"].every((slot) => panel(slot).classList.contains("failed"));
+      }
       setScale(false);
       // Retry in view (nothing sticky covers it: the page's scroll padding keeps it clear)
       turnError.scrollIntoView({ block: "nearest" });
@@ -857,7 +859,7 @@
       if (action && action()) ev.preventDefault();
     });
     $("#retry").addEventListener("click", retry);
-    $("#withdraw").addEventListener("click", withdraw);
+    if ($("#withdraw")) $("#withdraw").addEventListener("click", withdraw);
     $("#halt").addEventListener("click", halt);
     $("#identical-continue").addEventListener("click", () => {
       // identical: recorded without a strength (the server stores the smallest point)
