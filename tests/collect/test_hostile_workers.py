@@ -193,7 +193,7 @@ def test_stop_through_the_other_worker_is_stored_and_ends_the_stream(server, hos
 def test_a_write_limit_is_counted_over_both_workers(server):
     who, token = _annotator(server, "limit")
     a, b = _pinned(server, token)
-    if time.time() % 60 > 52:  # the counts start again each minute: not across its end
+    if time.time() % 60 > 42:  # the counts start again each minute: not across its end
         time.sleep(60 - time.time() % 60 + 0.5)
     assert b.post("/api/v1/conversations", json={"task_description": "t"}).status_code == 201
     for _ in range(5):
@@ -206,7 +206,7 @@ def test_a_write_limit_is_counted_over_both_workers(server):
     assert [r.status_code for r in codes] == [201] * 4 + [429] * (WRITES - 4)
     refused = codes[-1]
     assert int(refused.headers["retry-after"]) >= 1 and "error" in refused.json()
-    time.sleep(1.5)
+    time.sleep(3.0)  # three shares (about one a second each), on a busy machine too
     r = a.post("/api/v1/conversations", json={"task_description": "t"})
     assert r.status_code == 429  # the first worker refuses it too
     a.close(), b.close()

@@ -5,6 +5,7 @@ stored as failed ("stopped by the annotator"), and that turn can be retried at o
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import replace
 
@@ -57,7 +58,9 @@ def test_stop_closes_the_backend_request_and_keeps_the_text_so_far(storage, sett
     state = leases.turn_state(storage, tid)
     assert state["status"] == "ready"
     for c in state["candidates"]:  # rateable, marked cut where it was stopped
-        assert c["cut"] and c["cut_reason"] == "stopped" and c["text"].startswith("Start.more more")
+        # what the runner had read when Stop came (the server may have sent more, still buffered)
+        assert c["cut"] and c["cut_reason"] == "stopped"
+        assert re.fullmatch(r"Start(\.(more ?)*)?", c["text"].strip()), c["text"]
     assert not gen.stop(tid)  # nothing running any more
 
 
@@ -104,7 +107,9 @@ def test_a_turn_another_worker_writes_is_stopped_through_the_database(storage, s
     stopped, status, took, sent, run = asyncio.run(go())
     assert stopped["status"] == "failed" and stopped["lease_owner"] is None
     assert [c["error"] for c in stopped["candidates"]] == [STOPPED] * 2
-    assert status == "failed" and took < 3.0  # a heartbeat is 0.3 s; the reply never ends
+    # a heartbeat is 0.3 s and the reply never ends: any bound shows the stop reached it (a
+    # loose one, as a busy machine delays the heartbeats)
+    assert status == "failed" and took < 6.0
     assert script.repeated - sent <= 4  # its backend requests were closed
     assert tid not in writer.runs
     assert leases.turn_state(storage, tid) == stopped  # the old run stored nothing
