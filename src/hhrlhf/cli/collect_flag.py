@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from .options import check_outputs, emit_json, json_option, note_rows_read
+from .pm_options import fold_options
 
 __all__ = ["collect_flag"]
 
@@ -58,14 +59,7 @@ def _say_stored(stored: dict[str, Any]) -> None:
     help="HH data (a folder, a file, 'sample') whose train pairs join every fold's training "
     "set, never scored (repeatable).",
 )
-@click.option("--folds", type=click.IntRange(2, None), default=5, show_default=True)
-@click.option(
-    "--seeds",
-    type=click.IntRange(1, None),
-    default=2,
-    show_default=True,
-    help="Fold draws; a comparison's margin is the mean over them.",
-)
+@fold_options("comparison")
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -20,7 +20,7 @@ from .options import (
     subset_option,
 )
 from .pm import _load
-from .pm_options import backend_kwargs, backend_options
+from .pm_options import backend_kwargs, backend_options, fold_options
 
 __all__ = ["flag"]
 
@@ -95,14 +95,7 @@ def _print_report(report: dict[str, Any]) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="FLAGS.jsonl: one JSON line per pair.",
 )
-@click.option("--folds", type=click.IntRange(2, None), default=5, show_default=True)
-@click.option(
-    "--seeds",
-    type=click.IntRange(1, None),
-    default=2,
-    show_default=True,
-    help="Fold draws; a pair's margin is the mean over them.",
-)
+@fold_options("pair")
 @backend_options
 @click.option(
     "--solver",

@@ -10,7 +10,7 @@ import click
 
 from ..reward.backends import BACKENDS, get_backend
 
-__all__ = ["backend_options", "backend_kwargs", "loss_options", "loss_kwargs"]
+__all__ = ["backend_options", "backend_kwargs", "fold_options", "loss_options", "loss_kwargs"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -115,3 +115,22 @@ def loss_kwargs(
 
         out["margins"] = flag_margins(read_flags(margin_from), pairs, margin_from)
     return out
+
+
+def fold_options(unit: str) -> Callable[[F], F]:
+    """``--folds`` and ``--seeds`` of the flagging commands (``hh pm flag``, ``hh collect
+    flag``); ``unit`` names what is flagged in the help ("pair", "comparison")."""
+
+    def decorate(f: F) -> F:
+        f = click.option(
+            "--seeds",
+            type=click.IntRange(1, None),
+            default=2,
+            show_default=True,
+            help=f"Fold draws; a {unit}'s margin is the mean over them.",
+        )(f)
+        return click.option("--folds", type=click.IntRange(2, None), default=5, show_default=True)(
+            f
+        )
+
+    return decorate
