@@ -146,6 +146,36 @@ def test_a_worker_that_cannot_share_keeps_its_counts_for_the_next_share(storage)
         limits.check_write(1)
 
 
+def test_a_request_while_the_counts_are_being_shared_still_sees_them(storage, monkeypatch):
+    """The counts a worker is sending stay counted until the totals that hold them come back:
+    a write in between is refused (it once saw neither, and went through over the limit)."""
+    from hhrlhf.collect.services import ratecounts
+
+    wall = Clock()
+    wall.t = 60 * 3_000_000 + 5.0
+    one = Limits(0, 4, Clock(), worker="w1", wall=wall)
+    two = Limits(0, 4, Clock(), worker="w2", wall=wall)
+    for _ in range(2):
+        two.check_write(5)
+    assert two.share(storage)
+    one.check_write(5)
+    assert one.share(storage)  # w1 reads the totals: three
+    one.check_write(5)  # the fourth over both workers
+    real = ratecounts.share_counts
+    during = []
+
+    def share_with_a_write_in_between(*args, **kwargs):
+        with pytest.raises(RateLimited):
+            one.check_write(5)
+        during.append(True)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ratecounts, "share_counts", share_with_a_write_in_between)
+    assert one.share(storage) and during == [True]
+    with pytest.raises(RateLimited):
+        one.check_write(5)
+
+
 def test_two_apps_on_one_database_share_the_write_limit(make_client, settings, alice, monkeypatch):
     """Two workers serving one annotator (as a load balancer or the kernel spreads their
     connections): the limit is the annotator's, not each worker's, within about a second."""

@@ -123,6 +123,9 @@ class Limits:
         self._lock = threading.Lock()
         self._minute = int(wall() // 60)
         self._added: dict[tuple[str, str, int], int] = {}  # hits not shared yet, per minute
+        # hits on their way to the database: counted here until the totals come back (else a
+        # request in that moment sees neither them nor the totals holding them)
+        self._sending: dict[tuple[str, str, int], int] = {}
         self._now: dict[Key, int] = {}  # every worker's hits this minute, as last shared
         self._before: dict[Key, int] = {}  # and in the minute before
         self._watched: set[Key] = set()  # the keys hit here this minute or the one before
@@ -184,9 +187,10 @@ class Limits:
             return
         if minute == self._minute + 1:
             before = dict(self._now)
-            for (kind, key, at), n in self._added.items():
-                if at == self._minute:
-                    before[kind, key] = before.get((kind, key), 0) + n
+            for pending in (self._added, self._sending):
+                for (kind, key, at), n in pending.items():
+                    if at == self._minute:
+                        before[kind, key] = before.get((kind, key), 0) + n
             self._before, self._watched_before = before, self._watched
         else:
             self._before, self._watched_before = {}, set()
@@ -196,7 +200,8 @@ class Limits:
         """The seconds until ``k``'s count over every worker in the last 60 s (estimated),
         with ``weight`` more, is within ``limit`` again; None when it is now."""
         minute = self._minute
-        now = self._now.get(k, 0) + self._added.get((*k, minute), 0)
+        at_k = (*k, minute)
+        now = self._now.get(k, 0) + self._added.get(at_k, 0) + self._sending.get(at_k, 0)
         before = self._before.get(k, 0)
         into = t - 60 * minute  # seconds into this minute
         room = limit - weight + 1  # the count must be under this, weighted, to let it in
@@ -220,18 +225,20 @@ class Limits:
             if not watched:
                 return False
             minute, added = self._minute, self._added
-            self._added = {}
+            self._added, self._sending = {}, added
         try:
             totals = ratecounts.share_counts(storage, self.worker, minute, added, watched)
         except Exception:
             with self._lock:  # counted again at the next share
                 for at, n in added.items():
                     self._added[at] = self._added.get(at, 0) + n
+                self._sending = {}
             raise
         with self._lock:
             if self._minute == minute:
                 for k, (before, now) in totals.items():
                     self._before[k], self._now[k] = before, now
+            self._sending = {}
         return True
 
 
