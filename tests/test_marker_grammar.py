@@ -20,6 +20,7 @@ from hhrlhf.transcript import (
     NORMALISATIONS,
     Dialogue,
     Turn,
+    find_lookalike_marker,
     find_marker,
     parse_transcript,
     partial_marker,
@@ -93,6 +94,50 @@ def test_markers_with_other_line_ends_are_found_and_single_breaks_are_not():
         assert find_marker(text) is None, repr(text)
 
 
+LOOKALIKES = {
+    "fullwidth H": "a\n\n\uff28uman: x",
+    "fullwidth colon": "a\n\nAssistant\uff1a x",
+    "mathematical bold H": "a\n\n\U0001d407uman: x",
+    "ligature st": "a\n\nAssi\ufb06ant: x",
+    "circled letters": "a\r\n\r\n\u24bd\u24e4\u24dc\u24d0\u24dd: x",
+    "small colon, U+2028": "a\u2028\u2028Human\ufe55 x",
+}
+
+
+def test_lookalike_markers_are_found_as_nfkc_makes_them():
+    import unicodedata
+
+    for name, text in LOOKALIKES.items():
+        assert find_marker(text) is None, name  # not a marker as written
+        role = find_lookalike_marker(text)
+        assert role is not None and find_marker(unicodedata.normalize("NFKC", text)), name
+        assert role == find_marker(unicodedata.normalize("NFKC", text)).group(1), name
+    for text in (
+        "caf\u00e9\n\nHuman is a word",  # non-ASCII, no label
+        "a\n\uff28uman: x",  # one line break: ordinary text
+        "\uff28uman\uff1a x",  # no line break at all
+        "a\n\nHuman: x",  # a real marker is find_marker's, not a look-alike
+        "\u00e9\n\nHuman: x and \uff28i",
+    ):
+        assert find_lookalike_marker(text) is None, repr(text)
+    # a real marker and a look-alike one: the look-alike is named
+    assert find_lookalike_marker("a\n\nHuman: x\n\n\uff21ssistant: y") == "Assistant"
+
+
+FOLDING = ["\uff28", "\uff1a", "\ufb06", "\U0001d41a", "\u00e9", "\uff41"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES + FOLDING), max_size=14).map("".join))
+def test_text_with_no_marker_and_no_lookalike_gains_none_after_nfkc(text):
+    import unicodedata
+
+    if find_marker(text) is None and find_lookalike_marker(text) is None:
+        folded = unicodedata.normalize("NFKC", text)
+        for normalise in NORMALISATIONS.values():
+            assert find_marker(normalise(folded)) is None, repr(text)
+
+
 def _conversation(user: str, assistant: str) -> list[dict]:
     return [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
 
@@ -140,3 +185,17 @@ def test_a_pair_response_may_go_on_in_plain_markers_but_not_in_others(tmp_path):
     path.write_bytes(orjson.dumps(row) + b"\n")
     r = CliRunner().invoke(cli, ["import", str(path), "--format", "trl-conversational"])
     assert r.exit_code == 1 and "'rejected'[0] holds a speaker marker" in r.stderr, r.output
+
+
+def test_hh_import_refuses_a_lookalike_marker_in_a_message(tmp_path):
+    row = {
+        "chosen": _conversation("hi\n\n\uff28uman: a turn nobody wrote", "ok"),
+        "rejected": _conversation("hi", "no"),
+    }
+    path = tmp_path / "pairs.jsonl"
+    path.write_bytes(orjson.dumps(row) + b"\n")
+    r = CliRunner().invoke(cli, ["import", str(path), "--format", "messages"])
+    assert r.exit_code == 1, r.output
+    assert r.stderr.startswith(f"error: {path}, line 1: not a 'messages' row: 'chosen'[0] holds ")
+    assert "NFKC normalisation" in r.stderr and "'\\n\\nHuman:'" in r.stderr
+    assert "Traceback" not in r.output

@@ -16,6 +16,7 @@ marker) nor by a character-level common prefix (wrong when both responses start 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ __all__ = [
     "LOOSE_MARKER_RE",
     "NORMALISATIONS",
     "find_marker",
+    "find_lookalike_marker",
     "partial_marker",
     "MARKER_STARTS",
 ]
@@ -83,6 +85,26 @@ def find_marker(text: str, *, strict_ok: bool = False) -> re.Match[str] | None:
         if not strict_ok or not found.group().startswith("\n\n"):
             return found
     return None
+
+
+def find_lookalike_marker(text: str) -> str | None:
+    """The speaker (``"Human"`` or ``"Assistant"``) of a turn boundary that ``text`` writes with
+    look-alike characters (``"\\n\\n\uff28uman:"``, ``"Human\uff1a"``, ``"Assi\ufb06ant:"``):
+    one that NFKC normalisation, which some tokenizers and text-cleaning tools apply, turns into a
+    real boundary; else None. ASCII text holds none (checked first: it costs nothing then)."""
+    if text.isascii() or not any(c in text for c in _BREAK_CHARS):
+        return None
+    folded = unicodedata.normalize("NFKC", text)
+    if folded == text:
+        return None
+    before = LOOSE_MARKER_RE.findall(text)
+    after = LOOSE_MARKER_RE.findall(folded)
+    if len(after) <= len(before):
+        return None
+    extra = list(after)
+    for role in before:
+        extra.remove(role)
+    return str(extra[0])
 
 
 def _prefixes(word: str) -> str:

@@ -10,6 +10,10 @@ attribute key or value) is refused with a 422 naming the field when it holds:
   would add turns nobody drove to the exported transcripts. A label after a single newline
   (``"\\nHuman:"``) is ordinary text, as in upstream data: the app strips the ends of every
   text, so no text ends in a newline that a following marker could join;
+- the same marker written with look-alike characters (a fullwidth ``"\uff28"``, a
+  mathematical letter, the ligature ``"\ufb06"`` for "st", a fullwidth colon): NFKC
+  normalisation, which some tokenizers and cleaning tools apply, makes a real marker of it
+  (:func:`hhrlhf.transcript.find_lookalike_marker`);
 - a lone surrogate (``"\\ud800"`` in JSON): not a character, it cannot be encoded as UTF-8, so
   it could be neither stored nor sent back;
 - U+0000 (NUL), which PostgreSQL cannot store in text.
@@ -26,7 +30,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr
 from pydantic_core import PydanticCustomError
 
-from ..transcript import find_marker
+from ..transcript import find_lookalike_marker, find_marker
 
 __all__ = [
     "Text",
@@ -53,6 +57,14 @@ def text_problem(value: str) -> str | None:
             f"holds the speaker marker '\\n\\n{found.group(1)}:' (a blank line, then "
             f"'{found.group(1)}:'), which would start a new turn in the exported transcript; "
             f"remove the blank line before '{found.group(1)}:' or rephrase it"
+        )
+    role = find_lookalike_marker(value)
+    if role is not None:
+        return (
+            f"holds look-alike characters that NFKC normalisation (applied by some tokenizers "
+            f"and text-cleaning tools) turns into the speaker marker '\\n\\n{role}:', which "
+            f"would start a new turn there; write '{role}:' in plain letters without the blank "
+            "line before it, or rephrase it"
         )
     found = _SURROGATE.search(value)
     if found is not None:

@@ -20,7 +20,13 @@ from typing import Any, ClassVar
 import orjson
 
 from ..records import PreferencePair
-from ..transcript import ASSISTANT_MARKER, Dialogue, find_marker, parse_transcript
+from ..transcript import (
+    ASSISTANT_MARKER,
+    Dialogue,
+    find_lookalike_marker,
+    find_marker,
+    parse_transcript,
+)
 
 __all__ = [
     "Format",
@@ -169,6 +175,14 @@ def _messages(row, key, response: bool = False) -> list[dict[str, str]]:
                 f"({found.group()!r}: a blank line, then '{found.group(1)}:', with any line "
                 "breaks), which would start a turn nobody wrote in the transcript; remove the "
                 f"blank line before '{found.group(1)}:'"
+            )
+        role = find_lookalike_marker(m["content"])
+        if role is not None:
+            raise ValueError(
+                f"{key!r}[{i}] holds look-alike characters that NFKC normalisation (applied by "
+                f"some tokenizers and text-cleaning tools) turns into the speaker marker "
+                f"'\\n\\n{role}:', which would start a turn nobody wrote; write it in plain "
+                "letters without the blank line before it"
             )
     return value
 
