@@ -150,3 +150,75 @@ def test_nothing_sticky_covers_retry_on_a_phone(tmp_path, browser):
             context.close()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_failed_side_and_edit_message_fit_a_phone_and_take_the_keyboard(
+    tmp_path, browser, scheme
+):
+    """One side fails while the other is written (helpful mode: no sticky bar); in another
+    conversation both fail: the failed side, its note, Retry and Edit message are on the 375 px page without a
+    sideways scroll, reached by Tab in that order, each with a visible focus ring."""
+    from test_browser_failures import _side
+
+    from hhrlhf.collect.config import BackendConfig
+
+    good = serve(Script(replies=[LONG_REPLY], chunk_delay=0))
+    failing = serve(Script(fail=503, fail_message="model `secret-model` overloaded"))
+
+    def make(url):
+        from hhrlhf.collect.config import demo_settings
+
+        backends = tuple(
+            BackendConfig(name=n, kind="openai-chat", base_url=u, model="test-model")
+            for n, u in (("m1", good.base_url), ("m2", failing.base_url))
+        )
+        return replace(demo_settings(url), backends=backends, pairing="fixed", demo=False)
+
+    try:
+        with serve_app(tmp_path, make) as (base, _, token, _, _):
+            context = browser.new_context(viewport=PHONE, color_scheme=scheme)
+            page = context.new_page()
+            _start(page, base, token, "helpful")
+            _send(page)
+            page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
+            assert _side(page, "b")["failed"] and _side(page, "a")["state"] == "complete"
+            note = _box(page, '.candidate[data-slot="b"] [data-role="note"]')
+            assert note["right"] <= PHONE["width"] and note["height"] > 0, note
+            assert not page.is_visible("#withdraw")  # one response was written
+            _no_sideways_scroll(page)
+            _shot(page, tmp_path, f"phone-one-side-failed-{scheme}")
+            context.close()
+            # a conversation whose first message fails on both sides: Retry, Edit message
+            good.script.fail, good.script.fail_message = 503, "down too"
+            context = browser.new_context(viewport=PHONE, color_scheme=scheme)
+            page = context.new_page()
+            _start(page, base, token, "helpful")
+            _send(page)
+            page.wait_for_selector("#withdraw:not([hidden])", timeout=TIMEOUT_MS)
+            assert page.text_content("#turn-error-text") == (
+                "No response could be generated. Your message is kept: retry, or edit the message."
+            )
+            # the buttons under the words, each on one line (not squeezed beside them)
+            words, retry = _box(page, "#turn-error-text"), _box(page, "#retry")
+            assert retry["top"] >= words["bottom"], (words, retry)
+            assert _box(page, "#withdraw")["height"] == retry["height"]
+            page.focus("#retry")
+            ring = page.eval_on_selector("#retry", "e => getComputedStyle(e).outlineStyle")
+            assert ring != "none", ring
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.id") == "withdraw"
+            ring = page.eval_on_selector("#withdraw", "e => getComputedStyle(e).outlineStyle")
+            assert ring != "none", ring
+            withdraw = _box(page, "#withdraw")
+            assert withdraw["right"] <= PHONE["width"] and withdraw["bottom"] <= PHONE["height"]
+            _no_sideways_scroll(page)
+            _shot(page, tmp_path, f"phone-all-failed-{scheme}")
+            page.keyboard.press("Enter")  # Edit message: the text is back in the box
+            page.wait_for_selector("#composer:not([hidden])", timeout=TIMEOUT_MS)
+            assert page.input_value("#message") == "How long should green tea steep?"
+            _no_sideways_scroll(page)
+            context.close()
+    finally:
+        good.stop()
+        failing.stop()

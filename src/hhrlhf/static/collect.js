@@ -485,12 +485,14 @@
     }
 
     function showTurnError(msg) {
-      turnErrorText.textContent = msg;
-      turnError.hidden = false;
       // every response failed: the message itself may be what fails (too long, filtered)
-      if ($("#withdraw")) {
-        $("#withdraw").hidden = !["a", "b"].every((slot) => panel(slot).classList.contains("failed"));
-      }
+      const allFailed = ["a", "b"].every((slot) => panel(slot).classList.contains("failed"));
+      const withdraw = $("#withdraw");
+      if (withdraw) withdraw.hidden = !allFailed;
+      turnErrorText.textContent = allFailed && withdraw
+        ? "No response could be generated. Your message is kept: retry, or edit the message."
+        : msg;
+      turnError.hidden = false;
       setScale(false);
       // Retry in view (nothing sticky covers it: the page's scroll padding keeps it clear)
       turnError.scrollIntoView({ block: "nearest" });
