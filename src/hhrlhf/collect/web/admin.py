@@ -68,15 +68,15 @@ def review_page(request: Request):
     )
     progress = review_progress(st.storage, who, st.settings.review_fraction)
     points = st.settings.strength_points
-    mode = MODES.get(task["mode"] if task else "helpful", MODES["helpful"])
+    mode = MODES.get(task.mode if task else "helpful", MODES["helpful"])
     return _render(
         request,
         "collect/review.html",
         task=task,
-        transcript=split_prefix(task["prefix"]) if task else [],
+        transcript=split_prefix(task.prefix) if task else [],
         mode=mode,
         points=points,
-        scale=scale_points(points, task["mode"] if task else "helpful"),
+        scale=scale_points(points, task.mode if task else "helpful"),
         progress=progress,
         page="review",
     )

@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import asdict
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import StrictBool, StrictInt
 
-from ...errors import Conflict, Invalid, NotFound
+from ...errors import Conflict, Invalid
 from ..domain import AnnotatorInfo
 from ..services import annotators
 from ..services.annotators import set_annotator
-from ..services.review import next_task, review_progress, skip_review, submit_review
+from ..services.review import ReviewTask, next_task, review_progress, skip_review, submit_review
 from ..services.stats import collection_stats, model_leaderboard
 from ..textrules import AttributeValue, Text
 from . import schemas
@@ -50,6 +51,16 @@ def _state(request: Request):
     return request.app.state
 
 
+def _task_json(task: ReviewTask, *, described: bool = False) -> dict[str, Any]:
+    """A review task as the API gives it; ``described``: with the conversation's task
+    description (the next task only)."""
+    out = asdict(task)
+    out["candidates"] = [asdict(c) for c in task.candidates]
+    if not described:
+        del out["task_description"]
+    return out
+
+
 @router.get("/reviews/next", responses=answers(schemas.NextReview))
 def review_next(request: Request, who: Who):
     st = _state(request)
@@ -57,7 +68,11 @@ def review_next(request: Request, who: Who):
         st.storage, who, st.settings.review_fraction, rng=st.rng, order=st.settings.review_order
     )
     progress = review_progress(st.storage, who, st.settings.review_fraction)
-    return {"review": task, "strength_points": st.settings.strength_points, "progress": progress}
+    return {
+        "review": None if task is None else _task_json(task, described=True),
+        "strength_points": st.settings.strength_points,
+        "progress": asdict(progress),
+    }
 
 
 @router.post("/reviews/{review_id}/skip", responses=answers(schemas.Skipped))
@@ -73,12 +88,12 @@ def review_answer(review_id: int, body: ReviewAnswer, request: Request, who: Who
     task = submit_review(
         st.storage, who, review_id, body.pick, body.strength, st.settings.strength_points
     )
-    return {"review": task}
+    return {"review": _task_json(task)}
 
 
 @router.get("/admin/stats", responses=answers(schemas.CollectionStats))
 def admin_stats(request: Request, who: Admin, resamples: Resamples = 1000):
-    return collection_stats(_state(request).storage, resamples=resamples)
+    return asdict(collection_stats(_state(request).storage, resamples=resamples))
 
 
 @router.get("/admin/leaderboard", responses=answers(schemas.Leaderboard))
@@ -104,14 +119,11 @@ def admin_change_annotator(name: str, body: AnnotatorChange, request: Request, w
     storage = _state(request).storage
     if body.disabled is not None and name == who.name and body.disabled:
         raise Conflict("you cannot disable yourself")
-    out = set_annotator(
+    info = set_annotator(
         storage,
         name,
         role=body.role,
         attributes=body.attributes,
         disabled=body.disabled,
     )
-    info = annotators.annotator_by_name(storage, name)
-    if info is None:  # deleted meanwhile
-        raise NotFound(f"no annotator named {name!r}")
-    return {"annotator": {**info.to_dict(), "attributes": out["attributes"]}}
+    return {"annotator": info.to_dict()}
