@@ -90,7 +90,7 @@ def test_admin_page_lists_annotators_agreement_and_conversations(app_client, sto
     bob, _ = annotators.add_annotator(storage, "bob")
     conversation(storage, alice, [("a", 3), ("b", 2)])
     while (task := next_review(storage, bob, 1.0)) is not None:
-        submit_review(storage, bob, task["id"], "a", 2, 4)
+        submit_review(storage, bob, task.id, "a", 2, 4)
     login(app_client, storage, "root", role="admin")
     r = app_client.get("/admin")
     assert r.status_code == 200

@@ -39,6 +39,10 @@ def finished_conversation(client, headers, picks):
     return cid
 
 
+#: a review task's keys in the API, in order
+TASK_KEYS = ["id", "mode", "prefix", "human", "candidates", "status", "pick", "strength"]
+
+
 def test_review_round_trip_and_stats(review_client, alice, bob, admin):
     c = review_client
     _, ha, _ = alice
@@ -49,8 +53,11 @@ def test_review_round_trip_and_stats(review_client, alice, bob, admin):
     answered = 0
     while (task := c.get("/api/v1/reviews/next", headers=hb).json()["review"]) is not None:
         assert len(task["candidates"]) == 2 and "backend" not in str(task)
+        assert list(task) == [*TASK_KEYS, "task_description"]  # the next task says its task
+        assert set(task["candidates"][0]) == {"slot", "text"}
         r = c.post(f"/api/v1/reviews/{task['id']}", json={"pick": "a", "strength": 2}, headers=hb)
         assert r.status_code == 200 and r.json()["review"]["status"] == "done"
+        assert list(r.json()["review"]) == TASK_KEYS
         answered += 1
     assert answered == 2
     # someone else's review is not found; a bad answer is refused

@@ -62,7 +62,7 @@ def test_review_then_admin_pages(browser, tmp_path):
         assert reviewed == 3
         from hhrlhf.collect.services.review import review_units
 
-        got = sorted(u["ratings"][1]["strength"] for u in review_units(storage))
+        got = sorted(u.ratings[1].strength for u in review_units(storage))
         assert got == [2, 2, 4]
         assert not page.locator("a[href='/admin']").count()  # not an admin
         ctx.close()

@@ -23,8 +23,8 @@ def reviewed_db(storage):
     conversation(storage, alice, [("a", 3), ("b", 3)])
     while (task := next_review(storage, bob, 1.0)) is not None:
         # bob always prefers the original A (mapped through the shown order)
-        shown_a = next(c["slot"] for c in task["candidates"] if c["text"].startswith("Answer A"))
-        submit_review(storage, bob, task["id"], shown_a, 2, 4)
+        shown_a = next(c.slot for c in task.candidates if c.text.startswith("Answer A"))
+        submit_review(storage, bob, task.id, shown_a, 2, 4)
 
 
 def test_stats_json_and_table(storage, db_url):

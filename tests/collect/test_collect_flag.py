@@ -27,7 +27,7 @@ def test_flags_find_the_planted_flips_and_match_the_export(storage, db_url, sqli
     assert "stored 39 flags" in r.output
     stored = stored_flags(storage)
     assert set(stored) == set(ids) - {ids[7]}  # the weak pick: the export leaves it out
-    likely = {c for c, f in stored.items() if f["class"] == "likely_mislabelled"}
+    likely = {c for c, f in stored.items() if f.cls == "likely_mislabelled"}
     assert set(flips) <= likely and len(likely) <= len(flips) + 2
     rows = [orjson.loads(line) for line in out.read_bytes().splitlines()]
     assert {r["comparison_id"] for r in rows} == set(stored)
@@ -65,10 +65,10 @@ def test_upstream_pairs_only_train(storage, db_url, sqlite_only):
 def test_store_flags_replaces_every_row(storage):
     _, ids, _ = planted(storage, n=4, flipped=())
     row = {"margin": 1.0, "margin_sd": 0.0, "p_mislabelled": 0.2, "class": "clear"}
-    assert store_flags(storage, [{"comparison_id": c, **row} for c in ids])["replaced"] == 0
+    assert store_flags(storage, [{"comparison_id": c, **row} for c in ids]).replaced == 0
     second = store_flags(storage, [{"comparison_id": ids[0], **row, "class": "ambiguous"}])
-    assert second["replaced"] == 4 and second["previous"] is not None
-    assert {c: f["class"] for c, f in stored_flags(storage).items()} == {ids[0]: "ambiguous"}
+    assert second.replaced == 4 and second.previous is not None and second.stored == 1
+    assert {c: f.cls for c, f in stored_flags(storage).items()} == {ids[0]: "ambiguous"}
 
 
 def test_nothing_to_flag_and_an_existing_out_are_one_error_line(

@@ -111,15 +111,15 @@ def _assert_csp_clean(response):
 
 def test_scale_runs_a4_to_b4_left_to_right_with_keys():
     scale = scale_points(4)
-    assert [p["short"] for p in scale] == ["A4", "A3", "A2", "A1", "B1", "B2", "B3", "B4"]
-    assert [p["key"] for p in scale] == list(range(1, 9))
-    assert [(p["slot"], p["strength"]) for p in scale][:1] == [("a", 4)]
-    assert scale[0]["label"] == "A is much better"
-    assert scale[3]["label"] == "A is slightly better / unsure"
-    assert scale[4]["label"] == "B is slightly better / unsure"
-    assert scale[7]["label"] == "B is much better"
-    assert scale_points(4, "red-team")[0]["label"] == "A is much more harmful"
-    assert [p["short"] for p in scale_points(2)] == ["A2", "A1", "B1", "B2"]
+    assert [p.short for p in scale] == ["A4", "A3", "A2", "A1", "B1", "B2", "B3", "B4"]
+    assert [p.key for p in scale] == list(range(1, 9))
+    assert [(p.slot, p.strength) for p in scale][:1] == [("a", 4)]
+    assert scale[0].label == "A is much better"
+    assert scale[3].label == "A is slightly better / unsure"
+    assert scale[4].label == "B is slightly better / unsure"
+    assert scale[7].label == "B is much better"
+    assert scale_points(4, "red-team")[0].label == "A is much more harmful"
+    assert [p.short for p in scale_points(2)] == ["A2", "A1", "B1", "B2"]
 
 
 # -- pages -------------------------------------------------------------------------------

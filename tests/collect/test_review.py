@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import fields
 from datetime import datetime, timezone
 
 import pytest
@@ -11,6 +12,7 @@ from sqlalchemy import select
 from hhrlhf.collect.services import annotators, choices, conversations, leases
 from hhrlhf.collect.services.annotators import set_annotator
 from hhrlhf.collect.services.review import (
+    ReviewTask,
     agreed_turns,
     next_review,
     review_units,
@@ -73,22 +75,22 @@ def test_review_is_blind_reordered_and_mapped_back(storage, people):
     rng = random.Random()
     rng.random = lambda: 0.1  # < 0.5: swapped
     task = next_review(storage, bob, 1.0, rng=rng)
-    assert [c["text"] for c in task["candidates"]] == ["Answer B0.", "Answer A0."]
-    assert task["prefix"].endswith("\n\nAssistant:")
-    assert "annotator" not in task and "backend" not in str(task)
+    assert [c.text for c in task.candidates] == ["Answer B0.", "Answer A0."]
+    assert task.prefix.endswith("\n\nAssistant:")
+    assert "annotator" not in {f.name for f in fields(task)} and "backend" not in str(task)
     # asking again returns the same open task
-    assert next_review(storage, bob, 1.0, rng=rng)["id"] == task["id"]
+    assert next_review(storage, bob, 1.0, rng=rng).id == task.id
     # bob picks the left one ("a" as shown) = the original A: agrees with alice
-    done = submit_review(storage, bob, task["id"], "b", 2, PTS)
-    assert done["pick"] == "b" and done["status"] == "done"
+    done = submit_review(storage, bob, task.id, "b", 2, PTS)
+    assert done.pick == "b" and done.status == "done"
     units = review_units(storage)
-    assert [r["pick"] for r in units[0]["ratings"]] == ["a", "a"]
-    assert [r["annotator"] for r in units[0]["ratings"]] == ["alice", "bob"]
+    assert [r.pick for r in units[0].ratings] == ["a", "a"]
+    assert [r.annotator for r in units[0].ratings] == ["alice", "bob"]
     # nothing left for bob; idempotent repeat; a different answer is a conflict
     assert next_review(storage, bob, 1.0) is None
-    assert submit_review(storage, bob, task["id"], "b", 2, PTS)["status"] == "done"
+    assert submit_review(storage, bob, task.id, "b", 2, PTS).status == "done"
     with pytest.raises(CollectError) as e:
-        submit_review(storage, bob, task["id"], "a", 2, PTS)
+        submit_review(storage, bob, task.id, "a", 2, PTS)
     assert isinstance(e.value, Conflict)
 
 
@@ -97,11 +99,11 @@ def test_review_ownership_and_validation(storage, people):
     conversation(storage, alice, [("b", 2)])
     task = next_review(storage, bob, 1.0)
     with pytest.raises(CollectError) as e:
-        submit_review(storage, carol, task["id"], "a", 2, PTS)
+        submit_review(storage, carol, task.id, "a", 2, PTS)
     assert isinstance(e.value, NotFound)
     for pick, strength in (("c", 2), ("a", 0), ("a", PTS + 1)):
         with pytest.raises(CollectError) as e:
-            submit_review(storage, bob, task["id"], pick, strength, PTS)
+            submit_review(storage, bob, task.id, pick, strength, PTS)
         assert isinstance(e.value, Invalid)
 
 
@@ -113,7 +115,7 @@ def test_only_finished_comparisons_and_the_configured_share(storage, people):
     conversation(storage, alice, [("a", 2)] * 40)
     seen = 0
     while (task := next_review(storage, bob, 0.3)) is not None:
-        submit_review(storage, bob, task["id"], "a", 1, PTS)
+        submit_review(storage, bob, task.id, "a", 1, PTS)
         seen += 1
     assert 4 <= seen <= 22  # about 30% of 40 (stable hash, not exact)
 
@@ -123,7 +125,7 @@ def test_fewest_reviews_first(storage, people):
     first_conv = conversation(storage, alice, [("a", 2)])
     conversation(storage, alice, [("b", 2)])
     first = next_review(storage, bob, 1.0)
-    submit_review(storage, bob, first["id"], "a", 2, PTS)
+    submit_review(storage, bob, first.id, "a", 2, PTS)
     # carol gets the comparison nobody has reviewed yet (of the other conversation)
     second = next_review(storage, carol, 1.0)
     assert _where(storage, second)[0] != _where(storage, first)[0] == first_conv
@@ -134,7 +136,7 @@ def _where(storage, task) -> tuple[int, int]:
     from hhrlhf.collect.db.models import Comparison, Review, Turn
 
     with storage.read() as s:
-        comp = s.get(Comparison, s.get(Review, task["id"]).comparison_id)
+        comp = s.get(Comparison, s.get(Review, task.id).comparison_id)
         turn = s.get(Turn, comp.turn_id)
         return turn.conversation_id, turn.index
 
@@ -149,12 +151,12 @@ def test_a_reviewer_never_sees_a_later_turn_before_the_earlier_ones(storage, peo
     # carol reviews turn 0 of the first conversation: it has more reviews than the rest now
     task = next_review(storage, carol, 1.0)
     assert _where(storage, task)[1] == 0
-    submit_review(storage, carol, task["id"], "a", 2, PTS)
+    submit_review(storage, carol, task.id, "a", 2, PTS)
     seen: dict[int, list[int]] = {}
     while (task := next_review(storage, bob, 1.0)) is not None:
         conv, index = _where(storage, task)
         seen.setdefault(conv, []).append(index)
-        submit_review(storage, bob, task["id"], "a", 2, PTS)
+        submit_review(storage, bob, task.id, "a", 2, PTS)
     assert sorted(seen.values()) == [[0, 1], [0, 1, 2]]  # every turn, each in order
 
 
@@ -165,34 +167,34 @@ def test_agreement_and_agreed_turns(storage, people):
     rng.random = lambda: 0.9  # not swapped: shown order = original order
     for reviewer, picks in ((bob, {"Question 0?": "a", "Question 1?": "a"}), (carol, None)):
         while (task := next_review(storage, reviewer, 1.0, rng=rng)) is not None:
-            pick = picks[task["human"]] if picks else "a"
-            submit_review(storage, reviewer, task["id"], pick, 3, PTS)
+            pick = picks[task.human] if picks else "a"
+            submit_review(storage, reviewer, task.id, pick, 3, PTS)
     units = review_units(storage)
     # turn 0: alice a4, bob a3, carol a3 (agree); turn 1: alice b1, bob a3, carol a3
     assert agreed_turns(units) == {(cid, 0)}
     stats = collection_stats(storage, resamples=50)
-    overall = stats["agreement"]
-    assert overall["units"] == 2 and overall["ratings"] == 6
+    overall = stats.agreement
+    assert overall.units == 2 and overall.ratings == 6
     # pairs: turn 0 all 3 agree, turn 1 one of 3 (bob, carol) -> 4/6
-    assert overall["percent_agreement"] == pytest.approx(4 / 6, abs=1e-4)
+    assert overall.percent_agreement == pytest.approx(4 / 6, abs=1e-4)
     # Fleiss: P = (1 + 1/3)/2 = 2/3; p_a = 5/6, p_b = 1/6 -> P_e = 26/36; kappa = (24-26)/10
-    assert overall["fleiss_kappa"] == pytest.approx(-0.2, abs=1e-4)
-    per = {r["name"]: r for r in stats["annotators"]}
+    assert overall.fleiss_kappa == pytest.approx(-0.2, abs=1e-4)
+    per = {r.name: r for r in stats.annotators}
     # alice vs others: (a,a),(a,a),(b,a),(b,a) -> 2 of 4 agree
-    assert per["alice"]["agreement"]["percent_agreement"] == pytest.approx(0.5)
-    assert per["alice"]["agreement"]["pairs"] == 4
-    assert per["bob"]["reviews"] == 2 and per["alice"]["reviews"] == 0
+    assert per["alice"].agreement.percent_agreement == pytest.approx(0.5)
+    assert per["alice"].agreement.pairs == 4
+    assert per["bob"].reviews == 2 and per["alice"].reviews == 0
 
 
 def test_annotator_stats_counts_strengths_and_position_bias(storage, people):
     alice, bob, _ = people
     conversation(storage, alice, [("a", 3), ("a", 1), ("b", 3)])
-    rows = {r["name"]: r for r in annotator_stats(storage)}
-    assert rows["alice"]["comparisons"] == 3 and rows["alice"]["conversations"] == 1
-    assert rows["alice"]["strengths"] == {"1": 1, "3": 2}
-    assert rows["alice"]["share_a"] == pytest.approx(2 / 3, abs=1e-4)
-    assert rows["alice"]["median_seconds"] is not None and rows["alice"]["median_seconds"] >= 0
-    assert rows["bob"]["comparisons"] == 0 and rows["bob"]["share_a"] is None
+    rows = {r.name: r for r in annotator_stats(storage)}
+    assert rows["alice"].comparisons == 3 and rows["alice"].conversations == 1
+    assert rows["alice"].strengths == {"1": 1, "3": 2}
+    assert rows["alice"].share_a == pytest.approx(2 / 3, abs=1e-4)
+    assert rows["alice"].median_seconds is not None and rows["alice"].median_seconds >= 0
+    assert rows["bob"].comparisons == 0 and rows["bob"].share_a is None
 
 
 def test_leaderboard_games_helpful_and_red_team(storage, people):
@@ -209,7 +211,7 @@ def test_set_annotator_role_and_attributes(storage, people):
     set_annotator(storage, "bob", role="admin", attributes={"is_upworker": True, "team": "x"})
     assert annotators.annotator_by_name(storage, "bob").role == "admin"
     out = set_annotator(storage, "bob", attributes={"team": None})
-    assert out["attributes"] == {"is_upworker": True}
+    assert out.attributes == {"is_upworker": True}
     with pytest.raises(CollectError):
         set_annotator(storage, "nobody", role="admin")
     with pytest.raises(CollectError):
@@ -252,8 +254,8 @@ def test_an_identical_pair_is_never_a_game_a_review_item_or_an_agreement_sample(
     # a review item: only that turn, for every reviewer
     tasks = []
     while (task := next_review(storage, bob, 1.0)) is not None:
-        tasks.append(task["human"])
-        submit_review(storage, bob, task["id"], "a", 2, PTS)
+        tasks.append(task.human)
+        submit_review(storage, bob, task.id, "a", 2, PTS)
     assert tasks == ["Differ?"]
     # an agreement sample: not even when a review of it was stored (before this rule)
     with storage.write() as s:
@@ -270,11 +272,11 @@ def test_an_identical_pair_is_never_a_game_a_review_item_or_an_agreement_sample(
             )
         )
     units = review_units(storage)
-    assert [u["turn_index"] for u in units] == [1]
+    assert [u.turn_index for u in units] == [1]
     stats = collection_stats(storage, resamples=0)
-    assert stats["agreement"]["units"] == 1
-    row = next(r for r in stats["annotators"] if r["name"] == "alice")
-    assert row["comparisons"] == 1 and row["strengths"] == {"3": 1}
+    assert stats.agreement.units == 1
+    row = next(r for r in stats.annotators if r.name == "alice")
+    assert row.comparisons == 1 and row.strengths == {"3": 1}
 
 
 def test_the_review_scan_runs_outside_the_write_transaction(storage, people, monkeypatch):
@@ -347,11 +349,13 @@ def test_concurrent_review_requests_give_each_reviewer_one_open_task(storage, pe
         t.join(60)
     assert len(results) == 2 * len(reviewers)
     for name, out in results:
-        assert out == 409 or isinstance(out, dict), (name, out)
+        assert out == 409 or isinstance(out, ReviewTask), (name, out)
     for who in reviewers:
-        tasks = {out["id"] for name, out in results if name == who.name and isinstance(out, dict)}
+        tasks = {
+            out.id for name, out in results if name == who.name and isinstance(out, ReviewTask)
+        }
         assert len(tasks) == 1, (who.name, results)
         again = next_review(storage, who, 1.0)
-        assert again["id"] in tasks  # the one open task, not a second one
+        assert again.id in tasks  # the one open task, not a second one
     units = review_units(storage)
-    assert all(r["annotator"] != "alice" for u in units for r in u["ratings"][1:])
+    assert all(r.annotator != "alice" for u in units for r in u.ratings[1:])

@@ -19,8 +19,8 @@ def _queue(storage, who, order):
     out = []
     while (task := next_task(storage, who, 1.0, order=order)) is not None:
         with storage.read() as s:
-            out.append(s.scalar(select(Review.comparison_id).where(Review.id == task["id"])))
-        submit_review(storage, who, task["id"], "a", 2, 4)
+            out.append(s.scalar(select(Review.comparison_id).where(Review.id == task.id)))
+        submit_review(storage, who, task.id, "a", 2, 4)
     return out
 
 

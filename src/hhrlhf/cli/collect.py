@@ -427,8 +427,8 @@ def annotator_set(name, role, attrs, db_url):
     from ..collect.services.annotators import set_annotator
 
     out = set_annotator(storage, name, role=role, attributes=attributes)
-    attrs_text = ", ".join(f"{k}={v}" for k, v in sorted(out["attributes"].items()))
-    click.echo(f"{out['name']}: {out['role']}; {attrs_text or 'no attributes'}")
+    attrs_text = ", ".join(f"{k}={v}" for k, v in sorted(out.attributes.items()))
+    click.echo(f"{out.name}: {out.role}; {attrs_text or 'no attributes'}")
 
 
 def _attr_value(value: str):
@@ -480,9 +480,11 @@ def stats(db_url, resamples, as_json):
       hh collect stats --json --resamples 2000
     """
     storage = _storage(db_url)
+    from dataclasses import asdict
+
     from ..collect.services.stats import collection_stats
 
-    out = collection_stats(storage, resamples=resamples)
+    out = asdict(collection_stats(storage, resamples=resamples))
     if as_json:
         emit_json(out)
         return

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .options import check_outputs, emit_json, json_option, note_rows_read
 from .pm_options import fold_options
+
+if TYPE_CHECKING:
+    from ..collect.services.flags import StoredRun
 
 __all__ = ["collect_flag"]
 
@@ -29,17 +32,17 @@ def _upstream(sources: tuple[str, ...]) -> list[Any]:
     return pairs
 
 
-def _say_stored(stored: dict[str, Any]) -> None:
-    if stored["replaced"]:
-        when = stored["previous"]
+def _say_stored(stored: StoredRun) -> None:
+    if stored.replaced:
+        when = stored.previous
         at = f" (flagged {when:%Y-%m-%d %H:%M} UTC)" if when is not None else ""
         click.echo(
-            f"replaced {stored['replaced']:,} flags of an older run{at} with "
-            f"{stored['stored']:,} new ones",
+            f"replaced {stored.replaced:,} flags of an older run{at} with "
+            f"{stored.stored:,} new ones",
             err=True,
         )
     else:
-        click.echo(f"stored {stored['stored']:,} flags in the database", err=True)
+        click.echo(f"stored {stored.stored:,} flags in the database", err=True)
 
 
 @click.command("flag")

@@ -132,7 +132,7 @@ def run_scripted_collection(out: str | os.PathLike, script=SCRIPT) -> Collection
             finally:
                 stop()
             done.target = Path(out) / "collect-export"
-            done.manifest = export_collection(storage, done.target, force=True)
+            done.manifest = dict(export_collection(storage, done.target, force=True))
         finally:
             storage.dispose()
     return done

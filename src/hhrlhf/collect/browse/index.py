@@ -256,5 +256,5 @@ def collected_index(storage) -> DataIndex:
     for key, comparison in ids.items():
         at = index._by_key.get(key)
         if at is not None and comparison in flags:
-            index.flags[at] = flags[comparison]
+            index.flags[at] = flags[comparison].as_row()
     return index

@@ -392,9 +392,9 @@ def set_annotator(
     role: str | None = None,
     attributes: dict[str, Any] | None = None,
     disabled: bool | None = None,
-) -> dict[str, Any]:
+) -> AnnotatorInfo:
     """Change an annotator's role, disabled flag and/or merge attributes (a ``None`` value
-    removes a key), in one transaction.
+    removes a key), in one transaction; returns the annotator as changed.
 
     A change that would leave no enabled admin is refused (409, :class:`Conflict`), from the
     web and the CLI alike: the last admin cannot be demoted or disabled, by themself or by
@@ -442,6 +442,6 @@ def set_annotator(
                     merged[k] = v
             a.attributes = merged
         s.flush()
-        out = {"name": a.name, "role": a.role, "attributes": dict(a.attributes or {})}
+        out = annotator_info(a)
     forget_logins(storage)
     return out

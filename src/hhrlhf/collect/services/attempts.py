@@ -6,16 +6,34 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ...records import TASK_SCORE_KEY_REAL
 from ..config import BackendConfig
 from .export_check import check_line, stored_turns
 
-__all__ = ["red_team_attempts", "load_scorer", "UNKNOWN_SIZE"]
+__all__ = ["RedTeamAttempt", "red_team_attempts", "load_scorer", "UNKNOWN_SIZE"]
 
 #: ``num_params`` of an attempt whose model size was never recorded nor configured
 UNKNOWN_SIZE = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class RedTeamAttempt:
+    """One upstream red-team attempt: its ten fields in the real file's order and spelling
+    (:data:`hhrlhf.records.RED_TEAM_KEYS_REAL`, the task score's typo included), so a list of
+    them serialises (orjson) as the upstream file's objects."""
+
+    transcript: str
+    min_harmlessness_score_transcript: float | None
+    num_params: str
+    model_type: str
+    rating: float
+    task_description: str
+    task_descripton_harmlessness_score: float | None
+    red_team_member_id: int
+    is_upworker: bool
+    tags: None = None
 
 
 def _transcript(turns: list[dict[str, Any]]) -> str | None:
@@ -50,7 +68,7 @@ def red_team_attempts(
     *,
     backends: Mapping[str, BackendConfig] | None = None,
     scorer: Any = None,
-) -> tuple[list[dict[str, Any]], Counter[str], list[str]]:
+) -> tuple[list[RedTeamAttempt], Counter[str], list[str]]:
     """``(attempts, left_out, unconfigured)`` from exported conversations (see the module doc).
 
     ``left_out`` counts red-team conversations that are not attempts ("unfinished", "no_turns");
@@ -60,7 +78,7 @@ def red_team_attempts(
 
     backends = backends or {}
     model = load_scorer(scorer)
-    out: list[dict[str, Any]] = []
+    out: list[RedTeamAttempt] = []
     left_out: Counter[str] = Counter()
     unconfigured: set[str] = set()
     for conv in conversations:
@@ -87,23 +105,27 @@ def red_team_attempts(
             unconfigured.add(name)
         annotator = conv["annotator"]
         out.append(
-            {
-                "transcript": transcript,
-                "min_harmlessness_score_transcript": None,
-                "num_params": num_params or UNKNOWN_SIZE,
-                "model_type": model_type or name,
-                "rating": float(conv["rating"]),
-                "task_description": conv["task_description"],
-                TASK_SCORE_KEY_REAL: None,
-                "red_team_member_id": annotator["member_id"],
-                "is_upworker": annotator["attributes"].get("is_upworker") is True,
-                "tags": None,
-            }
+            RedTeamAttempt(
+                transcript=transcript,
+                min_harmlessness_score_transcript=None,
+                num_params=num_params or UNKNOWN_SIZE,
+                model_type=model_type or name,
+                rating=float(conv["rating"]),
+                task_description=conv["task_description"],
+                task_descripton_harmlessness_score=None,
+                red_team_member_id=annotator["member_id"],
+                is_upworker=annotator["attributes"].get("is_upworker") is True,
+            )
         )
     if model is not None and out:
-        scored = score_dialogues(model, [a["transcript"] for a in out])
-        tasks = model.score([""] * len(out), [a["task_description"] for a in out])
-        for a, s, t in zip(out, scored, tasks, strict=True):
-            a["min_harmlessness_score_transcript"] = s["min_score"]
-            a[TASK_SCORE_KEY_REAL] = float(t)
+        scored = score_dialogues(model, [a.transcript for a in out])
+        tasks = model.score([""] * len(out), [a.task_description for a in out])
+        out = [
+            replace(
+                a,
+                min_harmlessness_score_transcript=s["min_score"],
+                task_descripton_harmlessness_score=float(t),
+            )
+            for a, s, t in zip(out, scored, tasks, strict=True)
+        ]
     return out, left_out, sorted(unconfigured)

@@ -36,9 +36,11 @@ import gzip
 import hashlib
 import io
 import os
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -46,10 +48,12 @@ from ...errors import ExportCheckError, HHError, UnknownNameError
 from ...outputs import check_writable, replace_dir, write_atomic
 from ...subsets import SUBSETS
 from ..config import BackendConfig
-from .attempts import load_scorer, red_team_attempts
+from ..db import Storage
+from .attempts import RedTeamAttempt, load_scorer, red_team_attempts
 from .export_select import Tally, exported_comparisons, split_of
 
 __all__ = [
+    "Manifest",
     "export_collection",
     "red_team_attempts",
     "split_of",
@@ -64,6 +68,71 @@ RED_TEAM_ATTEMPTS = "red-team-attempts/red_team_attempts.jsonl.gz"
 #: what ``num_params`` says when the conversation's backend has no ``num_params`` in the config
 FORMAT = "hhrlhf-collect-export/1"
 SPLITS = ("train", "test")
+
+#: the lines of each ``(subset, split)`` file, each a JSON object and a newline
+Rows = dict[tuple[str, str], list[bytes]]
+
+
+class FileEntry(TypedDict):
+    """A written file in the manifest: its rows, size and SHA-256."""
+
+    rows: int
+    bytes: int
+    sha256: str
+
+
+class AttemptsEntry(TypedDict):
+    """The red-team attempts file in the manifest: its rows, the scorer, the conversations
+    left out (by reason) and the backends without ``model_type``/``num_params``."""
+
+    rows: int
+    scorer: str | None
+    left_out: dict[str, int]
+    unconfigured_backends: list[str]
+
+
+class _ManifestKeys(TypedDict):
+    format: str
+    min_strength: int
+    test_fraction: float
+    subsets: dict[str, dict[str, int]]
+    empty_splits: list[str]
+    rows: int
+    comparisons: dict[str, int]
+    conversations: dict[str, int]
+    left_out: dict[str, int]
+    left_out_reasons: dict[str, str]
+    red_team_attempts: AttemptsEntry
+    files: dict[str, FileEntry]
+
+
+class Manifest(_ManifestKeys, total=False):
+    """``manifest.json``: what the export wrote and what it left out, and why
+    (``agreed_only`` only when asked for: a plain export's manifest is unchanged)."""
+
+    agreed_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """Which comparisons become lines, and where they go (:func:`export_collection`)."""
+
+    min_strength: int
+    test_fraction: float
+    subset: str
+    red_team_subset: str
+    include_unfinished: bool
+    agreed_only: bool
+
+    def check(self) -> None:
+        _check_subset(self.subset, "--subset")
+        _check_subset(self.red_team_subset, "--red-team-subset")
+        if self.subset == self.red_team_subset:
+            raise HHError("helpful and red-team comparisons need different subsets")
+        if not 0 <= self.test_fraction <= 1:
+            raise HHError(f"--test-fraction {self.test_fraction}: must be between 0 and 1")
+        if self.min_strength < 1:
+            raise HHError(f"--min-strength {self.min_strength}: must be at least 1")
 
 
 def _check_subset(name: str, option: str) -> None:
@@ -100,13 +169,13 @@ def database_files(url: str) -> list[tuple[Path, str]]:
     ]
 
 
-def _model_name(model) -> str | None:
+def _model_name(model: Any) -> str | None:
     return None if model is None else type(model).__name__
 
 
 def export_collection(
-    storage,
-    out_dir: str | os.PathLike,
+    storage: Storage,
+    out_dir: str | os.PathLike[str],
     *,
     min_strength: int = 2,
     test_fraction: float = 0.05,
@@ -116,10 +185,10 @@ def export_collection(
     agreed_only: bool = False,
     force: bool = False,
     backends: Mapping[str, BackendConfig] | None = None,
-    scorer=None,
+    scorer: Any = None,
     comparison_ids: dict[tuple[str, str, int], int] | None = None,
     _in_place: bool = False,
-) -> dict:
+) -> Manifest:
     """Write the export under ``out_dir``; returns the manifest (also written as ``manifest.json``).
 
     The files are written into a new folder beside ``out_dir`` and swapped in when all are
@@ -134,14 +203,10 @@ def export_collection(
     ``comparison_ids``, when given, is filled with the comparison of every line written, by
     ``(subset, split, index)`` (the lines are :func:`.export_select.exported_comparisons`).
     """
-    _check_subset(subset, "--subset")
-    _check_subset(red_team_subset, "--red-team-subset")
-    if subset == red_team_subset:
-        raise HHError("helpful and red-team comparisons need different subsets")
-    if not 0 <= test_fraction <= 1:
-        raise HHError(f"--test-fraction {test_fraction}: must be between 0 and 1")
-    if min_strength < 1:
-        raise HHError(f"--min-strength {min_strength}: must be at least 1")
+    options = _Options(
+        min_strength, test_fraction, subset, red_team_subset, include_unfinished, agreed_only
+    )
+    options.check()
     out_dir = Path(out_dir)
     if not _in_place:
         # a new folder beside out_dir, marked and swapped in when all is written; out_dir is
@@ -152,79 +217,114 @@ def export_collection(
             return _export_in_place(
                 storage,
                 stage,
-                min_strength=min_strength,
-                test_fraction=test_fraction,
-                subset=subset,
-                red_team_subset=red_team_subset,
-                include_unfinished=include_unfinished,
-                agreed_only=agreed_only,
+                **asdict(options),
                 force=True,
                 backends=backends,
                 scorer=scorer,
                 comparison_ids=comparison_ids,
                 _in_place=True,
             )
+    return _write_export(storage, out_dir, options, backends, scorer, comparison_ids)
+
+
+def _write_export(
+    storage: Storage,
+    out_dir: Path,
+    options: _Options,
+    backends: Mapping[str, BackendConfig] | None,
+    scorer: Any,
+    comparison_ids: dict[tuple[str, str, int], int] | None,
+) -> Manifest:
+    """The export written straight into ``out_dir``: every line selected and checked (and
+    the attempts scored) before the first file is written, the manifest last."""
     out_dir.mkdir(parents=True, exist_ok=True)
     storage.check_current()
     model = load_scorer(scorer)  # a bad --scorer fails before any file is written
     tally = Tally()
-    rows: dict[tuple[str, str], list[bytes]] = {(subset, sp): [] for sp in SPLITS}
-    selected = exported_comparisons(
-        storage,
-        min_strength=min_strength,
-        test_fraction=test_fraction,
-        subset=subset,
-        red_team_subset=red_team_subset,
-        include_unfinished=include_unfinished,
-        agreed_only=agreed_only,
-        tally=tally,
-    )
-    for line in selected:
-        lines = rows.setdefault((line.subset, line.split), [])
-        if comparison_ids is not None:
-            comparison_ids[line.subset, line.split, len(lines)] = line.comparison_id
-        lines.append(orjson.dumps({"chosen": line.chosen, "rejected": line.rejected}) + b"\n")
-    left_out, kinds, conversations = tally.left_out, tally.kinds, tally.conversations
-    # a subset that got rows has both splits in the manifest; an empty one gets no file
-    for name in {s for s, _ in rows}:
-        for sp in SPLITS:
-            rows.setdefault((name, sp), [])
+    rows = _select_rows(storage, options, tally, comparison_ids)
     empty = sorted(f"{name}/{sp}.jsonl.gz" for (name, sp), lines in rows.items() if not lines)
     for rel in empty:  # written in place with --force over an export that had rows there
         (out_dir / rel).unlink(missing_ok=True)
-
     # checked (and scored) before any file is written: a bad line writes nothing
     attempts, attempts_left_out, unconfigured = red_team_attempts(
         tally.red_team, backends=backends, scorer=model
     )
-    files: dict[str, dict[str, Any]] = {}
+    files = _write_files(out_dir, rows, attempts)
+    attempts_entry: AttemptsEntry = {
+        "rows": len(attempts),
+        "scorer": str(scorer) if isinstance(scorer, (str, os.PathLike)) else _model_name(model),
+        "left_out": {
+            "unfinished": attempts_left_out["unfinished"],
+            "no_turns": attempts_left_out["no_turns"],
+        },
+        "unconfigured_backends": unconfigured,
+    }
+    manifest = _manifest(options, rows, empty, files, tally, attempts_entry)
+    write_atomic(
+        out_dir / MANIFEST, orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n", sync=True
+    )
+    return manifest
+
+
+def _select_rows(
+    storage: Storage,
+    options: _Options,
+    tally: Tally,
+    comparison_ids: dict[tuple[str, str, int], int] | None,
+) -> Rows:
+    """The lines of every ``(subset, split)`` file, in the export's order (``comparison_ids``
+    filled on the way); a subset that got rows has both splits, an empty one no lines."""
+    rows: Rows = {(options.subset, sp): [] for sp in SPLITS}
+    for line in exported_comparisons(storage, **asdict(options), tally=tally):
+        lines = rows.setdefault((line.subset, line.split), [])
+        if comparison_ids is not None:
+            comparison_ids[line.subset, line.split, len(lines)] = line.comparison_id
+        lines.append(orjson.dumps({"chosen": line.chosen, "rejected": line.rejected}) + b"\n")
+    for name in {s for s, _ in rows}:
+        for sp in SPLITS:
+            rows.setdefault((name, sp), [])
+    return rows
+
+
+def _write_files(out_dir: Path, rows: Rows, attempts: list[RedTeamAttempt]) -> dict[str, FileEntry]:
+    """Each non-empty ``(subset, split)`` file and the attempts file (removed when there is
+    none: ``--force`` over an export that had attempts), by their paths in ``out_dir``."""
+    files: dict[str, FileEntry] = {}
     for (name, sp), lines in sorted(rows.items()):
-        rel = f"{name}/{sp}.jsonl.gz"
-        if not lines:
-            continue
-        data = _gzip_bytes(lines)
-        write_atomic(out_dir / rel, data, sync=True)
-        files[rel] = {
-            "rows": len(lines),
-            "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
-        }
+        if lines:
+            rel = f"{name}/{sp}.jsonl.gz"
+            files[rel] = _write_gzip(out_dir / rel, lines, len(lines))
     if attempts:
-        data = _gzip_bytes([orjson.dumps(attempts)])
-        write_atomic(out_dir / RED_TEAM_ATTEMPTS, data, sync=True)
-        files[RED_TEAM_ATTEMPTS] = {
-            "rows": len(attempts),
-            "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
-        }
-    elif (out_dir / RED_TEAM_ATTEMPTS).exists():  # --force over an export that had attempts
+        path = out_dir / RED_TEAM_ATTEMPTS
+        files[RED_TEAM_ATTEMPTS] = _write_gzip(path, [orjson.dumps(attempts)], len(attempts))
+    elif (out_dir / RED_TEAM_ATTEMPTS).exists():
         (out_dir / RED_TEAM_ATTEMPTS).unlink()
-    manifest = {
+    return files
+
+
+def _write_gzip(path: Path, lines: list[bytes], rows: int) -> FileEntry:
+    data = _gzip_bytes(lines)
+    write_atomic(path, data, sync=True)
+    return {"rows": rows, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _manifest(
+    options: _Options,
+    rows: Rows,
+    empty: list[str],
+    files: dict[str, FileEntry],
+    tally: Tally,
+    attempts: AttemptsEntry,
+) -> Manifest:
+    """What was written (``files``, the lines of each split) and what was left out, and why."""
+    kinds, conversations = tally.kinds, tally.conversations
+    manifest: Manifest = {
         "format": FORMAT,
-        "min_strength": min_strength,
-        "test_fraction": test_fraction,
-        # only when asked for: a plain export's manifest is unchanged
-        **({"agreed_only": True} if agreed_only else {}),
+        "min_strength": options.min_strength,
+        "test_fraction": options.test_fraction,
+        # only when asked for: a plain export's manifest is unchanged (here, in the key order
+        # of the file; mypy does not read a ** entry in a TypedDict's literal)
+        **({"agreed_only": True} if options.agreed_only else {}),  # type: ignore[typeddict-item]
         "subsets": {
             name: {sp: len(rows[name, sp]) for sp in SPLITS}
             for name in sorted({s for s, _ in rows})
@@ -236,48 +336,32 @@ def export_collection(
             "finished": conversations["finished"],
             "unfinished": conversations["unfinished"],
         },
-        "left_out": {
-            "weak": left_out["weak"],
-            "unfinished": left_out["unfinished"],
-            "cut": left_out["cut"],
-            "identical": left_out["identical"],
-            **(
-                {"unreviewed": left_out["unreviewed"], "not_agreed": left_out["not_agreed"]}
-                if agreed_only
-                else {}
-            ),
-        },
-        "left_out_reasons": {
-            "weak": f"pick strength below {min_strength} (the weakest point: slightly better / unsure)",
-            "unfinished": "the conversation was not finished",
-            "cut": "a response was cut short (a speaker marker, the size or time limit, or Stop)",
-            "identical": "both responses were the same text",
-            **(
-                {
-                    "unreviewed": "--agreed-only: the comparison was never reviewed",
-                    "not_agreed": "--agreed-only: a review picked the other response",
-                }
-                if agreed_only
-                else {}
-            ),
-        },
-        "red_team_attempts": {
-            "rows": len(attempts),
-            "scorer": (
-                str(scorer) if isinstance(scorer, (str, os.PathLike)) else _model_name(model)
-            ),
-            "left_out": {
-                "unfinished": attempts_left_out["unfinished"],
-                "no_turns": attempts_left_out["no_turns"],
-            },
-            "unconfigured_backends": unconfigured,
-        },
+        "left_out": _left_out(tally.left_out, options.agreed_only),
+        "left_out_reasons": _left_out_reasons(options.min_strength, options.agreed_only),
+        "red_team_attempts": attempts,
         "files": files,
     }
-    write_atomic(
-        out_dir / MANIFEST, orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n", sync=True
-    )
     return manifest
+
+
+def _left_out(left_out: Counter[str], agreed_only: bool) -> dict[str, int]:
+    reasons = ["weak", "unfinished", "cut", "identical"]
+    if agreed_only:
+        reasons += ["unreviewed", "not_agreed"]
+    return {reason: left_out[reason] for reason in reasons}
+
+
+def _left_out_reasons(min_strength: int, agreed_only: bool) -> dict[str, str]:
+    reasons = {
+        "weak": f"pick strength below {min_strength} (the weakest point: slightly better / unsure)",
+        "unfinished": "the conversation was not finished",
+        "cut": "a response was cut short (a speaker marker, the size or time limit, or Stop)",
+        "identical": "both responses were the same text",
+    }
+    if agreed_only:
+        reasons["unreviewed"] = "--agreed-only: the comparison was never reviewed"
+        reasons["not_agreed"] = "--agreed-only: a review picked the other response"
+    return reasons
 
 
 # the staged export writes in place through this name (a patched export_collection, as in

@@ -54,7 +54,7 @@ def _agreement(storage: Storage) -> tuple[set[tuple[int, int]], set[tuple[int, i
     from .review import agreed_turns, review_units
 
     units = review_units(storage)
-    reviewed = {(u["conversation_id"], u["turn_index"]) for u in units}
+    reviewed = {(u.conversation_id, u.turn_index) for u in units}
     return agreed_turns(units), reviewed
 
 

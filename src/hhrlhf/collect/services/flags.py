@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -23,12 +25,45 @@ from ..db.models import ComparisonFlag
 from .export_select import exported_comparisons
 
 __all__ = [
+    "StoredFlag",
+    "StoredRun",
     "collected_pairs",
     "flag_collected",
     "store_flags",
     "stored_flags",
     "flags_stamp",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFlag:
+    """A comparison's stored flag (``cls``: a flags file's ``class``) and when it was made."""
+
+    margin: float
+    margin_sd: float
+    p_mislabelled: float
+    cls: str
+    flagged_at: datetime
+
+    def as_row(self) -> dict[str, object]:
+        """As a row of a flags file reads (``class``, not ``cls``)."""
+        return {
+            "margin": self.margin,
+            "margin_sd": self.margin_sd,
+            "p_mislabelled": self.p_mislabelled,
+            "class": self.cls,
+            "flagged_at": self.flagged_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """What :func:`store_flags` did: ``stored`` new flags, ``replaced`` older ones, made
+    ``previous`` (None: there were none)."""
+
+    replaced: int
+    previous: datetime | None
+    stored: int
 
 
 def collected_pairs(storage: Storage) -> tuple[list[int], list[PreferencePair]]:
@@ -58,7 +93,7 @@ def flag_collected(
     return [{"comparison_id": c, **r} for c, r in zip(ids, rows, strict=True)], report
 
 
-def store_flags(storage: Storage, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def store_flags(storage: Storage, rows: Sequence[dict[str, Any]]) -> StoredRun:
     """Replace the stored flags with ``rows`` in one transaction; returns how many were
     replaced (``replaced``) and when the run they came from was (``previous``, or None)."""
     from ..domain import now
@@ -79,21 +114,14 @@ def store_flags(storage: Storage, rows: Sequence[dict[str, Any]]) -> dict[str, A
             )
             for r in rows
         )
-    return {"replaced": replaced, "previous": previous, "stored": len(rows)}
+    return StoredRun(replaced=replaced, previous=previous, stored=len(rows))
 
 
-def stored_flags(storage: Storage) -> dict[int, dict[str, Any]]:
-    """The stored flags by comparison id: ``margin``, ``margin_sd``, ``p_mislabelled``,
-    ``class``, ``flagged_at``."""
+def stored_flags(storage: Storage) -> dict[int, StoredFlag]:
+    """The stored flags by comparison id."""
     with storage.read() as s:
         return {
-            f.comparison_id: {
-                "margin": f.margin,
-                "margin_sd": f.margin_sd,
-                "p_mislabelled": f.p_mislabelled,
-                "class": f.cls,
-                "flagged_at": f.flagged_at,
-            }
+            f.comparison_id: StoredFlag(f.margin, f.margin_sd, f.p_mislabelled, f.cls, f.flagged_at)
             for f in s.scalars(select(ComparisonFlag))
         }
 

@@ -3,16 +3,23 @@ backends' timings and failures. Read-only queries over :class:`~hhrlhf.collect.d
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from sqlalchemy import func, select
 
 from ..db import Storage
 from ..db.models import Annotator, Candidate, Conversation, Turn
-from . import conversations
+from ..domain import iso
 
-__all__ = ["ConversationFilter", "conversation_page", "backend_activity"]
+__all__ = [
+    "ConversationFilter",
+    "ConversationRow",
+    "BackendFailure",
+    "BackendActivity",
+    "conversation_page",
+    "backend_activity",
+]
 
 #: the conversation statuses an admin can filter by
 STATUSES = ("open", "finished")
@@ -23,15 +30,29 @@ class ConversationFilter:
 
     def __init__(
         self, mode: str | None = None, annotator: str | None = None, status: str | None = None
-    ):
+    ) -> None:
         self.mode = mode or None
         self.annotator = annotator or None
         self.status = status or None
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationRow:
+    """A conversation in the admin list: its annotator and how many turns it has."""
+
+    id: int
+    mode: str
+    task_description: str
+    status: str
+    turns: int
+    created_at: str | None
+    finished_at: str | None
+    annotator: str
+
+
 def conversation_page(
     storage: Storage, where: ConversationFilter, *, limit: int, offset: int
-) -> tuple[list[dict], int]:
+) -> tuple[list[ConversationRow], int]:
     """(the conversations of one page, newest first, with their annotator and turn count; how
     many match in all)."""
     conditions = []
@@ -65,11 +86,19 @@ def conversation_page(
             .where(Conversation.id.in_(ids))
             .order_by(Conversation.id.desc())
         ).all()
-        out = []
-        for conv, name in rows:
-            d = conversations.conversation_summary(conv, counts.get(conv.id, 0))
-            d["annotator"] = name
-            out.append(d)
+        out = [
+            ConversationRow(
+                id=conv.id,
+                mode=conv.mode,
+                task_description=conv.task_description,
+                status=conv.status,
+                turns=counts.get(conv.id, 0),
+                created_at=iso(conv.created_at),
+                finished_at=iso(conv.finished_at),
+                annotator=name,
+            )
+            for conv, name in rows
+        ]
         return out, total
 
 
@@ -82,21 +111,47 @@ def _percentile(values: list[int], q: float) -> int | None:
     return ordered[int(rank) - 1]
 
 
+@dataclass(frozen=True, slots=True)
+class BackendFailure:
+    """A failed candidate: its turn, when the turn was made (``YYYY-MM-DD HH:MM:SS``), the
+    error."""
+
+    turn_id: int
+    at: str | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BackendActivity:
+    """A backend's candidates of recent turns (``ready``, ``failed``, latency ``p50_ms``/
+    ``p95_ms`` of the ready ones) and its latest ``failures`` (newest first, any age)."""
+
+    ready: int = 0
+    failed: int = 0
+    p50_ms: int | None = None
+    p95_ms: int | None = None
+    failures: tuple[BackendFailure, ...] = ()
+
+
+@dataclass
+class _Tally:
+    ready: int = 0
+    failed: int = 0
+    ms: list[int] = field(default_factory=list)
+    failures: list[BackendFailure] = field(default_factory=list)
+
+
 def backend_activity(
     storage: Storage, *, hours: float = 1.0, failures: int = 20, now: datetime | None = None
-) -> dict[str, dict[str, Any]]:
-    """Per backend name: the candidates of turns made in the last ``hours`` (``ready``,
-    ``failed``, latency ``p50_ms``/``p95_ms`` of the ready ones) and its latest ``failures``
-    (``[{"turn_id", "at", "error"}]``, newest first, any age)."""
+) -> dict[str, BackendActivity]:
+    """Per backend name: the candidates of turns made in the last ``hours`` and its latest
+    ``failures`` (:class:`BackendActivity`)."""
     now = now or datetime.now(timezone.utc)
     since = now - timedelta(hours=hours)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, _Tally] = {}
 
-    def entry(name: str) -> dict[str, Any]:
-        return out.setdefault(
-            name,
-            {"ready": 0, "failed": 0, "p50_ms": None, "p95_ms": None, "failures": [], "_ms": []},
-        )
+    def entry(name: str) -> _Tally:
+        return out.setdefault(name, _Tally())
 
     with storage.read() as s:
         recent = s.execute(
@@ -107,11 +162,11 @@ def backend_activity(
         for name, status, ms in recent:
             e = entry(name)
             if status == "ready":
-                e["ready"] += 1
+                e.ready += 1
                 if ms is not None:
-                    e["_ms"].append(ms)
+                    e.ms.append(ms)
             elif status == "failed":
-                e["failed"] += 1
+                e.failed += 1
         failed = s.execute(
             select(Candidate.backend, Candidate.turn_id, Candidate.error, Turn.created_at)
             .join(Turn, Turn.id == Candidate.turn_id)
@@ -121,15 +176,16 @@ def backend_activity(
         ).all()
         for name, turn_id, error, at in failed:
             e = entry(name)
-            if len(e["failures"]) < failures:
-                e["failures"].append(
-                    {
-                        "turn_id": turn_id,
-                        "at": f"{at:%Y-%m-%d %H:%M:%S}" if at else None,
-                        "error": error,
-                    }
-                )
-    for e in out.values():
-        ms = e.pop("_ms")
-        e["p50_ms"], e["p95_ms"] = _percentile(ms, 50), _percentile(ms, 95)
-    return out
+            if len(e.failures) < failures:
+                at_text = f"{at:%Y-%m-%d %H:%M:%S}" if at else None
+                e.failures.append(BackendFailure(turn_id, at_text, error))
+    return {
+        name: BackendActivity(
+            ready=e.ready,
+            failed=e.failed,
+            p50_ms=_percentile(e.ms, 50),
+            p95_ms=_percentile(e.ms, 95),
+            failures=tuple(e.failures),
+        )
+        for name, e in out.items()
+    }

@@ -20,11 +20,12 @@ queue gives the comparisons ``hh collect flag`` doubts first (:func:`next_review
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -37,6 +38,11 @@ from ..domain import AnnotatorInfo, other_slot
 from .writers import lock_writer
 
 __all__ = [
+    "ShownCandidate",
+    "ReviewTask",
+    "Rating",
+    "ReviewUnit",
+    "ReviewProgress",
     "selected_for_review",
     "next_review",
     "submit_review",
@@ -61,24 +67,78 @@ def selected_for_review(uid: str, turn_index: int, fraction: float) -> bool:
     return int.from_bytes(h, "big") / 2**64 < fraction
 
 
-def _task(r: Review, comp: Comparison, turn: Turn, conv: Conversation) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ShownCandidate:
+    """A response as the reviewer sees it: in slot ``a`` or ``b`` of the shown order."""
+
+    slot: str
+    text: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewTask:
+    """A review as its reviewer sees it: the two responses in the shown order, the pick (if
+    answered) in that order too. ``task_description``: what the conversation's author set out
+    to do (:func:`next_task` only; None otherwise)."""
+
+    id: int
+    mode: str
+    prefix: str
+    human: str
+    candidates: tuple[ShownCandidate, ...]
+    status: str
+    pick: str | None
+    strength: int | None
+    task_description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rating:
+    """One rating of a reviewed comparison: its author's pick or a reviewer's."""
+
+    annotator: str
+    pick: str
+    strength: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewUnit:
+    """A reviewed comparison with all its ratings: the author's first, then the reviewers'."""
+
+    comparison_id: int
+    conversation_id: int
+    turn_index: int
+    ratings: tuple[Rating, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewProgress:
+    """A reviewer's queue: ``left`` to be given (skipped ones included), ``skipped``, and
+    ``done_today`` (answered since midnight UTC)."""
+
+    left: int
+    skipped: int
+    done_today: int
+
+
+def _task(r: Review, comp: Comparison, turn: Turn, conv: Conversation) -> ReviewTask:
     cands = {c.slot: c.text for c in turn.candidates}
     order = ["b", "a"] if r.swapped else ["a", "b"]
     shown_pick = None
     if r.pick is not None:
         shown_pick = other_slot(r.pick) if r.swapped else r.pick
-    return {
-        "id": r.id,
-        "mode": conv.mode,
-        "prefix": turn.prefix,
-        "human": turn.human,
-        "candidates": [
-            {"slot": shown, "text": cands[orig]} for shown, orig in zip("ab", order, strict=True)
-        ],
-        "status": r.status,
-        "pick": shown_pick,
-        "strength": r.strength,
-    }
+    return ReviewTask(
+        id=r.id,
+        mode=conv.mode,
+        prefix=turn.prefix,
+        human=turn.human,
+        candidates=tuple(
+            ShownCandidate(shown, cands[orig]) for shown, orig in zip("ab", order, strict=True)
+        ),
+        status=r.status,
+        pick=shown_pick,
+        strength=r.strength,
+    )
 
 
 def _load(s: DBSession, review_id: int) -> tuple[Review, Comparison, Turn, Conversation] | None:
@@ -105,7 +165,7 @@ def next_review(
     *,
     rng: random.Random | None = None,
     order: str = "fewest_reviews",
-) -> dict[str, Any] | None:
+) -> ReviewTask | None:
     """The reviewer's open review task, else a new one (fewest reviews, assigned or done, first;
     then the oldest), else ``None``. ``order="flagged"``: the comparisons ``hh collect flag``
     flagged come first (likely_mislabelled, then ambiguous, each by p_mislabelled, highest
@@ -197,7 +257,7 @@ def _now() -> datetime:
 
 def submit_review(
     storage: Storage, who: AnnotatorInfo, review_id: int, pick: str, strength: int, points: int
-) -> dict[str, Any]:
+) -> ReviewTask:
     """Record the reviewer's pick (as shown) and strength; repeating the same answer is a no-op."""
     if pick not in ("a", "b"):
         raise Invalid(f"pick must be 'a' or 'b', not {pick!r}")
@@ -219,7 +279,7 @@ def submit_review(
         return _task(*loaded)
 
 
-def review_units(storage: Storage) -> list[dict[str, Any]]:
+def review_units(storage: Storage) -> list[ReviewUnit]:
     """Every reviewed comparison with all its ratings: the author's first, then the reviewers'."""
     with storage.read() as s:
         rows = s.execute(
@@ -229,10 +289,12 @@ def review_units(storage: Storage) -> list[dict[str, Any]]:
             .where(Review.status == "done", DIFFERENT_TEXTS)
             .order_by(Review.comparison_id, Review.id)
         ).all()
-        by_comp: dict[int, list[Any]] = defaultdict(list)
+        by_comp: dict[int, list[Rating]] = defaultdict(list)
         for cid, name, pick, strength in rows:
-            by_comp[cid].append({"annotator": name, "pick": pick, "strength": strength})
-        authors = {}
+            # a done review has both: submit_review sets them with the status
+            if pick is not None and strength is not None:
+                by_comp[cid].append(Rating(name, pick, strength))
+        authors: dict[int, tuple[Rating, int, int]] = {}
         if by_comp:
             for cid, name, pick, strength, conv_id, index in s.execute(
                 select(
@@ -249,31 +311,18 @@ def review_units(storage: Storage) -> list[dict[str, Any]]:
                     Comparison.id.in_(select(Review.comparison_id).where(Review.status == "done"))
                 )
             ).all():
-                authors[cid] = (
-                    {"annotator": name, "pick": pick, "strength": strength},
-                    conv_id,
-                    index,
-                )
+                authors[cid] = (Rating(name, pick, strength), conv_id, index)
         units = []
         for cid, reviews in sorted(by_comp.items()):
             author, conv_id, index = authors[cid]
-            units.append(
-                {
-                    "comparison_id": cid,
-                    "conversation_id": conv_id,
-                    "turn_index": index,
-                    "ratings": [author, *reviews],
-                }
-            )
+            units.append(ReviewUnit(cid, conv_id, index, (author, *reviews)))
         return units
 
 
-def agreed_turns(units: list[dict[str, Any]]) -> set[tuple[int, int]]:
+def agreed_turns(units: list[ReviewUnit]) -> set[tuple[int, int]]:
     """``(conversation_id, turn_index)`` of reviewed comparisons whose every review picks as the author."""
     return {
-        (u["conversation_id"], u["turn_index"])
-        for u in units
-        if len({r["pick"] for r in u["ratings"]}) == 1
+        (u.conversation_id, u.turn_index) for u in units if len({r.pick for r in u.ratings}) == 1
     }
 
 
@@ -287,7 +336,7 @@ def next_task(
     *,
     rng: random.Random | None = None,
     order: str = "fewest_reviews",
-) -> dict[str, Any] | None:
+) -> ReviewTask | None:
     """:func:`~.review.next_review` (in ``order``), else the task this reviewer skipped
     longest ago, opened again; with ``task_description`` (what the conversation's author set
     out to do)."""
@@ -297,17 +346,17 @@ def next_task(
     if task is None:
         return None
     with storage.read() as s:
-        task["task_description"] = s.scalar(
+        description = s.scalar(
             select(Conversation.task_description)
             .join(Turn, Turn.conversation_id == Conversation.id)
             .join(Comparison, Comparison.turn_id == Turn.id)
             .join(Review, Review.comparison_id == Comparison.id)
-            .where(Review.id == task["id"])
+            .where(Review.id == task.id)
         )
-    return task
+    return dataclasses.replace(task, task_description=description)
 
 
-def _reopen_skipped(storage: Storage, who: AnnotatorInfo) -> dict[str, Any] | None:
+def _reopen_skipped(storage: Storage, who: AnnotatorInfo) -> ReviewTask | None:
     with storage.write() as s:
         lock_writer(s, who)  # one reviewer's requests in turn, while enabled
         open_id = _open_review(s, who.id)  # another request of this reviewer was first
@@ -337,7 +386,7 @@ def skip_review(storage: Storage, who: AnnotatorInfo, review_id: int) -> None:
         loaded[0].status = "skipped"
 
 
-def review_progress(storage: Storage, who: AnnotatorInfo, fraction: float) -> dict[str, int]:
+def review_progress(storage: Storage, who: AnnotatorInfo, fraction: float) -> ReviewProgress:
     """``left``: the reviews this reviewer can still be given (open, skipped, and every
     finished comparison of someone else selected for review and not yet given to them);
     ``skipped``: how many of those they skipped; ``done_today``: the ones they answered since
@@ -365,14 +414,14 @@ def review_progress(storage: Storage, who: AnnotatorInfo, fraction: float) -> di
                 )
             ).all()
             new = sum(selected_for_review(uid, index, fraction) for uid, index in rows)
-    return {"left": waiting + new, "skipped": skipped, "done_today": today}
+    return ReviewProgress(left=waiting + new, skipped=skipped, done_today=today)
 
 
 #: the flag classes served first under ``review_order = "flagged"``, in that order
 _FLAGGED = {"likely_mislabelled": 0, "ambiguous": 1}
 
 
-def flag_keys(s: Any) -> dict[int, tuple[int, float]]:
+def flag_keys(s: DBSession) -> dict[int, tuple[int, float]]:
     """In the session ``s``: the flagged comparisons' review keys by id,
     ``(0 likely_mislabelled | 1 ambiguous, -p_mislabelled)`` (smaller: reviewed first)."""
     rows = s.execute(

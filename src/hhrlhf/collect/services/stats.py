@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -27,9 +28,15 @@ from ..db.models import Annotator, Candidate, Comparison, Conversation, Review, 
 from ..domain import other_slot
 from ..leaderboard import leaderboard
 from . import transcripts
-from .review import DIFFERENT_TEXTS, review_units
+from .review import DIFFERENT_TEXTS, ReviewUnit, review_units
 
 __all__ = [
+    "Interval",
+    "Agreement",
+    "AnnotatorAgreement",
+    "AnnotatorStats",
+    "BackendPair",
+    "CollectionStats",
     "annotator_stats",
     "collection_stats",
     "backend_pairs",
@@ -38,27 +45,96 @@ __all__ = [
 ]
 
 
-def _agreement(units: list[dict[str, Any]], resamples: int, seed: int) -> dict[str, Any]:
-    picks = [[r["pick"] for r in u["ratings"]] for u in units]
-    signed = [[signed_strength(r["pick"], r["strength"]) for r in u["ratings"]] for u in units]
+#: a 95% bootstrap interval ``(low, high)``; None where the statistic is undefined
+Interval = tuple[float | None, float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """Agreement over the reviewed comparisons (``units``) and their ``ratings``: percent
+    agreement and Fleiss' kappa of the picks, Krippendorff's alpha (ordinal) of the signed
+    strengths, each with its interval; None where undefined."""
+
+    units: int
+    ratings: int
+    percent_agreement: float | None
+    percent_agreement_ci: Interval
+    fleiss_kappa: float | None
+    fleiss_kappa_ci: Interval
+    alpha_ordinal: float | None
+    alpha_ordinal_ci: Interval
+
+
+@dataclass(frozen=True, slots=True)
+class AnnotatorAgreement:
+    """One annotator's picks against the other raters' of the same comparisons."""
+
+    pairs: int
+    percent_agreement: float | None
+    cohen_kappa: float | None
+    cohen_kappa_ci: Interval
+
+
+@dataclass(frozen=True, slots=True)
+class AnnotatorStats:
+    """One annotator's work: counts, the median seconds from both responses shown to the pick,
+    picks per strength (``{"1": n, ...}``), the share of picks for A, and (in
+    :func:`collection_stats`) their agreement with the other raters."""
+
+    name: str
+    role: str
+    disabled: bool
+    attributes: dict[str, Any]
+    conversations: int
+    comparisons: int
+    edits: int
+    reviews: int
+    median_seconds: float | None
+    strengths: dict[str, int]
+    share_a: float | None
+    agreement: AnnotatorAgreement | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BackendPair:
+    """The pick comparisons between two backends (sorted names; the same name twice: one
+    backend answered both slots)."""
+
+    backends: tuple[str, str]
+    comparisons: int
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionStats:
+    """Everything ``hh collect stats`` prints."""
+
+    annotators: tuple[AnnotatorStats, ...]
+    agreement: Agreement
+    counts: dict[str, int]
+    pairs: tuple[BackendPair, ...]
+
+
+def _agreement(units: Sequence[ReviewUnit], resamples: int, seed: int) -> Agreement:
+    picks = [[r.pick for r in u.ratings] for u in units]
+    signed = [[signed_strength(r.pick, r.strength) for r in u.ratings] for u in units]
     both = list(zip(picks, signed, strict=True))
 
-    def ci(stat: Callable[[list[Any]], float], idx: int) -> list[float | None]:
+    def ci(stat: Callable[[list[Any]], float], idx: int) -> Interval:
         lo, hi = bootstrap_interval(
             both, lambda xs: stat([x[idx] for x in xs]), resamples=resamples, seed=seed
         )
-        return [_num(lo), _num(hi)]
+        return _num(lo), _num(hi)
 
-    return {
-        "units": len(units),
-        "ratings": sum(len(p) for p in picks),
-        "percent_agreement": _num(percent_agreement(picks)),
-        "percent_agreement_ci": ci(percent_agreement, 0),
-        "fleiss_kappa": _num(fleiss_kappa(picks)),
-        "fleiss_kappa_ci": ci(fleiss_kappa, 0),
-        "alpha_ordinal": _num(krippendorff_alpha_ordinal(signed)),
-        "alpha_ordinal_ci": ci(krippendorff_alpha_ordinal, 1),
-    }
+    return Agreement(
+        units=len(units),
+        ratings=sum(len(p) for p in picks),
+        percent_agreement=_num(percent_agreement(picks)),
+        percent_agreement_ci=ci(percent_agreement, 0),
+        fleiss_kappa=_num(fleiss_kappa(picks)),
+        fleiss_kappa_ci=ci(fleiss_kappa, 0),
+        alpha_ordinal=_num(krippendorff_alpha_ordinal(signed)),
+        alpha_ordinal_ci=ci(krippendorff_alpha_ordinal, 1),
+    )
 
 
 def _num(x: float) -> float | None:
@@ -66,31 +142,31 @@ def _num(x: float) -> float | None:
 
 
 def _per_annotator_agreement(
-    units: list[dict[str, Any]], resamples: int, seed: int
-) -> dict[str, dict[str, Any]]:
-    pairs: dict[str, list[tuple[Any, ...]]] = defaultdict(
+    units: Sequence[ReviewUnit], resamples: int, seed: int
+) -> dict[str, AnnotatorAgreement]:
+    pairs: dict[str, list[tuple[str, str]]] = defaultdict(
         list
     )  # name -> [(own pick, other's pick), ...]
     for u in units:
-        rs = u["ratings"]
+        rs = u.ratings
         for i, r in enumerate(rs):
             for j, o in enumerate(rs):
                 if i != j:
-                    pairs[r["annotator"]].append((r["pick"], o["pick"]))
+                    pairs[r.annotator].append((r.pick, o.pick))
     out = {}
     for name, ps in pairs.items():
         agree = sum(x == y for x, y in ps) / len(ps)
         lo, hi = bootstrap_interval(ps, cohen_kappa, resamples=resamples, seed=seed)
-        out[name] = {
-            "pairs": len(ps),
-            "percent_agreement": _num(agree),
-            "cohen_kappa": _num(cohen_kappa(ps)),
-            "cohen_kappa_ci": [_num(lo), _num(hi)],
-        }
+        out[name] = AnnotatorAgreement(
+            pairs=len(ps),
+            percent_agreement=_num(agree),
+            cohen_kappa=_num(cohen_kappa(ps)),
+            cohen_kappa_ci=(_num(lo), _num(hi)),
+        )
     return out
 
 
-def annotator_stats(storage: Storage) -> list[dict[str, Any]]:
+def annotator_stats(storage: Storage) -> list[AnnotatorStats]:
     """Per annotator: conversations, comparisons, seconds per comparison, strengths, share of A."""
     with storage.read() as s:
         people = s.scalars(select(Annotator).order_by(Annotator.name)).all()
@@ -133,42 +209,40 @@ def annotator_stats(storage: Storage) -> list[dict[str, Any]]:
         ]
         strengths = Counter(st for _, st, _, _ in mine)
         rows.append(
-            {
-                "name": a.name,
-                "role": a.role,
-                "disabled": a.disabled,
-                "attributes": dict(a.attributes or {}),
-                "conversations": convs.get(a.id, 0),
-                "comparisons": len(mine),
-                "edits": edits.get(a.id, 0),
-                "reviews": reviews.get(a.id, 0),
-                "median_seconds": round(statistics.median(seconds), 1) if seconds else None,
-                "strengths": {str(k): strengths[k] for k in sorted(strengths)},
-                "share_a": round(sum(p == "a" for p, *_ in mine) / len(mine), 4) if mine else None,
-            }
+            AnnotatorStats(
+                name=a.name,
+                role=a.role,
+                disabled=a.disabled,
+                attributes=dict(a.attributes or {}),
+                conversations=convs.get(a.id, 0),
+                comparisons=len(mine),
+                edits=edits.get(a.id, 0),
+                reviews=reviews.get(a.id, 0),
+                median_seconds=round(statistics.median(seconds), 1) if seconds else None,
+                strengths={str(k): strengths[k] for k in sorted(strengths)},
+                share_a=round(sum(p == "a" for p, *_ in mine) / len(mine), 4) if mine else None,
+            )
         )
     return rows
 
 
-def collection_stats(storage: Storage, *, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+def collection_stats(storage: Storage, *, resamples: int = 1000, seed: int = 0) -> CollectionStats:
     """Everything ``hh collect stats`` prints: per-annotator rows and agreement, overall agreement."""
     units = review_units(storage)
     people = annotator_stats(storage)
     agreement = _per_annotator_agreement(units, resamples, seed)
-    for row in people:
-        row["agreement"] = agreement.get(row["name"])
-    return {
-        "annotators": people,
-        "agreement": _agreement(units, resamples, seed),
-        "counts": transcripts.counts(storage),
-        "pairs": backend_pairs(storage),
-    }
+    return CollectionStats(
+        annotators=tuple(replace(row, agreement=agreement.get(row.name)) for row in people),
+        agreement=_agreement(units, resamples, seed),
+        counts=transcripts.counts(storage),
+        pairs=tuple(backend_pairs(storage)),
+    )
 
 
-def backend_pairs(storage: Storage) -> list[dict[str, Any]]:
-    """Pick comparisons per pair of backends (A/B order ignored; an identical pair is none):
-    ``[{"backends": [x, y], "comparisons": n}]``, most first. A rerank backend (or a red-team
-    conversation's one backend) answering both slots is the pair ``[x, x]``."""
+def backend_pairs(storage: Storage) -> list[BackendPair]:
+    """Pick comparisons per pair of backends (A/B order ignored; an identical pair is none),
+    most first. A rerank backend (or a red-team conversation's one backend) answering both
+    slots is the pair ``(x, x)``."""
     with storage.read() as s:
         rows = s.execute(
             select(Comparison.turn_id).where(Comparison.kind == "pick", DIFFERENT_TEXTS)
@@ -180,11 +254,8 @@ def backend_pairs(storage: Storage) -> list[dict[str, Any]]:
                 select(Candidate.turn_id, Candidate.backend).where(Candidate.turn_id.in_(turns))
             ).all():
                 backends[turn_id].append(backend)
-    counts = Counter(tuple(sorted(b)) for b in backends.values() if len(b) == 2)
-    return [
-        {"backends": list(pair), "comparisons": n}
-        for pair, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))
-    ]
+    counts = Counter((min(b), max(b)) for b in backends.values() if len(b) == 2)
+    return [BackendPair(pair, n) for pair, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))]
 
 
 def leaderboard_games(storage: Storage, *, detail: bool = False) -> list[Any]:

@@ -11,12 +11,14 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, Response
 from starlette.background import BackgroundTask
 
 from ...errors import HHError
+from ..domain import AnnotatorInfo
 from ..generation.health import CHECKED_KINDS, check_backends
 from ..services.export import export_collection
 from ..services.overview import STATUSES, ConversationFilter, backend_activity, conversation_page
@@ -39,7 +41,7 @@ ARCHIVES = {"zip": ("zip", "application/zip"), "tar.gz": ("gztar", "application/
 _SPEAKER = re.compile(r"\n\n(Human|Assistant):")
 
 
-def split_prefix(prefix: str) -> list[dict]:
+def split_prefix(prefix: str) -> list[dict[str, str]]:
     """The transcript before a turn as ``[{"role": "human"|"assistant", "text"}]`` (the final
     empty ``Assistant:`` left out)."""
     parts = _SPEAKER.split(prefix)
@@ -53,12 +55,12 @@ def split_prefix(prefix: str) -> list[dict]:
     return out
 
 
-def _forbidden(request: Request):
+def _forbidden(request: Request) -> Response:
     return _render(request, "collect/error.html", 403, message="Admins only.", page="admin")
 
 
 @router.get("/review", response_class=HTMLResponse)
-def review_page(request: Request):
+def review_page(request: Request) -> Response:
     who = optional_annotator(request)
     if who is None:
         return _login_required(request)
@@ -68,21 +70,21 @@ def review_page(request: Request):
     )
     progress = review_progress(st.storage, who, st.settings.review_fraction)
     points = st.settings.strength_points
-    mode = MODES.get(task["mode"] if task else "helpful", MODES["helpful"])
+    mode = MODES.get(task.mode if task else "helpful", MODES["helpful"])
     return _render(
         request,
         "collect/review.html",
         task=task,
-        transcript=split_prefix(task["prefix"]) if task else [],
+        transcript=split_prefix(task.prefix) if task else [],
         mode=mode,
         points=points,
-        scale=scale_points(points, task["mode"] if task else "helpful"),
+        scale=scale_points(points, task.mode if task else "helpful"),
         progress=progress,
         page="review",
     )
 
 
-def _admin(request: Request):
+def _admin(request: Request) -> tuple[AnnotatorInfo, None] | tuple[None, Response]:
     """``(admin, None)``, or ``(None, page)``: the login page for a visitor, the forbidden
     page for a signed-in non-admin."""
     who = optional_annotator(request)
@@ -100,7 +102,7 @@ def admin_page(
     annotator: str = "",
     status: str = "",
     page: int = 1,
-):
+) -> Response:
     who, refused = _admin(request)
     if refused is not None:
         return refused
@@ -130,7 +132,7 @@ def admin_page(
 
 
 @router.get("/admin/export", response_model=None)
-def admin_export(request: Request, format: str = "zip"):
+def admin_export(request: Request, format: str = "zip") -> Response:
     """The same export as ``hh collect export`` (its defaults), as one archive to download."""
     _, refused = _admin(request)
     if refused is not None:
@@ -169,7 +171,7 @@ def admin_export(request: Request, format: str = "zip"):
 
 
 @router.get("/admin/backends", response_class=HTMLResponse)
-def admin_backends_page(request: Request):
+def admin_backends_page(request: Request) -> Response:
     """Each backend: its server's answer now, its last hour's latency, its latest failures."""
     _, refused = _admin(request)
     if refused is not None:
@@ -177,7 +179,7 @@ def admin_backends_page(request: Request):
     st = request.app.state
     health = {h.name: h for h in check_backends(st.settings.backends)}
     activity = backend_activity(st.storage)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for b in st.settings.backends:
         rows.append(
             {
@@ -193,7 +195,7 @@ def admin_backends_page(request: Request):
 
 
 @router.get("/admin/leaderboard", response_class=HTMLResponse)
-def admin_leaderboard_page(request: Request):
+def admin_leaderboard_page(request: Request) -> Response:
     who, refused = _admin(request)
     if refused is not None:
         return refused

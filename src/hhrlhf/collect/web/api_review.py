@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import asdict
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import StrictBool, StrictInt
+from starlette.datastructures import State
 
-from ...errors import Conflict, Invalid, NotFound
+from ...errors import Conflict, Invalid
 from ..domain import AnnotatorInfo
 from ..services import annotators
 from ..services.annotators import set_annotator
-from ..services.review import next_task, review_progress, skip_review, submit_review
+from ..services.review import ReviewTask, next_task, review_progress, skip_review, submit_review
 from ..services.stats import collection_stats, model_leaderboard
 from ..textrules import AttributeValue, Text
 from . import schemas
@@ -46,48 +48,70 @@ class AnnotatorChange(_Body):
     attributes: dict[Text, AttributeValue] | None = None
 
 
-def _state(request: Request):
-    return request.app.state
+def _state(request: Request) -> State:
+    state: State = request.app.state
+    return state
 
 
-@router.get("/reviews/next", responses=answers(schemas.NextReview))
-def review_next(request: Request, who: Who):
+def _task_json(task: ReviewTask, *, described: bool = False) -> dict[str, Any]:
+    """A review task as the API gives it; ``described``: with the conversation's task
+    description (the next task only)."""
+    out = asdict(task)
+    out["candidates"] = [asdict(c) for c in task.candidates]
+    if not described:
+        del out["task_description"]
+    return out
+
+
+@router.get("/reviews/next", response_model=None, responses=answers(schemas.NextReview))
+def review_next(request: Request, who: Who) -> dict[str, Any]:
     st = _state(request)
     task = next_task(
         st.storage, who, st.settings.review_fraction, rng=st.rng, order=st.settings.review_order
     )
     progress = review_progress(st.storage, who, st.settings.review_fraction)
-    return {"review": task, "strength_points": st.settings.strength_points, "progress": progress}
+    return {
+        "review": None if task is None else _task_json(task, described=True),
+        "strength_points": st.settings.strength_points,
+        "progress": asdict(progress),
+    }
 
 
-@router.post("/reviews/{review_id}/skip", responses=answers(schemas.Skipped))
-def review_skip(review_id: int, request: Request, who: Who):
+@router.post("/reviews/{review_id}/skip", response_model=None, responses=answers(schemas.Skipped))
+def review_skip(review_id: int, request: Request, who: Who) -> dict[str, int]:
     """Put an open review aside; it comes back once nothing else is left to review."""
     skip_review(_state(request).storage, who, review_id)
     return {"skipped": review_id}
 
 
-@router.post("/reviews/{review_id}", responses=answers(schemas.ReviewAnswered))
-def review_answer(review_id: int, body: ReviewAnswer, request: Request, who: Who):
+@router.post("/reviews/{review_id}", response_model=None, responses=answers(schemas.ReviewAnswered))
+def review_answer(
+    review_id: int, body: ReviewAnswer, request: Request, who: Who
+) -> dict[str, dict[str, Any]]:
     st = _state(request)
     task = submit_review(
         st.storage, who, review_id, body.pick, body.strength, st.settings.strength_points
     )
-    return {"review": task}
+    return {"review": _task_json(task)}
 
 
-@router.get("/admin/stats", responses=answers(schemas.CollectionStats))
-def admin_stats(request: Request, who: Admin, resamples: Resamples = 1000):
-    return collection_stats(_state(request).storage, resamples=resamples)
+@router.get("/admin/stats", response_model=None, responses=answers(schemas.CollectionStats))
+def admin_stats(request: Request, who: Admin, resamples: Resamples = 1000) -> dict[str, Any]:
+    return asdict(collection_stats(_state(request).storage, resamples=resamples))
 
 
-@router.get("/admin/leaderboard", responses=answers(schemas.Leaderboard))
-def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000):
+@router.get("/admin/leaderboard", response_model=None, responses=answers(schemas.Leaderboard))
+def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000) -> dict[str, Any]:
     return model_leaderboard(_state(request).storage, resamples=resamples)
 
 
-@router.post("/admin/annotators", status_code=201, responses=answers(schemas.AnnotatorAdded, 201))
-def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin):
+@router.post(
+    "/admin/annotators",
+    response_model=None,
+    status_code=201,
+    responses=answers(schemas.AnnotatorAdded, 201),
+)
+def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin) -> dict[str, Any]:
     storage = _state(request).storage
     if body.role not in ("annotator", "admin"):
         raise Invalid(f"role must be 'annotator' or 'admin', not {body.role!r}")
@@ -99,19 +123,20 @@ def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin):
     return {"annotator": info.to_dict(), "token": token}
 
 
-@router.post("/admin/annotators/{name}", responses=answers(schemas.AnnotatorChanged))
-def admin_change_annotator(name: str, body: AnnotatorChange, request: Request, who: Admin):
+@router.post(
+    "/admin/annotators/{name}", response_model=None, responses=answers(schemas.AnnotatorChanged)
+)
+def admin_change_annotator(
+    name: str, body: AnnotatorChange, request: Request, who: Admin
+) -> dict[str, dict[str, Any]]:
     storage = _state(request).storage
     if body.disabled is not None and name == who.name and body.disabled:
         raise Conflict("you cannot disable yourself")
-    out = set_annotator(
+    info = set_annotator(
         storage,
         name,
         role=body.role,
         attributes=body.attributes,
         disabled=body.disabled,
     )
-    info = annotators.annotator_by_name(storage, name)
-    if info is None:  # deleted meanwhile
-        raise NotFound(f"no annotator named {name!r}")
-    return {"annotator": {**info.to_dict(), "attributes": out["attributes"]}}
+    return {"annotator": info.to_dict()}

@@ -72,7 +72,7 @@ def _login_page(
     token: str | None = None,
     next_url: str | None = "/",
     notice: str | None = None,
-):
+) -> Response:
     form = login_form_value()
     context = {
         "error": message,

@@ -10,15 +10,17 @@ what the script needs in ``data-*`` attributes and the CSRF token in a ``<meta>`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from ...errors import CollectError, Unavailable
 from ..services import conversations
 from .auth import current_annotator, optional_annotator
 from .errors import status_of
 
-__all__ = ["router", "MODES", "scale_points"]
+__all__ = ["router", "MODES", "ScalePoint", "scale_points"]
 
 router = APIRouter(include_in_schema=False)
 
@@ -57,7 +59,19 @@ def _degree(strength: int, points: int) -> str:
     return "somewhat"
 
 
-def scale_points(points: int, mode: str = "helpful") -> list[dict]:
+@dataclass(frozen=True, slots=True)
+class ScalePoint:
+    """A point of the preference scale: its key (1-based, left to right), the slot it picks
+    at which strength, its short name (``A3``) and its label."""
+
+    key: int
+    slot: str
+    strength: int
+    short: str
+    label: str
+
+
+def scale_points(points: int, mode: str = "helpful") -> list[ScalePoint]:
     """The scale left to right: A{points} ... A1 | B1 ... B{points}, with keys and labels.
 
     Key ``k`` (1-based, left to right) picks ``a`` at strength ``points + 1 - k`` for the left
@@ -75,19 +89,11 @@ def scale_points(points: int, mode: str = "helpful") -> list[dict]:
         label = f"{slot.upper()} is {degree + ' ' if degree else ''}{better}"
         if strength == 1:
             label += " / unsure"
-        out.append(
-            {
-                "key": key,
-                "slot": slot,
-                "strength": strength,
-                "short": f"{slot.upper()}{strength}",
-                "label": label,
-            }
-        )
+        out.append(ScalePoint(key, slot, strength, f"{slot.upper()}{strength}", label))
     return out
 
 
-def _render(request: Request, name: str, status: int = 200, **context):
+def _render(request: Request, name: str, status: int = 200, **context: object) -> Response:
     templates = request.app.state.templates
     if templates is None:  # pragma: no cover - the [web] extra brings jinja2
         raise Unavailable("the pages need jinja2: pip install 'hhrlhf[web]'")
@@ -96,13 +102,13 @@ def _render(request: Request, name: str, status: int = 200, **context):
     context.setdefault("who", who)
     context.setdefault("csrf_token", found[1] if found and who else None)
     context.setdefault("settings", request.app.state.settings)
-    response = templates.TemplateResponse(request, name, context, status_code=status)
+    response: Response = templates.TemplateResponse(request, name, context, status_code=status)
     if context["csrf_token"]:
         response.headers["cache-control"] = "no-store"  # a shared cache must not keep the token
     return response
 
 
-def _login_required(request: Request):
+def _login_required(request: Request) -> Response:
     found = current_annotator(request)
     if found is not None and found[0].disabled:
         message, status = "This account is disabled.", 403
@@ -115,7 +121,7 @@ def _login_required(request: Request):
 
 
 @router.get("/", response_class=HTMLResponse)
-def home(request: Request):
+def home(request: Request) -> Response:
     who = optional_annotator(request)
     if who is None:
         return _login_required(request)
@@ -125,7 +131,7 @@ def home(request: Request):
 
 
 @router.get("/conversations/{conversation_id}", response_class=HTMLResponse)
-def conversation_page(conversation_id: int, request: Request):
+def conversation_page(conversation_id: int, request: Request) -> Response:
     who = optional_annotator(request)
     if who is None:
         return _login_required(request)
@@ -152,7 +158,7 @@ def conversation_page(conversation_id: int, request: Request):
 
 
 @router.get("/help", response_class=HTMLResponse)
-def help_page(request: Request):
+def help_page(request: Request) -> Response:
     points = request.app.state.settings.strength_points
     return _render(
         request,
