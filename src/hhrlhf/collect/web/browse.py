@@ -15,20 +15,23 @@ import hashlib
 import re
 import threading
 import time
+from typing import TYPE_CHECKING, Any, overload
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams
 
 from ...errors import Forbidden, HHError, Invalid, NotFound, ReportBusy
-from ...records import PAIR_CLASSES
+from ...records import PAIR_CLASSES, RedTeamAttempt
 from ...transcript import MARKER_RE
 from ..browse import MAX_LIMIT, DataIndex, PairQuery, collected_index
 from ..browse.diff import word_diff
-from ..browse.index import FLAG_FILTERS, pair_json
+from ..browse.index import FLAG_FILTERS, FileRows, pair_json
 from ..browse.reports import REPORT_CACHE, _keep
 from ..browse.snippets import cut_words, highlight
+from ..domain import AnnotatorInfo
 from ..services import transcripts
 from ..services.flags import flags_stamp
 from . import schemas
@@ -38,38 +41,49 @@ from .errors import status_of
 from .schemas import answers
 from .security import SECURITY_HEADERS
 
+if TYPE_CHECKING:
+    from ...redteam.query import AttemptQuery
+
 __all__ = ["router"]
 
 
 _collected_lock = threading.Lock()
 
 
-def _collected(app) -> DataIndex:
+def _collected(app: FastAPI) -> DataIndex:
     """:func:`collected_index`, rebuilt only when the database's export stamp has changed (a
     page of the collected data read the whole database each time)."""
     storage = app.state.storage
     with _collected_lock:  # one rebuild at a time; the others then find it done
         stamp = (transcripts.export_stamp(storage), flags_stamp(storage))  # a new flag run too
-        kept = getattr(app.state, "collected", None)
+        kept: tuple[tuple[object, ...], DataIndex] | None = getattr(app.state, "collected", None)
         if kept is None or kept[0] != stamp:
             kept = (stamp, collected_index(storage))
             app.state.collected = kept
         return kept[1]
 
 
-def _index(request: Request, who) -> DataIndex:
+def _index(request: Request, who: AnnotatorInfo) -> DataIndex:
     """The data the request asks for: ``?source=collected`` is the app's database (admins)."""
     if request.query_params.get("source") == "collected":
         if not who.is_admin:
             raise Forbidden("the collected data is for admins only")
         return _collected(request.app)
-    index = getattr(request.app.state, "data_index", None)
+    index: DataIndex | None = getattr(request.app.state, "data_index", None)
     if index is None:
         raise NotFound("no data to browse: start the app with hh serve --data PATH|sample")
     return index
 
 
-def _int(value: str | None, name: str, default: int | None = None, lo: int = 0, hi=None):
+@overload
+def _int(value: str | None, name: str, default: int, lo: int = 0, hi: int | None = None) -> int: ...
+@overload
+def _int(
+    value: str | None, name: str, default: None = None, lo: int = 0, hi: int | None = None
+) -> int | None: ...
+def _int(
+    value: str | None, name: str, default: int | None = None, lo: int = 0, hi: int | None = None
+) -> int | None:
     if value is None or value == "":
         return default
     try:
@@ -81,7 +95,7 @@ def _int(value: str | None, name: str, default: int | None = None, lo: int = 0, 
     return n
 
 
-def _float(value: str | None, name: str):
+def _float(value: str | None, name: str) -> float | None:
     if value is None or value == "":
         return None
     try:
@@ -90,7 +104,7 @@ def _float(value: str | None, name: str):
         raise Invalid(f"{name} must be a number, got {value!r}") from None
 
 
-def _pair_query(params) -> tuple[PairQuery, int, int]:
+def _pair_query(params: QueryParams) -> tuple[PairQuery, int, int]:
     q = PairQuery(
         subset=params.get("subset") or None,
         split=params.get("split") or None,
@@ -108,14 +122,12 @@ def _pair_query(params) -> tuple[PairQuery, int, int]:
     )
 
 
-def _many(params, name: str) -> tuple[str, ...]:
+def _many(params: QueryParams, name: str) -> tuple[str, ...]:
     """A filter given once or repeated (``?tag=a&tag=b``: any of them), empty values dropped."""
-    getlist = getattr(params, "getlist", None)
-    values = getlist(name) if getlist else [params.get(name)]
-    return tuple(v for v in values if v)
+    return tuple(v for v in params.getlist(name) if v)
 
 
-def _attempt_query(params):
+def _attempt_query(params: QueryParams) -> AttemptQuery:
     """The ``hh redteam query`` filters from a query string (the same :class:`AttemptQuery`)."""
     from ...redteam.query import AttemptQuery
 
@@ -136,7 +148,9 @@ def _attempt_query(params):
         raise Invalid(str(exc)) from None
 
 
-def _attempts(index: DataIndex, query, offset: int, limit: int) -> tuple[int, list]:
+def _attempts(
+    index: DataIndex, query: AttemptQuery, offset: int, limit: int
+) -> tuple[int, list[tuple[int, RedTeamAttempt]]]:
     total, out = 0, []
     for i, a in enumerate(index.attempts):
         if query.matches(a):
@@ -149,26 +163,31 @@ def _attempts(index: DataIndex, query, offset: int, limit: int) -> tuple[int, li
 router = APIRouter()
 
 
-@router.get("/api/v1/data/subsets", responses=answers(schemas.DataFiles))
-def api_subsets(request: Request, who: Who):
+# response_model=None: the answers go out as they are, unfiltered (``answers`` documents them)
+@router.get("/api/v1/data/subsets", response_model=None, responses=answers(schemas.DataFiles))
+def api_subsets(request: Request, who: Who) -> list[FileRows]:
     return _index(request, who).files
 
 
-@router.get("/api/v1/data/pairs", responses=answers(schemas.PairPage))
-def api_pairs(request: Request, who: Who):
+@router.get("/api/v1/data/pairs", response_model=None, responses=answers(schemas.PairPage))
+def api_pairs(request: Request, who: Who) -> dict[str, object]:
     index = _index(request, who)
     q, offset, limit = _pair_query(request.query_params)
     total, pairs = index.query(q, offset, limit)
     return {"total": total, "pairs": [pair_json(p) for p in pairs]}
 
 
-@router.get("/api/v1/data/pairs/{subset}/{split}/{row}", responses=answers(schemas.PairView))
-def api_pair(subset: str, split: str, row: int, request: Request, who: Who):
+@router.get(
+    "/api/v1/data/pairs/{subset}/{split}/{row}",
+    response_model=None,
+    responses=answers(schemas.PairView),
+)
+def api_pair(subset: str, split: str, row: int, request: Request, who: Who) -> dict[str, Any]:
     return pair_json(_index(request, who).pair(subset, split, row))
 
 
-@router.get("/api/v1/data/attempts", responses=answers(schemas.AttemptPage))
-def api_attempts(request: Request, who: Who):
+@router.get("/api/v1/data/attempts", response_model=None, responses=answers(schemas.AttemptPage))
+def api_attempts(request: Request, who: Who) -> dict[str, object]:
     index = _index(request, who)
     params = request.query_params
     query = _attempt_query(params)
@@ -178,8 +197,8 @@ def api_attempts(request: Request, who: Who):
     return {"total": total, "attempts": [a.to_dict(real_keys=True) for _, a in found]}
 
 
-@router.get("/api/v1/data/attempts/report", responses=answers(schemas.Report))
-def api_attempts_report(request: Request, who: Who):
+@router.get("/api/v1/data/attempts/report", response_model=None, responses=answers(schemas.Report))
+def api_attempts_report(request: Request, who: Who) -> dict[str, Any]:
     """``hh redteam report``'s ``report.json`` for the attempts the filters keep: every number
     of the report page (404 when none is kept)."""
     index = _index(request, who)
@@ -187,11 +206,11 @@ def api_attempts_report(request: Request, who: Who):
     return _report_numbers(index, query)
 
 
-def _report_numbers(index: DataIndex, query, *, gated: bool = True) -> dict:
+def _report_numbers(index: DataIndex, query: AttemptQuery, *, gated: bool = True) -> dict[str, Any]:
     """The report of the attempts ``query`` keeps, from the cache or computed (at most
     :data:`REPORT_SLOTS` at once; ``gated=False`` inside a computation that holds a slot)."""
 
-    def compute() -> dict:
+    def compute() -> dict[str, Any]:
         from ...redteam.report import compute_report
 
         kept = [a for a in index.attempts if query.matches(a)]
@@ -199,21 +218,20 @@ def _report_numbers(index: DataIndex, query, *, gated: bool = True) -> dict:
             raise NotFound("no attempt matches these filters: nothing to report")
         return compute_report(kept, source=f"{index.label} ({len(kept)} attempts)")
 
-    key = (query, "json")
     if not gated:
-        report = index.reports.get(key)
+        report = index.reports.get(query)
         if report is None:
             report = compute()
-            _keep(index.reports, key, report, REPORT_CACHE)
+            _keep(index.reports, query, report, REPORT_CACHE)
         return report
-    return index.report_gate.get(index.reports, key, compute)
+    return index.report_gate.get(index.reports, query, compute)
 
 
 # ---- pages ---------------------------------------------------------------------------------
 
 
 class _Refused(Exception):
-    def __init__(self, response):
+    def __init__(self, response: Response) -> None:
         self.response = response
 
 
@@ -239,7 +257,7 @@ _BIDI = {
 }
 
 
-def visible(text) -> str:
+def visible(text: object) -> str:
     """Data text for a page: control characters as ``\\xNN`` (:func:`hhrlhf.text.printable`)
     and the bidirectional controls (an RTL override) as ``\\u202e``, so a reader sees them
     instead of having the text reordered; newlines and tabs kept. Escaping is the template's."""
@@ -248,7 +266,9 @@ def visible(text) -> str:
     return printable(str(text)).translate(_BIDI)
 
 
-def _page(request: Request, index: DataIndex, name: str, status: int = 200, **context):
+def _page(
+    request: Request, index: DataIndex, name: str, status: int = 200, **context: object
+) -> Response:
     from .pages import _render
 
     collected = request.query_params.get("source") == "collected"
@@ -269,18 +289,18 @@ def _page(request: Request, index: DataIndex, name: str, status: int = 200, **co
     )
 
 
-def _error(request: Request, exc: HHError):
+def _error(request: Request, exc: HHError) -> Response:
     from .pages import _render
 
     status = status_of(exc)
     return _render(request, "collect/error.html", status, message=str(exc), page="data")
 
 
-def _nav(base: str, params, offset: int, limit: int, total: int) -> dict:
+def _nav(base: str, params: QueryParams, offset: int, limit: int, total: int) -> dict[str, str]:
     """Previous/next links keeping every filter of the query string (repeated ones too, empty
     ones dropped), so each page of each filter state is a URL to share."""
     kept = [(k, v) for k, v in params.multi_items() if k != "offset" and v != ""]
-    nav = {}
+    nav: dict[str, str] = {}
     if offset > 0:
         nav["prev"] = base + "?" + urlencode([*kept, ("offset", max(0, offset - limit))])
     if offset + limit < total:
@@ -289,7 +309,7 @@ def _nav(base: str, params, offset: int, limit: int, total: int) -> dict:
 
 
 @router.get("/data", response_class=HTMLResponse, include_in_schema=False)
-async def data_page(request: Request):
+async def data_page(request: Request) -> Response:
     try:
         index = await run_in_threadpool(_open, request)
         q, offset, limit = _pair_query(request.query_params)
@@ -312,7 +332,11 @@ async def data_page(request: Request):
         took_ms=took * 1000,
         classes=PAIR_CLASSES,
         flag_filters=FLAG_FILTERS,
-        subsets=sorted({f["subset"] for f in index.files if f["subset"] != "red-team-attempts"}),
+        # a single file names no subset (None): the only one there is then
+        subsets=sorted(
+            {f["subset"] for f in index.files if f["subset"] != "red-team-attempts"},
+            key=lambda s: s or "",
+        ),
         # the splits there are, upstream's order first (a folder may hold only a test split)
         splits=sorted(
             {f["split"] for f in index.files if f["subset"] != "red-team-attempts"},
@@ -324,7 +348,7 @@ async def data_page(request: Request):
 @router.get(
     "/data/pairs/{subset}/{split}/{row}", response_class=HTMLResponse, include_in_schema=False
 )
-def pair_page(subset: str, split: str, row: int, request: Request):
+def pair_page(subset: str, split: str, row: int, request: Request) -> Response:
     try:
         index = _open(request)
         p = index.pair(subset, split, row)
@@ -365,7 +389,7 @@ def pair_page(subset: str, split: str, row: int, request: Request):
 
 
 @router.get("/data/attempts", response_class=HTMLResponse, include_in_schema=False)
-def attempts_page(request: Request):
+def attempts_page(request: Request) -> Response:
     try:
         index = _open(request)
         params = request.query_params
@@ -389,7 +413,7 @@ def attempts_page(request: Request):
 
 
 @router.get("/data/attempts/report", response_class=HTMLResponse, include_in_schema=False)
-def attempts_report(request: Request):
+def attempts_report(request: Request) -> Response:
     """``hh redteam report`` on the attempts the filters keep: every number and table
     (``?plots=1`` draws the figures too, which takes seconds)."""
     try:
@@ -404,7 +428,7 @@ def attempts_report(request: Request):
             report = _report_numbers(index, query, gated=False)  # this holds a slot already
             return _report_html(index, query, report, plots, json_href)
 
-        html = index.report_gate.get(index.reports, (query, plots), compute)
+        html = index.report_gate.get(index.report_pages, (query, plots), compute)
     except _Refused as refused:
         return refused.response
     except HHError as exc:
@@ -428,11 +452,13 @@ def report_policy(html: str) -> str:
     return policy + "; img-src 'self' data:"
 
 
-def _report_html(index: DataIndex, query, report: dict, plots: bool, json_href: str) -> str:
+def _report_html(
+    index: DataIndex, query: AttemptQuery, report: dict[str, Any], plots: bool, json_href: str
+) -> str:
     from ...redteam.report import draw_figures, render_html
     from ...redteam.stats import drop_out_of_range
 
-    pngs = {}
+    pngs: dict[str, bytes] = {}
     if plots:
         from ...redteam.plots import figure_png
 
@@ -443,7 +469,7 @@ def _report_html(index: DataIndex, query, report: dict, plots: bool, json_href: 
 
 
 @router.get("/data/attempts/{row}", response_class=HTMLResponse, include_in_schema=False)
-def attempt_page(row: int, request: Request):
+def attempt_page(row: int, request: Request) -> Response:
     try:
         index = _open(request)
         if not 0 <= row < len(index.attempts):
@@ -465,7 +491,7 @@ def attempt_page(row: int, request: Request):
     )
 
 
-def _neighbours(base: str, row: int, rows: int, collected: bool) -> dict:
+def _neighbours(base: str, row: int, rows: int, collected: bool) -> dict[str, str | None]:
     """The previous and next rows' page links (absent at either end of the file)."""
     q = "?source=collected" if collected else ""
     return {

@@ -11,7 +11,7 @@ what the script needs in ``data-*`` attributes and the CSRF token in a ``<meta>`
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from ...errors import CollectError, Unavailable
 from ..services import conversations
@@ -87,7 +87,7 @@ def scale_points(points: int, mode: str = "helpful") -> list[dict]:
     return out
 
 
-def _render(request: Request, name: str, status: int = 200, **context):
+def _render(request: Request, name: str, status: int = 200, **context: object) -> Response:
     templates = request.app.state.templates
     if templates is None:  # pragma: no cover - the [web] extra brings jinja2
         raise Unavailable("the pages need jinja2: pip install 'hhrlhf[web]'")
@@ -96,13 +96,13 @@ def _render(request: Request, name: str, status: int = 200, **context):
     context.setdefault("who", who)
     context.setdefault("csrf_token", found[1] if found and who else None)
     context.setdefault("settings", request.app.state.settings)
-    response = templates.TemplateResponse(request, name, context, status_code=status)
+    response: Response = templates.TemplateResponse(request, name, context, status_code=status)
     if context["csrf_token"]:
         response.headers["cache-control"] = "no-store"  # a shared cache must not keep the token
     return response
 
 
-def _login_required(request: Request):
+def _login_required(request: Request) -> Response:
     found = current_annotator(request)
     if found is not None and found[0].disabled:
         message, status = "This account is disabled.", 403
