@@ -14,7 +14,8 @@ from starlette.datastructures import State
 
 from ...errors import Forbidden
 from ..services import annotators
-from .auth import COOKIE, check_origin, current_annotator, require_annotator
+from .auth import check_origin, require_annotator
+from .logins import COOKIE, current_annotator
 
 __all__ = ["login_router", "safe_next"]
 
