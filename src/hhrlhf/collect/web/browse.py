@@ -5,7 +5,8 @@ start, and keeps each pair's classes (the ones ``hh check`` counts), its human-t
 its response lengths, so a filtered page is a scan over small tuples, and every pair's text
 casefolded in one buffer, so a text search is ``bytes.find`` over it (``_TextIndex``). ``router`` serves the
 JSON API (``/api/v1/data/...``) and the pages (``/data...``); both need a login like the
-rest of the app. Filters live in the query string, so every page state is a shareable URL.
+rest of the app. Filters live in the query string, so every page state is a shareable URL
+(:mod:`.browse_query` reads them and writes the links that keep them).
 """
 
 from __future__ import annotations
@@ -15,18 +16,17 @@ import hashlib
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import QueryParams
 
-from ...errors import Forbidden, HHError, Invalid, NotFound, ReportBusy
+from ...errors import Forbidden, HHError, NotFound, ReportBusy
 from ...records import PAIR_CLASSES, RedTeamAttempt
 from ...transcript import MARKER_RE
-from ..browse import MAX_LIMIT, DataIndex, PairQuery, collected_index
+from ..browse import DataIndex, collected_index
 from ..browse.diff import word_diff
 from ..browse.index import FLAG_FILTERS, FileRows, pair_json
 from ..browse.reports import REPORT_CACHE, _keep
@@ -37,6 +37,7 @@ from ..services.flags import flags_stamp
 from . import schemas
 from .api import Who
 from .auth import optional_annotator
+from .browse_query import attempt_query, nav_links, neighbours, paging, pair_query
 from .errors import status_of
 from .schemas import answers
 from .security import SECURITY_HEADERS
@@ -75,79 +76,6 @@ def _index(request: Request, who: AnnotatorInfo) -> DataIndex:
     return index
 
 
-@overload
-def _int(value: str | None, name: str, default: int, lo: int = 0, hi: int | None = None) -> int: ...
-@overload
-def _int(
-    value: str | None, name: str, default: None = None, lo: int = 0, hi: int | None = None
-) -> int | None: ...
-def _int(
-    value: str | None, name: str, default: int | None = None, lo: int = 0, hi: int | None = None
-) -> int | None:
-    if value is None or value == "":
-        return default
-    try:
-        n = int(value)
-    except ValueError:
-        raise Invalid(f"{name} must be a whole number, got {value!r}") from None
-    if n < lo or (hi is not None and n > hi):
-        raise Invalid(f"{name} must be between {lo} and {hi or 'any'}, got {n}")
-    return n
-
-
-def _float(value: str | None, name: str) -> float | None:
-    if value is None or value == "":
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        raise Invalid(f"{name} must be a number, got {value!r}") from None
-
-
-def _pair_query(params: QueryParams) -> tuple[PairQuery, int, int]:
-    q = PairQuery(
-        subset=params.get("subset") or None,
-        split=params.get("split") or None,
-        cls=params.get("class") or None,
-        turns=_int(params.get("turns"), "turns"),
-        chosen=params.get("chosen") or None,
-        q=params.get("q") or None,
-        where=params.get("where") or "any",
-        flag=params.get("flag") or None,
-    )
-    return (
-        q,
-        _int(params.get("offset"), "offset", 0),
-        _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT),
-    )
-
-
-def _many(params: QueryParams, name: str) -> tuple[str, ...]:
-    """A filter given once or repeated (``?tag=a&tag=b``: any of them), empty values dropped."""
-    return tuple(v for v in params.getlist(name) if v)
-
-
-def _attempt_query(params: QueryParams) -> AttemptQuery:
-    """The ``hh redteam query`` filters from a query string (the same :class:`AttemptQuery`)."""
-    from ...redteam.query import AttemptQuery
-
-    try:
-        return AttemptQuery(
-            model_type=_many(params, "model_type"),
-            num_params=_many(params, "num_params"),
-            min_rating=_float(params.get("min_rating"), "min_rating"),
-            max_rating=_float(params.get("max_rating"), "max_rating"),
-            min_score=_float(params.get("min_score"), "min_score"),
-            max_score=_float(params.get("max_score"), "max_score"),
-            tag=_many(params, "tag"),
-            member=_many(params, "member"),
-            text=params.get("q") or None,
-            search_in=params.get("search_in") or "both",
-        )
-    except ValueError as exc:
-        raise Invalid(str(exc)) from None
-
-
 def _attempts(
     index: DataIndex, query: AttemptQuery, offset: int, limit: int
 ) -> tuple[int, list[tuple[int, RedTeamAttempt]]]:
@@ -172,7 +100,7 @@ def api_subsets(request: Request, who: Who) -> list[FileRows]:
 @router.get("/api/v1/data/pairs", response_model=None, responses=answers(schemas.PairPage))
 def api_pairs(request: Request, who: Who) -> dict[str, object]:
     index = _index(request, who)
-    q, offset, limit = _pair_query(request.query_params)
+    q, offset, limit = pair_query(request.query_params)
     total, pairs = index.query(q, offset, limit)
     return {"total": total, "pairs": [pair_json(p) for p in pairs]}
 
@@ -190,9 +118,8 @@ def api_pair(subset: str, split: str, row: int, request: Request, who: Who) -> d
 def api_attempts(request: Request, who: Who) -> dict[str, object]:
     index = _index(request, who)
     params = request.query_params
-    query = _attempt_query(params)
-    offset = _int(params.get("offset"), "offset", 0)
-    limit = _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT)
+    query = attempt_query(params)
+    offset, limit = paging(params)
     total, found = _attempts(index, query, offset, limit)
     return {"total": total, "attempts": [a.to_dict(real_keys=True) for _, a in found]}
 
@@ -202,7 +129,7 @@ def api_attempts_report(request: Request, who: Who) -> dict[str, Any]:
     """``hh redteam report``'s ``report.json`` for the attempts the filters keep: every number
     of the report page (404 when none is kept)."""
     index = _index(request, who)
-    query = _attempt_query(request.query_params)
+    query = attempt_query(request.query_params)
     return _report_numbers(index, query)
 
 
@@ -296,23 +223,11 @@ def _error(request: Request, exc: HHError) -> Response:
     return _render(request, "collect/error.html", status, message=str(exc), page="data")
 
 
-def _nav(base: str, params: QueryParams, offset: int, limit: int, total: int) -> dict[str, str]:
-    """Previous/next links keeping every filter of the query string (repeated ones too, empty
-    ones dropped), so each page of each filter state is a URL to share."""
-    kept = [(k, v) for k, v in params.multi_items() if k != "offset" and v != ""]
-    nav: dict[str, str] = {}
-    if offset > 0:
-        nav["prev"] = base + "?" + urlencode([*kept, ("offset", max(0, offset - limit))])
-    if offset + limit < total:
-        nav["next"] = base + "?" + urlencode([*kept, ("offset", offset + limit)])
-    return nav
-
-
 @router.get("/data", response_class=HTMLResponse, include_in_schema=False)
 async def data_page(request: Request) -> Response:
     try:
         index = await run_in_threadpool(_open, request)
-        q, offset, limit = _pair_query(request.query_params)
+        q, offset, limit = pair_query(request.query_params)
     except _Refused as refused:
         return refused.response
     except HHError as exc:
@@ -328,7 +243,7 @@ async def data_page(request: Request) -> Response:
         pairs=pairs,
         offset=offset,
         limit=limit,
-        nav=_nav("/data", request.query_params, offset, limit, total),
+        nav=nav_links("/data", request.query_params, offset, limit, total),
         took_ms=took * 1000,
         classes=PAIR_CLASSES,
         flag_filters=FLAG_FILTERS,
@@ -380,7 +295,7 @@ def pair_page(subset: str, split: str, row: int, request: Request) -> Response:
         flag=index.flag_of(p),
         json_url=f"/api/v1/data/pairs/{quote(subset)}/{quote(split)}/{row}"
         + ("?source=collected" if collected else ""),
-        neighbours=_neighbours(here, row, rows, collected),
+        neighbours=neighbours(here, row, rows, collected),
         markers={
             "chosen": bool(MARKER_RE.search(p.chosen_response)),
             "rejected": bool(MARKER_RE.search(p.rejected_response)),
@@ -393,9 +308,8 @@ def attempts_page(request: Request) -> Response:
     try:
         index = _open(request)
         params = request.query_params
-        query = _attempt_query(params)
-        offset = _int(params.get("offset"), "offset", 0)
-        limit = _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT)
+        query = attempt_query(params)
+        offset, limit = paging(params)
     except _Refused as refused:
         return refused.response
     except HHError as exc:
@@ -408,7 +322,7 @@ def attempts_page(request: Request) -> Response:
         total=total,
         found=found,
         offset=offset,
-        nav=_nav("/data/attempts", request.query_params, offset, limit, total),
+        nav=nav_links("/data/attempts", request.query_params, offset, limit, total),
     )
 
 
@@ -419,7 +333,7 @@ def attempts_report(request: Request) -> Response:
     try:
         index = _open(request)
         params = request.query_params
-        query = _attempt_query(params)
+        query = attempt_query(params)
         plots = params.get("plots") == "1"
         numbers = [(k, v) for k, v in params.multi_items() if k != "plots"]
         json_href = "/api/v1/data/attempts/report" + (f"?{urlencode(numbers)}" if numbers else "")
@@ -487,14 +401,5 @@ def attempt_page(row: int, request: Request) -> Response:
         attempt=a,
         row=row,
         turns=a.dialogue.turns,
-        neighbours=_neighbours("/data/attempts/", row, len(index.attempts), collected),
+        neighbours=neighbours("/data/attempts/", row, len(index.attempts), collected),
     )
-
-
-def _neighbours(base: str, row: int, rows: int, collected: bool) -> dict[str, str | None]:
-    """The previous and next rows' page links (absent at either end of the file)."""
-    q = "?source=collected" if collected else ""
-    return {
-        "prev": f"{base}{row - 1}{q}" if row > 0 else None,
-        "next": f"{base}{row + 1}{q}" if row + 1 < rows else None,
-    }
