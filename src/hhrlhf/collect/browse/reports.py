@@ -12,7 +12,7 @@ from ...errors import ReportBusy
 REPORT_SLOTS = 2
 #: what a refused report request is told to wait, in seconds
 REPORT_RETRY_AFTER = 5
-#: reports (and report pages) kept per data source
+#: report numbers kept per data source (:attr:`DataIndex.reports`), and as many report pages
 REPORT_CACHE = 8
 
 K = TypeVar("K", bound=Hashable)
