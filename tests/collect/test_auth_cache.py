@@ -11,13 +11,14 @@ from hhrlhf.collect.db import Storage
 from hhrlhf.collect.db.engine import count_statements
 from hhrlhf.collect.db.models import Annotator
 from hhrlhf.collect.services import annotators
+from hhrlhf.collect.web import logins
 
 
 @pytest.fixture
 def clock(monkeypatch):
     """The cache's clock, moved by hand."""
     now = [1000.0]
-    monkeypatch.setattr(annotators, "_clock", lambda: now[0])
+    monkeypatch.setattr(logins, "_clock", lambda: now[0])
     return now
 
 
@@ -33,7 +34,7 @@ def test_a_known_token_is_looked_up_once_then_remembered(client, alice, clock):
     assert _statements(client, h)[0] == 200
     status, n = _statements(client, h)
     assert (status, n) == (200, 0)  # no statement: answered from memory
-    clock[0] += annotators.AUTH_CACHE_SECONDS + 0.1
+    clock[0] += logins.AUTH_CACHE_SECONDS + 0.1
     status, n = _statements(client, h)
     assert status == 200 and n >= 1  # looked up again once the seconds have passed
 
@@ -88,21 +89,21 @@ def test_another_process_s_disable_is_honoured_within_the_cache_seconds(
     finally:
         other.dispose()
     assert client.get("/api/v1/me", headers=h).status_code == 200  # still remembered here
-    clock[0] += annotators.AUTH_CACHE_SECONDS + 0.1
+    clock[0] += logins.AUTH_CACHE_SECONDS + 0.1
     assert client.get("/api/v1/me", headers=h).status_code == 403
 
 
 def test_a_lookup_racing_a_change_is_not_remembered(storage, alice, clock):
     """A lookup that read the old state before a change cannot store it after the change."""
     _, _, token = alice
-    cache = annotators._cache(storage)
+    cache = logins._cache(storage)
     generation = cache.generation
     who = annotators.annotator_by_token(storage, token)
     with storage.write() as s:  # the change commits, then this process forgets
         s.execute(update(Annotator).where(Annotator.name == "alice").values(disabled=True))
     annotators.forget_logins(storage)
     cache.put(generation, "t" + annotators.hash_token(token), (who, None, None))
-    assert annotators.cached_annotator_by_token(storage, token).disabled
+    assert logins.cached_annotator_by_token(storage, token).disabled
 
 
 def storage_of(client):
@@ -118,7 +119,7 @@ def test_a_remembered_login_takes_no_thread_only_a_lookup_does(client, alice, mo
     real = storage.call
 
     async def counted(func, *args):
-        if func is not annotators.refresh_logins:  # the app's own check of logins in use
+        if func is not logins.refresh_logins:  # the app's own check of logins in use
             hops.append(func.__name__)
         return await real(func, *args)
 
@@ -142,7 +143,7 @@ def test_a_remembered_login_takes_no_thread_only_a_lookup_does(client, alice, mo
 
 def _remembered(storage, key_of) -> float | None:
     """Until when this process remembers a login (its cache entry's end), or None."""
-    hit = annotators._cache(storage).entries.get(key_of)
+    hit = logins._cache(storage).entries.get(key_of)
     return None if hit is None else hit[0]
 
 
@@ -160,12 +161,12 @@ def test_logins_in_use_are_checked_again_in_one_read_and_never_lapse(
         assert client.get("/api/v1/me", headers=bob_h).status_code == 200
         client.headers.pop("authorization", None)
         assert client.get("/api/v1/me").json()["auth"] == "cookie"
-    assert annotators.refresh_logins(storage) == 0  # none is old enough yet
-    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
+    assert logins.refresh_logins(storage) == 0  # none is old enough yet
+    clock[0] += logins.AUTH_REFRESH_AFTER + 0.1
     with count_statements() as n:
-        assert annotators.refresh_logins(storage) == 3  # two tokens and a session
+        assert logins.refresh_logins(storage) == 3  # two tokens and a session
     assert n[0] <= (3 if storage.url.startswith("sqlite") else 2)  # (SQLite: its BEGIN)
-    clock[0] += annotators.AUTH_CACHE_SECONDS - annotators.AUTH_REFRESH_AFTER + 0.1
+    clock[0] += logins.AUTH_CACHE_SECONDS - logins.AUTH_REFRESH_AFTER + 0.1
     # past the first lookups' AUTH_CACHE_SECONDS: still remembered, no statement
     assert _statements(client, alice_h) == (200, 0)
     assert _statements(client, bob_h) == (200, 0)
@@ -186,8 +187,8 @@ def test_a_check_again_sees_another_process_s_changes(client, storage, alice, bo
         annotators.rotate_token(other, "bob")
     finally:
         other.dispose()
-    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
-    assert annotators.refresh_logins(storage) == 2
+    clock[0] += logins.AUTH_REFRESH_AFTER + 0.1
+    assert logins.refresh_logins(storage) == 2
     assert _statements(client, alice_h) == (403, 0)  # remembered as disabled
     status, n = _statements(client, bob_h)  # forgotten: looked up, no one has the token
     assert status == 401 and n >= 1
@@ -196,13 +197,13 @@ def test_a_check_again_sees_another_process_s_changes(client, storage, alice, bo
 def test_a_login_not_used_since_its_check_lapses(client, storage, alice, clock):
     _, h, token = alice
     assert client.get("/api/v1/me", headers=h).status_code == 200  # looked up, not used since
-    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
-    assert annotators.refresh_logins(storage) == 0
+    clock[0] += logins.AUTH_REFRESH_AFTER + 0.1
+    assert logins.refresh_logins(storage) == 0
     assert client.get("/api/v1/me", headers=h).status_code == 200  # used now
-    assert annotators.logins_due(storage)
-    clock[0] += annotators.AUTH_CACHE_SECONDS
-    assert not annotators.logins_due(storage)  # lapsed: a request looks it up again
-    assert annotators.refresh_logins(storage) == 0
+    assert logins.logins_due(storage)
+    clock[0] += logins.AUTH_CACHE_SECONDS
+    assert not logins.logins_due(storage)  # lapsed: a request looks it up again
+    assert logins.refresh_logins(storage) == 0
     status, n = _statements(client, h)
     assert status == 200 and n >= 1
 
@@ -212,8 +213,8 @@ def test_a_check_racing_a_change_is_not_remembered(client, storage, alice, clock
     _, h, token = alice
     for _ in range(2):
         assert client.get("/api/v1/me", headers=h).status_code == 200
-    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
-    cache = annotators._cache(storage)
+    clock[0] += logins.AUTH_REFRESH_AFTER + 0.1
+    cache = logins._cache(storage)
     keys, generation = cache.due(), cache.generation
     key = "t" + annotators.hash_token(token)
     assert keys == [key]
@@ -227,8 +228,6 @@ def test_a_check_racing_a_change_is_not_remembered(client, storage, alice, clock
 def test_the_app_checks_the_logins_in_use_while_it_serves(make_client, settings, alice, clock):
     import time
 
-    from hhrlhf.collect.web import app as app_module
-
     client = make_client(settings)
     storage = storage_of(client)
     _, h, token = alice
@@ -236,11 +235,11 @@ def test_the_app_checks_the_logins_in_use_while_it_serves(make_client, settings,
     for _ in range(2):
         assert client.get("/api/v1/me", headers=h).status_code == 200
     first = _remembered(storage, key)
-    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
-    deadline = time.monotonic() + 5 * app_module.LOGIN_REFRESH_SECONDS
+    clock[0] += logins.AUTH_REFRESH_AFTER + 0.1
+    deadline = time.monotonic() + 5 * logins.LOGIN_REFRESH_SECONDS
     while _remembered(storage, key) == first and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _remembered(storage, key) == clock[0] + annotators.AUTH_CACHE_SECONDS
+    assert _remembered(storage, key) == clock[0] + logins.AUTH_CACHE_SECONDS
 
 
 def test_many_logins_are_checked_in_batches(client, storage, alice, bob, clock, monkeypatch):
@@ -249,9 +248,9 @@ def test_many_logins_are_checked_in_batches(client, storage, alice, bob, clock, 
     for _, h, _ in (alice, bob):
         for _ in range(2):
             assert client.get("/api/v1/me", headers=h).status_code == 200
-    clock[0] += annotators.AUTH_REFRESH_AFTER + 0.1
+    clock[0] += logins.AUTH_REFRESH_AFTER + 0.1
     with count_statements() as n:
-        assert annotators.refresh_logins(storage) == 2
+        assert logins.refresh_logins(storage) == 2
     assert n[0] == (3 if storage.url.startswith("sqlite") else 2)  # one per login (and BEGIN)
     for _, h, _ in (alice, bob):  # both found and kept
         assert _statements(client, h) == (200, 0)
@@ -263,7 +262,7 @@ def test_the_logins_due_are_listed_while_requests_use_logins():
     import threading
     import time
 
-    cache = annotators._AuthCache()
+    cache = logins._AuthCache()
     keys = [f"t{i}" for i in range(20_000)]
     until = time.monotonic() + 60
     for key in keys:

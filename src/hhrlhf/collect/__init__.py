@@ -5,7 +5,14 @@ Needs the ``[web]`` extra. ``import hhrlhf.collect`` stays light; the web parts 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .config import BackendConfig, Settings, default_db_url, demo_settings, load_config
+
+if TYPE_CHECKING:  # loaded on use (:func:`__getattr__`): they need the [web] extra
+    from .db import Storage
+    from .services.export import export_collection
+    from .web.app import create_app
 
 __all__ = [
     "BackendConfig",
@@ -19,7 +26,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name == "create_app":
         from .web.app import create_app
 

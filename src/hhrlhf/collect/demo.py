@@ -11,17 +11,22 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import HHError, require
 from .services import annotators
 
+if TYPE_CHECKING:
+    import httpx
+    from starlette.types import ASGIApp
+
 __all__ = ["SCRIPT", "CollectionDemo", "ScriptedTurn", "run_scripted_collection", "serve_in_thread"]
 
 #: the scripted annotator: (message, pick, strength, edit or None)
-SCRIPT = [
+SCRIPT: list[tuple[str, str, int, str | None]] = [
     ("How do I grow tomatoes on a balcony?", "a", 3, None),
     (
         "Can you give me a simple recipe for pancakes?",
@@ -33,17 +38,15 @@ SCRIPT = [
 ]
 
 
-def serve_in_thread(app, host: str = "127.0.0.1", timeout: float = 20.0):
-    """Start ``app`` under uvicorn in a daemon thread on a free port: ``(base_url, stop)``."""
-    uvicorn = require("uvicorn", "web", "the collection app")
+def serve_in_thread(
+    app: ASGIApp, host: str = "127.0.0.1", timeout: float = 20.0
+) -> tuple[str, Callable[[], None]]:
+    """Start ``app`` under uvicorn in a daemon thread on a free port: ``(base_url, stop)``
+    (off the main thread, uvicorn installs no signal handlers)."""
+    require("uvicorn", "web", "the collection app")
+    import uvicorn
 
-    base: Any = uvicorn.Server
-
-    class _Server(base):
-        def install_signal_handlers(self):  # only the main thread may
-            pass
-
-    server = _Server(uvicorn.Config(app, host=host, port=0, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, name="hh-collect-demo", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
@@ -51,9 +54,9 @@ def serve_in_thread(app, host: str = "127.0.0.1", timeout: float = 20.0):
         if not thread.is_alive() or time.monotonic() > deadline:
             raise HHError(f"the collection app did not start on {host} within {timeout:g} s")
         time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    port: int = server.servers[0].sockets[0].getsockname()[1]
 
-    def stop():
+    def stop() -> None:
         server.should_exit = True
         thread.join(timeout)
 
@@ -78,10 +81,12 @@ class CollectionDemo:
     turns: list[ScriptedTurn] = field(default_factory=list)
     #: the export's directory and manifest (:func:`hhrlhf.collect.services.export.export_collection`)
     target: Path | None = None
-    manifest: dict = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
 
 
-def run_scripted_collection(out: str | os.PathLike, script=SCRIPT) -> CollectionDemo:
+def run_scripted_collection(
+    out: str | os.PathLike[str], script: Sequence[tuple[str, str, int, str | None]] = SCRIPT
+) -> CollectionDemo:
     """Start the app with the demo backend (no model, no network) on a throwaway database, run
     one conversation of ``script`` through the API, finish it and export the collection to
     ``out/collect-export`` (replacing an earlier one)."""
@@ -117,7 +122,7 @@ def run_scripted_collection(out: str | os.PathLike, script=SCRIPT) -> Collection
                                 f"/api/v1/conversations/{conv['id']}/turns", json={"text": text}
                             )
                         )
-                        body = {"pick": pick, "strength": strength}
+                        body: dict[str, object] = {"pick": pick, "strength": strength}
                         if edit:
                             body["edit"] = edit
                         _ok(api.post(f"/api/v1/turns/{turn['id']}/choice", json=body))
@@ -138,7 +143,7 @@ def run_scripted_collection(out: str | os.PathLike, script=SCRIPT) -> Collection
     return done
 
 
-def _ok(response) -> dict:
+def _ok(response: httpx.Response) -> dict[str, Any]:
     if response.status_code >= 400:
         try:
             message = response.json().get("error", response.text)
@@ -148,4 +153,5 @@ def _ok(response) -> dict:
             f"demo: {response.request.method} {response.request.url.path} answered "
             f"{response.status_code}: {message}"
         )
-    return response.json()
+    answer: dict[str, Any] = response.json()  # the API answers a JSON object
+    return answer

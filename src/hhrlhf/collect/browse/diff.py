@@ -35,7 +35,9 @@ def _segments(tokens: list[str], changed: list[bool]) -> list[tuple[bool, str]]:
     return out
 
 
-def _myers(a: list, b: list, budget: int) -> tuple[list[bool] | None, list[bool] | None, int]:
+def _myers(
+    a: list[str], b: list[str], budget: int
+) -> tuple[list[bool] | None, list[bool] | None, int]:
     """Which tokens of ``a`` and ``b`` are outside a shortest edit script (Myers' O((N+M)D)
     greedy algorithm), and the steps taken; ``(None, None, steps)`` once over ``budget``."""
     n, m = len(a), len(b)
@@ -64,13 +66,13 @@ def _myers(a: list, b: list, budget: int) -> tuple[list[bool] | None, list[bool]
     raise AssertionError("unreachable: d = n + m always reaches the end")  # pragma: no cover
 
 
-def _backtrack(trace: list[list[int]], final: int, n: int, m: int):
+def _backtrack(trace: list[list[int]], final: int, n: int, m: int) -> tuple[list[bool], list[bool]]:
     a_changed, b_changed = [False] * n, [False] * m
     x, y = n, m
     for d in range(final, 0, -1):
         saved = trace[d]  # the furthest x per diagonal after d - 1 edits, from k = -d - 1
 
-        def get(k: int, saved=saved, d=d) -> int:
+        def get(k: int, saved: list[int] = saved, d: int = d) -> int:
             return saved[k + d + 1]
 
         k = x - y
@@ -118,7 +120,9 @@ def word_diff(chosen: str, rejected: str, *, max_steps: int = MAX_DIFF_STEPS) ->
     return WordDiff(_segments(a, a_changed), _segments(b, b_changed), exact, steps)
 
 
-def diff_segments(chosen: str, rejected: str) -> tuple[list, list]:
+def diff_segments(
+    chosen: str, rejected: str
+) -> tuple[list[tuple[bool, str]], list[tuple[bool, str]]]:
     """Word-level differences: ``(chosen_segments, rejected_segments)``, each a list of
     ``(changed: bool, text)``; the texts of each list join back to the input exactly."""
     d = word_diff(chosen, rejected)

@@ -9,16 +9,39 @@ from __future__ import annotations
 import time
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ...errors import Invalid, NotFound
 from ...records import PAIR_CLASSES, PreferencePair, RedTeamAttempt
 from .reports import ReportGate, _keep
 
+if TYPE_CHECKING:
+    import os
+
+    from ...layout import DataSource
+    from ...redteam.query import AttemptQuery
+    from ..db import Storage
+
 MAX_LIMIT = 200
 #: the flag filter's values (collected data): a class of ``hh collect flag``, or no flag
 FLAG_FILTERS = ("likely_mislabelled", "ambiguous", "clear", "unflagged")
+
+#: per pair: (subset, split, classes, human_turns, len(chosen) - len(rejected))
+PairMeta = tuple[str | None, str | None, tuple[str, ...], int, int]
+#: a pair's place in its data: (subset, split, row)
+PairKey = tuple[str | None, str | None, int | None]
+
+
+class FileRows(TypedDict):
+    """One file of the data: its subset (None when a single file names none), split, rows
+    and the rows of each pair class (empty for the red-team attempts)."""
+
+    subset: str | None
+    split: str
+    rows: int
+    classes: dict[str, int]
 
 
 @dataclass
@@ -27,23 +50,24 @@ class DataIndex:
 
     label: str
     pairs: list[PreferencePair] = field(default_factory=list)
-    #: per pair: (subset, split, classes, human_turns, len(chosen_response) - len(rejected_response))
-    meta: list[tuple] = field(default_factory=list)
+    meta: list[PairMeta] = field(default_factory=list)
     attempts: list[RedTeamAttempt] = field(default_factory=list)
-    files: list[dict] = field(default_factory=list)
+    files: list[FileRows] = field(default_factory=list)
     seconds: float = 0.0
-    _by_key: dict = field(default_factory=dict, repr=False)
+    _by_key: dict[PairKey, int] = field(default_factory=dict, repr=False)
     _text: _TextIndex | None = field(default=None, repr=False)
-    _found: dict = field(default_factory=dict, repr=False)
-    #: the red-team reports drawn, by (query, plots)
-    reports: dict = field(default_factory=dict, repr=False)
+    _found: dict[PairQuery, list[int]] = field(default_factory=dict, repr=False)
+    #: the red-team reports' numbers (``report.json``), by the attempts' query
+    reports: dict[AttemptQuery, dict[str, Any]] = field(default_factory=dict, repr=False)
+    #: the red-team report pages drawn, by (query, plots)
+    report_pages: dict[tuple[AttemptQuery, bool], str] = field(default_factory=dict, repr=False)
     #: at most REPORT_SLOTS reports computed at once (the rest: the cache, or 503)
     report_gate: ReportGate = field(default_factory=lambda: ReportGate(), repr=False)
     #: collected data: the ``hh collect flag`` flag of each flagged pair, by its row here
-    flags: dict[int, dict] = field(default_factory=dict, repr=False)
+    flags: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def load(cls, data) -> DataIndex:
+    def load(cls, data: str | os.PathLike[str] | DataSource) -> DataIndex:
         from ...fastload import load_files
         from ...layout import resolve_source, select_files
         from ...reader import read_attempts
@@ -55,7 +79,7 @@ class DataIndex:
         pair_files = [f for f in files if not f.red_team]
         loaded = load_files([(f.path, f.subset, f.split) for f in pair_files])
         for f, pairs in zip(pair_files, loaded, strict=True):
-            counts: Counter = Counter()
+            counts: Counter[str] = Counter()
             for p in pairs:
                 classes = tuple(sorted(p.classes))
                 counts.update(classes)
@@ -96,26 +120,29 @@ class DataIndex:
             raise NotFound(f"no pair {subset}/{split}/{row} in {self.label}")
         return self.pairs[at]
 
-    def flag_of(self, p: PreferencePair) -> dict | None:
+    def flag_of(self, p: PreferencePair) -> dict[str, Any] | None:
         """The pair's mislabel flag (collected data flagged by ``hh collect flag``), or None."""
         return self.flags.get(self._by_key.get((p.subset, p.split, p.index), -1))
 
-    def query(self, q: PairQuery, offset: int = 0, limit: int = 50) -> tuple[int, list]:
+    def query(
+        self, q: PairQuery, offset: int = 0, limit: int = 50
+    ) -> tuple[int, list[PreferencePair]]:
         """(total matches, the pairs in ``[offset, offset + limit)``), in file order."""
         rows = self._rows(q)
         return len(rows), [self.pairs[i] for i in rows[offset : offset + limit]]
 
     def _rows(self, q: PairQuery) -> list[int]:
         """Every row that ``q`` matches; the last few queries are kept (paging is free)."""
-        found = self._found.get(q)
-        if found is not None:
-            return found
+        kept = self._found.get(q)
+        if kept is not None:
+            return kept
         needle = q.q.casefold() if q.q else None
         rows: Sequence[int] = range(len(self.pairs))
         if needle is not None and self._text is not None and self._text.can_search(needle):
             rows = self._text.search(needle, q.where)
             needle = None  # decided
-        pairs, meta, found = self.pairs, self.meta, []
+        pairs, meta = self.pairs, self.meta
+        found: list[int] = []
         for i in rows:
             subset, split, classes, turns, longer = meta[i]
             if q.subset and subset != q.subset:
@@ -166,11 +193,11 @@ class _TextIndex:
 
     SEP = "\0"
 
-    def __init__(self, blob: bytearray, starts: array, prompt_ends: array):
+    def __init__(self, blob: bytearray, starts: array[int], prompt_ends: array[int]) -> None:
         self.blob, self.starts, self.prompt_ends = blob, starts, prompt_ends
 
     @classmethod
-    def build(cls, pairs) -> _TextIndex:
+    def build(cls, pairs: Iterable[PreferencePair]) -> _TextIndex:
         # one growing buffer and two int arrays: a list of every piece joined at the end held
         # the text twice at its peak, and its freed pieces stayed in the worker's memory
         blob, starts, prompt_ends = bytearray(), array("q"), array("q")
@@ -195,7 +222,8 @@ class _TextIndex:
 
         pat = needle.encode("utf-8", "surrogatepass")
         blob, starts, prompt_ends = self.blob, self.starts, self.prompt_ends
-        find, n, rows = blob.find, len(pat), []
+        find, n = blob.find, len(pat)
+        rows: list[int] = []
         pos = find(pat)
         while pos >= 0:
             i = bisect_right(starts, pos) - 1
@@ -223,7 +251,7 @@ class PairQuery:
     where: str = "any"
     flag: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.cls and self.cls not in PAIR_CLASSES:
             raise Invalid(f"unknown class {self.cls!r}; known: {', '.join(PAIR_CLASSES)}")
         if self.chosen not in (None, "longer", "shorter"):
@@ -234,11 +262,11 @@ class PairQuery:
             raise Invalid(f"unknown flag {self.flag!r}; known: {', '.join(FLAG_FILTERS)}")
 
 
-def pair_json(p: PreferencePair) -> dict:
+def pair_json(p: PreferencePair) -> dict[str, Any]:
     return p.to_view()
 
 
-def collected_index(storage) -> DataIndex:
+def collected_index(storage: Storage) -> DataIndex:
     """The app's own database as HH data: exactly what ``hh collect export`` would write, with
     the unfinished conversations and the weakest comparisons kept, so nothing is hidden; each
     pair ``hh collect flag`` flagged with its flag (:attr:`DataIndex.flags`)."""

@@ -4,14 +4,19 @@ once (:class:`ReportGate`); a request beyond that is refused at once, never queu
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 from ...errors import ReportBusy
 
 REPORT_SLOTS = 2
 #: what a refused report request is told to wait, in seconds
 REPORT_RETRY_AFTER = 5
-#: reports (and report pages) kept per data source
+#: report numbers kept per data source (:attr:`DataIndex.reports`), and as many report pages
 REPORT_CACHE = 8
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 class ReportGate:
@@ -22,12 +27,12 @@ class ReportGate:
     :class:`ReportBusy` at once (no thread waits for another's computation).
     """
 
-    def __init__(self, slots: int = REPORT_SLOTS):
+    def __init__(self, slots: int = REPORT_SLOTS) -> None:
         self._slots = threading.BoundedSemaphore(slots)
         self._lock = threading.Lock()
-        self._running: set = set()
+        self._running: set[Hashable] = set()
 
-    def get(self, cache: dict, key, compute):
+    def get(self, cache: dict[K, V], key: K, compute: Callable[[], V]) -> V:
         value = cache.get(key)
         if value is not None:
             return value
@@ -54,7 +59,7 @@ class ReportGate:
             self._slots.release()
 
 
-def _keep(cache: dict, key, value, size: int) -> None:
+def _keep(cache: dict[K, V], key: K, value: V, size: int) -> None:
     """Keep ``value`` under ``key``, dropping the oldest entries past ``size`` (requests run in
     threads: another may drop the same entry first, which is fine)."""
     while len(cache) >= size:

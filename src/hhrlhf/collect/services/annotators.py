@@ -7,8 +7,8 @@ import hashlib
 import hmac
 import secrets
 import threading
-import time
 import weakref
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,211 +28,53 @@ from ..domain import (
 #: deletes of login sessions (plain SQL: no session object is loaded to be deleted)
 _delete_sessions = delete(Session).execution_options(synchronize_session=False)
 
-#: seconds a request's login (bearer token or cookie session) is answered from this process's
-#: memory instead of the database. A change made in this process (disable, role, token
-#: rotation, logout) empties the memory at once; one made by another process (another worker,
-#: another host, ``hh collect annotators disable``) is seen within this many seconds.
-AUTH_CACHE_SECONDS = 5.0
-#: logins remembered at most (the memory is emptied when full)
-AUTH_CACHE_SIZE = 10_000
-#: a remembered login used since it was last checked is checked again (:func:`refresh_logins`,
-#: all such logins of the process in one read) once it is this many seconds old: in use, it
-#: never lapses, so annotators who all logged in at once do not all wait on the database at
-#: once AUTH_CACHE_SECONDS later
-AUTH_REFRESH_AFTER = AUTH_CACHE_SECONDS / 2
-#: logins checked by one statement of :func:`refresh_logins` at most
+#: logins read by one statement of :func:`logins_now` at most
 REFRESH_BATCH = 500
 
-
-class _AuthCache:
-    """Recent logins of one database: digest -> (until, annotator, CSRF token, session expiry).
-
-    ``generation`` counts the changes: a lookup read before a change is not remembered after
-    it, so a request racing a disable cannot put the old state back.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.entries: dict[str, tuple[float, AnnotatorInfo, str | None, datetime | None]] = {}
-        self.generation = 0
-        #: keys read since they were last checked
-        self.used: set[str] = set()
-
-    def get(self, key: str) -> tuple[AnnotatorInfo, str | None, datetime | None] | None:
-        hit = self.entries.get(key)
-        if hit is None or hit[0] < _clock():
-            return None
-        self.used.add(key)
-        return hit[1], hit[2], hit[3]
-
-    def due(self) -> list[str]:
-        """The keys to check again: used since their last check, and checked
-        :data:`AUTH_REFRESH_AFTER` seconds ago or more (and not lapsed)."""
-        now_ = _clock()
-        with self.lock:
-            # a copy first: get() adds to the set from other threads without the lock
-            return [
-                key
-                for key in tuple(self.used)
-                if (hit := self.entries.get(key)) is not None
-                and now_ <= hit[0] <= now_ + AUTH_CACHE_SECONDS - AUTH_REFRESH_AFTER
-            ]
-
-    def refresh(
-        self,
-        generation: int,
-        checked: float,
-        keys: list[str],
-        found: dict[str, tuple[AnnotatorInfo, str | None, datetime | None]],
-    ) -> None:
-        """Remember ``keys`` as a read begun at ``checked`` found them (a key not ``found``
-        is forgotten), unless a change came since that read began."""
-        with self.lock:
-            if generation != self.generation:
-                return
-            for key in keys:
-                self.used.discard(key)
-                if key in found:
-                    self.entries[key] = (checked + AUTH_CACHE_SECONDS, *found[key])
-                else:
-                    self.entries.pop(key, None)
-
-    def put(
-        self,
-        generation: int,
-        key: str,
-        value: tuple[AnnotatorInfo, str | None, datetime | None],
-    ) -> None:
-        with self.lock:
-            if generation != self.generation:
-                return
-            if len(self.entries) >= AUTH_CACHE_SIZE:
-                self.entries.clear()
-                self.used.clear()
-            self.entries[key] = (_clock() + AUTH_CACHE_SECONDS, *value)
-
-    def forget(self) -> None:
-        with self.lock:
-            self.generation += 1
-            self.entries.clear()
-            self.used.clear()
+#: what forgets this process's remembered logins of a database (``web/logins.py``'s memory
+#: of them), called after every change to who may log in
+_forgetters: weakref.WeakKeyDictionary[Storage, list[Callable[[], None]]] = (
+    weakref.WeakKeyDictionary()
+)
+_forgetters_lock = threading.Lock()
 
 
-_clock = time.monotonic
-_caches: weakref.WeakKeyDictionary[Storage, _AuthCache] = weakref.WeakKeyDictionary()
-_caches_lock = threading.Lock()
-
-
-def _cache(storage: Storage) -> _AuthCache:
-    cache = _caches.get(storage)
-    if cache is None:
-        with _caches_lock:
-            cache = _caches.setdefault(storage, _AuthCache())
-    return cache
+def on_login_change(storage: Storage, forget: Callable[[], None]) -> None:
+    """Call ``forget`` after every change made here to who may log in to ``storage``."""
+    with _forgetters_lock:
+        _forgetters.setdefault(storage, []).append(forget)
 
 
 def forget_logins(storage: Storage) -> None:
-    """Empty this process's memory of logins (called after every change to who may log in)."""
-    _cache(storage).forget()
+    """Tell this process's memories of logins (:func:`on_login_change`) to forget them: who
+    may log in has changed (a disable, a role, a rotated token, a logout)."""
+    for forget in tuple(_forgetters.get(storage, ())):
+        forget()
 
 
-def cached_annotator_by_token(storage: Storage, token: str) -> AnnotatorInfo | None:
-    """:func:`annotator_by_token`, remembered for :data:`AUTH_CACHE_SECONDS` (found ones only)."""
-    if not token or len(token) > 200:
-        return None
-    cache = _cache(storage)
-    key = "t" + hash_token(token)
-    hit = cache.get(key)
-    if hit is not None:
-        return hit[0]
-    generation = cache.generation
-    who = annotator_by_token(storage, token)
-    if who is not None:
-        cache.put(generation, key, (who, None, None))
-    return who
-
-
-def cached_session_annotator(storage: Storage, cookie: str) -> tuple[AnnotatorInfo, str] | None:
-    """:func:`session_annotator`, remembered for :data:`AUTH_CACHE_SECONDS` (live ones only;
-    the session's own expiry is checked on every use)."""
-    if not cookie or len(cookie) > 200:
-        return None
-    cache = _cache(storage)
-    key = "s" + hash_token(cookie)
-    hit = cache.get(key)
-    if hit is not None:
-        who, csrf, expires = hit
-        if expires is not None and csrf is not None and aware(expires) >= now():
-            return who, csrf
-        return None
-    generation = cache.generation
-    found = _session_row(storage, cookie)
-    if found is None:
-        return None
-    who, csrf, expires = found
-    cache.put(generation, key, (who, csrf, expires))
-    return who, csrf
-
-
-def logins_due(storage: Storage) -> bool:
-    """Whether :func:`refresh_logins` has a login to check (no database work)."""
-    return bool(_cache(storage).due())
-
-
-def refresh_logins(storage: Storage) -> int:
-    """Check again, in one read, the logins this process remembers that were used since
-    they were last checked and are :data:`AUTH_REFRESH_AFTER` seconds old: each is
-    remembered as the read found it, for :data:`AUTH_CACHE_SECONDS` from the read's start
-    (so a change made elsewhere is still seen within those seconds); a token no longer
-    anyone's, or a session gone or expired, is forgotten. Returns how many were checked."""
-    cache = _cache(storage)
-    keys = cache.due()
-    if not keys:
-        return 0
-    generation, checked = cache.generation, _clock()
-    tokens = [k[1:] for k in keys if k[0] == "t"]
-    cookies = [k[1:] for k in keys if k[0] == "s"]
-    found: dict[str, tuple[AnnotatorInfo, str | None, datetime | None]] = {}
-    with storage.read() as s:  # a statement per kind and REFRESH_BATCH logins
-        for i in range(0, len(tokens), REFRESH_BATCH):
-            batch = tokens[i : i + REFRESH_BATCH]
+def logins_now(
+    storage: Storage, token_digests: list[str], session_ids: list[str]
+) -> tuple[dict[str, AnnotatorInfo], dict[str, tuple[AnnotatorInfo, str, datetime]]]:
+    """The annotators holding these token digests, and the live sessions of these ids with
+    (annotator, CSRF token, expiry), in one read: a statement per kind and
+    :data:`REFRESH_BATCH` logins. One not found is gone (or expired)."""
+    tokens: dict[str, AnnotatorInfo] = {}
+    sessions: dict[str, tuple[AnnotatorInfo, str, datetime]] = {}
+    with storage.read() as s:
+        for i in range(0, len(token_digests), REFRESH_BATCH):
+            batch = token_digests[i : i + REFRESH_BATCH]
             for a in s.scalars(select(Annotator).where(Annotator.token_hash.in_(batch))):
-                found["t" + a.token_hash] = (annotator_info(a), None, None)
-        for i in range(0, len(cookies), REFRESH_BATCH):
+                tokens[a.token_hash] = annotator_info(a)
+        for i in range(0, len(session_ids), REFRESH_BATCH):
             rows = s.execute(
                 select(Session, Annotator)
                 .join(Annotator, Annotator.id == Session.annotator_id)
-                .where(Session.id.in_(cookies[i : i + REFRESH_BATCH]))
+                .where(Session.id.in_(session_ids[i : i + REFRESH_BATCH]))
             )
             for sess, a in rows:
                 if aware(sess.expires_at) >= now():
-                    found["s" + sess.id] = (annotator_info(a), sess.csrf_token, sess.expires_at)
-    cache.refresh(generation, checked, keys, found)
-    return len(keys)
-
-
-def remembered_token(storage: Storage, token: str) -> AnnotatorInfo | None:
-    """The annotator of ``token`` if this process remembers the login (no database work, so an
-    async caller can ask on its event loop); None: not remembered (ask
-    :func:`cached_annotator_by_token`)."""
-    if not token or len(token) > 200:
-        return None
-    hit = _cache(storage).get("t" + hash_token(token))
-    return None if hit is None else hit[0]
-
-
-def remembered_session(storage: Storage, cookie: str) -> tuple[AnnotatorInfo, str] | None:
-    """A remembered, live cookie session's (annotator, CSRF token) (no database work); None:
-    not remembered or expired (ask :func:`cached_session_annotator`)."""
-    if not cookie or len(cookie) > 200:
-        return None
-    hit = _cache(storage).get("s" + hash_token(cookie))
-    if hit is None:
-        return None
-    who, csrf, expires = hit
-    if expires is not None and csrf is not None and aware(expires) >= now():
-        return who, csrf
-    return None
+                    sessions[sess.id] = (annotator_info(a), sess.csrf_token, sess.expires_at)
+    return tokens, sessions
 
 
 def _could_be_a_name(name: str) -> bool:
@@ -344,11 +186,11 @@ def session_annotator(storage: Storage, cookie: str) -> tuple[AnnotatorInfo, str
     """(annotator, CSRF token) of a live session, or None."""
     if not cookie or len(cookie) > 200:
         return None
-    found = _session_row(storage, cookie)
+    found = live_session(storage, cookie)
     return None if found is None else (found[0], found[1])
 
 
-def _session_row(storage: Storage, cookie: str) -> tuple[AnnotatorInfo, str, datetime] | None:
+def live_session(storage: Storage, cookie: str) -> tuple[AnnotatorInfo, str, datetime] | None:
     """(annotator, CSRF token, expiry) of a live session, or None."""
     with storage.read() as s:
         row = s.execute(

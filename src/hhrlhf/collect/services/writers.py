@@ -1,6 +1,6 @@
 """Whether the annotator writing is still enabled, read in the write's own transaction.
 
-Each worker remembers a checked login for a few seconds (``annotators.AUTH_CACHE_SECONDS``),
+Each worker remembers a checked login for a few seconds (``web/logins.AUTH_CACHE_SECONDS``),
 so a login disabled elsewhere (another worker or host, ``hh collect annotator disable``)
 would keep writing until then. The writes add :func:`writer_disabled` as one more column of
 the statement they run first (no statement more), and :func:`check_writer` refuses the write

@@ -27,13 +27,13 @@ from ..db import Storage
 from ..db.engine import count_statements, worker_connections
 from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_trouble
 from ..generation.runner import Generator
-from ..services import annotators
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .api import new_rng
 from .api import router as api_router
 from .browse import router as browse_router
 from .errors import retry_after_of, status_of
 from .login import login_router
+from .logins import keep_logins_fresh
 from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
 
@@ -130,22 +130,6 @@ async def _share_limits(limits: Limits, storage: Storage) -> None:
             log.warning("rate-limit counts not shared: %s", exc)
 
 
-#: seconds between two checks of the logins this worker remembers (annotators.refresh_logins)
-LOGIN_REFRESH_SECONDS = 1.0
-
-
-async def _refresh_logins(storage: Storage) -> None:
-    """Check the logins in use again while the worker serves, all in one read (a unit of
-    work); a failure lets them lapse, and each request then looks its login up itself."""
-    while True:
-        await asyncio.sleep(LOGIN_REFRESH_SECONDS)
-        try:
-            if annotators.logins_due(storage):  # an idle worker asks nothing
-                await storage.call(annotators.refresh_logins)
-        except Exception as exc:  # the database away: the requests will say so
-            log.warning("logins not checked again: %s", exc)
-
-
 async def _too_large(limit: int, send) -> None:
     body = f'{{"error": "request body too large (the limit is {limit} bytes)"}}'.encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -194,7 +178,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     @asynccontextmanager
     async def lifespan(app):
         sharing = asyncio.create_task(_share_limits(limits, storage))
-        refreshing = asyncio.create_task(_refresh_logins(storage))
+        refreshing = asyncio.create_task(keep_logins_fresh(storage))
         yield
         sharing.cancel()
         refreshing.cancel()

@@ -1,7 +1,9 @@
-"""Who is asking: bearer tokens or cookie sessions stored in the database, CSRF and Origin checks.
+"""What a login may do: the route dependencies that require one (an enabled annotator, an
+admin), CSRF and Origin checks, and the rate limits per annotator.
 
-Tokens are random (256 bits) and only their sha256 is stored. A cookie session carries a
-CSRF token; state-changing requests made with the cookie must send it back in
+Who is asking is :mod:`.logins`' (:func:`current_annotator` and :data:`COOKIE` are re-exported
+here). Tokens are random (256 bits) and only their sha256 is stored. A cookie session carries
+a CSRF token; state-changing requests made with the cookie must send it back in
 ``X-CSRF-Token``, and an ``Origin`` header, when present, must name this host.
 """
 
@@ -13,9 +15,8 @@ from urllib.parse import urlsplit
 from fastapi import Request
 
 from ...errors import Forbidden, Unauthorized
-from ..db import Storage
 from ..domain import AnnotatorInfo
-from ..services import annotators
+from .logins import COOKIE, current_annotator, settle_login
 
 __all__ = [
     "COOKIE",
@@ -29,85 +30,20 @@ __all__ = [
     "check_origin",
 ]
 
-COOKIE = "hh_session"
 CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
-def _bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() == "bearer" and value.strip():
-        return value.strip()
-    return None
-
-
-def current_annotator(request: Request) -> tuple[AnnotatorInfo, str | None, str] | None:
-    """(annotator, CSRF token or None, "bearer"|"cookie"), or None when not logged in.
-
-    A wrong bearer token is None too (401), never a fallback to the cookie. A login found is
-    remembered for a few seconds (``annotators.AUTH_CACHE_SECONDS``; a change in this process
-    is seen at once, one in another process within those seconds).
-    """
-    if hasattr(request.state, "auth"):  # this request's answer, found once
-        cached: tuple[AnnotatorInfo, str | None, str] | None = request.state.auth
-        return cached
-    storage = request.app.state.storage
-    result: tuple[AnnotatorInfo, str | None, str] | None = None
-    token = _bearer(request)
-    if token is not None:
-        who = annotators.cached_annotator_by_token(storage, token)
-        result = (who, None, "bearer") if who else None
-    else:
-        cookie = request.cookies.get(COOKIE)
-        if cookie:
-            found = annotators.cached_session_annotator(storage, cookie)
-            if found:
-                result = (found[0], found[1], "cookie")
-    request.state.auth = result
-    return result
-
-
-def _remembered(request: Request) -> bool:
-    """Settle this request's login from the process's memory alone (True), or leave it to
-    :func:`current_annotator` (False: a database lookup)."""
-    storage = request.app.state.storage
-    token = _bearer(request)
-    if token is not None:
-        who = annotators.remembered_token(storage, token)
-        if who is None:
-            return False
-        request.state.auth = (who, None, "bearer")
-        return True
-    cookie = request.cookies.get(COOKIE)
-    if not cookie:
-        request.state.auth = None
-        return True
-    found = annotators.remembered_session(storage, cookie)
-    if found is None:
-        return False
-    request.state.auth = (found[0], found[1], "cookie")
-    return True
-
-
-def _settle(_storage: Storage, request: Request) -> None:
-    """:func:`current_annotator` as a unit of work for :meth:`Storage.call`."""
-    current_annotator(request)
-
-
 async def logged_in(request: Request) -> AnnotatorInfo:
-    """:func:`require_annotator` as an async dependency: a remembered login is checked on the
-    event loop; only a database lookup is a unit of work (:meth:`Storage.call`: a thread on
-    SQLite, an async wait on PostgreSQL), where a sync dependency would always take a thread."""
-    if not hasattr(request.state, "auth") and not _remembered(request):
-        await request.app.state.storage.call(_settle, request)
+    """:func:`require_annotator` as an async dependency: a remembered login is settled on the
+    event loop, only a lookup is a unit of work (:func:`~.logins.settle_login`)."""
+    await settle_login(request)
     return require_annotator(request)
 
 
 async def logged_in_admin(request: Request) -> AnnotatorInfo:
     """:func:`require_admin` as an async dependency (see :func:`logged_in`)."""
-    if not hasattr(request.state, "auth") and not _remembered(request):
-        await request.app.state.storage.call(_settle, request)
+    await settle_login(request)
     return require_admin(request)
 
 

@@ -5,7 +5,8 @@ start, and keeps each pair's classes (the ones ``hh check`` counts), its human-t
 its response lengths, so a filtered page is a scan over small tuples, and every pair's text
 casefolded in one buffer, so a text search is ``bytes.find`` over it (``_TextIndex``). ``router`` serves the
 JSON API (``/api/v1/data/...``) and the pages (``/data...``); both need a login like the
-rest of the app. Filters live in the query string, so every page state is a shareable URL.
+rest of the app. Filters live in the query string, so every page state is a shareable URL
+(:mod:`.browse_query` reads them and writes the links that keep them).
 """
 
 from __future__ import annotations
@@ -15,28 +16,34 @@ import hashlib
 import re
 import threading
 import time
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ...errors import Forbidden, HHError, Invalid, NotFound, ReportBusy
-from ...records import PAIR_CLASSES
+from ...errors import Forbidden, HHError, NotFound, ReportBusy
+from ...records import PAIR_CLASSES, RedTeamAttempt
 from ...transcript import MARKER_RE
-from ..browse import MAX_LIMIT, DataIndex, PairQuery, collected_index
+from ..browse import DataIndex, collected_index
 from ..browse.diff import word_diff
-from ..browse.index import FLAG_FILTERS, pair_json
+from ..browse.index import FLAG_FILTERS, FileRows, pair_json
 from ..browse.reports import REPORT_CACHE, _keep
 from ..browse.snippets import cut_words, highlight
+from ..domain import AnnotatorInfo
 from ..services import transcripts
 from ..services.flags import flags_stamp
 from . import schemas
 from .api import Who
 from .auth import optional_annotator
+from .browse_query import attempt_query, nav_links, neighbours, paging, pair_query
 from .errors import status_of
 from .schemas import answers
 from .security import SECURITY_HEADERS
+
+if TYPE_CHECKING:
+    from ...redteam.query import AttemptQuery
 
 __all__ = ["router"]
 
@@ -44,99 +51,34 @@ __all__ = ["router"]
 _collected_lock = threading.Lock()
 
 
-def _collected(app) -> DataIndex:
+def _collected(app: FastAPI) -> DataIndex:
     """:func:`collected_index`, rebuilt only when the database's export stamp has changed (a
     page of the collected data read the whole database each time)."""
     storage = app.state.storage
     with _collected_lock:  # one rebuild at a time; the others then find it done
         stamp = (transcripts.export_stamp(storage), flags_stamp(storage))  # a new flag run too
-        kept = getattr(app.state, "collected", None)
+        kept: tuple[tuple[object, ...], DataIndex] | None = getattr(app.state, "collected", None)
         if kept is None or kept[0] != stamp:
             kept = (stamp, collected_index(storage))
             app.state.collected = kept
         return kept[1]
 
 
-def _index(request: Request, who) -> DataIndex:
+def _index(request: Request, who: AnnotatorInfo) -> DataIndex:
     """The data the request asks for: ``?source=collected`` is the app's database (admins)."""
     if request.query_params.get("source") == "collected":
         if not who.is_admin:
             raise Forbidden("the collected data is for admins only")
         return _collected(request.app)
-    index = getattr(request.app.state, "data_index", None)
+    index: DataIndex | None = getattr(request.app.state, "data_index", None)
     if index is None:
         raise NotFound("no data to browse: start the app with hh serve --data PATH|sample")
     return index
 
 
-def _int(value: str | None, name: str, default: int | None = None, lo: int = 0, hi=None):
-    if value is None or value == "":
-        return default
-    try:
-        n = int(value)
-    except ValueError:
-        raise Invalid(f"{name} must be a whole number, got {value!r}") from None
-    if n < lo or (hi is not None and n > hi):
-        raise Invalid(f"{name} must be between {lo} and {hi or 'any'}, got {n}")
-    return n
-
-
-def _float(value: str | None, name: str):
-    if value is None or value == "":
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        raise Invalid(f"{name} must be a number, got {value!r}") from None
-
-
-def _pair_query(params) -> tuple[PairQuery, int, int]:
-    q = PairQuery(
-        subset=params.get("subset") or None,
-        split=params.get("split") or None,
-        cls=params.get("class") or None,
-        turns=_int(params.get("turns"), "turns"),
-        chosen=params.get("chosen") or None,
-        q=params.get("q") or None,
-        where=params.get("where") or "any",
-        flag=params.get("flag") or None,
-    )
-    return (
-        q,
-        _int(params.get("offset"), "offset", 0),
-        _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT),
-    )
-
-
-def _many(params, name: str) -> tuple[str, ...]:
-    """A filter given once or repeated (``?tag=a&tag=b``: any of them), empty values dropped."""
-    getlist = getattr(params, "getlist", None)
-    values = getlist(name) if getlist else [params.get(name)]
-    return tuple(v for v in values if v)
-
-
-def _attempt_query(params):
-    """The ``hh redteam query`` filters from a query string (the same :class:`AttemptQuery`)."""
-    from ...redteam.query import AttemptQuery
-
-    try:
-        return AttemptQuery(
-            model_type=_many(params, "model_type"),
-            num_params=_many(params, "num_params"),
-            min_rating=_float(params.get("min_rating"), "min_rating"),
-            max_rating=_float(params.get("max_rating"), "max_rating"),
-            min_score=_float(params.get("min_score"), "min_score"),
-            max_score=_float(params.get("max_score"), "max_score"),
-            tag=_many(params, "tag"),
-            member=_many(params, "member"),
-            text=params.get("q") or None,
-            search_in=params.get("search_in") or "both",
-        )
-    except ValueError as exc:
-        raise Invalid(str(exc)) from None
-
-
-def _attempts(index: DataIndex, query, offset: int, limit: int) -> tuple[int, list]:
+def _attempts(
+    index: DataIndex, query: AttemptQuery, offset: int, limit: int
+) -> tuple[int, list[tuple[int, RedTeamAttempt]]]:
     total, out = 0, []
     for i, a in enumerate(index.attempts):
         if query.matches(a):
@@ -149,49 +91,53 @@ def _attempts(index: DataIndex, query, offset: int, limit: int) -> tuple[int, li
 router = APIRouter()
 
 
-@router.get("/api/v1/data/subsets", responses=answers(schemas.DataFiles))
-def api_subsets(request: Request, who: Who):
+# response_model=None: the answers go out as they are, unfiltered (``answers`` documents them)
+@router.get("/api/v1/data/subsets", response_model=None, responses=answers(schemas.DataFiles))
+def api_subsets(request: Request, who: Who) -> list[FileRows]:
     return _index(request, who).files
 
 
-@router.get("/api/v1/data/pairs", responses=answers(schemas.PairPage))
-def api_pairs(request: Request, who: Who):
+@router.get("/api/v1/data/pairs", response_model=None, responses=answers(schemas.PairPage))
+def api_pairs(request: Request, who: Who) -> dict[str, object]:
     index = _index(request, who)
-    q, offset, limit = _pair_query(request.query_params)
+    q, offset, limit = pair_query(request.query_params)
     total, pairs = index.query(q, offset, limit)
     return {"total": total, "pairs": [pair_json(p) for p in pairs]}
 
 
-@router.get("/api/v1/data/pairs/{subset}/{split}/{row}", responses=answers(schemas.PairView))
-def api_pair(subset: str, split: str, row: int, request: Request, who: Who):
+@router.get(
+    "/api/v1/data/pairs/{subset}/{split}/{row}",
+    response_model=None,
+    responses=answers(schemas.PairView),
+)
+def api_pair(subset: str, split: str, row: int, request: Request, who: Who) -> dict[str, Any]:
     return pair_json(_index(request, who).pair(subset, split, row))
 
 
-@router.get("/api/v1/data/attempts", responses=answers(schemas.AttemptPage))
-def api_attempts(request: Request, who: Who):
+@router.get("/api/v1/data/attempts", response_model=None, responses=answers(schemas.AttemptPage))
+def api_attempts(request: Request, who: Who) -> dict[str, object]:
     index = _index(request, who)
     params = request.query_params
-    query = _attempt_query(params)
-    offset = _int(params.get("offset"), "offset", 0)
-    limit = _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT)
+    query = attempt_query(params)
+    offset, limit = paging(params)
     total, found = _attempts(index, query, offset, limit)
     return {"total": total, "attempts": [a.to_dict(real_keys=True) for _, a in found]}
 
 
-@router.get("/api/v1/data/attempts/report", responses=answers(schemas.Report))
-def api_attempts_report(request: Request, who: Who):
+@router.get("/api/v1/data/attempts/report", response_model=None, responses=answers(schemas.Report))
+def api_attempts_report(request: Request, who: Who) -> dict[str, Any]:
     """``hh redteam report``'s ``report.json`` for the attempts the filters keep: every number
     of the report page (404 when none is kept)."""
     index = _index(request, who)
-    query = _attempt_query(request.query_params)
+    query = attempt_query(request.query_params)
     return _report_numbers(index, query)
 
 
-def _report_numbers(index: DataIndex, query, *, gated: bool = True) -> dict:
+def _report_numbers(index: DataIndex, query: AttemptQuery, *, gated: bool = True) -> dict[str, Any]:
     """The report of the attempts ``query`` keeps, from the cache or computed (at most
     :data:`REPORT_SLOTS` at once; ``gated=False`` inside a computation that holds a slot)."""
 
-    def compute() -> dict:
+    def compute() -> dict[str, Any]:
         from ...redteam.report import compute_report
 
         kept = [a for a in index.attempts if query.matches(a)]
@@ -199,21 +145,20 @@ def _report_numbers(index: DataIndex, query, *, gated: bool = True) -> dict:
             raise NotFound("no attempt matches these filters: nothing to report")
         return compute_report(kept, source=f"{index.label} ({len(kept)} attempts)")
 
-    key = (query, "json")
     if not gated:
-        report = index.reports.get(key)
+        report = index.reports.get(query)
         if report is None:
             report = compute()
-            _keep(index.reports, key, report, REPORT_CACHE)
+            _keep(index.reports, query, report, REPORT_CACHE)
         return report
-    return index.report_gate.get(index.reports, key, compute)
+    return index.report_gate.get(index.reports, query, compute)
 
 
 # ---- pages ---------------------------------------------------------------------------------
 
 
 class _Refused(Exception):
-    def __init__(self, response):
+    def __init__(self, response: Response) -> None:
         self.response = response
 
 
@@ -239,7 +184,7 @@ _BIDI = {
 }
 
 
-def visible(text) -> str:
+def visible(text: object) -> str:
     """Data text for a page: control characters as ``\\xNN`` (:func:`hhrlhf.text.printable`)
     and the bidirectional controls (an RTL override) as ``\\u202e``, so a reader sees them
     instead of having the text reordered; newlines and tabs kept. Escaping is the template's."""
@@ -248,7 +193,9 @@ def visible(text) -> str:
     return printable(str(text)).translate(_BIDI)
 
 
-def _page(request: Request, index: DataIndex, name: str, status: int = 200, **context):
+def _page(
+    request: Request, index: DataIndex, name: str, status: int = 200, **context: object
+) -> Response:
     from .pages import _render
 
     collected = request.query_params.get("source") == "collected"
@@ -269,30 +216,18 @@ def _page(request: Request, index: DataIndex, name: str, status: int = 200, **co
     )
 
 
-def _error(request: Request, exc: HHError):
+def _error(request: Request, exc: HHError) -> Response:
     from .pages import _render
 
     status = status_of(exc)
     return _render(request, "collect/error.html", status, message=str(exc), page="data")
 
 
-def _nav(base: str, params, offset: int, limit: int, total: int) -> dict:
-    """Previous/next links keeping every filter of the query string (repeated ones too, empty
-    ones dropped), so each page of each filter state is a URL to share."""
-    kept = [(k, v) for k, v in params.multi_items() if k != "offset" and v != ""]
-    nav = {}
-    if offset > 0:
-        nav["prev"] = base + "?" + urlencode([*kept, ("offset", max(0, offset - limit))])
-    if offset + limit < total:
-        nav["next"] = base + "?" + urlencode([*kept, ("offset", offset + limit)])
-    return nav
-
-
 @router.get("/data", response_class=HTMLResponse, include_in_schema=False)
-async def data_page(request: Request):
+async def data_page(request: Request) -> Response:
     try:
         index = await run_in_threadpool(_open, request)
-        q, offset, limit = _pair_query(request.query_params)
+        q, offset, limit = pair_query(request.query_params)
     except _Refused as refused:
         return refused.response
     except HHError as exc:
@@ -308,11 +243,15 @@ async def data_page(request: Request):
         pairs=pairs,
         offset=offset,
         limit=limit,
-        nav=_nav("/data", request.query_params, offset, limit, total),
+        nav=nav_links("/data", request.query_params, offset, limit, total),
         took_ms=took * 1000,
         classes=PAIR_CLASSES,
         flag_filters=FLAG_FILTERS,
-        subsets=sorted({f["subset"] for f in index.files if f["subset"] != "red-team-attempts"}),
+        # a single file names no subset (None): the only one there is then
+        subsets=sorted(
+            {f["subset"] for f in index.files if f["subset"] != "red-team-attempts"},
+            key=lambda s: s or "",
+        ),
         # the splits there are, upstream's order first (a folder may hold only a test split)
         splits=sorted(
             {f["split"] for f in index.files if f["subset"] != "red-team-attempts"},
@@ -324,7 +263,7 @@ async def data_page(request: Request):
 @router.get(
     "/data/pairs/{subset}/{split}/{row}", response_class=HTMLResponse, include_in_schema=False
 )
-def pair_page(subset: str, split: str, row: int, request: Request):
+def pair_page(subset: str, split: str, row: int, request: Request) -> Response:
     try:
         index = _open(request)
         p = index.pair(subset, split, row)
@@ -356,7 +295,7 @@ def pair_page(subset: str, split: str, row: int, request: Request):
         flag=index.flag_of(p),
         json_url=f"/api/v1/data/pairs/{quote(subset)}/{quote(split)}/{row}"
         + ("?source=collected" if collected else ""),
-        neighbours=_neighbours(here, row, rows, collected),
+        neighbours=neighbours(here, row, rows, collected),
         markers={
             "chosen": bool(MARKER_RE.search(p.chosen_response)),
             "rejected": bool(MARKER_RE.search(p.rejected_response)),
@@ -365,13 +304,12 @@ def pair_page(subset: str, split: str, row: int, request: Request):
 
 
 @router.get("/data/attempts", response_class=HTMLResponse, include_in_schema=False)
-def attempts_page(request: Request):
+def attempts_page(request: Request) -> Response:
     try:
         index = _open(request)
         params = request.query_params
-        query = _attempt_query(params)
-        offset = _int(params.get("offset"), "offset", 0)
-        limit = _int(params.get("limit"), "limit", 50, 1, MAX_LIMIT)
+        query = attempt_query(params)
+        offset, limit = paging(params)
     except _Refused as refused:
         return refused.response
     except HHError as exc:
@@ -384,18 +322,18 @@ def attempts_page(request: Request):
         total=total,
         found=found,
         offset=offset,
-        nav=_nav("/data/attempts", request.query_params, offset, limit, total),
+        nav=nav_links("/data/attempts", request.query_params, offset, limit, total),
     )
 
 
 @router.get("/data/attempts/report", response_class=HTMLResponse, include_in_schema=False)
-def attempts_report(request: Request):
+def attempts_report(request: Request) -> Response:
     """``hh redteam report`` on the attempts the filters keep: every number and table
     (``?plots=1`` draws the figures too, which takes seconds)."""
     try:
         index = _open(request)
         params = request.query_params
-        query = _attempt_query(params)
+        query = attempt_query(params)
         plots = params.get("plots") == "1"
         numbers = [(k, v) for k, v in params.multi_items() if k != "plots"]
         json_href = "/api/v1/data/attempts/report" + (f"?{urlencode(numbers)}" if numbers else "")
@@ -404,7 +342,7 @@ def attempts_report(request: Request):
             report = _report_numbers(index, query, gated=False)  # this holds a slot already
             return _report_html(index, query, report, plots, json_href)
 
-        html = index.report_gate.get(index.reports, (query, plots), compute)
+        html = index.report_gate.get(index.report_pages, (query, plots), compute)
     except _Refused as refused:
         return refused.response
     except HHError as exc:
@@ -428,11 +366,13 @@ def report_policy(html: str) -> str:
     return policy + "; img-src 'self' data:"
 
 
-def _report_html(index: DataIndex, query, report: dict, plots: bool, json_href: str) -> str:
+def _report_html(
+    index: DataIndex, query: AttemptQuery, report: dict[str, Any], plots: bool, json_href: str
+) -> str:
     from ...redteam.report import draw_figures, render_html
     from ...redteam.stats import drop_out_of_range
 
-    pngs = {}
+    pngs: dict[str, bytes] = {}
     if plots:
         from ...redteam.plots import figure_png
 
@@ -443,7 +383,7 @@ def _report_html(index: DataIndex, query, report: dict, plots: bool, json_href: 
 
 
 @router.get("/data/attempts/{row}", response_class=HTMLResponse, include_in_schema=False)
-def attempt_page(row: int, request: Request):
+def attempt_page(row: int, request: Request) -> Response:
     try:
         index = _open(request)
         if not 0 <= row < len(index.attempts):
@@ -461,14 +401,5 @@ def attempt_page(row: int, request: Request):
         attempt=a,
         row=row,
         turns=a.dialogue.turns,
-        neighbours=_neighbours("/data/attempts/", row, len(index.attempts), collected),
+        neighbours=neighbours("/data/attempts/", row, len(index.attempts), collected),
     )
-
-
-def _neighbours(base: str, row: int, rows: int, collected: bool) -> dict:
-    """The previous and next rows' page links (absent at either end of the file)."""
-    q = "?source=collected" if collected else ""
-    return {
-        "prev": f"{base}{row - 1}{q}" if row > 0 else None,
-        "next": f"{base}{row + 1}{q}" if row + 1 < rows else None,
-    }

@@ -10,10 +10,12 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.datastructures import State
 
 from ...errors import Forbidden
 from ..services import annotators
-from .auth import COOKIE, check_origin, current_annotator, require_annotator
+from .auth import check_origin, require_annotator
+from .logins import COOKIE, current_annotator
 
 __all__ = ["login_router", "safe_next"]
 
@@ -51,7 +53,7 @@ def login_form_value() -> str:
     return secrets.token_urlsafe(24)
 
 
-def set_login_cookie(request: Request, response, value: str) -> None:
+def set_login_cookie(request: Request, response: Response, value: str) -> None:
     response.set_cookie(
         LOGIN_COOKIE,
         value,
@@ -88,6 +90,7 @@ def _login_page(
             templates.env.get_template("collect/login.html")
         except Exception:
             templates = None
+    response: Response
     if templates is not None:
         response = templates.TemplateResponse(
             request, "collect/login.html", context, status_code=status
@@ -123,7 +126,7 @@ def client_address(request: Request) -> str:
 @login_router.get("/login", include_in_schema=False)
 def login(
     request: Request, token: str | None = None, next: str | None = None, out: str | None = None
-):
+) -> Response:
     """Shows who the link logs in as, with a button that POSTs it; sets no session.
 
     Without ``next``, the page asked for before (kept in a cookie when the login page was
@@ -152,7 +155,7 @@ def login_post(
     token: Annotated[str, Form()] = "",
     form: Annotated[str, Form()] = "",
     next: Annotated[str, Form()] = "/",
-):
+) -> Response:
     """The login itself: checks the form's origin and value, sets the session, 303 to ``next``."""
     st = request.app.state
     st.limits.check_login(client_address(request))
@@ -174,7 +177,7 @@ def login_post(
     if who.disabled:
         return _login_page(request, "This account is disabled.", 403, next_url=next)
     cookie, _csrf = annotators.create_session(st.storage, who.id, st.settings.session_hours)
-    response = RedirectResponse(safe_next(next), status_code=303)
+    response: Response = RedirectResponse(safe_next(next), status_code=303)
     response.set_cookie(
         COOKIE,
         cookie,
@@ -189,7 +192,7 @@ def login_post(
     return response
 
 
-def _relink(st, token: str) -> dict:
+def _relink(st: State, token: str) -> dict[str, str]:
     """The name and token to offer again when a valid token came with a stale form."""
     who = annotators.annotator_by_token(st.storage, token) if token else None
     if who is None or who.disabled:
@@ -198,7 +201,7 @@ def _relink(st, token: str) -> dict:
 
 
 @login_router.post("/logout", include_in_schema=False)
-def logout(request: Request):
+def logout(request: Request) -> Response:
     found = current_annotator(request)
     if found is not None and found[2] == "cookie":
         require_annotator(request)  # CSRF and Origin

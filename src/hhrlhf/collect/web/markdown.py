@@ -22,12 +22,17 @@ import html as html_lib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import require
 from ...text import printable
+
+if TYPE_CHECKING:
+    from markdown_it.renderer import RendererHTML
+    from markdown_it.token import Token
+    from markdown_it.utils import EnvType, OptionsDict
 
 __all__ = [
     "render_markdown",
@@ -111,7 +116,13 @@ def _renderer() -> Any:
     md.enable("table").disable(["image", "reference"])
     md.validateLink = lambda url: url.strip().lower().startswith(_SAFE_SCHEMES)
 
-    def link_open(renderer, tokens, idx, options, env):  # links open apart and tell nothing
+    def link_open(  # links open apart and tell nothing
+        renderer: RendererHTML,
+        tokens: Sequence[Token],
+        idx: int,
+        options: OptionsDict,
+        env: EnvType,
+    ) -> str:
         tokens[idx].attrSet("rel", "nofollow noopener noreferrer")
         tokens[idx].attrSet("target", "_blank")
         return renderer.renderToken(tokens, idx, options, env)
@@ -190,7 +201,7 @@ def render_within(texts: Iterable[str], take: Callable[[int], bool]) -> list[str
     return out
 
 
-def turn_texts(turn: dict) -> list[str]:
+def turn_texts(turn: dict[str, Any]) -> list[str]:
     """The texts :func:`with_html` renders for ``turn``, in its order."""
     texts = [c["text"] for c in turn.get("candidates") or () if isinstance(c.get("text"), str)]
     if isinstance(turn.get("continued"), str):
@@ -198,7 +209,7 @@ def turn_texts(turn: dict) -> list[str]:
     return texts
 
 
-def with_html(turn: dict, htmls: list[str] | None = None) -> dict:
+def with_html(turn: dict[str, Any], htmls: list[str] | None = None) -> dict[str, Any]:
     """A turn as the API returns it, with ``html`` beside each candidate's text and
     ``continued_html`` beside the text the conversation continued with (same dict, changed).
     ``htmls``: those texts' HTML (:func:`turn_texts`' order), if rendered already."""

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 
-from fastapi import Depends, Request
+from fastapi import Depends, FastAPI, Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...errors import NotFound
 
@@ -54,15 +55,15 @@ async def _check_ids(request: Request) -> None:
 class _HeadersOutermost:
     """Pure ASGI: adds missing ``headers`` to every response start, whoever sends it."""
 
-    def __init__(self, app, headers: dict[str, str]):
+    def __init__(self, app: ASGIApp, headers: dict[str, str]) -> None:
         self.app = app
         self.headers = [(k.encode(), v.encode()) for k, v in headers.items()]
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
 
-        async def send_with_headers(message):
+        async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 raw = list(message.get("headers", []))
                 present = {k.lower() for k, _ in raw}
@@ -73,12 +74,14 @@ class _HeadersOutermost:
         await self.app(scope, receive, send_with_headers)
 
 
-def harden(app, headers: dict[str, str]) -> None:
+def harden(app: FastAPI, headers: dict[str, str]) -> None:
     """Install both guards on ``app`` (a FastAPI app whose routers are not included yet)."""
     app.router.dependencies.append(Depends(_check_ids))
     build = app.build_middleware_stack
 
-    def build_outermost():
+    def build_outermost() -> ASGIApp:
         return _HeadersOutermost(build(), headers)
 
-    app.build_middleware_stack = build_outermost
+    # Starlette builds the stack on the first request and offers no hook outside its error
+    # middleware: replacing this one app's builder is the hook
+    app.build_middleware_stack = build_outermost  # type: ignore[method-assign]
