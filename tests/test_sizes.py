@@ -43,7 +43,6 @@ EXCEPTIONS: dict[str, str] = {
     "collect/services/choices.py:_record_choice": TO_SPLIT,
     "collect/services/export.py:export_collection": TO_SPLIT_OVER_CEILING,
     "collect/web/app.py:create_app": TO_SPLIT,
-    "ranking/leaderboard.py:rank": TO_SPLIT_OVER_CEILING,
     "reader.py:_read_array": TO_SPLIT,
     "reward/hf.py:train_hf": TO_SPLIT,
 }
