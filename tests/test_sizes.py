@@ -34,7 +34,6 @@ EXCEPTIONS: dict[str, str] = {
     # modules
     "cli/collect.py": TO_SPLIT,
     "fastload.py": TO_SPLIT,
-    "reader.py": TO_SPLIT,
     # functions
     "clean.py:clean": TO_SPLIT,
     "cli/collect.py:serve": TO_SPLIT,
@@ -43,7 +42,6 @@ EXCEPTIONS: dict[str, str] = {
     "collect/services/choices.py:_record_choice": TO_SPLIT,
     "collect/services/export.py:export_collection": TO_SPLIT_OVER_CEILING,
     "collect/web/app.py:create_app": TO_SPLIT,
-    "reader.py:_read_array": TO_SPLIT,
     "reward/hf.py:train_hf": TO_SPLIT,
 }
 

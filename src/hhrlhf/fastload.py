@@ -62,7 +62,8 @@ from typing import Any, cast
 
 import orjson
 
-from .reader import _GZIP_ERRORS, Lenient, max_line_bytes, open_data, read_pairs
+from .file_stream import _GZIP_ERRORS, max_line_bytes, open_data
+from .reader import Lenient, read_pairs
 from .records import PreferencePair, untrack
 from .transcript import prompt_length
 
