@@ -35,7 +35,6 @@ EXCEPTIONS: dict[str, str] = {
     "cli/collect.py": TO_SPLIT,
     "fastload.py": TO_SPLIT,
     # functions
-    "clean.py:clean": TO_SPLIT,
     "cli/collect.py:serve": TO_SPLIT,
     "cli/convert.py:export": TO_SPLIT,
     "collect/config.py:load_config": TO_SPLIT,
