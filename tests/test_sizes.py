@@ -36,7 +36,6 @@ EXCEPTIONS: dict[str, str] = {
     "fastload.py": TO_SPLIT,
     # functions
     "cli/collect.py:serve": TO_SPLIT,
-    "cli/convert.py:export": TO_SPLIT,
     "collect/config.py:load_config": TO_SPLIT,
     "collect/services/choices.py:_record_choice": TO_SPLIT,
     "collect/services/export.py:export_collection": TO_SPLIT_OVER_CEILING,
