@@ -40,7 +40,6 @@ EXCEPTIONS: dict[str, str] = {
     "collect/services/choices.py:_record_choice": TO_SPLIT,
     "collect/services/export.py:export_collection": TO_SPLIT_OVER_CEILING,
     "collect/web/app.py:create_app": TO_SPLIT,
-    "reward/hf.py:train_hf": TO_SPLIT,
 }
 
 
