@@ -82,7 +82,7 @@ __all__ = [
 
 
 def iter_file(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     subset: str | None = None,
     split: str | None = None,
@@ -154,7 +154,7 @@ def load_files(
         if gc_was_enabled:
             gc.enable()
     # The reference reader, in file order, for every file the fast path did not accept.
-    for k, (path, subset, split) in enumerate(jobs):
-        if results[k] is None:
-            results[k] = list(read_pairs(path, subset=subset, split=split, lenient=lenient))
-    return results
+    return [
+        list(read_pairs(path, subset=subset, split=split, lenient=lenient)) if got is None else got
+        for got, (path, subset, split) in zip(results, jobs, strict=True)
+    ]

@@ -5,8 +5,9 @@ file to the reference reader."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from ..file_stream import _GZIP_ERRORS, open_data
 from . import parse
@@ -14,8 +15,10 @@ from .parse import Fallback
 
 __all__ = ["FileJob", "threads", "usable_cores"]
 
+T = TypeVar("T")
+
 #: A file to load and the labels its pairs get: ``(path, subset, split)``.
-FileJob = tuple[str | os.PathLike, str | None, str | None]
+FileJob = tuple[str | os.PathLike[str], str | None, str | None]
 
 #: What reading a damaged or unreadable file raises (the reference reader reports it).
 _READ_ERRORS: tuple[type[BaseException], ...] = (*_GZIP_ERRORS, UnicodeDecodeError)
@@ -24,7 +27,7 @@ _READ_ERRORS: tuple[type[BaseException], ...] = (*_GZIP_ERRORS, UnicodeDecodeErr
 _FALLBACK_ERRORS: tuple[type[BaseException], ...] = (Fallback, *_READ_ERRORS)
 
 
-def _read_blocks(path: str | os.PathLike) -> Iterator[bytes]:
+def _read_blocks(path: str | os.PathLike[str]) -> Iterator[bytes]:
     """A file's decompressed bytes in blocks, through the reference reader's own opener."""
     with open_data(path) as f:
         while True:
@@ -53,7 +56,7 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _map_files(fn, jobs: list) -> list:
+def _map_files(fn: Callable[[Any], T], jobs: list[Any]) -> list[T]:
     """``[fn(job) for job in jobs]``, files in parallel threads: the files are independent,
     and inflating (ISA-L) and the native block parser run without the GIL."""
     n = threads(len(jobs))
@@ -63,7 +66,9 @@ def _map_files(fn, jobs: list) -> list:
         return [f.result() for f in _submit_files(pool, fn, jobs)]
 
 
-def _submit_files(pool: ThreadPoolExecutor, fn, jobs: list) -> list:
+def _submit_files(
+    pool: ThreadPoolExecutor, fn: Callable[[Any], T], jobs: list[Any]
+) -> list[Future[T]]:
     """``fn`` of each job submitted largest file first, so that the threads finish together
     (in upstream's order, the largest file comes last and one thread reads it alone); the
     futures in the jobs' order, so results and the first error keep it."""
@@ -74,7 +79,7 @@ def _submit_files(pool: ThreadPoolExecutor, fn, jobs: list) -> list:
         except OSError:
             return 0
 
-    futures: dict[int, Future] = {}
+    futures: dict[int, Future[T]] = {}
     for k in sorted(range(len(jobs)), key=size, reverse=True):
         futures[k] = pool.submit(fn, jobs[k])
     return [futures[k] for k in range(len(jobs))]

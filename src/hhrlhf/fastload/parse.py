@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import fields
 from itertools import repeat
 from operator import itemgetter
@@ -22,7 +22,7 @@ from ..records import PreferencePair, untrack
 from ..transcript import prompt_length
 
 try:  # the optional C block parser, built at install time where a compiler is at hand
-    from .. import _jsonl
+    from .. import _jsonl as _jsonl  # the name the other stages use
 except ImportError:  # pragma: no cover - depends on the install
     _jsonl = None  # type: ignore[assignment]  # tested for None where it is used
 
@@ -66,7 +66,14 @@ else:  # pragma: no cover - only if records.PreferencePair changes shape
 _native_build = getattr(_jsonl, "build", None) if _SLOTS is not None else None
 
 
-def _build(cs, rs, subset, split, indices, ends) -> list[PreferencePair]:
+def _build(
+    cs: list[str],
+    rs: list[str],
+    subset: str | None,
+    split: str | None,
+    indices: Iterable[int],
+    ends: Iterable[int],
+) -> list[PreferencePair]:
     """``[PreferencePair(c, r, subset, split, i, e) ...]`` for a batch (prompt_end given)."""
     if _SETTERS is None:  # pragma: no cover
         return list(map(PreferencePair, cs, rs, repeat(subset), repeat(split), indices, ends))
@@ -86,7 +93,7 @@ def _build(cs, rs, subset, split, indices, ends) -> list[PreferencePair]:
 # --------------------------------------------------------------------------- parsing
 
 
-def _decode(lines: list[bytes], first: int) -> tuple[list, list[int] | range]:
+def _decode(lines: list[bytes], first: int) -> tuple[list[Any], list[int] | range]:
     """Decode complete lines numbered from ``first`` (1-based); skip blank ones."""
     try:
         return list(map(_loads, lines)), range(first - 1, first - 1 + len(lines))
@@ -111,12 +118,17 @@ def _decode(lines: list[bytes], first: int) -> tuple[list, list[int] | range]:
     return objs, indices
 
 
-def _all_str(values: list) -> bool:
+def _all_str(values: list[Any]) -> bool:
     return not values or set(map(type, values)) == {str}
 
 
 def parse_jsonl(
-    data: bytes, *, subset=None, split=None, block: int = BLOCK, native: bool | None = None
+    data: bytes,
+    *,
+    subset: str | None = None,
+    split: str | None = None,
+    block: int = BLOCK,
+    native: bool | None = None,
 ) -> list[PreferencePair]:
     """All pairs of a JSONL file's bytes, as :func:`~hhrlhf.reader.read_pairs` would give them.
 
@@ -163,7 +175,7 @@ def _chunks(blocks: Iterator[bytes]) -> Iterator[bytes | memoryview]:
         yield b"".join(pending)
 
 
-def _lines(chunk) -> list[bytes]:
+def _lines(chunk: bytes | memoryview) -> list[bytes]:
     lines = bytes(chunk).split(b"\n")
     if not lines[-1]:
         lines.pop()  # the chunk's final newline
@@ -171,7 +183,7 @@ def _lines(chunk) -> list[bytes]:
 
 
 def _parse_stream(
-    blocks: Iterator[bytes], subset, split, native: bool = False
+    blocks: Iterator[bytes], subset: str | None, split: str | None, native: bool = False
 ) -> list[PreferencePair]:
     """Pairs of a JSONL byte stream given in blocks; raises :class:`Fallback` like
     :func:`parse_jsonl`. Blocks are parsed as they come, so the lines being decoded stay
@@ -197,7 +209,13 @@ def _parse_stream(
     return out
 
 
-def _parse_chunk_native(chunk, first: int, subset, split, out: list) -> int:
+def _parse_chunk_native(
+    chunk: bytes | memoryview,
+    first: int,
+    subset: str | None,
+    split: str | None,
+    out: list[PreferencePair],
+) -> int:
     """Append the pairs of ``chunk`` (whole lines) to ``out``; the next line's number."""
     got = _jsonl.parse_block(chunk, first - 1, prompt_length)
     if got is None:  # rare: the Python parser decides (or raises Fallback)
@@ -212,7 +230,9 @@ def _parse_chunk_native(chunk, first: int, subset, split, out: list) -> int:
     return first + n_lines
 
 
-def _parse_lines(lines: list[bytes], first: int, subset, split) -> list[PreferencePair]:
+def _parse_lines(
+    lines: list[bytes], first: int, subset: str | None, split: str | None
+) -> list[PreferencePair]:
     objs, indices = _decode(lines, first)
     try:
         # itemgetter raises on anything but a dict (orjson gives dicts, lists, scalars)
