@@ -10,7 +10,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate
-from typing import cast
+from typing import Any, cast
 
 from ..reader import Lenient, read_pairs
 from ..records import PreferencePair
@@ -36,13 +36,21 @@ def _pairs_columns(pairs: Sequence[PreferencePair], dpo: bool) -> list[list[str]
     return [[p.chosen for p in pairs], [p.rejected for p in pairs]]
 
 
-def _job_table(pa, columns: str, strings: list[list], indices: list, n: int, subset, split):
+def _job_table(
+    pa: Any,
+    columns: str,
+    strings: list[list[Any]],
+    indices: list[Any],
+    n: int,
+    subset: str | None,
+    split: str | None,
+) -> Any:
     """One file's table: its string columns (lists of Arrow chunks), then subset, split,
     index (an int64 chunk list)."""
     names = ARROW_COLUMNS[columns]
     arrays = [pa.chunked_array(chunks, pa.string()) for chunks in strings]
 
-    def label(value):
+    def label(value: str | None) -> Any:
         return _const_strings(pa, value, n) if value is not None else pa.nulls(n, pa.string())
 
     arrays += [label(subset), label(split), pa.chunked_array(indices, pa.int64())]
@@ -54,7 +62,7 @@ def _job_table(pa, columns: str, strings: list[list], indices: list, n: int, sub
 _INT32_MAX = (1 << 31) - 1
 
 
-def _str_array(pa, strings: Sequence[str | None]):
+def _str_array(pa: Any, strings: Sequence[str | None]) -> Any:
     """A ``string`` array of ``strings`` (None: null), from one UTF-8 buffer and its offsets."""
     if None in strings:  # a file's records all have a subset and split, or none
         if all(s is None for s in strings):
@@ -76,11 +84,11 @@ def _indices(pairs: Sequence[PreferencePair]) -> list[int]:
     return cast("list[int]", [p.index for p in pairs])
 
 
-def _int_array(pa, values: Sequence[int]):
+def _int_array(pa: Any, values: Sequence[int]) -> Any:
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(array("q", values))])
 
 
-def _const_strings(pa, value: str, n: int):
+def _const_strings(pa: Any, value: str, n: int) -> Any:
     """``n`` times the string ``value``, as a ``string`` array."""
     data = value.encode("utf-8")
     if len(data) * n > _INT32_MAX:  # pragma: no cover
@@ -93,7 +101,7 @@ def _const_strings(pa, value: str, n: int):
     )
 
 
-def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo"):
+def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo") -> Any:
     """A :func:`load_arrow`-shaped table of records already in memory (needs ``hhrlhf[hf]``):
     built column by column, with no row dicts. Subset and split are the records' own."""
     from ..errors import require
@@ -109,14 +117,20 @@ def pairs_table(pairs: Sequence[PreferencePair], columns: str = "dpo"):
     return pa.Table.from_arrays(arrays, names=[*names, "subset", "split", "index"])
 
 
-def _arrow_parts(blocks: Iterator[bytes], columns: str, subset, split, native: bool):
+#: One file parsed for Arrow: its parts and its row count (see :func:`_arrow_parts`).
+Parsed = tuple[list[Any], int]
+
+
+def _arrow_parts(
+    blocks: Iterator[bytes], columns: str, subset: str | None, split: str | None, native: bool
+) -> Parsed:
     """One file's blocks parsed for Arrow, without ``pyarrow`` (so that its import can run
     meanwhile): ``(parts, rows)``, each part ``(columns, indices, count)`` from the C parser
     (UTF-8 data and int32 offsets per column, int64 indices) or a list of records from the
     Python block parser, for a block the C parser does not vouch for and every block without
     it. Raises :class:`Fallback` like :func:`parse_jsonl`."""
     dpo = columns == "dpo"
-    parts: list = []
+    parts: list[Any] = []
     n = 0
     first = 1  # 1-based number of the next complete line
     for chunk in _chunks(blocks):
@@ -140,13 +154,15 @@ def _arrow_parts(blocks: Iterator[bytes], columns: str, subset, split, native: b
     return parts, n
 
 
-def _parts_table(pa, parsed, columns: str, subset, split):
+def _parts_table(
+    pa: Any, parsed: Parsed, columns: str, subset: str | None, split: str | None
+) -> Any:
     """The table of one file's :func:`_arrow_parts`: the C parser's buffers wrapped as Arrow
     arrays without a copy, the Python parser's records as string arrays."""
     parts, n = parsed
     dpo = columns == "dpo"
-    strings: list[list] = [[] for _ in ARROW_COLUMNS[columns]]
-    indices: list = []
+    strings: list[list[Any]] = [[] for _ in ARROW_COLUMNS[columns]]
+    indices: list[Any] = []
     string, int64, from_buffers, py_buffer = (
         pa.string(),
         pa.int64(),
@@ -171,7 +187,7 @@ def load_files_arrow(
     *,
     columns: str = "dpo",
     lenient: Lenient | None = None,
-) -> list:
+) -> list[Any]:
     """Load preference files as Arrow tables, one per job, in order (needs ``hhrlhf[hf]``).
 
     ``columns="dpo"``: ``prompt``, ``chosen``, ``rejected`` (the dpo format's strings);
@@ -189,7 +205,7 @@ def load_files_arrow(
         raise ValueError(f"columns must be one of {sorted(ARROW_COLUMNS)}, not {columns!r}")
     todo = [(str(p), subset, split) for p, subset, split in jobs]
 
-    def fast(job: tuple[str, str | None, str | None]):
+    def fast(job: tuple[str, str | None, str | None]) -> Parsed | None:
         path, subset, split = job
         try:
             return _arrow_parts(_read_blocks(path), columns, subset, split, parse.NATIVE)
