@@ -304,7 +304,7 @@ def breakdown(files, repeats: int) -> dict[str, float]:
     cs = [o["chosen"] for o in objs]
     rs = [o["rejected"] for o in objs]
     step("prompt_length (alignment, Python)", lambda: list(map(prompt_length, cs, rs)))
-    if fastload._jsonl is not None:
+    if fastload.parse._jsonl is not None:
         chunks, rest = [], b""
         for block in data:
             whole = rest + block
@@ -313,7 +313,7 @@ def breakdown(files, repeats: int) -> dict[str, float]:
             rest = whole[cut:]
         chunks.append(rest)
         chunks = [c for c in chunks if c]
-        jl = fastload._jsonl
+        jl = fastload.parse._jsonl
         step(
             "native parse_block (decode, align, make strs)",
             lambda: [jl.parse_block(c, 0, prompt_length) for c in chunks],

@@ -35,9 +35,9 @@ BAD = sorted(p for p in (DATA / "bad").glob("*.json*") if p.name != "expected.js
 def block_parser(request, monkeypatch):
     """Run the test with one block parser; both must give the reference's results."""
     native = request.param == "native"
-    if native and fastload._jsonl is None:
+    if native and fastload.parse._jsonl is None:
         pytest.skip("the native block parser is not built (tests/test_native.py says why)")
-    monkeypatch.setattr(fastload, "NATIVE", native)
+    monkeypatch.setattr(fastload.parse, "NATIVE", native)
     return request.param
 
 
@@ -466,12 +466,12 @@ def _budget(path: Path, monkeypatch, factor: float):
     the same bytes: proportional to the size, whatever the shape. Small blocks (4 KiB) make
     a cost quadratic in the blocks a line spans show at a few megabytes (joining a 6 MB
     line block by block costs over 10x the floor there; the loader about 2x)."""
-    monkeypatch.setattr(fastload, "BLOCK", 4096)
+    monkeypatch.setattr(fastload.parse, "BLOCK", 4096)
     floor = _floor(path)
     jobs = [(path, "harmless-base", "test")]
     records = _best(lambda: load_files(jobs))
     assert records <= factor * floor + 0.05, (records, floor)
-    if fastload._jsonl is not None or not fastload.NATIVE:
+    if fastload.parse._jsonl is not None or not fastload.parse.NATIVE:
         pytest.importorskip("pyarrow")
         arrow = _best(lambda: fastload.load_files_arrow(jobs))
         assert arrow <= factor * floor + 0.05, (arrow, floor)
@@ -527,7 +527,7 @@ def _run(gen):
 
 def _same_stream(path, monkeypatch, **kw):
     """iter_file yields, raises and reports what read_pairs does, strict and lenient."""
-    monkeypatch.setattr(fastload, "BLOCK", 4096)  # many blocks before a problem
+    monkeypatch.setattr(fastload.parse, "BLOCK", 4096)  # many blocks before a problem
     strict = None
     for lenient in (False, True):
         ref_skipped, fast_skipped = [], []

@@ -48,9 +48,9 @@ HEAVY = synth.QuirkRates(
 @pytest.fixture(autouse=True, params=["native", "python"])
 def block_parser(request, monkeypatch):
     native = request.param == "native"
-    if native and fastload._jsonl is None:
+    if native and fastload.parse._jsonl is None:
         pytest.skip("the native block parser is not built (tests/test_native.py says why)")
-    monkeypatch.setattr(fastload, "NATIVE", native)
+    monkeypatch.setattr(fastload.parse, "NATIVE", native)
     return request.param
 
 
@@ -130,8 +130,10 @@ def test_lines_cut_across_blocks(tmp_path, block):
     path = tmp_path / "p.jsonl"
     path.write_bytes(body)
     blocks = (body[i : i + block] for i in range(0, len(body), block))
-    parsed = fastload._arrow_parts(blocks, "dpo", "helpful-online", "test", fastload.NATIVE)
-    table = fastload._parts_table(pa, parsed, "dpo", "helpful-online", "test")
+    parsed = fastload.arrow._arrow_parts(
+        blocks, "dpo", "helpful-online", "test", fastload.parse.NATIVE
+    )
+    table = fastload.arrow._parts_table(pa, parsed, "dpo", "helpful-online", "test")
     (expected,) = _expected([(path, "helpful-online", "test")])
     assert table.to_pylist() == expected and len(expected) == 40
 
@@ -247,7 +249,7 @@ def test_native_path_takes_no_python_strings(monkeypatch, block_parser):
     def refuse(*args, **kwargs):
         raise AssertionError("the Python block parser ran")
 
-    monkeypatch.setattr(fastload, "_parse_lines", refuse)
+    monkeypatch.setattr(fastload.parse, "_parse_lines", refuse)
     table = hhrlhf.load_arrow(data="sample", split="test")
     assert table.num_rows == 80
 
@@ -481,7 +483,7 @@ def test_files_loaded_in_threads_are_the_serial_results(tmp_path, monkeypatch, t
 
 def test_thread_count(monkeypatch):
     monkeypatch.delenv("HH_RLHF_THREADS", raising=False)
-    monkeypatch.setattr(fastload, "usable_cores", lambda: 6)
+    monkeypatch.setattr(fastload.files, "usable_cores", lambda: 6)
     assert fastload.threads(100) == 6  # one per core by default
     assert fastload.threads(4) == 4 and fastload.threads(1) == 1  # at most one per file
     for value, want in (("1", 1), ("4", 4), ("0", 6), ("x", 6), (" 3 ", 3)):  # 0: the default
@@ -507,6 +509,6 @@ def test_threads_take_the_largest_files_first_and_answer_in_file_order(tmp_path)
         return job[0]
 
     with ThreadPoolExecutor(1) as pool:
-        results = [f.result() for f in fastload._submit_files(pool, work, jobs)]
+        results = [f.result() for f in fastload.files._submit_files(pool, work, jobs)]
     assert started == [3, 1, 2, 0, 4, -1]
     assert results == [job[0] for job in jobs]

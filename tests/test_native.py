@@ -20,7 +20,7 @@ from hhrlhf import fastload
 from hhrlhf.testing import synth
 from hhrlhf.transcript import prompt_length
 
-jsonl = fastload._jsonl
+jsonl = fastload.parse._jsonl
 
 
 def _compiler() -> bool:
@@ -236,7 +236,7 @@ def test_parse_jsonl_uses_the_native_parser_without_block_fallbacks(monkeypatch)
     def refuse(*args, **kwargs):
         raise AssertionError("the Python block parser ran")
 
-    monkeypatch.setattr(fastload, "_parse_lines", refuse)
+    monkeypatch.setattr(fastload.parse, "_parse_lines", refuse)
     pairs = fastload.parse_jsonl(data, subset="s", split="t", block=4096, native=True)
     assert [p.chosen for p in pairs] == [r["chosen"] for r in rows]
 
@@ -253,7 +253,7 @@ def test_a_refused_block_is_parsed_again_in_python():
 
 
 def test_native_true_without_the_extension_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(fastload, "_jsonl", None)
+    monkeypatch.setattr(fastload.parse, "_jsonl", None)
     with pytest.raises(RuntimeError, match="not built"):
         fastload.parse_jsonl(_line("a", "b"), native=True)
 
@@ -392,7 +392,7 @@ def test_build_makes_the_records_the_class_makes():
 
     from hhrlhf.records import PreferencePair
 
-    slots = fastload._SLOTS
+    slots = fastload.parse._SLOTS
     cs = [PROMPT + " a", "x\n\nAssistant: é"]
     rs = [PROMPT + " b", "x\n\nAssistant: ü"]
     ends = [prompt_length(c, r) for c, r in zip(cs, rs, strict=True)]

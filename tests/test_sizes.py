@@ -33,22 +33,11 @@ TO_SPLIT_OVER_CEILING = "to be split (issue 40); over the 120-line ceiling today
 EXCEPTIONS: dict[str, str] = {
     # modules
     "cli/collect.py": TO_SPLIT,
-    "cli/pm.py": TO_SPLIT,
-    "fastload.py": TO_SPLIT,
-    "reader.py": TO_SPLIT,
     # functions
-    "clean.py:clean": TO_SPLIT,
     "cli/collect.py:serve": TO_SPLIT,
-    "cli/convert.py:export": TO_SPLIT,
-    "cli/pm.py:train": TO_SPLIT,
-    "cli/pm.py:eval_command": TO_SPLIT,
-    "cli/pm.py:cv": TO_SPLIT,
     "collect/config.py:load_config": TO_SPLIT,
     "collect/services/choices.py:_record_choice": TO_SPLIT,
     "collect/web/app.py:create_app": TO_SPLIT,
-    "ranking/leaderboard.py:rank": TO_SPLIT_OVER_CEILING,
-    "reader.py:_read_array": TO_SPLIT,
-    "reward/hf.py:train_hf": TO_SPLIT,
 }
 
 

@@ -107,58 +107,16 @@ def clean(
     with open(dropped_path, "wb") as dropped:
         for f in files:
             rel = _out_path(f.subset, f.split, f.path)
-            target = out / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
             if progress:
                 progress(f"writing {rel}")
-            subset = f.subset or (RED_TEAM if f.red_team else None)
-            if f.red_team:
-                clean_file = _clean_array
-            else:
-                clean_file = _clean_jsonl
-            lost: list = []
-            stats = clean_file(
-                f.path,
-                target,
-                subset,
-                f.split,
-                result,
-                drop_set,
-                dropped,
-                lost if keep_readable else None,
-                **({"flips": flips} if flips else {}),
-            )
-            if lost:
-                stats["lost"] = lost[0].lost_json(path=False)
-            expected = result.files.get(file_key(subset, f.split), {}).get("rows")
-            if stats["rows"] != stats["kept"] + stats["dropped"] or (
-                expected is not None and expected != stats["rows"]
-            ):
-                raise HHError(
-                    f"{f.path}: row accounting failed (audit saw {expected}, clean read "
-                    f"{stats['rows']}, kept {stats['kept']}, dropped {stats['dropped']})"
-                )
-            checksums[rel] = sha256_file(target)
+            stats = _clean_one(f, out / rel, result, drop_set, dropped, keep_readable, flips)
+            checksums[rel] = sha256_file(out / rel)
             stats["input"] = str(f.path)
             manifest_files[rel] = stats
             total.update({k: stats[k] for k in ("rows", "kept", "dropped")})
             by_reason.update(stats["dropped_by_reason"])
     checksums["dropped.jsonl"] = sha256_file(dropped_path)
-    manifest = {
-        "input": str(data) if data is not None else "cache",
-        "drop": sorted(drop_set),
-        "rows": total["rows"],
-        "kept": total["kept"],
-        "dropped": total["dropped"],
-        "dropped_by_reason": dict(sorted(by_reason.items())),
-        **(
-            {"lost": {k: v["lost"] for k, v in manifest_files.items() if "lost" in v}}
-            if any("lost" in v for v in manifest_files.values())
-            else {}
-        ),
-        "files": manifest_files,
-        "sha256": checksums,
-    }
+    manifest = _manifest(data, drop_set, total, by_reason, manifest_files, checksums)
     if flips:
         manifest["flipped"] = [
             {"subset": k[0], "split": k[1], "index": k[2], "reason": v} for k, v in flips.items()
@@ -170,6 +128,56 @@ def clean(
         raise HHError("row accounting failed: rows != kept + dropped")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _clean_one(f, target: Path, result: AuditResult, drop_set, dropped, keep_readable, flips):
+    """Clean one audited file into ``target`` (dropped rows to ``dropped``); its manifest
+    entry, checked: rows read = kept + dropped = the rows the audit saw."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    subset = f.subset or (RED_TEAM if f.red_team else None)
+    clean_file = _clean_array if f.red_team else _clean_jsonl
+    lost: list = []
+    stats = clean_file(
+        f.path,
+        target,
+        subset,
+        f.split,
+        result,
+        drop_set,
+        dropped,
+        lost if keep_readable else None,
+        **({"flips": flips} if flips else {}),
+    )
+    if lost:
+        stats["lost"] = lost[0].lost_json(path=False)
+    expected = result.files.get(file_key(subset, f.split), {}).get("rows")
+    if stats["rows"] != stats["kept"] + stats["dropped"] or (
+        expected is not None and expected != stats["rows"]
+    ):
+        raise HHError(
+            f"{f.path}: row accounting failed (audit saw {expected}, clean read "
+            f"{stats['rows']}, kept {stats['kept']}, dropped {stats['dropped']})"
+        )
+    return stats
+
+
+def _manifest(data, drop_set, total: Counter, by_reason: Counter, files: dict, checksums: dict):
+    """The manifest's totals, per-file entries and checksums."""
+    return {
+        "input": str(data) if data is not None else "cache",
+        "drop": sorted(drop_set),
+        "rows": total["rows"],
+        "kept": total["kept"],
+        "dropped": total["dropped"],
+        "dropped_by_reason": dict(sorted(by_reason.items())),
+        **(
+            {"lost": {k: v["lost"] for k, v in files.items() if "lost" in v}}
+            if any("lost" in v for v in files.values())
+            else {}
+        ),
+        "files": files,
+        "sha256": checksums,
+    }
 
 
 def _apply_flags(result: AuditResult, flagged: dict, drop_set: set, flip: bool) -> dict:

@@ -3,7 +3,8 @@
 The container is detected from the bytes, not the name: a gzip magic number means gzip
 (the red-team file is named ``.jsonl.gz`` but holds one JSON array), and the first
 non-blank byte decides JSONL (``{``) or JSON array (``[``). Lines are decoded with orjson;
-arrays are decoded one element at a time, so memory stays flat on any file size.
+arrays are decoded one element at a time, so memory stays flat on any file size
+(:mod:`hhrlhf.json_array`). Opening, gzip and lines are :mod:`hhrlhf.file_stream`'s.
 
 Every problem raises :class:`~hhrlhf.errors.DataFormatError` naming the file, the line
 (JSONL) or record (array) and what is wrong. A :class:`Lenient` policy passed as ``lenient``
@@ -14,18 +15,29 @@ built from them (:meth:`Lenient.of`), and the readers pass the one object on.
 
 from __future__ import annotations
 
-import io
-import json
 import os
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, cast
+from typing import Any
 
 import orjson
 
-from .errors import DataFormatError, HHError, TruncatedStreamError
+from .errors import DataFormatError, TruncatedStreamError
 from .exports import refuse_export
+from .file_stream import (
+    _GZIP_ERRORS,
+    _GZIP_MIN,
+    MAX_LINE_BYTES,
+    _damage_of,
+    _row_error,
+    _stream_error,
+    is_gzip,
+    iter_lines,
+    line_too_long,
+    max_line_bytes,
+    open_data,
+)
+from .json_array import read_array
 from .records import (
     RED_TEAM_KEYS,
     TASK_SCORE_KEY_CARD,
@@ -34,26 +46,16 @@ from .records import (
     RedTeamAttempt,
 )
 
-try:  # ISA-L decompresses gzip several times faster than zlib
-    from isal import igzip as _gzip
-    from isal import igzip_threaded as _gzip_threaded
-    from isal.igzip_lib import IsalError as _IsalError
-except ImportError:  # pragma: no cover - isal is a core dependency, kept optional for vendoring
-    # mypy types the names by the first branch; the fallback is the same interface
-    import gzip as _gzip  # type: ignore[no-redef]
-
-    _gzip_threaded = None  # type: ignore[assignment]
-
-    class _IsalError(Exception):  # type: ignore[no-redef]
-        pass
-
-
 __all__ = [
     "Lenient",
     "SkippedRow",
     "StreamError",
     "iter_lines",
     "open_data",
+    "is_gzip",
+    "MAX_LINE_BYTES",
+    "max_line_bytes",
+    "line_too_long",
     "detect_container",
     "read_objects",
     "read_pairs",
@@ -62,18 +64,8 @@ __all__ = [
     "attempt_from_object",
 ]
 
-_GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
-#: A gzip file is at least 18 bytes (header, an empty deflate block, trailer): a shorter
-#: file named ``.gz`` was cut short, not an empty split.
-_GZIP_MIN = 18
 _WS = b" \t\r\n"
-_GZIP_ERRORS: tuple[type[BaseException], ...] = (
-    EOFError,
-    zlib.error,
-    OSError,
-    _IsalError,  # type: ignore[assignment]  # isal's stub calls the class an instance
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +77,7 @@ class SkippedRow:
     problem: str
     unit: str = "line"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, self.unit: self.line, "problem": self.problem}
 
     def __str__(self) -> str:
@@ -144,89 +136,6 @@ class Lenient:
         self.skipped.append(SkippedRow(path, line, problem, unit))
 
 
-def is_gzip(path: str | os.PathLike) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == _GZIP_MAGIC
-
-
-def open_data(path: str | os.PathLike, *, threaded: bool = False) -> io.BufferedIOBase:
-    """Open a data file for binary reading, decompressing gzip (detected by magic number).
-
-    ``threaded=True`` decompresses in a background thread (ISA-L releases the GIL), which
-    overlaps decompression with parsing.
-    """
-    if is_gzip(path):
-        if threaded and _gzip_threaded is not None:
-            # a buffered reader (isal's untyped ``open`` is seen as returning BinaryIO)
-            return cast(io.BufferedIOBase, _gzip_threaded.open(path, "rb", threads=1))
-        return cast(io.BufferedIOBase, _gzip.open(path, "rb"))  # buffered already
-    return cast(io.BufferedIOBase, open(path, "rb", buffering=1 << 20))  # a BufferedReader
-
-
-def _gzip_problem(exc: BaseException) -> tuple[str, str]:
-    """``(kind, problem)`` for an exception raised while decompressing (see
-    :class:`~hhrlhf.errors.TruncatedStreamError` for the kinds)."""
-    if isinstance(exc, EOFError):
-        return "truncated", "truncated gzip stream (the file ends before the end-of-stream marker)"
-    text = str(exc)
-    if "crc" in text.lower():
-        return "crc", (
-            "gzip CRC check failed: the decompressed data does not match the checksum "
-            f"stored in the file, so it is corrupt ({text})"
-        )
-    return "corrupt", f"corrupt gzip data ({text})"
-
-
-def _stream_error(
-    path: str, exc: BaseException, lines_read: int, unit: str = "line"
-) -> TruncatedStreamError:
-    kind, problem = _gzip_problem(exc)
-    return TruncatedStreamError(
-        path, problem, last_good_line=lines_read, rows_read=lines_read, kind=kind, unit=unit
-    )
-
-
-def _stream_damage(path: str) -> TruncatedStreamError | None:
-    """The damage of ``path``'s gzip stream, or None if it decompresses intact.
-
-    Run only when a row of a gzip file is bad: a flipped byte in the compressed data turns
-    into garbage lines long before the stream's CRC is checked at its end, and the garbage
-    must be reported as the corrupt file it is, not as a bad row.
-    """
-    try:
-        if not is_gzip(path):
-            return None
-        lines = 0
-        with _gzip.open(path, "rb") as f:
-            for _ in f:  # counted as iter_lines counts them
-                lines += 1
-    except _GZIP_ERRORS as exc:
-        return _stream_error(path, exc, lines)
-    return None
-
-
-_DAMAGE_SEEN: dict[tuple, TruncatedStreamError | None] = {}
-
-
-def _damage_of(path: str) -> TruncatedStreamError | None:
-    """:func:`_stream_damage`, checked once per version of a file (lenient skips ask per row)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    key = (path, st.st_size, st.st_mtime_ns)
-    if key not in _DAMAGE_SEEN:
-        if len(_DAMAGE_SEEN) > 64:
-            _DAMAGE_SEEN.clear()
-        _DAMAGE_SEEN[key] = _stream_damage(path)
-    return _DAMAGE_SEEN[key]
-
-
-def _row_error(path: str, line: int | None, problem: str, unit: str = "line") -> DataFormatError:
-    """The error for a bad row: the stream's own damage when the file is a broken gzip."""
-    return _stream_damage(path) or DataFormatError(path, line, problem, unit=unit)
-
-
 def _bom_problem(line: bytes | str) -> str | None:
     if line[:3] == _BOM or line[:1] == "\ufeff":
         return (
@@ -236,7 +145,7 @@ def _bom_problem(line: bytes | str) -> str | None:
     return None
 
 
-def detect_container(path: str | os.PathLike) -> str:
+def detect_container(path: str | os.PathLike[str]) -> str:
     """``"jsonl"`` or ``"array"``, from the first non-blank byte; raises on an empty file."""
     path = str(path)
     if path.endswith(".gz"):
@@ -292,7 +201,7 @@ def detect_container(path: str | os.PathLike) -> str:
 
 
 def read_objects(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     lenient: bool | Lenient | None = False,
     skipped: list[SkippedRow] | None = None,
@@ -318,7 +227,7 @@ def read_objects(
     container = detect_container(path) if lost is None else _container_or_lost(path, lost)
     if container is None:
         return
-    rows = _read_jsonl(path, policy, threaded) if container == "jsonl" else _read_array(path)
+    rows = _read_jsonl(path, policy, threaded) if container == "jsonl" else read_array(path)
     if lost is None:
         yield from rows
         return
@@ -330,7 +239,7 @@ def read_objects(
         lost.append(exc)
 
 
-def _container_or_lost(path: str, lost: list) -> str | None:
+def _container_or_lost(path: str, lost: list[TruncatedStreamError]) -> str | None:
     try:
         return detect_container(path)
     except TruncatedStreamError as exc:
@@ -344,69 +253,7 @@ def _container_or_lost(path: str, lost: list) -> str | None:
 StreamError = TruncatedStreamError
 
 
-#: The most bytes a line of a JSON lines file may hold (its newline not counted): a longer line
-#: is one error naming the file and the line, read no further than this (a small gzip file can
-#: hold a line of gigabytes). ``HH_MAX_LINE_BYTES`` sets another (at least 1 MiB).
-MAX_LINE_BYTES = 64 << 20
-_MIN_LINE_LIMIT = 1 << 20
-
-
-def max_line_bytes() -> int:
-    """The line length limit in force: ``HH_MAX_LINE_BYTES``, else :data:`MAX_LINE_BYTES`."""
-    raw = os.environ.get("HH_MAX_LINE_BYTES", "").strip()
-    if not raw:
-        return MAX_LINE_BYTES
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = -1
-    if limit < _MIN_LINE_LIMIT:
-        raise HHError(
-            f"HH_MAX_LINE_BYTES={raw!r}: expected a whole number of bytes, at least "
-            f"{_MIN_LINE_LIMIT:,} (1 MiB)"
-        )
-    return limit
-
-
-def line_too_long(limit: int) -> str:
-    """The problem of a line past ``limit`` bytes, as both readers word it."""
-    return (
-        f"line longer than {limit:,} bytes, the most a line may hold (HH_MAX_LINE_BYTES raises "
-        "it); not read further"
-    )
-
-
-def iter_lines(path: str | os.PathLike, *, threaded: bool = False) -> Iterator[tuple[int, bytes]]:
-    """``(line number, raw line)`` of a file, 1-based, decompressing gzip.
-
-    A damaged gzip stream raises :class:`~hhrlhf.errors.TruncatedStreamError` naming the
-    last line read and how many were read, after yielding every line before it. A line past
-    :func:`max_line_bytes` raises :class:`~hhrlhf.errors.DataFormatError` naming it, having
-    read at most that much of it. Used by the reader and by ``hh clean`` (which copies kept
-    lines byte for byte).
-    """
-    path = str(path)
-    limit = max_line_bytes()
-    lineno = 0
-    f = open_data(path, threaded=threaded)
-    try:
-        readline = f.readline
-        while True:
-            try:
-                line = readline(limit + 2)
-            except _GZIP_ERRORS as exc:
-                raise _stream_error(path, exc, lineno) from None
-            if not line:
-                return
-            lineno += 1
-            if len(line) > limit and len(line) - (line[-1:] == b"\n") > limit:
-                raise DataFormatError(path, lineno, line_too_long(limit))
-            yield lineno, line
-    finally:
-        f.close()
-
-
-def _read_jsonl(path, policy: Lenient | None, threaded) -> Iterator[tuple[int, Any]]:
+def _read_jsonl(path: str, policy: Lenient | None, threaded: bool) -> Iterator[tuple[int, Any]]:
     """A damaged stream raises :class:`TruncatedStreamError` in lenient mode too: the rows
     it held are lost, not skipped, and no count of them can be given."""
     loads = orjson.loads
@@ -425,96 +272,6 @@ def _read_jsonl(path, policy: Lenient | None, threaded) -> Iterator[tuple[int, A
                 continue
             raise _row_error(path, lineno, problem) from None
         yield lineno, obj
-
-
-def _read_array(path) -> Iterator[tuple[int, Any]]:
-    """Decode a top-level JSON array element by element (constant memory)."""
-    decoder = json.JSONDecoder()
-    raw = open_data(path)
-    text = io.TextIOWrapper(cast(BinaryIO, raw), encoding="utf-8", errors="strict")
-    buf = ""
-    pos = 0
-    eof = False
-    record = 0
-
-    def fill() -> bool:
-        nonlocal buf, pos, eof
-        try:
-            chunk = text.read(1 << 20)
-        except _GZIP_ERRORS as exc:
-            raise _stream_error(path, exc, record, "record") from None
-        except UnicodeDecodeError as exc:
-            raise _row_error(path, record + 1, f"invalid UTF-8 ({exc})", unit="record") from None
-        if not chunk:
-            eof = True
-            return False
-        buf = buf[pos:] + chunk
-        pos = 0
-        return True
-
-    def skip_ws() -> None:
-        nonlocal pos
-        while True:
-            n = len(buf)
-            while pos < n and buf[pos] in " \t\r\n":
-                pos += 1
-            if pos < n or not fill():
-                return
-
-    try:
-        fill()
-        skip_ws()
-        if buf[pos : pos + 1] != "[":  # detect_container already checked; defensive
-            raise DataFormatError(path, None, "expected a JSON array")
-        pos += 1
-        skip_ws()
-        if buf[pos : pos + 1] == "]":
-            raise DataFormatError(path, None, "empty JSON array (no records)")
-        while True:
-            skip_ws()
-            # decode one element, reading more text until it is complete
-            while True:
-                try:
-                    obj, end = decoder.raw_decode(buf, pos)
-                    # a number or literal cut at the buffer's edge could parse short
-                    if end == len(buf) and not eof and fill():
-                        continue
-                    break
-                except json.JSONDecodeError as exc:
-                    if not eof and fill():
-                        continue
-                    raise _row_error(
-                        path,
-                        record + 1,
-                        f"invalid JSON in array element ({exc.msg})"
-                        + ("; the file ends inside the array" if exc.pos >= len(buf) - 1 else ""),
-                        unit="record",
-                    ) from None
-            record += 1
-            pos = end
-            yield record, obj
-            skip_ws()
-            c = buf[pos : pos + 1]
-            if c == ",":
-                pos += 1
-                continue
-            if c == "]":
-                pos += 1
-                skip_ws()
-                if pos < len(buf):
-                    raise _row_error(
-                        path, record, "unexpected data after the closing ']'", unit="record"
-                    )
-                return
-            if not c:
-                raise _row_error(
-                    path, record, "the file ends inside the array (missing ']')", unit="record"
-                )
-            raise _row_error(
-                path, record + 1, f"expected ',' or ']' between records, found {c!r}", unit="record"
-            )
-    finally:
-        text.close()
 
 
 # --------------------------------------------------------------------------- validation
@@ -546,7 +303,7 @@ def pair_from_object(
 
 
 def read_pairs(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     subset: str | None = None,
     split: str | None = None,
@@ -583,12 +340,12 @@ def read_pairs(
             raise _row_error(path, pos, str(exc), unit) from None
 
 
-def _score(obj: dict, key: str) -> float | None:
+def _score(obj: dict[str, Any], key: str) -> float | None:
     """A harmlessness score: a number, or ``null`` (collected data exported without a scorer)."""
     return None if obj[key] is None else _number(obj, key)
 
 
-def _number(obj: dict, key: str) -> float:
+def _number(obj: dict[str, Any], key: str) -> float:
     v = obj[key]
     if type(v) is float:
         return v
@@ -643,7 +400,7 @@ def attempt_from_object(obj: Any, *, index: int | None = None) -> RedTeamAttempt
 
 
 def read_attempts(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     lenient: bool | Lenient | None = False,
     skipped: list[SkippedRow] | None = None,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -132,9 +134,7 @@ def export(
       hh export --format trl-conversational --hf hh-trl --data sample
       hh export red-team-attempts --format redteam --out rt.parquet --data sample
     """
-    from ..convert import export_hf, export_records, format_rows, get_format
-    from ..convert.export import ARROW_FORMATS, export_arrow
-    from ..convert.files import CONTAINERS, container_of, split_path
+    from ..convert import get_format
 
     if (out is None) == (hf_dir is None):
         raise click.UsageError("give exactly one of --out FILE or --hf DIR")
@@ -158,46 +158,89 @@ def export(
         from ..reward.flag import read_flags
 
         merging["margins"] = read_flags(margins_path)
+    job = _Export(fmt, list(subsets) or None, data, lenient, not no_source, merging)
     if hf_dir:
-        if fmt.name in ARROW_FORMATS and margins_path is None:
-            # straight from the files into Arrow columns (the same rows, errors and order)
-            from ..dataset import load_arrow
+        _export_hf(job, splits, hf_dir)
+    elif to_stdout:
+        _export_stdout(job, splits)
+    else:
+        _export_files(job, splits, out, force)
+    _report_merged(merged, merge_consecutive)
 
-            tables = {
-                s: load_arrow(
-                    list(subsets) or None, split=s, data=data, columns=fmt.name, lenient=lenient
-                )
-                for s in splits
-            }
-            with replace_dir(hf_dir) as tmp:
-                dd = export_arrow(tables, hf_dir=tmp, source=not no_source)
-        else:
-            with replace_dir(hf_dir) as tmp:
-                dd = export_hf(splits, fmt, tmp, source=not no_source, **merging)
-        note_rows_read(sum(len(v) for v in dd.values()))
-        sizes = ", ".join(f"{k}: {len(v)}" for k, v in dd.items())
-        _chatter(f"wrote DatasetDict ({sizes}) in format {fmt.name} to {hf_dir}")
-        _report_merged(merged, merge_consecutive)
-        return
-    if to_stdout:
-        # one split only: a file of several splits is the trap this command avoids
-        if len(splits) > 1:
-            raise HHError(
-                f"--out - writes one split, and {len(splits)} are selected "
-                f"({', '.join(splits)}): pass --split {next(iter(splits))}, or an --out file "
-                "(one file per split)"
-            )
-        n = 0
-        write = sys.stdout.buffer.write
-        rows = format_rows(next(iter(splits.values())), fmt, source=not no_source, **merging)
-        for row in rows:
-            write(fmt.encode(row))
-            n += 1
-        sys.stdout.flush()
-        note_rows_read(n)
-        _chatter(f"wrote {n} rows in format {fmt.name} to stdout")
-        _report_merged(merged, merge_consecutive)
-        return
+
+@dataclass(frozen=True)
+class _Export:
+    """What ``hh export`` writes: the format, the data it reads, whether rows keep their
+    source, and the row options (``merge_consecutive``, ``merged``, ``margins``)."""
+
+    fmt: Any
+    subsets: list[str] | None
+    data: Any
+    lenient: Any
+    source: bool
+    merging: dict[str, Any]
+
+    def straight_to_arrow(self) -> bool:
+        """Whether the rows can go from the files into Arrow columns (the same rows, errors
+        and order), without records."""
+        from ..convert.export import ARROW_FORMATS
+
+        return self.fmt.name in ARROW_FORMATS and "margins" not in self.merging
+
+    def arrow_table(self, split: str) -> Any:
+        from ..dataset import load_arrow
+
+        return load_arrow(
+            self.subsets, split=split, data=self.data, columns=self.fmt.name, lenient=self.lenient
+        )
+
+
+def _export_hf(job: _Export, splits: dict[str, Any], hf_dir: Path) -> None:
+    """``--hf DIR``: a DatasetDict, one dataset per split."""
+    from ..convert import export_hf
+    from ..convert.export import export_arrow
+
+    if job.straight_to_arrow():
+        tables = {s: job.arrow_table(s) for s in splits}
+        with replace_dir(hf_dir) as tmp:
+            dd = export_arrow(tables, hf_dir=tmp, source=job.source)
+    else:
+        with replace_dir(hf_dir) as tmp:
+            dd = export_hf(splits, job.fmt, tmp, source=job.source, **job.merging)
+    note_rows_read(sum(len(v) for v in dd.values()))
+    sizes = ", ".join(f"{k}: {len(v)}" for k, v in dd.items())
+    _chatter(f"wrote DatasetDict ({sizes}) in format {job.fmt.name} to {hf_dir}")
+
+
+def _export_stdout(job: _Export, splits: dict[str, Any]) -> None:
+    """``--out -``: one split's rows to stdout."""
+    from ..convert import format_rows
+
+    # one split only: a file of several splits is the trap this command avoids
+    if len(splits) > 1:
+        raise HHError(
+            f"--out - writes one split, and {len(splits)} are selected "
+            f"({', '.join(splits)}): pass --split {next(iter(splits))}, or an --out file "
+            "(one file per split)"
+        )
+    n = 0
+    write = sys.stdout.buffer.write
+    fmt = job.fmt
+    rows = format_rows(next(iter(splits.values())), fmt, source=job.source, **job.merging)
+    for row in rows:
+        write(fmt.encode(row))
+        n += 1
+    sys.stdout.flush()
+    note_rows_read(n)
+    _chatter(f"wrote {n} rows in format {fmt.name} to stdout")
+
+
+def _export_files(job: _Export, splits: dict[str, Any], out: str, force: bool) -> None:
+    """``--out FILE``: one file, or one file per split; all of them written or none."""
+    from ..convert import export_records
+    from ..convert.export import export_arrow
+    from ..convert.files import CONTAINERS, container_of, split_path
+
     # a single-file --out never mixes splits: several splits get one file each
     targets = {s: Path(out) for s in splits}
     if len(splits) > 1 and any(out.endswith(e) for e in CONTAINERS):
@@ -214,22 +257,15 @@ def export(
     # every split to a temporary file first, then all moved in: all of them or none
     with atomic_files([targets[s] for s in splits]) as parts:
         for (s, records), part in zip(splits.items(), parts, strict=True):
-            parquet = container_of(targets[s]) == "parquet"
-            if fmt.name in ARROW_FORMATS and parquet and not margins_path:
-                from ..dataset import load_arrow
-
-                table = load_arrow(
-                    list(subsets) or None, split=s, data=data, columns=fmt.name, lenient=lenient
-                )
-                n = export_arrow({s: table}, part, source=not no_source)
+            if job.straight_to_arrow() and container_of(targets[s]) == "parquet":
+                n = export_arrow({s: job.arrow_table(s)}, part, source=job.source)
             else:
-                n = export_records(records, fmt, part, source=not no_source, **merging)
+                n = export_records(records, job.fmt, part, source=job.source, **job.merging)
             note_rows_read(n)
             what = f"{n} {s} rows" if len(splits) > 1 else f"{n} rows"
-            wrote.append(f"wrote {what} in format {fmt.name} to {targets[s]}")
+            wrote.append(f"wrote {what} in format {job.fmt.name} to {targets[s]}")
     for line in wrote:
         _chatter(line)
-    _report_merged(merged, merge_consecutive)
 
 
 def _report_merged(merged: list, on: bool) -> None:

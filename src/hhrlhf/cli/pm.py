@@ -7,9 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..dataset import iter_attempts, resolve_source
-from ..errors import HHError
-from ..outputs import replace_dir
+from ..dataset import iter_attempts
 from .options import (
     check_outputs,
     data_option,
@@ -26,6 +24,14 @@ from .options import (
     subset_option,
 )
 from .pm_options import backend_kwargs, backend_options, loss_kwargs, loss_options
+from .pm_report import (
+    print_cv,
+    print_evaluation,
+    print_scored,
+    print_trained,
+    warn_training_data,
+    warn_truncation,
+)
 
 __all__ = ["commands", "pm", "demo_step"]
 
@@ -60,13 +66,6 @@ def _load(subsets, file_subset, split, data, preferred: str, lenient, skipped, h
     pairs = load_pairs(files, lenient=lenient, skipped=skipped)
     note_rows_read(len(pairs))
     return files, pairs
-
-
-def _training_data(files, data, pairs) -> dict:
-    """Where the pairs came from (source, subsets, splits, rows, each file's sha256)."""
-    from ..reward.saved import describe_training_data
-
-    return describe_training_data(pairs, files=files, source=resolve_source(data).label)
 
 
 @pm.command()
@@ -146,122 +145,30 @@ def train(
         max_length=max_length,
     )
     check_outputs(force, out=(out, "dir"))
-    from ..reward.backends import train_model
+    from ..reward.training import held_out_accuracy, hold_out, train_into, training_record
 
     files, pairs = _load(
         subsets, file_subset, split, data, "train", lenient, skipped, holdout_hint=holdout is None
     )
     held: list = []
     if holdout is not None:
-        from ..reward.holdout import split_holdout
-
-        pairs, held = split_holdout(pairs, holdout)
-        if not pairs or not held:
-            raise HHError(
-                f"--holdout {holdout} leaves {len(pairs)} pairs to train on and {len(held)} "
-                "held out: choose another fraction, or select more data"
-            )
+        pairs, held = hold_out(pairs, holdout)
     options |= loss_kwargs(backend, label_smoothing, margin_from, pairs)
-    info = _training_data(files, data, pairs)
-    if held:
-        info["holdout"] = {"fraction": holdout, "held_out_pairs": len(held), "by": "prompt"}
+    info = training_record(files, data, pairs, held, holdout)
     click.echo(
         f"training on {len(pairs):,} pairs ({', '.join(info['subsets'])})"
         + (f"; {len(held):,} pairs held out by prompt (--holdout {holdout})" if held else ""),
         err=True,
     )
-    with replace_dir(out) as tmp:  # never a mix of the old model's files and the new
-        model = train_model(
-            backend,
-            pairs,
-            tmp,
-            training_data=info,
-            progress=lambda m: click.echo(m, err=True),
-            **options,
-        )
-    meta = model.meta
-    held_out = _held_out_accuracy(model, held) if held else None
+    model = train_into(backend, pairs, out, info, lambda m: click.echo(m, err=True), **options)
+    held_out = held_out_accuracy(model, held) if held else None
     if as_json:
         emit_json(
-            {"model": str(out), "backend": backend, **meta}
+            {"model": str(out), "backend": backend, **model.meta}
             | ({"held_out": held_out} if held_out else {})
         )
     else:
-        m = meta["metrics"]
-        acc = m.get("train_accuracy")
-        click.echo(
-            f"saved {out} ({backend}); train loss {m['train_loss']:.4f}"
-            + (f", train accuracy {acc:.3f}" if acc is not None else "")
-            + f", {m['train_seconds']:.1f}s"
-        )
-        if held_out:
-            click.echo(
-                f"held-out accuracy {held_out['accuracy']:.3f} on {held_out['pairs']:,} pairs "
-                f"({held_out['ties']} ties); evaluate them again with: hh pm eval --model {out} "
-                f"--holdout {holdout} (and the same data)"
-            )
-
-
-def _held_out_accuracy(model, held) -> dict:
-    """Accuracy (ties not correct) of ``model`` on the held-out pairs."""
-    from ..reward.holdout import margin_accuracy
-
-    return {"pairs": len(held), **margin_accuracy(*model.score_pairs(held))}
-
-
-def _fmt_acc(s: dict) -> dict:
-    lo, hi = s["ci95"]
-    return {
-        "n": s["n"],
-        "accuracy": "-" if s["accuracy"] is None else f"{100 * s['accuracy']:.1f}%",
-        "95% CI": "-" if lo is None else f"{100 * lo:.1f}-{100 * hi:.1f}",
-        "ties": s["ties"],
-    }
-
-
-def print_report(report: dict, name: str) -> None:
-    """The evaluation report as plain tables (stdout)."""
-    rows = [{"model": name, "group": "overall", **_fmt_acc(report["overall"])}]
-    for section in ("subsets", "by_turns", "length_controlled"):
-        prefix = {"by_turns": "turns ", "subsets": "", "length_controlled": ""}[section]
-        for key, s in report[section].items():
-            rows.append({"model": name, "group": f"{prefix}{key}", **_fmt_acc(s)})
-    for base, rep in report.get("baselines", {}).items():
-        rows.append({"model": base, "group": "overall", **_fmt_acc(rep["overall"])})
-        for key, s in rep["length_controlled"].items():
-            rows.append({"model": base, "group": key, **_fmt_acc(s)})
-    print_table(rows)
-    cal = report.get("calibration")
-    if cal and cal["ece"] is not None:
-        click.echo(f"\ncalibration of {name}: ECE {cal['ece']:.3f}")
-        print_table(
-            [
-                {
-                    "confidence bin": f"{b['low']:.2f}-{b['high']:.2f}",
-                    "n": b["n"],
-                    "mean confidence": "-" if b["confidence"] is None else f"{b['confidence']:.3f}",
-                    "accuracy": "-" if b["accuracy"] is None else f"{b['accuracy']:.3f}",
-                }
-                for b in cal["bins"]
-            ]
-        )
-
-
-def _training_overlap(target, files) -> list[str] | None:
-    """:func:`~hhrlhf.reward.saved.training_overlap`, with a warning line on stderr when the
-    evaluated files include one the model was trained on."""
-    from ..reward.saved import training_overlap
-
-    overlap = training_overlap(getattr(target, "meta", None), files)
-    if overlap:
-        click.echo(
-            "warning: evaluating on training data: "
-            + ", ".join(overlap)
-            + " has the checksum of a file this model was trained on, so the accuracy is not "
-            "a held-out estimate",
-            err=True,
-        )
-    return overlap
+        print_trained(model.meta, out, backend, held_out, holdout)
 
 
 @pm.command("eval")
@@ -338,57 +245,23 @@ def eval_command(
       hh pm eval harmless-base --split test --data sample --model pm-model --json
     """
     check_outputs(force, plot=(plot_path, "file"))
-    from ..reward.evaluate import evaluate_model, read_scores_file
+    from ..reward.eval_run import check_training_data, evaluate_target, held_out_pairs, load_target
 
     given = [x for x in (model_path, scores_path, hf_model) if x]
     if len(given) != 1:
         raise click.UsageError("give exactly one of --model, --scores, --hf-model")
     files, pairs = _load(subsets, file_subset, split, data, "test", lenient, skipped)
     if holdout is not None:
-        from ..reward.holdout import split_holdout
-
-        pairs = split_holdout(pairs, holdout)[1]
-        if not pairs:
-            raise HHError(f"--holdout {holdout} holds out no pair of this data")
+        pairs = held_out_pairs(pairs, holdout)
         click.echo(f"evaluating the {len(pairs):,} pairs held out by --holdout {holdout}", err=True)
     t0 = time.perf_counter()
-    if model_path:
-        from ..reward.backends import load_model
-
-        target, name = load_model(model_path), str(model_path)
-    elif scores_path:
-        target, name = read_scores_file(scores_path, pairs), str(scores_path)
-    else:
-        from ..reward.hf import HFRewardModel
-
-        target, name = HFRewardModel(hf_model, max_length=max_length), hf_model
-    if getattr(target, "backend", None) == "transformers":
-        target.max_length = max_length
-    trained = _trained_pairs(target, model_path, pairs, holdout)
-    if trained is None:
-        overlap = _training_overlap(target, files)
-    else:  # the pairs say more than the files (a --holdout model shares its file)
-        from ..reward.saved import training_overlap
-
-        overlap = training_overlap(getattr(target, "meta", None), files)
-    report = evaluate_model(target, pairs, seed=seed, n_boot=n_boot, bins=bins, n_jobs=jobs)
-    report["model"] = name
-    cut = getattr(target, "pair_truncation", None)
-    if cut:
-        report["truncation"] = cut
-        click.echo(
-            f"truncated {cut['truncated']:,} of {cut['pairs']:,} pairs to {cut['max_length']} "
-            f"tokens (the prompt's beginning cut; {cut['response_cut']:,} with a response "
-            "too long to keep whole: --max-length)",
-            err=True,
-        )
-    if trained is not None:
-        report["evaluated_on_training_data"] = trained > 0
-        report["training_pairs_evaluated"] = trained
-    else:
-        report["evaluated_on_training_data"] = None if overlap is None else bool(overlap)
-    report["training_data_files"] = overlap or []
-    report["seconds"] = round(time.perf_counter() - t0, 3)
+    target, name = load_target(model_path, scores_path, hf_model, pairs, max_length)
+    check = check_training_data(target, model_path, pairs, files)
+    warn_training_data(check, len(pairs), holdout)
+    report = evaluate_target(
+        target, name, pairs, check, seed=seed, n_boot=n_boot, bins=bins, n_jobs=jobs, started=t0
+    )
+    warn_truncation(report)
     if plot_path:
         from ..reward.plots import write_evaluation_plot
 
@@ -397,38 +270,7 @@ def eval_command(
     if as_json:
         emit_json(report)
     else:
-        if trained:
-            click.echo(
-                f"WARNING: {trained:,} of {len(pairs):,} pairs below were trained on: "
-                "not a held-out estimate"
-            )
-        print_report(report, f"model (TRAINED ON {trained:,})" if trained else "model")
-
-
-def _trained_pairs(target, model_path, pairs, holdout) -> int | None:
-    """How many of ``pairs`` the saved model was trained on (its pair fingerprints), with a
-    warning on stderr when any; None when the model keeps no fingerprints."""
-    from ..reward.holdout import read_fingerprints, trained_on
-
-    fingerprints = read_fingerprints(model_path) if model_path else None
-    if fingerprints is None:
-        return None
-    n = len(trained_on(pairs, fingerprints))
-    if n:
-        record = (getattr(target, "meta", None) or {}).get("training_data")
-        fraction = ((record or {}).get("holdout") or {}).get("fraction")
-        hint = (
-            f"; it was trained with --holdout {fraction}: pass --holdout {fraction} to evaluate "
-            "the pairs it held out"
-            if fraction and holdout is None
-            else ""
-        )
-        click.echo(
-            f"warning: evaluating on training data: {n:,} of {len(pairs):,} pairs were in this "
-            f"model's training set, so the accuracy is not a held-out estimate{hint}",
-            err=True,
-        )
-    return n
+        print_evaluation(report, check.trained, len(pairs))
 
 
 @pm.command()
@@ -482,69 +324,24 @@ def cv(
     Example:
       hh pm cv harmless-base --split test --folds 5 --data sample
     """
-    from ..reward.evaluate import BASELINES
-    from ..reward.holdout import cv_summary, kfold, margin_accuracy
-    from ..reward.model import train_pm
+    from ..reward.cv import cross_validate
 
     files, pairs = _load(subsets, file_subset, split, data, "train", lenient, skipped)
-    splits = kfold(pairs, folds, seed)
-    if any(not te or not tr for tr, te in splits):
-        raise HHError(
-            f"{len(pairs)} pairs ({len({p.prompt for p in pairs})} prompts) cannot fill "
-            f"{folds} folds: use fewer --folds or more data"
-        )
-    names = ["model", *(b for b in BASELINES if b != "random")]
-    rows = []
-    for j, (tr, te) in enumerate(splits):
-        train_pairs, test_pairs = [pairs[i] for i in tr], [pairs[i] for i in te]
-        model = train_pm(
-            train_pairs,
-            l2=l2,
-            harm_weight=harm_weight,
-            max_iter=max_iter,
-            n_jobs=jobs,
-            desc=f"fold {j + 1}/{folds}",
-        )
-        row: dict = {"fold": j + 1, "train_pairs": len(tr), "test_pairs": len(te)}
-        for name in names:
-            c, r = (
-                model.score_pairs(test_pairs, n_jobs=jobs)
-                if name == "model"
-                else BASELINES[name](test_pairs, seed)
-            )
-            row[name] = margin_accuracy(c, r)
-        rows.append(row)
-        click.echo(
-            f"fold {j + 1}/{folds}: accuracy {row['model']['accuracy']:.3f} on {len(te):,} pairs",
-            err=True,
-        )
-    summary = cv_summary(rows, names)
-    result = {
-        "pairs": len(pairs),
-        "folds": folds,
-        "seed": seed,
-        "grouped_by": "prompt",
-        "data": [f.rel for f in files],
-        "hyperparameters": {"l2": l2, "harm_weight": harm_weight, "max_iter": max_iter},
-        "per_fold": rows,
-        "summary": summary,
-    }
+    result = cross_validate(
+        pairs,
+        folds,
+        seed,
+        l2=l2,
+        harm_weight=harm_weight,
+        max_iter=max_iter,
+        n_jobs=jobs,
+        data=[f.rel for f in files],
+        progress=lambda m: click.echo(m, err=True),
+    )
     if as_json:
         emit_json(result)
-        return
-    click.echo(f"{folds}-fold CV on {len(pairs):,} pairs (grouped by prompt, seed {seed})")
-    print_table(
-        [
-            {
-                "model": name,
-                "mean accuracy": f"{100 * v['mean_accuracy']:.1f}%",
-                "std": f"{100 * v['std']:.1f}",
-                "per fold": " ".join(f"{100 * r[name]['accuracy']:.1f}" for r in rows),
-                "ties": v["ties"],
-            }
-            for name, v in summary.items()
-        ]
-    )
+    else:
+        print_cv(result)
 
 
 @pm.command()
@@ -613,24 +410,7 @@ def score(model_path, in_path, out_path, limit, jobs, data, lenient, as_json, fo
     if as_json:
         emit_json(summary)
     else:
-        c = summary["correlation"]
-        click.echo(
-            f"scored {summary['scored']:,} of {summary['dialogues']:,} dialogues"
-            + (
-                f" ({summary['no_score']:,} without an assistant turn got no score)"
-                if summary["no_score"]
-                else ""
-            )
-            + (f", {len(skipped):,} bad row(s) skipped" if skipped else "")
-            + "; mean min score "
-            + ("-" if summary["mean_min_score"] is None else f"{summary['mean_min_score']:.3f}")
-        )
-        if c:
-            pr = "-" if c["pearson"] is None else f"{c['pearson']:.3f}"
-            sr = "-" if c["spearman"] is None else f"{c['spearman']:.3f}"
-            click.echo(
-                f"correlation with the file's min score (n={c['n']:,}): Pearson {pr}, Spearman {sr}"
-            )
+        print_scored(summary, len(skipped))
 
 
 @pm.command()

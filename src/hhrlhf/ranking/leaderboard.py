@@ -2,7 +2,9 @@
 
 :func:`rank` takes votes from anywhere (a battles file, the collection database, an
 iterable of :class:`~hhrlhf.ranking.votes.Vote`, a pandas or Arrow table) and returns the
-JSON-ready leaderboard.
+JSON-ready leaderboard: the votes in as cells (:func:`vote_cells`), one Bradley-Terry fit
+(:mod:`~hhrlhf.ranking.bradley_terry`), the intervals (:mod:`~hhrlhf.ranking.intervals`) and
+the table of models (:mod:`~hhrlhf.ranking.table`).
 
 - **Intervals**: percentile intervals over bootstrap fits. Votes that carry a group (the
   collection database: the conversation) are resampled by group (the *conversation
@@ -40,7 +42,9 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="seconds")
 
 
-def vote_cells(cols: Any, *, style_control: bool = False, buckets: int = 16) -> tuple:
+def vote_cells(
+    cols: Any, *, style_control: bool = False, buckets: int = 16
+) -> tuple[Any, Any, Any]:
     """The votes of ``cols`` (:class:`~hhrlhf.ranking.votes.VoteColumns`) as
     ``(Cells, cell of each vote, count of each cell)``."""
     np = require("numpy", "web", "the leaderboard")
@@ -94,55 +98,13 @@ def vote_cells(cols: Any, *, style_control: bool = False, buckets: int = 16) -> 
     return cells, cell, count
 
 
-def _interval_warning(played: int, wins: int, losses: int, prior: float) -> str | None:
-    """Why a model's interval would mean nothing (None when it means something)."""
-    rests = f"its rating rests on the prior ({prior:g} virtual wins each way)"
-    if played == 1:
-        return f"one vote: no interval; {rests}"
-    if not wins and not losses:
-        return f"never won or lost (ties only): no interval; {rests}"
-    if not losses:
-        return f"never lost: no interval (no upper bound); {rests}"
-    if not wins:
-        return f"never won: no interval (no lower bound); {rests}"
-    return None
-
-
-def rank(
-    votes: Any,
-    *,
-    resamples: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-    prior: float = 0.1,
-    style_control: bool = False,
-    buckets: int = 16,
-    robustness: bool = False,
-    robustness_limit: int | None = None,
-    max_models: int | None = None,
-) -> dict:
-    """The leaderboard of ``votes`` (see :func:`~hhrlhf.ranking.votes.collect_votes`).
-
-    Returns ``{"models": [{"name", "rating", "ci_low", "ci_high", "comparisons",
-    "win_rate", "warning"}], "votes", "ties", "dates": {"first", "last"} | None, "intervals": {...},
-    "style": {...} | None}``, best first, plus ``"conversations"`` when votes are grouped and
-    ``"robustness": {"flip_top": {"votes", "lines" | "refs", "new_top"} | None, "limit"}``
-    when asked. ``win_rate`` counts a tie as half a win. ``robustness_limit``: the most votes
-    the search may remove (default: 1% of the votes, at least 10).
-    """
-    np = require("numpy", "web", "the leaderboard")
-    from ..bootstrap import percentile_interval, resample_counts
-    from .bradley_terry import MAX_MODELS, SCALE, BradleyTerry, to_elo
-    from .robustness import flip_top
-    from .votes import collect_votes
-
-    cols = collect_votes(votes)
-    n = len(cols)
+def _empty(cols: Any, resamples: int, level: float, robustness: bool) -> dict[str, Any]:
+    """The leaderboard before any fit: the counts, the interval method, nothing ranked."""
     grouped = cols.groups is not None
     out: dict[str, Any] = {
         "models": [],
-        "votes": n,
-        "comparisons": n,
+        "votes": len(cols),
+        "comparisons": len(cols),
         "ties": cols.ties,
         "dates": None,
         "intervals": {
@@ -156,11 +118,21 @@ def rank(
         out["conversations"] = len(set(cols.groups or ()))
     if robustness:
         out["robustness"] = {"flip_top": None, "limit": 0}
-    if n == 0:
-        return out
+    return out
+
+
+def _dates(cols: Any) -> dict[str, str] | None:
+    """The first and last vote's time, None when no vote has one."""
+    np = require("numpy", "web", "the leaderboard")
     t = np.frombuffer(cols.tstamp, dtype=float)
-    if not np.isnan(t).all():
-        out["dates"] = {"first": _iso(float(np.nanmin(t))), "last": _iso(float(np.nanmax(t)))}
+    if np.isnan(t).all():
+        return None
+    return {"first": _iso(float(np.nanmin(t))), "last": _iso(float(np.nanmax(t)))}
+
+
+def _check_models(cols: Any, max_models: int | None, robustness: bool) -> None:
+    """An error when there are more models than the fit (or the robustness search) takes."""
+    from .bradley_terry import MAX_MODELS
 
     m = len(cols.models)
     max_models = MAX_MODELS if max_models is None else max_models
@@ -177,97 +149,99 @@ def rank(
             f"{cols.source}: {m:,} models: the robustness search handles at most "
             f"{ROBUSTNESS_MAX_MODELS:,} (its influence solve is dense); rank without --robustness"
         )
-    a = np.frombuffer(cols.a, dtype=np.int32).astype(np.int64)
-    b = np.frombuffer(cols.b, dtype=np.int32).astype(np.int64)
-    outcome = np.frombuffer(cols.outcome, dtype=np.int8)
+
+
+def _group_ids(cols: Any) -> Any:
+    """Each vote's group as a number (the bootstrap resamples groups), None when ungrouped."""
+    np = require("numpy", "web", "the leaderboard")
+    if cols.groups is None:
+        return None
+    ids: dict[Any, int] = {}
+    return np.fromiter(
+        (ids.setdefault(g, len(ids)) for g in cols.groups or ()), dtype=np.int64, count=len(cols)
+    )
+
+
+def _flip_top(
+    cols: Any, model: Any, counts: Any, cell: Any, count: Any, limit: int
+) -> dict[str, Any] | None:
+    """The votes whose removal changes the first-ranked model
+    (:func:`~hhrlhf.ranking.robustness.flip_top`), by their lines or references."""
+    np = require("numpy", "web", "the leaderboard")
+    from .robustness import flip_top
+
+    flip = flip_top(model, counts, limit=limit)
+    if flip is None:
+        return None
+    # the votes of each cell, in file order; take the first ones of each cell needed
+    order = np.argsort(cell, kind="stable")
+    first = np.r_[0, np.cumsum(count)[:-1]]
+    taken = np.zeros(len(counts), dtype=np.int64)
+    picked = []
+    for c in flip.cells.tolist():
+        picked.append(int(order[first[c] + taken[c]]))
+        taken[c] += 1
+    picked.sort()
+    refs = [cols.ref(k) for k in picked]
+    found: dict[str, Any] = {"votes": len(picked), "new_top": cols.models[flip.new_top]}
+    found["lines" if cols.refs is None else "refs"] = refs
+    return found
+
+
+def rank(
+    votes: Any,
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    prior: float = 0.1,
+    style_control: bool = False,
+    buckets: int = 16,
+    robustness: bool = False,
+    robustness_limit: int | None = None,
+    max_models: int | None = None,
+) -> dict[str, Any]:
+    """The leaderboard of ``votes`` (see :func:`~hhrlhf.ranking.votes.collect_votes`).
+
+    Returns ``{"models": [{"name", "rating", "ci_low", "ci_high", "comparisons",
+    "win_rate", "warning"}], "votes", "ties", "dates": {"first", "last"} | None, "intervals": {...},
+    "style": {...} | None}``, best first, plus ``"conversations"`` when votes are grouped and
+    ``"robustness": {"flip_top": {"votes", "lines" | "refs", "new_top"} | None, "limit"}``
+    when asked. ``win_rate`` counts a tie as half a win. ``robustness_limit``: the most votes
+    the search may remove (default: 1% of the votes, at least 10).
+    """
+    require("numpy", "web", "the leaderboard")
+    from .bradley_terry import BradleyTerry, to_elo
+    from .intervals import bootstrap_intervals, style_summary
+    from .table import model_rows
+    from .votes import collect_votes
+
+    cols = collect_votes(votes)
+    n = len(cols)
+    out = _empty(cols, resamples, level, robustness)
+    if n == 0:
+        return out
+    out["dates"] = _dates(cols)
+    _check_models(cols, max_models, robustness)
     cells, cell, count = vote_cells(cols, style_control=style_control, buckets=buckets)
     model = BradleyTerry(cells, prior=prior)
     counts = count.astype(float)
     theta, beta = model.fit(counts)
-    rating = to_elo(theta)
-
-    group_ids = None
-    if grouped:
-        ids: dict[Any, int] = {}
-        group_ids = np.fromiter(
-            (ids.setdefault(g, len(ids)) for g in cols.groups or ()), dtype=np.int64, count=n
-        )
-    draws, betas = [], []
-    # resamples fitted at once: 250, fewer where models or cells are many (bounded memory)
-    chunk = max(1, min(250, 4_000_000 // max(len(counts), m)))
-    for boot in resample_counts(
-        cell, len(counts), groups=group_ids, resamples=resamples, seed=seed, chunk=chunk
-    ):
-        th, be = model.fit(boot, start=(theta, beta), tolerance=1e-7)
-        present = model.played(boot) > 0
-        draws.append(np.where(present, to_elo(th, present), np.nan))
-        betas.append(be)
-    if draws:
-        low, high = percentile_interval(np.concatenate(draws), level)
-    else:
-        low = high = np.full(m, np.nan)
-
-    played = np.bincount(a, minlength=m) + np.bincount(b, minlength=m)
-    won = np.bincount(a, weights=(outcome == 0) + 0.5 * (outcome == 2), minlength=m) + np.bincount(
-        b, weights=(outcome == 1) + 0.5 * (outcome == 2), minlength=m
+    low, high, betas = bootstrap_intervals(
+        model,
+        (theta, beta),
+        cell,
+        counts,
+        _group_ids(cols),
+        resamples=resamples,
+        seed=seed,
+        level=level,
     )
-    wins = np.bincount(a, weights=outcome == 0, minlength=m) + np.bincount(
-        b, weights=outcome == 1, minlength=m
-    )
-    losses = np.bincount(a, weights=outcome == 1, minlength=m) + np.bincount(
-        b, weights=outcome == 0, minlength=m
-    )
-    rows: list[dict[str, Any]] = []
-    for k, name in enumerate(cols.models):
-        warning = _interval_warning(int(played[k]), int(wins[k]), int(losses[k]), prior)
-        rows.append(
-            {
-                "name": name,
-                "rating": round(float(rating[k]), 1),
-                "ci_low": None if warning or math.isnan(low[k]) else round(float(low[k]), 1),
-                "ci_high": None if warning or math.isnan(high[k]) else round(float(high[k]), 1),
-                "comparisons": int(played[k]),
-                "win_rate": round(float(won[k] / played[k]), 4),
-                "warning": warning,
-            }
-        )
-    rows.sort(key=lambda r: (-r["rating"], r["name"]))
-    out["models"] = rows
+    out["models"] = model_rows(cols, to_elo(theta), low, high, prior)
     if style_control:
-        b_low, b_high = (
-            percentile_interval(np.concatenate(betas)[:, None], level)
-            if betas
-            else (
-                [math.nan],
-                [math.nan],
-            )
-        )
-        out["style"] = {
-            "length": {
-                "coef": round(float(beta), 4),
-                "ci_low": None if math.isnan(b_low[0]) else round(float(b_low[0]), 4),
-                "ci_high": None if math.isnan(b_high[0]) else round(float(b_high[0]), 4),
-                "elo_per_unit": round(float(beta) * SCALE, 1),
-            },
-            "covariate": "(len_a - len_b) / (len_a + len_b), divided by its root mean square",
-            "buckets": buckets,
-        }
+        out["style"] = style_summary(beta, betas, level, buckets)
     if robustness:
         limit = robustness_limit if robustness_limit is not None else max(10, n // 100)
         out["robustness"]["limit"] = limit
-        flip = flip_top(model, counts, limit=limit)
-        if flip is not None:
-            # the votes of each cell, in file order; take the first ones of each cell needed
-            order = np.argsort(cell, kind="stable")
-            first = np.r_[0, np.cumsum(count)[:-1]]
-            taken = np.zeros(len(counts), dtype=np.int64)
-            picked = []
-            for c in flip.cells.tolist():
-                picked.append(int(order[first[c] + taken[c]]))
-                taken[c] += 1
-            picked.sort()
-            refs = [cols.ref(k) for k in picked]
-            found: dict[str, Any] = {"votes": len(picked), "new_top": cols.models[flip.new_top]}
-            found["lines" if cols.refs is None else "refs"] = refs
-            out["robustness"]["flip_top"] = found
+        out["robustness"]["flip_top"] = _flip_top(cols, model, counts, cell, count, limit)
     return out

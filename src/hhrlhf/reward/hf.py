@@ -220,44 +220,20 @@ def train_hf(
 
     pairs = list(pairs)
     out = Path(out)
-    name = (
-        model
-        if isinstance(model, (str, os.PathLike))
-        else getattr(model.config, "_name_or_path", "model")
-    )
-    if isinstance(model, (str, os.PathLike)):
-        tokenizer = tokenizer or transformers.AutoTokenizer.from_pretrained(str(model))
-        model = transformers.AutoModelForSequenceClassification.from_pretrained(
-            str(model), num_labels=1
-        )
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model.config.pad_token_id = tokenizer.pad_token_id
-    fitted = fit_pairs(pairs, tokenizer, max_length)  # with the EOS TRL would append
-    line = fitted.describe()
-    if line and progress:
-        progress(line)
-    if not fitted.pairs:
-        raise HHError(
-            f"no pair fits in --max-length {max_length} tokens: every one has a response "
-            "longer than that; raise --max-length"
-        )
+    model, tokenizer, name = _model_and_tokenizer(transformers, model, tokenizer)
+    fitted = _fit(pairs, tokenizer, max_length, progress)
     train = datasets.Dataset.from_dict(
         {"chosen_ids": fitted.chosen_ids, "rejected_ids": fitted.rejected_ids}
     )
-    args = trl.RewardConfig(
-        output_dir=str(out / "checkpoints"),
-        num_train_epochs=epochs,
-        max_steps=max_steps,
-        per_device_train_batch_size=batch_size,
-        learning_rate=learning_rate,
-        max_length=max_length,
-        seed=seed,
-        report_to=[],
-        save_strategy="no",
-        logging_steps=10,
-        use_cpu=device_name() == "cpu",
-    )
+    hyperparameters = {
+        "epochs": epochs,
+        "max_steps": max_steps,
+        "batch_size": batch_size,
+        "learning_rate": learning_rate,
+        "max_length": max_length,
+        "seed": seed,
+    }
+    args = _reward_config(trl, out, hyperparameters)
     t0 = time.perf_counter()
     trainer = trl.RewardTrainer(
         model=model, args=args, train_dataset=train, processing_class=tokenizer
@@ -271,15 +247,7 @@ def train_hf(
     tokenizer.save_pretrained(out / "hf")
     record = {
         "base_model": str(name),
-        "hyperparameters": {
-            "epochs": epochs,
-            "max_steps": max_steps,
-            "batch_size": batch_size,
-            "learning_rate": learning_rate,
-            "max_length": max_length,
-            "seed": seed,
-            "trainer": "trl.RewardTrainer",
-        },
+        "hyperparameters": {**hyperparameters, "trainer": "trl.RewardTrainer"},
         "training_data": training_data or describe_training_data(pairs),
         "metrics": {
             "pairs": len(fitted.pairs),
@@ -293,3 +261,54 @@ def train_hf(
     meta = write_model_json(out, HFRewardModel.backend, record)
     # Reload from disk: the trained module may still carry the trainer's mixed-precision hooks.
     return HFRewardModel(out / "hf", meta=meta, max_length=max_length)
+
+
+def _model_and_tokenizer(transformers, model, tokenizer):
+    """``(model, tokenizer, name)``: a model id or path loaded (as a one-label sequence
+    classifier, with its tokenizer unless one is given), a pad token set where it has none."""
+    name = (
+        model
+        if isinstance(model, (str, os.PathLike))
+        else getattr(model.config, "_name_or_path", "model")
+    )
+    if isinstance(model, (str, os.PathLike)):
+        tokenizer = tokenizer or transformers.AutoTokenizer.from_pretrained(str(model))
+        model = transformers.AutoModelForSequenceClassification.from_pretrained(
+            str(model), num_labels=1
+        )
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer, name
+
+
+def _fit(pairs, tokenizer, max_length: int, progress):
+    """The pairs fitted into ``max_length`` tokens (:func:`~.truncate.fit_pairs`, with the
+    EOS TRL would append); ``progress`` told what was cut; an error when nothing fits."""
+    fitted = fit_pairs(pairs, tokenizer, max_length)
+    line = fitted.describe()
+    if line and progress:
+        progress(line)
+    if not fitted.pairs:
+        raise HHError(
+            f"no pair fits in --max-length {max_length} tokens: every one has a response "
+            "longer than that; raise --max-length"
+        )
+    return fitted
+
+
+def _reward_config(trl, out: Path, h: dict):
+    """TRL's ``RewardConfig`` for the hyperparameters ``h``: no checkpoints kept, no report."""
+    return trl.RewardConfig(
+        output_dir=str(out / "checkpoints"),
+        num_train_epochs=h["epochs"],
+        max_steps=h["max_steps"],
+        per_device_train_batch_size=h["batch_size"],
+        learning_rate=h["learning_rate"],
+        max_length=h["max_length"],
+        seed=h["seed"],
+        report_to=[],
+        save_strategy="no",
+        logging_steps=10,
+        use_cpu=device_name() == "cpu",
+    )
