@@ -16,6 +16,7 @@ __all__ = [
     "check_model_folders",
     "demo_settings",
     "default_db_url",
+    "DB_ENV",
     "EXAMPLE_CONFIG",
 ]
 
@@ -27,9 +28,14 @@ CONTINUE = ("picked", "other")
 REVIEW_ORDERS = ("fewest_reviews", "flagged")
 
 
+#: the environment variable naming the database (``--db``'s default; ``hh serve`` sets it for
+#: its workers)
+DB_ENV = "HH_COLLECT_DB"
+
+
 def default_db_url() -> str:
     """``$HH_COLLECT_DB``, else ``sqlite:///hh-collect.db`` in the current folder."""
-    return os.environ.get("HH_COLLECT_DB") or "sqlite:///hh-collect.db"
+    return os.environ.get(DB_ENV) or "sqlite:///hh-collect.db"
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import importlib
 import logging
-import os
 import time
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +19,9 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ...errors import HHError
 from ..browse import DataIndex
-from ..config import Settings, demo_settings, load_config
+from ..config import Settings
 from ..db import Storage
-from ..db.engine import count_statements, worker_connections
+from ..db.engine import count_statements
 from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_trouble
 from ..generation.runner import Generator
 from ..services import annotators
@@ -39,7 +36,7 @@ from .security import SECURITY_HEADERS, harden
 
 log = logging.getLogger("hhrlhf.collect.database")
 
-__all__ = ["create_app", "create_app_from_env", "settle_heap", "SECURITY_HEADERS"]
+__all__ = ["create_app", "SECURITY_HEADERS"]
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 
@@ -285,62 +282,6 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     # comes from a configured proxy (hh serve turns uvicorn's own handling off; this is it)
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
     return app
-
-
-def create_app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory`` (several workers): settings from ``HH_COLLECT_*``."""
-    db = os.environ.get("HH_COLLECT_DB")
-    config = os.environ.get("HH_COLLECT_CONFIG")
-    if config:
-        settings = load_config(config, db_url=db)
-    else:
-        delay = float(os.environ.get("HH_COLLECT_DEMO_DELAY", "0") or 0)
-        settings = demo_settings(db, token_delay=delay)
-    data = os.environ.get("HH_COLLECT_DATA")
-    if data:
-        settings = replace(settings, data=data)
-    proxies = os.environ.get("HH_COLLECT_FORWARDED_ALLOW_IPS")
-    if proxies is not None:
-        settings = replace(settings, forwarded_allow_ips=proxies)
-    if os.environ.get("HH_COLLECT_HSTS") == "1":
-        settings = replace(settings, hsts=True)
-    # this worker's share of the host's database connections (hh serve --workers N)
-    workers = int(os.environ.get("HH_COLLECT_WORKERS", "1") or 1)
-    storage = Storage(
-        settings.db_url, connections=worker_connections(settings.db_connections, workers)
-    )
-    app = create_app(settings, storage=storage)
-    settle_heap()
-    return app
-
-
-#: the collector's thresholds in a server worker (Python's: 700, 10, 10): a young pass
-#: once 10,000 more container objects are alive than at the last one (see :func:`settle_heap`)
-GC_THRESHOLDS = (10_000, 10, 10)
-
-
-def settle_heap() -> None:
-    """Collect once, then keep what startup made out of every later garbage collection, and
-    collect the young generation less often.
-
-    A server process holds ~110,000 long-lived objects after its imports (FastAPI, pydantic,
-    SQLAlchemy, Jinja2). Each full collection walked all of them: 50-70 ms with every thread
-    of the worker stopped, a few times a minute under load, and every request in flight then
-    waited that long (most of the choice p99 on PostgreSQL, bench/RESULTS-collect.md).
-    ``gc.freeze()`` moves them to the permanent generation, so a full collection only walks
-    what was made since. For server processes only: frozen objects are never collected.
-
-    The freeze also empties the oldest generation, and Python runs a full collection once
-    its new objects outnumber a quarter of those it held: with none, every tenth pass of the
-    middle generation became a full one. At Python's 700 a young pass ran every few
-    requests, and under load the requests in flight (~50,000 objects) were walked by a full
-    collection every few seconds, 10-76 ms with the worker stopped. :data:`GC_THRESHOLDS`
-    makes young passes about 14 times rarer: at most ~10,000 objects of cyclic garbage (a
-    few MB) wait for one, and a 200-annotator run has no collection after its start.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _page_filters(env: Any) -> None:
