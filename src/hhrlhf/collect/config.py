@@ -6,6 +6,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError, HHError, UnknownNameError
 
@@ -242,50 +243,42 @@ def _check_table(path, where: str, table: dict, keys: dict) -> None:
             raise ConfigError(path, f"{where}: {key} has the wrong type ({type(value).__name__})")
 
 
-def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settings:
+def load_config(path: str | os.PathLike[str], *, db_url: str | None = None) -> Settings:
     """Read a TOML config file (``[collect]`` and ``[[backend]]`` tables) into :class:`Settings`.
 
     ``db_url`` (``--db``) wins over the file's ``collect.db``, which wins over the default.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(path, f"cannot read the config: {exc.strerror or exc}") from exc
-    try:
-        doc = _toml().loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(path, f"not valid TOML: {exc}") from exc
+    doc = _read_toml(path)
     unknown = set(doc) - {"collect", "backend"}
     if unknown:
         raise ConfigError(path, f"unknown table(s): {', '.join(sorted(unknown))}")
     collect = doc.get("collect", {})
     _check_table(path, "[collect]", collect, _COLLECT_KEYS)
-    backends = []
-    for i, table in enumerate(doc.get("backend", []), 1):
-        where = f"[[backend]] #{i}"
-        _check_table(path, where, table, _BACKEND_KEYS)
-        for key in ("name", "kind"):
-            if key not in table:
-                raise ConfigError(path, f"{where}: missing {key!r}")
-        if table["kind"] not in BACKEND_KINDS:
-            raise ConfigError(
-                path,
-                f"{where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}",
-            )
-        if table["kind"] == "rerank":
-            for key in ("base", "pm"):
-                if key not in table:
-                    raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
-            if not 2 <= table.get("k", 16) <= 256 or table.get("concurrency", 4) < 1:
-                raise ConfigError(
-                    path, f"{where} ({table['name']}): k must be 2 to 256, concurrency at least 1"
-                )
-        elif table["kind"] != "demo":
-            for key in ("base_url", "model"):
-                if key not in table:
-                    raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
-        backends.append(BackendConfig(**table))
+    backends = _backends(path, doc.get("backend", []))
+    settings = dict(collect)
+    file_db = settings.pop("db", None)
+    _check_collect(path, settings)
+    return Settings(
+        db_url=db_url or file_db or default_db_url(), backends=tuple(backends), **settings
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read the config: {exc.strerror or exc}") from exc
+    try:
+        doc: dict[str, Any] = _toml().loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(path, f"not valid TOML: {exc}") from exc
+    return doc
+
+
+def _backends(path: Path, tables: list[dict[str, Any]]) -> list[BackendConfig]:
+    """The ``[[backend]]`` tables, each checked, then checked together."""
+    backends = [_backend(path, f"[[backend]] #{i}", table) for i, table in enumerate(tables, 1)]
     if not backends:
         raise ConfigError(path, "no [[backend]] table; at least one is needed")
     for b in backends:
@@ -304,8 +297,37 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
                     path,
                     f"backend {b.name!r}: base {b.base!r} must name another, non-rerank backend",
                 )
-    settings = dict(collect)
-    file_db = settings.pop("db", None)
+    return backends
+
+
+def _backend(path: Path, where: str, table: dict[str, Any]) -> BackendConfig:
+    """One ``[[backend]]`` table: its keys, its kind and what that kind needs."""
+    _check_table(path, where, table, _BACKEND_KEYS)
+    for key in ("name", "kind"):
+        if key not in table:
+            raise ConfigError(path, f"{where}: missing {key!r}")
+    if table["kind"] not in BACKEND_KINDS:
+        raise ConfigError(
+            path,
+            f"{where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}",
+        )
+    if table["kind"] == "rerank":
+        for key in ("base", "pm"):
+            if key not in table:
+                raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
+        if not 2 <= table.get("k", 16) <= 256 or table.get("concurrency", 4) < 1:
+            raise ConfigError(
+                path, f"{where} ({table['name']}): k must be 2 to 256, concurrency at least 1"
+            )
+    elif table["kind"] != "demo":
+        for key in ("base_url", "model"):
+            if key not in table:
+                raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
+    return BackendConfig(**table)
+
+
+def _check_collect(path: Path, settings: dict[str, Any]) -> None:
+    """The ``[collect]`` values' ranges (their types are checked already)."""
     if not settings.get("lease_seconds", 30.0) > 0:
         raise ConfigError(path, "lease_seconds must be above 0")
     if settings.get("db_connections", 40) < 2:
@@ -326,9 +348,6 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         raise ConfigError(path, "max_response_seconds must be above 0")
     if not 1 <= settings.get("strength_points", 4) <= 10:
         raise ConfigError(path, "strength_points must be between 1 and 10")
-    return Settings(
-        db_url=db_url or file_db or default_db_url(), backends=tuple(backends), **settings
-    )
 
 
 def check_model_folders(settings: Settings, path: str | os.PathLike) -> None:

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ...errors import HHError
+from ...templates import jinja2_templates
 from ..browse import DataIndex
 from ..config import Settings
 from ..db import Storage
@@ -26,11 +29,16 @@ from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_tro
 from ..generation.runner import Generator
 from ..services import annotators
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
+from .admin import router as admin_router
 from .api import new_rng
 from .api import router as api_router
+from .api_review import router as api_review_router
 from .browse import router as browse_router
+from .browse import visible
 from .errors import retry_after_of, status_of
 from .login import login_router
+from .markdown import render_markdown
+from .pages import router as pages_router
 from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
 
@@ -179,7 +187,6 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     """The collection app. The database must be migrated (``Storage(url).upgrade()``, ``hh serve``)."""
     storage = storage or Storage(settings.db_url)
     generator = Generator(storage, settings)
-
     limits = Limits(
         settings.rate_login_per_minute,
         settings.rate_writes_per_minute,
@@ -189,7 +196,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     )
 
     @asynccontextmanager
-    async def lifespan(app):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         sharing = asyncio.create_task(_share_limits(limits, storage))
         refreshing = asyncio.create_task(_refresh_logins(storage))
         yield
@@ -211,21 +218,54 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     app.state.rng = new_rng(settings.seed)
     app.state.limits = limits
     app.state.data_index = DataIndex.load(settings.data) if settings.data else None
-    try:
-        from ...templates import jinja2_templates
+    app.state.templates = _templates()
+    _error_handlers(app)
+    headers = dict(SECURITY_HEADERS)
+    if settings.hsts:
+        headers["strict-transport-security"] = HSTS
+    harden(app, headers)  # headers even on a crash; out-of-range ids are 404
+    for router in ROUTERS:
+        app.include_router(router)
+    if STATIC_DIR.is_dir():
+        _static(app)
+    app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)
+    # the client's address and scheme: from X-Forwarded-For / -Proto only when the connection
+    # comes from a configured proxy (hh serve turns uvicorn's own handling off; this is it)
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
+    return app
 
-        app.state.templates = jinja2_templates()
-        _page_filters(app.state.templates.env)
+
+#: every route of the app: the JSON API, review and admin API, login, data browser, pages
+ROUTERS = (
+    api_router,
+    api_review_router,
+    login_router,
+    browse_router,
+    pages_router,
+    admin_router,
+)
+
+
+def _templates() -> Jinja2Templates | None:
+    """The pages' templates with their filters; None without jinja2 (the JSON API still works)."""
+    try:
+        templates = jinja2_templates()
     except HHError:
-        app.state.templates = None
+        return None
+    _page_filters(templates.env)
+    return templates
+
+
+def _error_handlers(app: FastAPI) -> None:
+    """Every error as JSON ``{"error": ...}`` with its status (a page for a browser's 404)."""
 
     @app.exception_handler(HHError)
-    async def hh_error(request: Request, exc: HHError):
+    async def hh_error(request: Request, exc: HHError) -> Response:
         retry = retry_after_of(exc)
         headers = {"Retry-After": str(retry)} if retry is not None else None
         return JSONResponse({"error": str(exc)}, status_code=status_of(exc), headers=headers)
 
-    async def database_error(request: Request, exc: Exception):
+    async def database_error(request: Request, exc: Exception) -> Response:
         if pooler_trouble(exc):  # the operator's to fix: say so where they look
             log.error("%s %s: %s", request.method, request.url.path, POOLER_HINT)
         return await hh_error(request, as_unavailable(exc))
@@ -234,13 +274,14 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         app.add_exception_handler(db_error, database_error)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError):
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
         return JSONResponse({"error": _validation_message(exc)}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException):
-        if exc.status_code == 404 and wants_html(request) and app.state.templates is not None:
-            return app.state.templates.TemplateResponse(
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        templates = app.state.templates
+        if exc.status_code == 404 and wants_html(request) and templates is not None:
+            return templates.TemplateResponse(
                 request,
                 "collect/error.html",
                 {"message": "There is no page at this address.", "who": None, "page": "error"},
@@ -250,47 +291,23 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
             {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
         )
 
-    headers = dict(SECURITY_HEADERS)
-    if settings.hsts:
-        headers["strict-transport-security"] = HSTS
-    harden(app, headers)  # headers even on a crash; out-of-range ids are 404
-    app.include_router(api_router)
-    app.include_router(importlib.import_module("hhrlhf.collect.web.api_review").router)
-    app.include_router(login_router)
-    app.include_router(browse_router)
-    try:
-        pages = importlib.import_module("hhrlhf.collect.web.pages")
-    except ModuleNotFoundError:
-        pages = None
-    if pages is not None:
-        app.include_router(pages.router)
-        app.include_router(importlib.import_module("hhrlhf.collect.web.admin").router)
-    if STATIC_DIR.is_dir():
-        app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
 
-        @app.get("/favicon.ico", include_in_schema=False)
-        def favicon():
-            """The icon for what declares none (a JSON answer opened in the browser)."""
-            return FileResponse(
-                STATIC_DIR / "favicon.svg",
-                media_type="image/svg+xml",
-                headers={"cache-control": "public, max-age=86400"},
-            )
+def _static(app: FastAPI) -> None:
+    """``/static`` (styles, scripts, the icon) and ``/favicon.ico``."""
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
 
-    app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)
-    # the client's address and scheme: from X-Forwarded-For / -Proto only when the connection
-    # comes from a configured proxy (hh serve turns uvicorn's own handling off; this is it)
-    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
-    return app
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        """The icon for what declares none (a JSON answer opened in the browser)."""
+        return FileResponse(
+            STATIC_DIR / "favicon.svg",
+            media_type="image/svg+xml",
+            headers={"cache-control": "public, max-age=86400"},
+        )
 
 
 def _page_filters(env: Any) -> None:
     """``markdown``: model text as sanitised HTML; ``visible``: data text with its control
     and bidi characters as visible escapes (both as ``hh show`` shows them)."""
-    from markupsafe import Markup
-
-    from .browse import visible
-    from .markdown import render_markdown
-
     env.filters["markdown"] = lambda text: Markup(render_markdown(str(text)))  # noqa: S704
     env.filters["visible"] = visible
