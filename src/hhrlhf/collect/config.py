@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, HHError, UnknownNameError
+from .generation.kinds import BACKEND_KINDS
+from .generation.protocol import BackendConfig
 
 __all__ = [
     "BackendConfig",
@@ -22,7 +24,6 @@ __all__ = [
 ]
 
 EXAMPLE_CONFIG = Path(__file__).with_name("example-config.toml")
-BACKEND_KINDS = ("openai-chat", "openai-completions", "demo", "rerank")
 PAIRINGS = ("random", "fixed")
 CONTINUE = ("picked", "other")
 #: which review a reviewer is given next (docs/collect.md, "Review and agreement")
@@ -37,56 +38,6 @@ DB_ENV = "HH_COLLECT_DB"
 def default_db_url() -> str:
     """``$HH_COLLECT_DB``, else ``sqlite:///hh-collect.db`` in the current folder."""
     return os.environ.get(DB_ENV) or "sqlite:///hh-collect.db"
-
-
-@dataclass(frozen=True)
-class BackendConfig:
-    """One ``[[backend]]`` table. ``api_key_env`` names an environment variable; keys are never stored."""
-
-    name: str
-    kind: str
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = 256
-    #: the HTTP client's limit for connecting and for each read; the idle timeout too when
-    #: ``idle_timeout`` is unset
-    timeout: float = 60.0
-    #: the most seconds without a new word before the response fails (unset: ``timeout``)
-    idle_timeout: float | None = None
-    model_type: str | None = None
-    num_params: str | None = None
-    #: demo only: which template reply to start from (successive calls alternate between two)
-    variant: int = 0
-    #: demo only: seconds to wait per word (load tests)
-    token_delay: float = 0.0
-    #: rerank only: the backend sampled, how many samples per turn, the preference model's folder
-    base: str | None = None
-    k: int = 16
-    pm: str | None = None
-    #: rerank only: the preference model that scores red-team conversations (a harmlessness
-    #: PM); without it ``pm`` scores both modes
-    red_team_pm: str | None = None
-    #: rerank only: at most this many samples drawn at once
-    concurrency: int = 4
-    #: this backend's share of the draw, against the other drawn backends' (docs/collect.md)
-    weight: float = 1.0
-
-    @property
-    def idle_seconds(self) -> float:
-        """The most seconds between two words of a response before it fails."""
-        return self.timeout if self.idle_timeout is None else self.idle_timeout
-
-    def sampling_params(self) -> dict:
-        """What is recorded with every candidate (no secrets)."""
-        out = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
-        }
-        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -306,23 +257,21 @@ def _backend(path: Path, where: str, table: dict[str, Any]) -> BackendConfig:
     for key in ("name", "kind"):
         if key not in table:
             raise ConfigError(path, f"{where}: missing {key!r}")
-    if table["kind"] not in BACKEND_KINDS:
+    kind = BACKEND_KINDS.get(table["kind"])
+    if kind is None:
         raise ConfigError(
             path,
             f"{where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}",
         )
-    if table["kind"] == "rerank":
-        for key in ("base", "pm"):
-            if key not in table:
-                raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
-        if not 2 <= table.get("k", 16) <= 256 or table.get("concurrency", 4) < 1:
-            raise ConfigError(
-                path, f"{where} ({table['name']}): k must be 2 to 256, concurrency at least 1"
-            )
-    elif table["kind"] != "demo":
-        for key in ("base_url", "model"):
-            if key not in table:
-                raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
+    for key in kind.required:
+        if key not in table:
+            raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
+    if kind.name == "rerank" and (
+        not 2 <= table.get("k", 16) <= 256 or table.get("concurrency", 4) < 1
+    ):
+        raise ConfigError(
+            path, f"{where} ({table['name']}): k must be 2 to 256, concurrency at least 1"
+        )
     return BackendConfig(**table)
 
 

@@ -15,10 +15,9 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from ...errors import HHError, UnknownNameError, require
-from ..config import BackendConfig
+from ...errors import require
 from ..finish import SPEAKER_MARKERS, BackendError, Finished, finalize
-from .protocol import Backend
+from .protocol import Backend, BackendConfig
 from .wire import bounded, chat_piece, completion_piece
 
 __all__ = [
@@ -27,8 +26,6 @@ __all__ = [
     "OpenAIChatBackend",
     "OpenAICompletionsBackend",
     "DemoBackend",
-    "BACKENDS",
-    "make_backend",
     "server_message",
     "finalize",
     "Finished",
@@ -272,24 +269,3 @@ class DemoBackend(_Plain):
                 await asyncio.sleep(self.config.token_delay)
             yield piece, None
         yield "", "stop"
-
-
-from .rerank import RerankBackend  # noqa: E402  (it builds on the backends above)
-
-BACKENDS: dict[str, type] = {
-    "openai-chat": OpenAIChatBackend,
-    "openai-completions": OpenAICompletionsBackend,
-    "demo": DemoBackend,
-    "rerank": RerankBackend,
-}
-
-
-def make_backend(config: BackendConfig) -> Backend:
-    try:
-        cls = BACKENDS[config.kind]
-    except KeyError:
-        raise UnknownNameError("backend kind", config.kind, list(BACKENDS)) from None
-    backend = cls(config)
-    if not isinstance(backend, Backend):  # pragma: no cover - a kind added without its methods
-        raise HHError(f"backend kind {config.kind!r} does not implement the backend protocol")
-    return backend

@@ -24,9 +24,9 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ..config import BackendConfig
 from ..finish import BackendError, finalize
 from ..textrules import clean_model_text
+from .protocol import BackendConfig
 from .wire import checked_piece
 
 if TYPE_CHECKING:

@@ -22,7 +22,8 @@ from ..domain import STOPPED, AnnotatorInfo, annotator_failure
 from ..finish import SIZE_CUT, STOP_CUT, cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
-from .backends import BackendError, finalize, make_backend
+from .backends import BackendError, finalize
+from .kinds import make_backend
 from .owners import dead_here, new_owner_id
 from .reading import Read, watch
 from .visible import VisibleText, _visible  # noqa: F401  (_visible: the tests' reference)
