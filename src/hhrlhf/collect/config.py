@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, HHError, UnknownNameError
+from ..errors import ConfigError, HHError, UnknownNameError, require
 from .generation.kinds import BACKEND_KINDS
 from .generation.protocol import BackendConfig
 
@@ -121,17 +121,21 @@ def demo_settings(db_url: str | None = None, *, token_delay: float = 0.0) -> Set
     return Settings(db_url=db_url or default_db_url(), backends=backends, demo=True)
 
 
-def _toml():
+def _toml_loads(text: str) -> dict[str, Any]:
+    """The TOML document ``text`` (the standard library's reader, or tomli before 3.11)."""
     if sys.version_info >= (3, 11):
         import tomllib
 
-        return tomllib
-    from ..errors import require
+        return tomllib.loads(text)
+    tomli = require("tomli", "web", "reading the collection config")
+    doc: dict[str, Any] = tomli.loads(text)
+    return doc
 
-    return require("tomli", "web", "reading the collection config")
 
+#: a key of a table -> the type(s) its value may have
+KeyTypes = dict[str, type | tuple[type, ...]]
 
-_COLLECT_KEYS = {
+_COLLECT_KEYS: KeyTypes = {
     "strength_points": int,
     "pairing": str,
     "red_team_continue": str,
@@ -157,7 +161,7 @@ _COLLECT_KEYS = {
     "seed": int,
     "db": str,
 }
-_BACKEND_KEYS = {
+_BACKEND_KEYS: KeyTypes = {
     "name": str,
     "kind": str,
     "model": str,
@@ -181,7 +185,7 @@ _BACKEND_KEYS = {
 }
 
 
-def _check_table(path, where: str, table: dict, keys: dict) -> None:
+def _check_table(path: Path, where: str, table: dict[str, Any], keys: KeyTypes) -> None:
     for key, value in table.items():
         if key not in keys:
             raise ConfigError(
@@ -221,7 +225,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(path, f"cannot read the config: {exc.strerror or exc}") from exc
     try:
-        doc: dict[str, Any] = _toml().loads(raw.decode("utf-8"))
+        doc = _toml_loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(path, f"not valid TOML: {exc}") from exc
     return doc
@@ -299,7 +303,7 @@ def _check_collect(path: Path, settings: dict[str, Any]) -> None:
         raise ConfigError(path, "strength_points must be between 1 and 10")
 
 
-def check_model_folders(settings: Settings, path: str | os.PathLike) -> None:
+def check_model_folders(settings: Settings, path: str | os.PathLike[str]) -> None:
     """Each ``rerank`` backend's preference models (``pm``, ``red_team_pm``) are hhrlhf model
     folders: their ``model.json`` is read, nothing is loaded. ``hh serve`` calls it before it
     starts, so a wrong folder is one error at start, not a failed turn for every annotator.

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..domain import Prompt
 
 __all__ = ["Backend", "BackendConfig"]
 
@@ -68,7 +71,7 @@ class Backend(Protocol):
     config: BackendConfig
     kind: str
 
-    def stream(self, prompt: Any, slot: str = "a") -> AsyncIterator[tuple[str, str | None]]:
+    def stream(self, prompt: Prompt, slot: str = "a") -> AsyncIterator[tuple[str, str | None]]:
         """One response for ``slot`` as ``(text delta, finish reason or None)`` pairs; raises
         :class:`BackendError`."""
         ...
@@ -78,7 +81,7 @@ class Backend(Protocol):
         the app's ``max_response_chars``."""
         ...
 
-    def record(self, prompt: Any, slot: str) -> dict[str, Any]:
+    def record(self, prompt: Prompt, slot: str) -> dict[str, Any]:
         """What to store with the candidate beside the sampling parameters (``{}``: nothing)."""
         ...
 

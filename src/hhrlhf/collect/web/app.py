@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ...errors import HHError
@@ -42,6 +43,9 @@ from .pages import router as pages_router
 from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
 
+if TYPE_CHECKING:
+    import jinja2
+
 log = logging.getLogger("hhrlhf.collect.database")
 
 __all__ = ["create_app", "SECURITY_HEADERS"]
@@ -64,11 +68,11 @@ class GuardMiddleware:
     statements per turn.
     """
 
-    def __init__(self, app, max_body_bytes: int):
+    def __init__(self, app: ASGIApp, max_body_bytes: int):
         self.app = app
         self.max_body_bytes = max_body_bytes
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = dict(scope.get("headers") or [])
@@ -77,7 +81,7 @@ class GuardMiddleware:
             return await _too_large(self.max_body_bytes, send)
         received = 0
 
-        async def limited_receive():
+        async def limited_receive() -> Message:
             nonlocal received
             message = await receive()
             if message["type"] == "http.request":
@@ -89,7 +93,7 @@ class GuardMiddleware:
         replaced = False
         started = time.perf_counter()
 
-        async def send_with_headers(message):
+        async def send_with_headers(message: Message) -> None:
             nonlocal replaced
             if replaced:
                 return
@@ -151,7 +155,7 @@ async def _refresh_logins(storage: Storage) -> None:
             log.warning("logins not checked again: %s", exc)
 
 
-async def _too_large(limit: int, send) -> None:
+async def _too_large(limit: int, send: Send) -> None:
     body = f'{{"error": "request body too large (the limit is {limit} bytes)"}}'.encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
@@ -279,7 +283,7 @@ def _error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        templates = app.state.templates
+        templates: Jinja2Templates | None = app.state.templates
         if exc.status_code == 404 and wants_html(request) and templates is not None:
             return templates.TemplateResponse(
                 request,
@@ -306,7 +310,7 @@ def _static(app: FastAPI) -> None:
         )
 
 
-def _page_filters(env: Any) -> None:
+def _page_filters(env: jinja2.Environment) -> None:
     """``markdown``: model text as sanitised HTML; ``visible``: data text with its control
     and bidi characters as visible escapes (both as ``hh show`` shows them)."""
     env.filters["markdown"] = lambda text: Markup(render_markdown(str(text)))  # noqa: S704
