@@ -13,7 +13,7 @@ import os
 import random
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from ...errors import require
 from ..finish import SPEAKER_MARKERS, BackendError, Finished, finalize
@@ -74,14 +74,6 @@ def server_message(body: object, fallback: str = "") -> str:
     return bounded(text if isinstance(text, str) else str(text)[:2000])
 
 
-class _Sampling(TypedDict, total=False):
-    """The sampling parameters sent with a request (those the config sets)."""
-
-    temperature: float
-    top_p: float
-    max_tokens: int
-
-
 def chat_messages(prompt: Prompt) -> list[ChatCompletionMessageParam]:
     """The conversation as chat messages: the human's turns as the user's, the picked
     responses as the assistant's, then the new human message."""
@@ -121,16 +113,6 @@ class _OpenAIBase(_Plain):
     def model(self) -> str:
         """The model the server is asked for (the config's check requires one)."""
         return self.config.model or ""
-
-    def _params(self) -> _Sampling:
-        params = _Sampling()
-        if self.config.temperature is not None:
-            params["temperature"] = self.config.temperature
-        if self.config.top_p is not None:
-            params["top_p"] = self.config.top_p
-        if self.config.max_tokens is not None:
-            params["max_tokens"] = self.config.max_tokens
-        return params
 
     async def aclose(self) -> None:
         """Close the HTTP connections on the loop that opened them (left to the garbage
@@ -183,7 +165,7 @@ class OpenAIChatBackend(_OpenAIBase):
             messages=chat_messages(prompt),
             stop=list(SPEAKER_MARKERS),
             stream=True,
-            **self._params(),
+            **self.config.sampling_params(),
         )
         try:
             async for chunk in stream:
@@ -208,7 +190,7 @@ class OpenAICompletionsBackend(_OpenAIBase):
             prompt=prompt.prefix,
             stop=list(SPEAKER_MARKERS),
             stream=True,
-            **self._params(),
+            **self.config.sampling_params(),
         )
         try:
             async for chunk in stream:

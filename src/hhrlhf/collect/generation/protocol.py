@@ -5,12 +5,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 if TYPE_CHECKING:
     from ..domain import Prompt
 
-__all__ = ["Backend", "BackendConfig"]
+__all__ = ["Backend", "BackendConfig", "SamplingParams"]
+
+
+class SamplingParams(TypedDict, total=False):
+    """A backend's sampling parameters, those its config sets."""
+
+    temperature: float
+    top_p: float
+    max_tokens: int
 
 
 @dataclass(frozen=True)
@@ -53,14 +61,17 @@ class BackendConfig:
         """The most seconds between two words of a response before it fails."""
         return self.timeout if self.idle_timeout is None else self.idle_timeout
 
-    def sampling_params(self) -> dict[str, float | int]:
-        """What is recorded with every candidate (no secrets)."""
-        out = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
-        }
-        return {k: v for k, v in out.items() if v is not None}
+    def sampling_params(self) -> SamplingParams:
+        """The sampling parameters the config sets: sent with every request, recorded with
+        every candidate (no secrets)."""
+        params = SamplingParams()
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if self.top_p is not None:
+            params["top_p"] = self.top_p
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        return params
 
 
 @runtime_checkable
