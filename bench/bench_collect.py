@@ -55,8 +55,8 @@ from pathlib import Path
 import httpx
 import orjson
 
+from hhrlhf.collect.serve.workers import free_port
 from hhrlhf.collect.services import annotators
-from hhrlhf.collect.web.workers import free_port
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"

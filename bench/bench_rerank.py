@@ -21,7 +21,7 @@ import time
 from hhrlhf import load_dataset
 from hhrlhf.collect.config import BackendConfig
 from hhrlhf.collect.domain import Prompt
-from hhrlhf.collect.generation.backends import make_backend
+from hhrlhf.collect.generation.kinds import make_backend
 from hhrlhf.collect.generation.rerank import RerankBackend
 from hhrlhf.reward import train_pm
 

@@ -36,8 +36,8 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 from bench_collect import group_cpu_seconds, run_clients, server_env  # noqa: E402
 from hhrlhf.collect.db import Storage  # noqa: E402
+from hhrlhf.collect.serve.workers import free_port  # noqa: E402
 from hhrlhf.collect.services import annotators  # noqa: E402
-from hhrlhf.collect.web.workers import free_port  # noqa: E402
 
 #: frames worth naming: (label, substring of "function (file)")
 GROUPS = [

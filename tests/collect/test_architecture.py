@@ -57,12 +57,28 @@ def _offenders(folders: list[str], forbidden: tuple[str, ...]) -> list[str]:
 
 
 def test_the_layers_exist():
-    for folder in ("db", "services", "generation", "browse", "web"):
+    for folder in ("db", "services", "generation", "browse", "web", "serve"):
         assert (COLLECT / folder / "__init__.py").is_file(), folder
 
 
 def test_the_web_layer_imports_no_sqlalchemy():
     assert _offenders(["web"], ("sqlalchemy",)) == []
+
+
+def test_serving_builds_the_app_and_the_app_knows_nothing_of_serving():
+    """serve/ (hh serve's start, its workers, their options) is above web/: nothing below
+    imports it, and it reaches the database through db/'s handle only (no SQLAlchemy)."""
+    below = ["db", "services", "generation", "browse", "web"]
+    bad = [
+        f"{p.relative_to(COLLECT)}: {m}"
+        for folder in below
+        for p in _modules(folder)
+        for m in _imports(p)
+        if m.startswith("hhrlhf.collect.serve")
+    ]
+    assert bad == []
+    assert _offenders(["serve"], ("sqlalchemy",)) == []
+    assert "hhrlhf.collect.web.app" in _imports(COLLECT / "serve" / "factory.py")
 
 
 def test_only_the_database_layer_and_the_services_import_sqlalchemy():

@@ -22,8 +22,8 @@ from test_api import say, sse, start
 from hhrlhf.collect.config import BackendConfig
 from hhrlhf.collect.generation.backends import server_message
 from hhrlhf.collect.generation.health import check_backend
+from hhrlhf.collect.serve.workers import free_port
 from hhrlhf.collect.services import annotators, leases
-from hhrlhf.collect.web.workers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,13 +9,8 @@ from openai_server import openai_backend
 
 from hhrlhf.collect.config import BackendConfig
 from hhrlhf.collect.domain import Prompt, render_prefix
-from hhrlhf.collect.generation.backends import (
-    BackendError,
-    DemoBackend,
-    demo_reply,
-    finalize,
-    make_backend,
-)
+from hhrlhf.collect.generation.backends import BackendError, DemoBackend, demo_reply, finalize
+from hhrlhf.collect.generation.kinds import BACKEND_KINDS, make_backend
 
 PROMPT = Prompt(
     history=(("Hi there", "Hello! How can I help?"),),
@@ -166,8 +161,7 @@ def test_unknown_kind_is_refused():
 def test_every_backend_kind_implements_the_protocol():
     """The runner calls stream(prompt, slot), bind(backends, max_chars) and record(prompt,
     slot) on every backend, with no hasattr checks: each kind must have all three."""
-    from hhrlhf.collect.config import BackendConfig
-    from hhrlhf.collect.generation.backends import BACKENDS, Backend, make_backend
+    from hhrlhf.collect.generation.protocol import Backend
 
     configs = {
         "openai-chat": BackendConfig(
@@ -179,7 +173,7 @@ def test_every_backend_kind_implements_the_protocol():
         "demo": BackendConfig("d", "demo"),
         "rerank": BackendConfig("r", "rerank", base="d", k=2, pm="pm"),
     }
-    assert set(configs) == set(BACKENDS)
+    assert set(configs) == set(BACKEND_KINDS)
     made = {c.name: make_backend(c) for c in configs.values()}
     for backend in made.values():
         assert isinstance(backend, Backend), backend
@@ -223,3 +217,32 @@ def test_a_stream_closed_early_closes_the_reply_before_it_returns(model_server, 
 
     asyncio.run(cut())
     assert model_server.script.repeated < 600
+
+
+def test_the_registry_is_what_the_config_the_checks_and_the_docs_know(tmp_path):
+    """One registry of kinds: the config refuses a kind it lacks and names its kinds, asks
+    each kind for the keys its entry requires, the health check asks only the kinds that
+    talk to a server, and docs/collect.md lists the same kinds."""
+    import re
+    from pathlib import Path
+
+    from hhrlhf.collect.config import load_config
+    from hhrlhf.collect.generation.health import CHECKED_KINDS
+    from hhrlhf.errors import ConfigError
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[backend]]\nname = "x"\nkind = "magic"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="expected one of: " + ", ".join(BACKEND_KINDS) + "$"):
+        load_config(cfg)
+    for kind in BACKEND_KINDS.values():
+        for key in kind.required:
+            others = "".join(f'{k} = "v"\n' for k in kind.required if k != key)
+            cfg.write_text(f'[[backend]]\nname = "x"\nkind = "{kind.name}"\n{others}')
+            with pytest.raises(ConfigError, match=f"missing '{key}'"):
+                load_config(cfg)
+    assert BACKEND_KINDS["rerank"].required == ("base", "pm")
+    assert CHECKED_KINDS == ("openai-chat", "openai-completions")
+    assert all(BACKEND_KINDS[k].server for k in CHECKED_KINDS)
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "collect.md").read_text("utf-8")
+    row = next(line for line in docs.splitlines() if line.startswith("| `kind` |"))
+    assert re.findall(r'"([a-z-]+)"', row) == list(BACKEND_KINDS)

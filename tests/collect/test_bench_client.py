@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hhrlhf.collect.web.workers import free_port
+from hhrlhf.collect.serve.workers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bench_collect", ROOT / "bench" / "bench_collect.py")

@@ -15,7 +15,7 @@ from logins import login_form
 from serving import wait_until_serving
 
 from hhrlhf.cli import cli
-from hhrlhf.collect.web.workers import free_port
+from hhrlhf.collect.serve.workers import free_port
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

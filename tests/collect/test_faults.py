@@ -161,7 +161,7 @@ def test_a_hosts_connections_are_shared_by_its_workers(monkeypatch, postgres_ser
     import asyncio
 
     from hhrlhf.collect.db import Storage, engine
-    from hhrlhf.collect.web.app import create_app_from_env
+    from hhrlhf.collect.serve.factory import create_app_from_env
 
     assert engine.pool_sizes(40) == (40, 0) and engine.pool_sizes(1) == (2, 0)
     assert [engine.worker_connections(40, n) for n in (1, 2, 4, 64)] == [40, 20, 10, 2]

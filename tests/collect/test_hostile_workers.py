@@ -27,8 +27,8 @@ from test_load import serve
 from test_workers import _inodes, _listening, _sockets, _workers
 
 from hhrlhf.collect.db import Storage
+from hhrlhf.collect.serve.workers import balances
 from hhrlhf.collect.services import annotators
-from hhrlhf.collect.web.workers import balances
 from hhrlhf.transcript import find_marker
 
 pytestmark = pytest.mark.skipif(not balances(), reason="per-worker sockets are Linux only")

@@ -31,8 +31,8 @@ import pytest
 from serving import wait_until_serving
 from sqlalchemy import text
 
+from hhrlhf.collect.serve.workers import free_port
 from hhrlhf.collect.services import annotators
-from hhrlhf.collect.web.workers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bench_collect", ROOT / "bench" / "bench_collect.py")

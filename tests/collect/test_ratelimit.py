@@ -288,7 +288,7 @@ def test_a_flood_from_one_address_behind_the_proxy_locks_out_no_one_else(
 
 
 def test_hh_serve_passes_the_proxy_and_hsts_options_to_every_worker(monkeypatch, db_url):
-    from hhrlhf.collect.web.app import create_app_from_env
+    from hhrlhf.collect.serve.factory import create_app_from_env
 
     monkeypatch.delenv("HH_COLLECT_CONFIG", raising=False)
     monkeypatch.setenv("HH_COLLECT_DB", db_url)

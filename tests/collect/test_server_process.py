@@ -105,7 +105,7 @@ def test_the_server_factory_freezes_what_startup_made(tmp_path):
     storage.dispose()
     code = (
         "import gc\n"
-        "from hhrlhf.collect.web.app import create_app_from_env\n"
+        "from hhrlhf.collect.serve.factory import create_app_from_env\n"
         "create_app_from_env()\n"
         "passes = []\n"
         "gc.callbacks.append(lambda phase, info: phase == 'stop' and passes.append(info))\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hhrlhf.collect.web.workers import free_port
+from hhrlhf.collect.serve.workers import free_port
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 SLOW = 300

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from serving import wait_until_serving
 
-from hhrlhf.collect.web.workers import balances, free_port
+from hhrlhf.collect.serve.workers import balances, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -247,7 +247,7 @@ def test_a_worker_that_cannot_start_stops_the_server():
     """A worker that fails before serving (an app that cannot load) would fail the same way
     on every restart: the supervisor stops with exit status 1 instead of looping."""
     code = (
-        "import sys; from hhrlhf.collect.web.workers import run_workers; "
+        "import sys; from hhrlhf.collect.serve.workers import run_workers; "
         f"sys.exit(run_workers(2, app='hhrlhf_no_such_module:app', host='127.0.0.1', "
         f"port={free_port('127.0.0.1')}, log_level='critical'))"
     )

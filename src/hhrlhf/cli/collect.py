@@ -6,14 +6,13 @@ A thin layer over :mod:`hhrlhf.collect`; the web extra is imported only when a c
 from __future__ import annotations
 
 import os
-import sys
-import threading
 
 import click
 
-from ..errors import HHError, require
+from ..errors import require
 from ..text import printable
 from .options import check_outputs, emit_json, out_dir_option, print_table
+from .serve_options import serve_options
 
 __all__ = ["commands", "serve", "collect"]
 
@@ -21,10 +20,6 @@ __all__ = ["commands", "serve", "collect"]
 def _web():
     for module in ("fastapi", "sqlalchemy", "alembic", "uvicorn"):
         require(module, "web", "the collection app")
-
-
-def _default_db() -> str:
-    return os.environ.get("HH_COLLECT_DB") or "sqlite:///hh-collect.db"
 
 
 def db_option(f):
@@ -42,101 +37,23 @@ def db_option(f):
 def _database_reads(db_url: str | None) -> list:
     """The SQLite files of ``db_url`` (none for PostgreSQL): no output may be or hold them."""
     _web()
+    from ..collect.config import default_db_url
     from ..collect.services.export import database_files
 
-    return database_files(db_url or _default_db())
+    return database_files(db_url or default_db_url())
 
 
 def _storage(db_url: str | None, *, migrate: bool = False):
     _web()
-    from ..collect.db import Storage
-    from ..collect.db.engine import shown_url
-    from ..collect.db.errors import DATABASE_ERRORS, describe
+    from ..collect.config import default_db_url
+    from ..collect.serve.storage import open_storage
 
-    url = db_url or _default_db()
-    storage = Storage(url)
-    try:
-        if migrate:
-            storage.upgrade()
-        else:
-            storage.check_current()
-    except DATABASE_ERRORS as exc:  # no server there, a wrong password, a missing database
-        storage.dispose()
-        raise HHError(f"--db {shown_url(url)}: cannot open the database: {describe(exc)}") from exc
-    return storage
+    return open_storage(db_url or default_db_url(), migrate=migrate)
 
 
 @click.command()
 @db_option
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="TOML config with [collect] and [[backend]] tables.",
-)
-@click.option("--demo", is_flag=True, help="Demo backends (no model, no network) and a demo admin.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port",
-    default=8000,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port to listen on; 0: a free one, printed with the URL.",
-)
-@click.option(
-    "--workers",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 64),
-    help="Worker processes, one per core (on Linux each listens on its own socket on the port, "
-    "so connections spread evenly).",
-)
-@click.option(
-    "--demo-delay",
-    default=0.0,
-    type=click.FloatRange(0, 5),
-    help="Demo backend: seconds per word (load tests).",
-    hidden=True,
-)
-@click.option(
-    "--data",
-    "data",
-    metavar="PATH|sample",
-    default=None,
-    help="Also browse HH data at /data: a folder laid out like upstream, one file, "
-    "'sample' (the bundled sample) or 'cache' (the download cache).",
-)
-@click.option(
-    "--forwarded-allow-ips",
-    "forwarded_allow_ips",
-    envvar="FORWARDED_ALLOW_IPS",
-    default=None,
-    metavar="ADDRESSES",
-    help="Proxies whose X-Forwarded-For/-Proto are believed (comma-separated addresses or "
-    "networks, '*' for any, '' for none; as uvicorn's option). Default: the config's "
-    "forwarded_allow_ips, else 127.0.0.1.",
-)
-@click.option(
-    "--header-timeout",
-    default=20.0,
-    show_default=True,
-    type=click.FloatRange(1, 600),
-    help="Seconds a connection has to send a request's complete headers before it is closed.",
-)
-@click.option(
-    "--max-connections",
-    default=1000,
-    show_default=True,
-    type=click.IntRange(10, 1_000_000),
-    help="Open connections per worker; past it the oldest one still sending its headers is closed.",
-)
-@click.option(
-    "--hsts",
-    is_flag=True,
-    default=False,
-    help="Send Strict-Transport-Security (only when the site is served over https).",
-)
+@serve_options
 def serve(
     db_url,
     config_path,
@@ -162,143 +79,24 @@ def serve(
     if bool(config_path) == bool(demo):
         raise click.UsageError("pass exactly one of --config FILE or --demo")
     _web()
-    from ..collect.config import check_model_folders, demo_settings, load_config
-    from ..collect.services import annotators
+    from ..collect.config import default_db_url
+    from ..collect.serve.bootstrap import serve as run
+    from ..collect.serve.options import ServeOptions
 
-    db_url = db_url or _default_db()
-    settings = (
-        load_config(config_path, db_url=db_url)
-        if config_path
-        else demo_settings(db_url, token_delay=demo_delay)
+    if data and data not in ("sample", "cache"):
+        data = os.path.abspath(data)
+    options = ServeOptions(
+        db_url=db_url or default_db_url(),
+        config=config_path,
+        demo_delay=demo_delay,
+        data=data,
+        forwarded_allow_ips=forwarded_allow_ips,
+        hsts=hsts,
+        header_timeout=header_timeout,
+        max_connections=max_connections,
+        workers=workers,
     )
-    if config_path:
-        check_model_folders(settings, config_path)
-    if data:
-        from ..layout import select_files
-
-        data = data if data in ("sample", "cache") else os.path.abspath(data)
-        files = select_files("all", data=data, download=False)
-        click.echo(f"data: {len(files)} files to browse at /data", err=True)
-    storage = _storage(settings.db_url, migrate=True)
-    if port == 0:  # the URL printed must be the one served
-        from ..collect.web.workers import free_port
-
-        port = free_port(host)
-    base = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
-    from ..collect.db.engine import shown_url
-
-    shown = shown_url(settings.db_url)
-    click.echo(f"database: {shown} (migrated to {storage.revision()})", err=True)
-    if not settings.db_url.startswith("sqlite"):
-        from ..collect.db.engine import worker_connections
-
-        each = worker_connections(settings.db_connections, workers)
-        click.echo(
-            f"database connections: up to {each * workers} ({each} per worker; "
-            f"db_connections = {settings.db_connections})",
-            err=True,
-        )
-    click.echo(f"backends: {', '.join(settings.backend_names)}", err=True)
-    _check_backends(settings)
-    ready = []
-    if demo:
-        who = annotators.annotator_by_name(storage, "demo")
-        if who is None:
-            _, token = annotators.add_annotator(storage, "demo", role="admin")
-        else:
-            token = annotators.rotate_token(storage, "demo")
-        ready.append(f"log in: {base}/login?token={token}")
-    ready.append(f"serving on {base}/ (Ctrl+C to stop)")
-    storage.dispose()
-    announcing = _announce_when_ready(host, port, ready)
-    import uvicorn
-
-    from ..collect.web.server import guarded_protocol
-    from ..collect.web.workers import balances, run_workers
-
-    env = {"HH_COLLECT_DB": settings.db_url}
-    if data:
-        env["HH_COLLECT_DATA"] = data
-    else:
-        os.environ.pop("HH_COLLECT_DATA", None)
-    if forwarded_allow_ips is not None:
-        env["HH_COLLECT_FORWARDED_ALLOW_IPS"] = forwarded_allow_ips
-    else:
-        os.environ.pop("HH_COLLECT_FORWARDED_ALLOW_IPS", None)
-    env["HH_COLLECT_HSTS"] = "1" if hsts else "0"
-    env["HH_COLLECT_HEADER_TIMEOUT"] = str(header_timeout)
-    env["HH_COLLECT_MAX_CONNECTIONS"] = str(max_connections)
-    env["HH_COLLECT_WORKERS"] = str(workers)
-    if config_path:
-        env["HH_COLLECT_CONFIG"] = os.path.abspath(config_path)
-    else:
-        env["HH_COLLECT_DEMO_DELAY"] = str(demo_delay)
-    os.environ.update(env)
-    if not config_path:
-        os.environ.pop("HH_COLLECT_CONFIG", None)
-    options = dict(
-        app="hhrlhf.collect.web.app:create_app_from_env",
-        factory=True,
-        host=host,
-        port=port,
-        log_level="warning",
-        proxy_headers=False,  # the app reads the proxy headers itself (forwarded_allow_ips)
-        http=guarded_protocol(),  # a deadline for headers, a cap on connections
-        # Ctrl+C: open event streams (a stalled backend's) get this long, then are cut
-        timeout_graceful_shutdown=SHUTDOWN_GRACE,
-    )
-    try:
-        if workers > 1 and balances():
-            # a listening socket per worker: the kernel spreads the connections over them
-            sys.exit(run_workers(workers, **options))
-        uvicorn.run(workers=workers, **options)
-    finally:  # a server that never answered: stop asking
-        announcing.set()
-
-
-#: seconds ``hh serve`` waits for open requests after Ctrl+C before it cuts them
-SHUTDOWN_GRACE = 1.0
-
-
-def _check_backends(settings) -> None:
-    """One line per OpenAI-compatible backend: ok, or what is wrong (the start goes on)."""
-    from ..collect.generation.health import check_backends
-
-    for health in check_backends(settings.backends):
-        if health.kind not in ("openai-chat", "openai-completions"):
-            continue
-        if health.ok:
-            click.echo(f"backend {health.name}: ok ({health.latency_ms} ms)", err=True)
-        else:
-            click.echo(f"warning: backend {health.name}: {health.problem}", err=True)
-
-
-def _announce_when_ready(host: str, port: int, lines: list[str]) -> threading.Event:
-    """Print ``lines`` once the app answers on ``host:port`` (the data index is built, the
-    workers are up), from a thread that polls its health route until it answers or the
-    returned event is set (the server has stopped)."""
-    import http.client
-
-    stop = threading.Event()
-    target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
-
-    def poll() -> None:
-        while not stop.is_set():
-            try:
-                conn = http.client.HTTPConnection(target, port, timeout=2)
-                conn.request("GET", "/api/v1/health")
-                answered = conn.getresponse().status < 500
-                conn.close()
-            except OSError:
-                answered = False
-            if answered:
-                for line in lines:
-                    click.echo(line)
-                return
-            stop.wait(0.05)
-
-    threading.Thread(target=poll, name="hh-serve-ready", daemon=True).start()
-    return stop
+    run(options, host, port)
 
 
 @click.group()

@@ -6,8 +6,11 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..errors import ConfigError, HHError, UnknownNameError
+from ..errors import ConfigError, HHError, UnknownNameError, require
+from .generation.kinds import BACKEND_KINDS
+from .generation.protocol import BackendConfig
 
 __all__ = [
     "BackendConfig",
@@ -16,70 +19,25 @@ __all__ = [
     "check_model_folders",
     "demo_settings",
     "default_db_url",
+    "DB_ENV",
     "EXAMPLE_CONFIG",
 ]
 
 EXAMPLE_CONFIG = Path(__file__).with_name("example-config.toml")
-BACKEND_KINDS = ("openai-chat", "openai-completions", "demo", "rerank")
 PAIRINGS = ("random", "fixed")
 CONTINUE = ("picked", "other")
 #: which review a reviewer is given next (docs/collect.md, "Review and agreement")
 REVIEW_ORDERS = ("fewest_reviews", "flagged")
 
 
+#: the environment variable naming the database (``--db``'s default; ``hh serve`` sets it for
+#: its workers)
+DB_ENV = "HH_COLLECT_DB"
+
+
 def default_db_url() -> str:
     """``$HH_COLLECT_DB``, else ``sqlite:///hh-collect.db`` in the current folder."""
-    return os.environ.get("HH_COLLECT_DB") or "sqlite:///hh-collect.db"
-
-
-@dataclass(frozen=True)
-class BackendConfig:
-    """One ``[[backend]]`` table. ``api_key_env`` names an environment variable; keys are never stored."""
-
-    name: str
-    kind: str
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    max_tokens: int | None = 256
-    #: the HTTP client's limit for connecting and for each read; the idle timeout too when
-    #: ``idle_timeout`` is unset
-    timeout: float = 60.0
-    #: the most seconds without a new word before the response fails (unset: ``timeout``)
-    idle_timeout: float | None = None
-    model_type: str | None = None
-    num_params: str | None = None
-    #: demo only: which template reply to start from (successive calls alternate between two)
-    variant: int = 0
-    #: demo only: seconds to wait per word (load tests)
-    token_delay: float = 0.0
-    #: rerank only: the backend sampled, how many samples per turn, the preference model's folder
-    base: str | None = None
-    k: int = 16
-    pm: str | None = None
-    #: rerank only: the preference model that scores red-team conversations (a harmlessness
-    #: PM); without it ``pm`` scores both modes
-    red_team_pm: str | None = None
-    #: rerank only: at most this many samples drawn at once
-    concurrency: int = 4
-    #: this backend's share of the draw, against the other drawn backends' (docs/collect.md)
-    weight: float = 1.0
-
-    @property
-    def idle_seconds(self) -> float:
-        """The most seconds between two words of a response before it fails."""
-        return self.timeout if self.idle_timeout is None else self.idle_timeout
-
-    def sampling_params(self) -> dict:
-        """What is recorded with every candidate (no secrets)."""
-        out = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
-        }
-        return {k: v for k, v in out.items() if v is not None}
+    return os.environ.get(DB_ENV) or "sqlite:///hh-collect.db"
 
 
 @dataclass(frozen=True)
@@ -163,17 +121,21 @@ def demo_settings(db_url: str | None = None, *, token_delay: float = 0.0) -> Set
     return Settings(db_url=db_url or default_db_url(), backends=backends, demo=True)
 
 
-def _toml():
+def _toml_loads(text: str) -> dict[str, Any]:
+    """The TOML document ``text`` (the standard library's reader, or tomli before 3.11)."""
     if sys.version_info >= (3, 11):
         import tomllib
 
-        return tomllib
-    from ..errors import require
+        return tomllib.loads(text)
+    tomli = require("tomli", "web", "reading the collection config")
+    doc: dict[str, Any] = tomli.loads(text)
+    return doc
 
-    return require("tomli", "web", "reading the collection config")
 
+#: a key of a table -> the type(s) its value may have
+KeyTypes = dict[str, type | tuple[type, ...]]
 
-_COLLECT_KEYS = {
+_COLLECT_KEYS: KeyTypes = {
     "strength_points": int,
     "pairing": str,
     "red_team_continue": str,
@@ -199,7 +161,7 @@ _COLLECT_KEYS = {
     "seed": int,
     "db": str,
 }
-_BACKEND_KEYS = {
+_BACKEND_KEYS: KeyTypes = {
     "name": str,
     "kind": str,
     "model": str,
@@ -223,7 +185,7 @@ _BACKEND_KEYS = {
 }
 
 
-def _check_table(path, where: str, table: dict, keys: dict) -> None:
+def _check_table(path: Path, where: str, table: dict[str, Any], keys: KeyTypes) -> None:
     for key, value in table.items():
         if key not in keys:
             raise ConfigError(
@@ -236,50 +198,42 @@ def _check_table(path, where: str, table: dict, keys: dict) -> None:
             raise ConfigError(path, f"{where}: {key} has the wrong type ({type(value).__name__})")
 
 
-def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settings:
+def load_config(path: str | os.PathLike[str], *, db_url: str | None = None) -> Settings:
     """Read a TOML config file (``[collect]`` and ``[[backend]]`` tables) into :class:`Settings`.
 
     ``db_url`` (``--db``) wins over the file's ``collect.db``, which wins over the default.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(path, f"cannot read the config: {exc.strerror or exc}") from exc
-    try:
-        doc = _toml().loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(path, f"not valid TOML: {exc}") from exc
+    doc = _read_toml(path)
     unknown = set(doc) - {"collect", "backend"}
     if unknown:
         raise ConfigError(path, f"unknown table(s): {', '.join(sorted(unknown))}")
     collect = doc.get("collect", {})
     _check_table(path, "[collect]", collect, _COLLECT_KEYS)
-    backends = []
-    for i, table in enumerate(doc.get("backend", []), 1):
-        where = f"[[backend]] #{i}"
-        _check_table(path, where, table, _BACKEND_KEYS)
-        for key in ("name", "kind"):
-            if key not in table:
-                raise ConfigError(path, f"{where}: missing {key!r}")
-        if table["kind"] not in BACKEND_KINDS:
-            raise ConfigError(
-                path,
-                f"{where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}",
-            )
-        if table["kind"] == "rerank":
-            for key in ("base", "pm"):
-                if key not in table:
-                    raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
-            if not 2 <= table.get("k", 16) <= 256 or table.get("concurrency", 4) < 1:
-                raise ConfigError(
-                    path, f"{where} ({table['name']}): k must be 2 to 256, concurrency at least 1"
-                )
-        elif table["kind"] != "demo":
-            for key in ("base_url", "model"):
-                if key not in table:
-                    raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
-        backends.append(BackendConfig(**table))
+    backends = _backends(path, doc.get("backend", []))
+    settings = dict(collect)
+    file_db = settings.pop("db", None)
+    _check_collect(path, settings)
+    return Settings(
+        db_url=db_url or file_db or default_db_url(), backends=tuple(backends), **settings
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read the config: {exc.strerror or exc}") from exc
+    try:
+        doc = _toml_loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(path, f"not valid TOML: {exc}") from exc
+    return doc
+
+
+def _backends(path: Path, tables: list[dict[str, Any]]) -> list[BackendConfig]:
+    """The ``[[backend]]`` tables, each checked, then checked together."""
+    backends = [_backend(path, f"[[backend]] #{i}", table) for i, table in enumerate(tables, 1)]
     if not backends:
         raise ConfigError(path, "no [[backend]] table; at least one is needed")
     for b in backends:
@@ -298,8 +252,35 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
                     path,
                     f"backend {b.name!r}: base {b.base!r} must name another, non-rerank backend",
                 )
-    settings = dict(collect)
-    file_db = settings.pop("db", None)
+    return backends
+
+
+def _backend(path: Path, where: str, table: dict[str, Any]) -> BackendConfig:
+    """One ``[[backend]]`` table: its keys, its kind and what that kind needs."""
+    _check_table(path, where, table, _BACKEND_KEYS)
+    for key in ("name", "kind"):
+        if key not in table:
+            raise ConfigError(path, f"{where}: missing {key!r}")
+    kind = BACKEND_KINDS.get(table["kind"])
+    if kind is None:
+        raise ConfigError(
+            path,
+            f"{where}: kind {table['kind']!r}; expected one of: {', '.join(BACKEND_KINDS)}",
+        )
+    for key in kind.required:
+        if key not in table:
+            raise ConfigError(path, f"{where} ({table['name']}): missing {key!r}")
+    if kind.name == "rerank" and (
+        not 2 <= table.get("k", 16) <= 256 or table.get("concurrency", 4) < 1
+    ):
+        raise ConfigError(
+            path, f"{where} ({table['name']}): k must be 2 to 256, concurrency at least 1"
+        )
+    return BackendConfig(**table)
+
+
+def _check_collect(path: Path, settings: dict[str, Any]) -> None:
+    """The ``[collect]`` values' ranges (their types are checked already)."""
     if not settings.get("lease_seconds", 30.0) > 0:
         raise ConfigError(path, "lease_seconds must be above 0")
     if settings.get("db_connections", 40) < 2:
@@ -320,12 +301,9 @@ def load_config(path: str | os.PathLike, *, db_url: str | None = None) -> Settin
         raise ConfigError(path, "max_response_seconds must be above 0")
     if not 1 <= settings.get("strength_points", 4) <= 10:
         raise ConfigError(path, "strength_points must be between 1 and 10")
-    return Settings(
-        db_url=db_url or file_db or default_db_url(), backends=tuple(backends), **settings
-    )
 
 
-def check_model_folders(settings: Settings, path: str | os.PathLike) -> None:
+def check_model_folders(settings: Settings, path: str | os.PathLike[str]) -> None:
     """Each ``rerank`` backend's preference models (``pm``, ``red_team_pm``) are hhrlhf model
     folders: their ``model.json`` is read, nothing is loaded. ``hh serve`` calls it before it
     starts, so a wrong folder is one error at start, not a failed turn for every annotator.

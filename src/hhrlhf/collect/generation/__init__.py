@@ -1,8 +1,12 @@
-"""Where responses come from: the backend protocol (:class:`Backend`), the OpenAI-compatible
-chat and completions backends, the demo backend, the rerank (best-of-k) backend, and the
-runner that generates a turn's two responses under a lease, streams them and stores them."""
+"""Where responses come from: the backend protocol (:class:`Backend`), the registry of backend
+kinds (:mod:`.kinds`), the OpenAI-compatible chat and completions backends, the demo backend,
+the rerank (best-of-k) backend, and the runner (:mod:`.runner`) that generates a turn's two
+responses under a lease, streams them and stores them.
 
-from .backends import Backend, make_backend
-from .runner import Generator
+The package imports only the registry and the protocol: the config reads the registry, and
+the runner (which reads the config) is imported by name, ``generation.runner``."""
 
-__all__ = ["Backend", "Generator", "make_backend"]
+from .kinds import BACKEND_KINDS, BackendKind, make_backend
+from .protocol import Backend, BackendConfig
+
+__all__ = ["BACKEND_KINDS", "Backend", "BackendConfig", "BackendKind", "make_backend"]

@@ -12,14 +12,22 @@ import itertools
 import os
 import random
 import re
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
 
-from ...errors import HHError, UnknownNameError, require
-from ..config import BackendConfig
+from ...errors import require
 from ..finish import SPEAKER_MARKERS, BackendError, Finished, finalize
-from .protocol import Backend
+from .protocol import Backend, BackendConfig
 from .wire import bounded, chat_piece, completion_piece
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+    from openai.types.chat import ChatCompletionMessageParam
+
+    from ..domain import Prompt
+
+#: what a backend streams: (text delta, finish reason or None)
+Piece = tuple[str, str | None]
 
 __all__ = [
     "Backend",
@@ -27,8 +35,6 @@ __all__ = [
     "OpenAIChatBackend",
     "OpenAICompletionsBackend",
     "DemoBackend",
-    "BACKENDS",
-    "make_backend",
     "server_message",
     "finalize",
     "Finished",
@@ -42,7 +48,7 @@ class _Plain:
     def bind(self, backends: Mapping[str, Backend], max_chars: int) -> None:
         return None
 
-    def record(self, prompt: Any, slot: str) -> dict[str, Any]:
+    def record(self, prompt: Prompt, slot: str) -> dict[str, Any]:
         return {}
 
     async def aclose(self) -> None:
@@ -68,12 +74,23 @@ def server_message(body: object, fallback: str = "") -> str:
     return bounded(text if isinstance(text, str) else str(text)[:2000])
 
 
+def chat_messages(prompt: Prompt) -> list[ChatCompletionMessageParam]:
+    """The conversation as chat messages: the human's turns as the user's, the picked
+    responses as the assistant's, then the new human message."""
+    out: list[ChatCompletionMessageParam] = []
+    for human, assistant in prompt.history:
+        out.append({"role": "user", "content": human})
+        out.append({"role": "assistant", "content": assistant})
+    out.append({"role": "user", "content": prompt.human})
+    return out
+
+
 class _OpenAIBase(_Plain):
     def __init__(self, config: BackendConfig):
         self.config = config
-        self._client = None
+        self._client: AsyncOpenAI | None = None
 
-    def client(self):
+    def client(self) -> AsyncOpenAI:
         if self._client is None:
             openai = require("openai", "web", "OpenAI-compatible backends")
             key = os.environ.get(self.config.api_key_env, "") if self.config.api_key_env else ""
@@ -82,16 +99,20 @@ class _OpenAIBase(_Plain):
             timeout = openai.Timeout(
                 self.config.timeout, read=max(self.config.timeout, self.config.idle_seconds + 1)
             )
-            self._client = openai.AsyncOpenAI(
+            client: AsyncOpenAI = openai.AsyncOpenAI(
                 base_url=self.config.base_url,
                 api_key=key or "not-needed",
                 timeout=timeout,
                 max_retries=0,
             )
+            self._client = client
+            return client
         return self._client
 
-    def _params(self) -> dict:
-        return self.config.sampling_params()
+    @property
+    def model(self) -> str:
+        """The model the server is asked for (the config's check requires one)."""
+        return self.config.model or ""
 
     async def aclose(self) -> None:
         """Close the HTTP connections on the loop that opened them (left to the garbage
@@ -100,7 +121,7 @@ class _OpenAIBase(_Plain):
         if client is not None:
             await client.close()
 
-    async def _guard(self, agen) -> AsyncIterator[tuple[str, str | None]]:
+    async def _guard(self, agen: AsyncGenerator[Piece, None]) -> AsyncIterator[Piece]:
         """``agen``'s items, its errors as :class:`BackendError`. Closed early (a reply cut at
         ``max_response_chars``, Stop), it closes ``agen`` before it returns, so the reply's
         HTTP response is closed then: left alone, ``agen`` would be closed later by the
@@ -138,13 +159,13 @@ class OpenAIChatBackend(_OpenAIBase):
 
     kind = "openai-chat"
 
-    async def _raw(self, prompt):
+    async def _raw(self, prompt: Prompt) -> AsyncGenerator[Piece, None]:
         stream = await self.client().chat.completions.create(
-            model=self.config.model,
-            messages=prompt.messages,
+            model=self.model,
+            messages=chat_messages(prompt),
             stop=list(SPEAKER_MARKERS),
             stream=True,
-            **self._params(),
+            **self.config.sampling_params(),
         )
         try:
             async for chunk in stream:
@@ -154,7 +175,7 @@ class OpenAIChatBackend(_OpenAIBase):
         finally:  # a reply cut short (max_response_chars) closes its connection now
             await stream.close()
 
-    def stream(self, prompt, slot: str = "a"):
+    def stream(self, prompt: Prompt, slot: str = "a") -> AsyncIterator[Piece]:
         return self._guard(self._raw(prompt))
 
 
@@ -163,13 +184,13 @@ class OpenAICompletionsBackend(_OpenAIBase):
 
     kind = "openai-completions"
 
-    async def _raw(self, prompt):
+    async def _raw(self, prompt: Prompt) -> AsyncGenerator[Piece, None]:
         stream = await self.client().completions.create(
-            model=self.config.model,
+            model=self.model,
             prompt=prompt.prefix,
             stop=list(SPEAKER_MARKERS),
             stream=True,
-            **self._params(),
+            **self.config.sampling_params(),
         )
         try:
             async for chunk in stream:
@@ -179,7 +200,7 @@ class OpenAICompletionsBackend(_OpenAIBase):
         finally:
             await stream.close()
 
-    def stream(self, prompt, slot: str = "a"):
+    def stream(self, prompt: Prompt, slot: str = "a") -> AsyncIterator[Piece]:
         return self._guard(self._raw(prompt))
 
 
@@ -262,7 +283,7 @@ class DemoBackend(_Plain):
         self._calls = itertools.count()
         self._rng = random.Random()
 
-    async def stream(self, prompt, slot: str = "a"):
+    async def stream(self, prompt: Prompt, slot: str = "a") -> AsyncIterator[Piece]:
         if self.config.temperature:
             text = self._rng.choice(demo_choices(prompt.human))
         else:
@@ -272,24 +293,3 @@ class DemoBackend(_Plain):
                 await asyncio.sleep(self.config.token_delay)
             yield piece, None
         yield "", "stop"
-
-
-from .rerank import RerankBackend  # noqa: E402  (it builds on the backends above)
-
-BACKENDS: dict[str, type] = {
-    "openai-chat": OpenAIChatBackend,
-    "openai-completions": OpenAICompletionsBackend,
-    "demo": DemoBackend,
-    "rerank": RerankBackend,
-}
-
-
-def make_backend(config: BackendConfig) -> Backend:
-    try:
-        cls = BACKENDS[config.kind]
-    except KeyError:
-        raise UnknownNameError("backend kind", config.kind, list(BACKENDS)) from None
-    backend = cls(config)
-    if not isinstance(backend, Backend):  # pragma: no cover - a kind added without its methods
-        raise HHError(f"backend kind {config.kind!r} does not implement the backend protocol")
-    return backend

@@ -18,13 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ...text import printable
-from ..config import BackendConfig
 from .backends import server_message
+from .kinds import BACKEND_KINDS
+from .protocol import BackendConfig
 
 __all__ = ["BackendHealth", "CHECKED_KINDS", "check_backend", "check_backends"]
 
 #: the backend kinds that talk to a server (demo and rerank have nothing to reach)
-CHECKED_KINDS = ("openai-chat", "openai-completions")
+CHECKED_KINDS = tuple(name for name, kind in BACKEND_KINDS.items() if kind.server)
 #: seconds a check waits for the server at most
 CHECK_TIMEOUT = 5.0
 

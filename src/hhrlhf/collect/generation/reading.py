@@ -1,14 +1,21 @@
-"""Reading one response: what was read (:class:`Read`) and the watch on its reader
-(:func:`watch`): an idle timeout between words and a cap on the whole response."""
+"""Reading one response: what was read (:class:`Read`), the watch on its reader
+(:func:`watch`): an idle timeout between words and a cap on the whole response, and what
+it ends as (:data:`Outcome`)."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..finish import TIME_CUT
 
-__all__ = ["Read", "watch"]
+__all__ = ["Fields", "Outcome", "Read", "watch"]
+
+#: one candidate's columns to store (text, cut, model facts, params, error...)
+Fields = dict[str, Any]
+#: one response's end: (its slot, the fields to store, the annotator's error message or None)
+Outcome = tuple[str, Fields, str | None]
 
 
 @dataclass

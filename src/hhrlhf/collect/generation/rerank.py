@@ -22,14 +22,17 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
 
-from ..config import BackendConfig
 from ..finish import BackendError, finalize
 from ..textrules import clean_model_text
+from .protocol import BackendConfig
 from .wire import checked_piece
 
 if TYPE_CHECKING:
+    from ...reward.backends import RewardModel
+    from ..domain import Prompt
     from .protocol import Backend
 
 __all__ = ["RerankBackend", "Ranking"]
@@ -38,20 +41,22 @@ __all__ = ["RerankBackend", "Ranking"]
 CACHE_SIZE = 256
 
 
-def _failed(fut: asyncio.Future) -> bool:
+def _failed(fut: asyncio.Future[Ranking]) -> bool:
     return fut.done() and (fut.cancelled() or fut.exception() is not None)
 
 
 class Ranking:
     """The k samples of one turn, their PM scores, and the two shown."""
 
-    def __init__(self, samples: list[str], scores: list[float], shown: dict, pm_ms: float):
+    def __init__(
+        self, samples: list[str], scores: list[float], shown: dict[str, int], pm_ms: float
+    ):
         self.samples = samples
         self.scores = scores
         self.shown = shown  # slot -> index into samples
         self.pm_ms = pm_ms
 
-    def record(self, slot: str) -> dict:
+    def record(self, slot: str) -> dict[str, Any]:
         return {
             "samples": [
                 {"text": t, "score": s} for t, s in zip(self.samples, self.scores, strict=True)
@@ -69,17 +74,18 @@ class RerankBackend:
     def __init__(self, config: BackendConfig):
         self.config = config
         self.base: Backend | None = None
-        self._models: dict[str, object] = {}  # folder -> loaded model, each loaded once
+        self._models: dict[str, RewardModel] = {}  # folder -> loaded model, each loaded once
         self._loading = threading.Lock()
-        self._rankings: OrderedDict[tuple, asyncio.Future] = OrderedDict()
+        #: (prefix, mode) -> the turn's ranking
+        self._rankings: OrderedDict[tuple[str, str], asyncio.Future[Ranking]] = OrderedDict()
         #: a sample longer than this is cut (not shown); the app sets its max_response_chars
         self.max_chars = 20_000
 
-    def bind(self, backends, max_chars: int) -> None:
+    def bind(self, backends: Mapping[str, Backend], max_chars: int) -> None:
         """Resolve ``base`` among the app's backends (called once they are all made), and cut
         samples at the app's ``max_response_chars``."""
         self.max_chars = max_chars
-        base = backends.get(self.config.base)
+        base = backends.get(self.config.base or "")
         if base is None or getattr(base, "kind", None) == "rerank":
             raise BackendError(
                 "the reranking backend is misconfigured",
@@ -95,7 +101,7 @@ class RerankBackend:
             raise BackendError("the reranking backend is misconfigured", "no pm folder")
         return self.config.pm
 
-    def model(self, mode: str = "helpful"):
+    def model(self, mode: str = "helpful") -> RewardModel:
         """The preference model for ``mode``, loaded on first use (blocking: the turn calls it
         in a worker thread, never on the event loop; one load per folder)."""
         folder = self.pm_for(mode)
@@ -109,9 +115,11 @@ class RerankBackend:
                     raise BackendError("the reranking model could not be loaded", str(exc)) from exc
         return self._models[folder]
 
-    async def _sample(self, prompt, gate: asyncio.Semaphore) -> str | None:
+    async def _sample(self, prompt: Prompt, gate: asyncio.Semaphore) -> str | None:
         async with gate:
-            raw, reason, room = [], None, self.max_chars
+            raw: list[str] = []
+            reason: str | None = None
+            room = self.max_chars
             if self.base is None:
                 raise BackendError("the reranking backend is misconfigured", "base not bound")
             stream = self.base.stream(prompt)
@@ -132,7 +140,7 @@ class RerankBackend:
             # is not shown
             return None if text.cut or not text.text else text.text
 
-    async def _rank(self, prompt) -> Ranking:
+    async def _rank(self, prompt: Prompt) -> Ranking:
         if self.base is None:
             raise BackendError("the reranking backend is misconfigured", "base not bound")
         gate = asyncio.Semaphore(max(1, self.config.concurrency))
@@ -154,11 +162,11 @@ class RerankBackend:
             )
         model = await asyncio.to_thread(self.model, prompt.mode)  # a load reads files
         t0 = time.perf_counter()
-        scores = await asyncio.to_thread(
+        raw_scores = await asyncio.to_thread(
             model.score, [prompt.prefix] * len(samples), [" " + t for t in samples]
         )
         pm_ms = (time.perf_counter() - t0) * 1000
-        scores = [float(s) for s in scores]
+        scores = [float(s) for s in raw_scores]
         # highest first: the PM's best two (with a harmlessness PM: the two least harmful)
         order = sorted(range(len(samples)), key=lambda i: (-scores[i], i))
         first = order[0]
@@ -168,7 +176,7 @@ class RerankBackend:
         shown = {"a": second, "b": first} if flip else {"a": first, "b": second}
         return Ranking(samples, scores, shown, pm_ms)
 
-    def ranking(self, prompt) -> asyncio.Future:
+    def ranking(self, prompt: Prompt) -> asyncio.Future[Ranking]:
         key = (prompt.prefix, prompt.mode)
         fut = self._rankings.get(key)
         if fut is None or _failed(fut):
@@ -178,12 +186,14 @@ class RerankBackend:
                 self._rankings.popitem(last=False)
         return fut
 
-    async def stream(self, prompt, slot: str = "a"):
+    async def stream(
+        self, prompt: Prompt, slot: str = "a"
+    ) -> AsyncIterator[tuple[str, str | None]]:
         ranking = await asyncio.shield(self.ranking(prompt))
         yield ranking.samples[ranking.shown[slot]], None
         yield "", "stop"
 
-    def record(self, prompt, slot: str) -> dict:
+    def record(self, prompt: Prompt, slot: str) -> dict[str, Any]:
         """What is stored with the candidate: the k samples, their scores, which one is shown."""
         fut = self._rankings.get((prompt.prefix, prompt.mode))
         if fut is None or not fut.done() or _failed(fut):

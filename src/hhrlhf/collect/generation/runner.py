@@ -13,18 +13,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
 from ..db import Storage
-from ..domain import STOPPED, AnnotatorInfo, annotator_failure
+from ..domain import STOPPED, AnnotatorInfo, PendingCandidate, Prompt, annotator_failure
 from ..finish import SIZE_CUT, STOP_CUT, cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
-from .backends import BackendError, finalize, make_backend
+from .backends import BackendError, finalize
+from .kinds import make_backend
 from .owners import dead_here, new_owner_id
-from .reading import Read, watch
+from .reading import Fields, Outcome, Read, watch
 from .visible import VisibleText, _visible  # noqa: F401  (_visible: the tests' reference)
 from .wire import bounded, checked_piece
 
@@ -35,12 +37,12 @@ POLL_SECONDS = 0.2
 log = logging.getLogger("hhrlhf.collect.backends")
 
 
-def _done(c: dict) -> dict:
+def _done(c: Fields) -> dict[str, Any]:
     """A stored ready candidate as a ``done`` event's data."""
     return {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
 
 
-def _failed_fields(error: str, like: dict | None = None) -> dict[str, Any]:
+def _failed_fields(error: str, like: Fields | None = None) -> Fields:
     """A failed candidate's fields to store: ``error``, the model facts of ``like`` if they
     are plain values, nothing of its text."""
     like = like or {}
@@ -74,7 +76,7 @@ def failure_message(slot: str, why: str | None) -> str:
 @dataclass(frozen=True)
 class Event:
     name: str  # delta | done | error | end
-    data: dict
+    data: dict[str, Any]
 
 
 @dataclass
@@ -87,15 +89,15 @@ class TurnRun:
     stopped: bool = False
     #: its lease is gone (stopped through another worker, or taken over): it stores nothing
     lost: bool = False
-    readers: set[asyncio.Task] = field(default_factory=set)
+    readers: set[asyncio.Future[None]] = field(default_factory=set)
     #: the responses whose failure was sent as it happened (the other one still written)
     failed_early: set[str] = field(default_factory=set)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _ended: asyncio.Event = field(default_factory=asyncio.Event)
     #: listeners lingering for more events (:meth:`batches`): woken at once when the run ends
-    _lingering: set[asyncio.Future] = field(default_factory=set)
+    _lingering: set[asyncio.Future[None]] = field(default_factory=set)
 
-    def emit(self, name: str, data: dict) -> None:
+    def emit(self, name: str, data: dict[str, Any]) -> None:
         self.events.append(Event(name, data))
         self._changed.set()
 
@@ -107,7 +109,7 @@ class TurnRun:
         for waiting in self._lingering:
             _wake(waiting)
 
-    async def batches(self, linger: float = 0.0):
+    async def batches(self, linger: float = 0.0) -> AsyncIterator[list[Event]]:
         """Every event from the first, then new ones as they come, until ``end``: each time
         a list of all that came meanwhile (a fast model's words, or a replay, in one).
 
@@ -155,7 +157,7 @@ def _close(run: TurnRun) -> None:
         task.cancel()
 
 
-def _wake(waiting: asyncio.Future) -> None:
+def _wake(waiting: asyncio.Future[None]) -> None:
     if not waiting.done():
         waiting.set_result(None)
 
@@ -174,7 +176,7 @@ class Generator:
         # a live run renews its lease every third of it (however slow its backend), so a turn
         # is taken over only when its worker died: ``lease_seconds`` after the last renewal
         self.lease_seconds = settings.lease_seconds
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def open(
         self, turn_id: int, who: AnnotatorInfo | None = None
@@ -205,7 +207,7 @@ class Generator:
             )
         return state, self.adopt(turn_id, *got)
 
-    def adopt(self, turn_id: int, prompt, pending) -> TurnRun:
+    def adopt(self, turn_id: int, prompt: Prompt, pending: list[PendingCandidate]) -> TurnRun:
         """Generate a turn whose lease this process holds (``conversations.create_turn(Storage, lease=...)``)."""
         run = TurnRun(turn_id)
         self.runs[turn_id] = run
@@ -240,20 +242,18 @@ class Generator:
                 self._lose(run)
                 return
 
-    async def _run(self, run: TurnRun, prompt, pending) -> None:
+    async def _run(self, run: TurnRun, prompt: Prompt, pending: list[PendingCandidate]) -> None:
         status = "failed"
         heartbeat = asyncio.create_task(self._renew(run))
         try:
-            outcomes = await asyncio.gather(
-                *(self._one(run, prompt, p.slot, p.backend) for p in pending)
+            outcomes: list[Outcome] = list(
+                await asyncio.gather(*(self._one(run, prompt, p.slot, p.backend) for p in pending))
             )
             # one transaction (one fsync) for both candidates and the lease
             results = {slot: fields for slot, fields, _ in outcomes}
-            stored = None
-            if not run.lost:
-                stored, unsaved = await self._store(run, results)
-                if unsaved:
-                    outcomes = [(slot, f, unsaved) for slot, f, _ in outcomes]
+            stored, unsaved = (None, "") if run.lost else await self._store(run, results)
+            if unsaved:
+                outcomes = [(slot, f, unsaved) for slot, f, _ in outcomes]
             try:
                 self._emit_outcomes(run, outcomes, stored)
             except Exception:  # the turn is stored: its listeners replay it from there
@@ -266,7 +266,7 @@ class Generator:
                 del self.runs[run.turn_id]
 
     @staticmethod
-    def _emit_outcomes(run: TurnRun, outcomes: list, stored: str | None) -> None:
+    def _emit_outcomes(run: TurnRun, outcomes: list[Outcome], stored: str | None) -> None:
         for slot, fields, message in outcomes:
             if slot in run.failed_early:  # sent as it failed
                 continue
@@ -287,7 +287,7 @@ class Generator:
             else:
                 run.emit("error", {"slot": slot, "message": failure_message(slot, message)})
 
-    async def _store(self, run: TurnRun, results: dict[str, dict]) -> tuple[str | None, str]:
+    async def _store(self, run: TurnRun, results: dict[str, Fields]) -> tuple[str | None, str]:
         """Store the run's responses and free its lease: (the turn's new status, or None when
         its lease was gone; why they were stored as failed instead, or ''). When storing them
         fails, they are stored again as failed, so the turn does not stay generating while
@@ -309,7 +309,7 @@ class Generator:
             )
             return status, why
 
-    async def _one(self, run: TurnRun, prompt, slot: str, backend_name: str):
+    async def _one(self, run: TurnRun, prompt: Prompt, slot: str, backend_name: str) -> Outcome:
         """Generate one candidate, streaming deltas; returns (slot, fields to store, error or
         None). Whatever goes wrong in it (a bug included) ends the response as failed, and its
         ``error`` event goes out at once: the page shows it while the other is still written."""
@@ -320,14 +320,16 @@ class Generator:
         except Exception as exc:
             stored = bounded(f"the response could not be generated: {type(exc).__name__}: {exc}")
             log.exception("turn %s, response %s: generation failed", run.turn_id, slot_label(slot))
-            outcome = slot, _failed_fields(stored), "the response could not be generated"
+            outcome = (slot, _failed_fields(stored), "the response could not be generated")
         message = outcome[2]
         if message is not None and not run.lost:
             run.failed_early.add(slot)
             run.emit("error", {"slot": slot, "message": failure_message(slot, message)})
         return outcome
 
-    async def _generate(self, run: TurnRun, prompt, slot: str, backend_name: str):
+    async def _generate(
+        self, run: TurnRun, prompt: Prompt, slot: str, backend_name: str
+    ) -> Outcome:
         backend = self.backends.get(backend_name)
         config = backend.config if backend else None
         t0 = time.perf_counter()
@@ -336,7 +338,7 @@ class Generator:
         # the server's words, whatever their size or kind, are bounded before they go anywhere
         if error is not None:
             error, detail = bounded(error, 200), bounded(detail) if detail else detail
-        fields: dict[str, Any] = dict(
+        fields: Fields = dict(
             # as configured now: a later change of the config does not rewrite them
             model=config.model if config else None,
             model_type=config.model_type if config else None,
@@ -373,7 +375,7 @@ class Generator:
         )
         return slot, fields, stored if shown_detail else error
 
-    async def _read(self, run: TurnRun, prompt, slot: str, backend_name: str) -> Read:
+    async def _read(self, run: TurnRun, prompt: Prompt, slot: str, backend_name: str) -> Read:
         """Stream one response from its backend, emitting what becomes visible, until it ends,
         is cut (``max_response_chars``, ``max_response_seconds``, Stop: its text so far kept),
         or no word came for the backend's idle timeout: what was read, and why it failed."""
@@ -382,7 +384,7 @@ class Generator:
         room = self.settings.max_response_chars
         shown = VisibleText()
 
-        async def consume():
+        async def consume() -> None:
             nonlocal room
             assert backend is not None
             stream = backend.stream(prompt, slot)  # rerank: one ranking, two slots
@@ -446,7 +448,7 @@ class Generator:
         state: dict[str, Any] | None = None,
         run: TurnRun | None = None,
         linger: float = 0.0,
-    ):
+    ) -> AsyncIterator[list[Event]]:
         """Events for a listener, in lists of what came together: generate if pending, follow
         a run, or replay what is stored. ``state`` and ``run``: what :meth:`open` gave the
         caller (else :meth:`open` here); ``linger``: :meth:`TurnRun.batches`'."""
@@ -477,7 +479,7 @@ class Generator:
 
     async def events(
         self, turn_id: int, state: dict[str, Any] | None = None, run: TurnRun | None = None
-    ):
+    ) -> AsyncIterator[Event]:
         """:meth:`batches`, one event at a time."""
         async for batch in self.batches(turn_id, state, run):
             for event in batch:

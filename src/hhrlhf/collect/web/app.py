@@ -3,43 +3,52 @@
 from __future__ import annotations
 
 import asyncio
-import gc
-import importlib
 import logging
-import os
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ...errors import HHError
+from ...templates import jinja2_templates
 from ..browse import DataIndex
-from ..config import Settings, demo_settings, load_config
+from ..config import Settings
 from ..db import Storage
-from ..db.engine import count_statements, worker_connections
+from ..db.engine import count_statements
 from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_trouble
 from ..generation.runner import Generator
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
+from .admin import router as admin_router
 from .api import new_rng
 from .api import router as api_router
+from .api_review import router as api_review_router
 from .browse import router as browse_router
+from .browse import visible
 from .errors import retry_after_of, status_of
 from .login import login_router
 from .logins import keep_logins_fresh
+from .markdown import render_markdown
+from .pages import router as pages_router
 from .ratelimit import Limits
 from .security import SECURITY_HEADERS, harden
 
+if TYPE_CHECKING:
+    import jinja2
+
 log = logging.getLogger("hhrlhf.collect.database")
 
-__all__ = ["create_app", "create_app_from_env", "settle_heap", "SECURITY_HEADERS"]
+__all__ = ["create_app", "SECURITY_HEADERS"]
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 
@@ -59,11 +68,11 @@ class GuardMiddleware:
     statements per turn.
     """
 
-    def __init__(self, app, max_body_bytes: int):
+    def __init__(self, app: ASGIApp, max_body_bytes: int):
         self.app = app
         self.max_body_bytes = max_body_bytes
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = dict(scope.get("headers") or [])
@@ -72,7 +81,7 @@ class GuardMiddleware:
             return await _too_large(self.max_body_bytes, send)
         received = 0
 
-        async def limited_receive():
+        async def limited_receive() -> Message:
             nonlocal received
             message = await receive()
             if message["type"] == "http.request":
@@ -84,7 +93,7 @@ class GuardMiddleware:
         replaced = False
         started = time.perf_counter()
 
-        async def send_with_headers(message):
+        async def send_with_headers(message: Message) -> None:
             nonlocal replaced
             if replaced:
                 return
@@ -130,7 +139,7 @@ async def _share_limits(limits: Limits, storage: Storage) -> None:
             log.warning("rate-limit counts not shared: %s", exc)
 
 
-async def _too_large(limit: int, send) -> None:
+async def _too_large(limit: int, send: Send) -> None:
     body = f'{{"error": "request body too large (the limit is {limit} bytes)"}}'.encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
@@ -166,7 +175,6 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     """The collection app. The database must be migrated (``Storage(url).upgrade()``, ``hh serve``)."""
     storage = storage or Storage(settings.db_url)
     generator = Generator(storage, settings)
-
     limits = Limits(
         settings.rate_login_per_minute,
         settings.rate_writes_per_minute,
@@ -176,7 +184,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     )
 
     @asynccontextmanager
-    async def lifespan(app):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         sharing = asyncio.create_task(_share_limits(limits, storage))
         refreshing = asyncio.create_task(keep_logins_fresh(storage))
         yield
@@ -198,21 +206,54 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     app.state.rng = new_rng(settings.seed)
     app.state.limits = limits
     app.state.data_index = DataIndex.load(settings.data) if settings.data else None
-    try:
-        from ...templates import jinja2_templates
+    app.state.templates = _templates()
+    _error_handlers(app)
+    headers = dict(SECURITY_HEADERS)
+    if settings.hsts:
+        headers["strict-transport-security"] = HSTS
+    harden(app, headers)  # headers even on a crash; out-of-range ids are 404
+    for router in ROUTERS:
+        app.include_router(router)
+    if STATIC_DIR.is_dir():
+        _static(app)
+    app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)
+    # the client's address and scheme: from X-Forwarded-For / -Proto only when the connection
+    # comes from a configured proxy (hh serve turns uvicorn's own handling off; this is it)
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
+    return app
 
-        app.state.templates = jinja2_templates()
-        _page_filters(app.state.templates.env)
+
+#: every route of the app: the JSON API, review and admin API, login, data browser, pages
+ROUTERS = (
+    api_router,
+    api_review_router,
+    login_router,
+    browse_router,
+    pages_router,
+    admin_router,
+)
+
+
+def _templates() -> Jinja2Templates | None:
+    """The pages' templates with their filters; None without jinja2 (the JSON API still works)."""
+    try:
+        templates = jinja2_templates()
     except HHError:
-        app.state.templates = None
+        return None
+    _page_filters(templates.env)
+    return templates
+
+
+def _error_handlers(app: FastAPI) -> None:
+    """Every error as JSON ``{"error": ...}`` with its status (a page for a browser's 404)."""
 
     @app.exception_handler(HHError)
-    async def hh_error(request: Request, exc: HHError):
+    async def hh_error(request: Request, exc: HHError) -> Response:
         retry = retry_after_of(exc)
         headers = {"Retry-After": str(retry)} if retry is not None else None
         return JSONResponse({"error": str(exc)}, status_code=status_of(exc), headers=headers)
 
-    async def database_error(request: Request, exc: Exception):
+    async def database_error(request: Request, exc: Exception) -> Response:
         if pooler_trouble(exc):  # the operator's to fix: say so where they look
             log.error("%s %s: %s", request.method, request.url.path, POOLER_HINT)
         return await hh_error(request, as_unavailable(exc))
@@ -221,13 +262,14 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         app.add_exception_handler(db_error, database_error)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError):
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
         return JSONResponse({"error": _validation_message(exc)}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException):
-        if exc.status_code == 404 and wants_html(request) and app.state.templates is not None:
-            return app.state.templates.TemplateResponse(
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        templates: Jinja2Templates | None = app.state.templates
+        if exc.status_code == 404 and wants_html(request) and templates is not None:
+            return templates.TemplateResponse(
                 request,
                 "collect/error.html",
                 {"message": "There is no page at this address.", "who": None, "page": "error"},
@@ -237,103 +279,23 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
             {"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers
         )
 
-    headers = dict(SECURITY_HEADERS)
-    if settings.hsts:
-        headers["strict-transport-security"] = HSTS
-    harden(app, headers)  # headers even on a crash; out-of-range ids are 404
-    app.include_router(api_router)
-    app.include_router(importlib.import_module("hhrlhf.collect.web.api_review").router)
-    app.include_router(login_router)
-    app.include_router(browse_router)
-    try:
-        pages = importlib.import_module("hhrlhf.collect.web.pages")
-    except ModuleNotFoundError:
-        pages = None
-    if pages is not None:
-        app.include_router(pages.router)
-        app.include_router(importlib.import_module("hhrlhf.collect.web.admin").router)
-    if STATIC_DIR.is_dir():
-        app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
 
-        @app.get("/favicon.ico", include_in_schema=False)
-        def favicon():
-            """The icon for what declares none (a JSON answer opened in the browser)."""
-            return FileResponse(
-                STATIC_DIR / "favicon.svg",
-                media_type="image/svg+xml",
-                headers={"cache-control": "public, max-age=86400"},
-            )
+def _static(app: FastAPI) -> None:
+    """``/static`` (styles, scripts, the icon) and ``/favicon.ico``."""
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
 
-    app.add_middleware(GuardMiddleware, max_body_bytes=settings.max_body_bytes)
-    # the client's address and scheme: from X-Forwarded-For / -Proto only when the connection
-    # comes from a configured proxy (hh serve turns uvicorn's own handling off; this is it)
-    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
-    return app
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        """The icon for what declares none (a JSON answer opened in the browser)."""
+        return FileResponse(
+            STATIC_DIR / "favicon.svg",
+            media_type="image/svg+xml",
+            headers={"cache-control": "public, max-age=86400"},
+        )
 
 
-def create_app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory`` (several workers): settings from ``HH_COLLECT_*``."""
-    db = os.environ.get("HH_COLLECT_DB")
-    config = os.environ.get("HH_COLLECT_CONFIG")
-    if config:
-        settings = load_config(config, db_url=db)
-    else:
-        delay = float(os.environ.get("HH_COLLECT_DEMO_DELAY", "0") or 0)
-        settings = demo_settings(db, token_delay=delay)
-    data = os.environ.get("HH_COLLECT_DATA")
-    if data:
-        settings = replace(settings, data=data)
-    proxies = os.environ.get("HH_COLLECT_FORWARDED_ALLOW_IPS")
-    if proxies is not None:
-        settings = replace(settings, forwarded_allow_ips=proxies)
-    if os.environ.get("HH_COLLECT_HSTS") == "1":
-        settings = replace(settings, hsts=True)
-    # this worker's share of the host's database connections (hh serve --workers N)
-    workers = int(os.environ.get("HH_COLLECT_WORKERS", "1") or 1)
-    storage = Storage(
-        settings.db_url, connections=worker_connections(settings.db_connections, workers)
-    )
-    app = create_app(settings, storage=storage)
-    settle_heap()
-    return app
-
-
-#: the collector's thresholds in a server worker (Python's: 700, 10, 10): a young pass
-#: once 10,000 more container objects are alive than at the last one (see :func:`settle_heap`)
-GC_THRESHOLDS = (10_000, 10, 10)
-
-
-def settle_heap() -> None:
-    """Collect once, then keep what startup made out of every later garbage collection, and
-    collect the young generation less often.
-
-    A server process holds ~110,000 long-lived objects after its imports (FastAPI, pydantic,
-    SQLAlchemy, Jinja2). Each full collection walked all of them: 50-70 ms with every thread
-    of the worker stopped, a few times a minute under load, and every request in flight then
-    waited that long (most of the choice p99 on PostgreSQL, bench/RESULTS-collect.md).
-    ``gc.freeze()`` moves them to the permanent generation, so a full collection only walks
-    what was made since. For server processes only: frozen objects are never collected.
-
-    The freeze also empties the oldest generation, and Python runs a full collection once
-    its new objects outnumber a quarter of those it held: with none, every tenth pass of the
-    middle generation became a full one. At Python's 700 a young pass ran every few
-    requests, and under load the requests in flight (~50,000 objects) were walked by a full
-    collection every few seconds, 10-76 ms with the worker stopped. :data:`GC_THRESHOLDS`
-    makes young passes about 14 times rarer: at most ~10,000 objects of cyclic garbage (a
-    few MB) wait for one, and a 200-annotator run has no collection after its start.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-
-
-def _page_filters(env: Any) -> None:
+def _page_filters(env: jinja2.Environment) -> None:
     """``markdown``: model text as sanitised HTML; ``visible``: data text with its control
     and bidi characters as visible escapes (both as ``hh show`` shows them)."""
-    from markupsafe import Markup
-
-    from .browse import visible
-    from .markdown import render_markdown
-
     env.filters["markdown"] = lambda text: Markup(render_markdown(str(text)))  # noqa: S704
     env.filters["visible"] = visible

@@ -26,6 +26,8 @@ import socket
 import sys
 import threading
 import time
+from multiprocessing.process import BaseProcess
+from types import FrameType
 from typing import Any
 
 from uvicorn.config import STARTUP_FAILURE  # a worker that could not start exits with it
@@ -122,14 +124,14 @@ def run_workers(workers: int, **options: Any) -> int:
     spawn = multiprocessing.get_context("spawn")
     stop = threading.Event()
 
-    def start(listen_now: bool) -> Any:
+    def start(listen_now: bool) -> BaseProcess:
         process = spawn.Process(
             target=_worker, args=(options, os.getpid(), listen_now), name="hh-serve-worker"
         )
         process.start()
         return process
 
-    def on_signal(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

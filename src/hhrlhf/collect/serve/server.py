@@ -12,25 +12,29 @@ how many are open: a few hundred sockets trickling bytes would stay forever. Her
   waiting for its headers (or itself, when none is), so idle sockets cannot crowd out
   requests that are being made.
 
-Both are read from ``HH_COLLECT_HEADER_TIMEOUT`` and ``HH_COLLECT_MAX_CONNECTIONS``, which
-``hh serve --header-timeout/--max-connections`` set for every worker.
+Both are ``hh serve --header-timeout/--max-connections``, read once per worker process from
+its :class:`~.options.ServeOptions`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import functools
 import time
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .options import HEADER_TIMEOUT, MAX_CONNECTIONS, ServeOptions
+
 __all__ = ["HEADER_TIMEOUT", "MAX_CONNECTIONS", "GuardedH11Protocol", "guarded_protocol"]
 
-#: seconds a connection has to send a request's complete headers
-HEADER_TIMEOUT = 20.0
-#: open connections per worker before the oldest one still waiting for headers is closed
-MAX_CONNECTIONS = 1000
+
+@functools.cache
+def _limits() -> tuple[float, int]:
+    """This worker's header deadline and connection cap (its environment does not change)."""
+    options = ServeOptions.from_env()
+    return options.header_timeout, options.max_connections
 
 
 class _HeaderDeadline:
@@ -61,8 +65,7 @@ class _HeaderDeadline:
             self._arm()
 
     def _guard_setup(self) -> None:
-        self.header_timeout = float(os.environ.get("HH_COLLECT_HEADER_TIMEOUT") or HEADER_TIMEOUT)
-        self.max_connections = int(os.environ.get("HH_COLLECT_MAX_CONNECTIONS") or MAX_CONNECTIONS)
+        self.header_timeout, self.max_connections = _limits()
         self._header_timer: asyncio.TimerHandle | None = None
         self._armed_cycle: object = None
         self._waiting_since = time.monotonic()
@@ -124,5 +127,5 @@ def guarded_protocol() -> str:
     """The protocol for ``uvicorn.run(http=...)``, as an import string (workers import it):
     httptools' when it is installed (what uvicorn would pick), else h11's, with the guards."""
     if HttpToolsProtocol is not None:
-        return "hhrlhf.collect.web.server:GuardedHttpToolsProtocol"
-    return "hhrlhf.collect.web.server:GuardedH11Protocol"
+        return "hhrlhf.collect.serve.server:GuardedHttpToolsProtocol"
+    return "hhrlhf.collect.serve.server:GuardedH11Protocol"
