@@ -67,7 +67,7 @@ def acquire_lease(
 def open_turn(
     storage: Storage,
     turn_id: int,
-    who: AnnotatorInfo,
+    who: AnnotatorInfo | None,
     owner: str,
     seconds: float,
     *,
@@ -76,6 +76,7 @@ def open_turn(
     """The event stream's one transaction: the turn's :func:`turn_state` as read (NotFound
     unless it is ``who``'s or they are an admin), and, where the turn is free to generate,
     its lease taken for ``owner`` with the prompt and the candidates to generate (else None).
+    ``who`` None: no authorisation (the generator's own opening of a turn).
 
     Free: pending, its lease run out, or held by an owner that ``dead`` says is gone (a
     crashed process of this host). What :func:`turn_state` then :func:`acquire_lease` did in
