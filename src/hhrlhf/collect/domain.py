@@ -4,17 +4,70 @@ errors are in :mod:`hhrlhf.errors`)."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, overload
 
-ROLES = ("annotator", "admin")
+
+class StrEnum(str, enum.Enum):
+    """:class:`enum.StrEnum` (Python 3.11) on 3.10 too: a member is a ``str`` equal to its
+    value, and ``str()``, f-strings, the database and JSON (json, orjson) see that value, so
+    code moving from bare strings to members changes nothing stored or sent."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(str.__str__(self), spec)
 
 
-MODES = ("helpful", "red-team")
+class Role(StrEnum):
+    ANNOTATOR = "annotator"
+    ADMIN = "admin"
 
 
-SLOTS = ("a", "b")
+class Mode(StrEnum):
+    """A conversation's kind: compare two helpful answers, or try to make a model misbehave."""
+
+    HELPFUL = "helpful"
+    RED_TEAM = "red-team"
+
+
+class ConversationStatus(StrEnum):
+    OPEN = "open"
+    FINISHED = "finished"
+
+
+class TurnStatus(StrEnum):
+    """A turn's life: pending (no generator yet), generating (leased), then ready (both
+    responses) or failed (one or both failed: Retry sends it back to pending)."""
+
+    PENDING = "pending"
+    GENERATING = "generating"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class CandidateStatus(StrEnum):
+    """A response's: pending until its generation stores it ready or failed."""
+
+    PENDING = "pending"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class Slot(StrEnum):
+    """A response's side: a is shown as A, b as B."""
+
+    A = "a"
+    B = "b"
+
+
+#: the values, as plain strings (a dict key that orjson writes must be a plain ``str``)
+ROLES: tuple[str, ...] = tuple(x.value for x in Role)
+MODES: tuple[str, ...] = tuple(x.value for x in Mode)
+SLOTS: tuple[str, ...] = tuple(x.value for x in Slot)
 #: what a response stopped while it was written is stored with (and the annotator reads)
 STOPPED = "stopped by the annotator"
 
@@ -61,7 +114,7 @@ class AnnotatorInfo:
 
     @property
     def is_admin(self) -> bool:
-        return self.role == "admin"
+        return self.role == Role.ADMIN
 
     def sees(self, annotator_id: int) -> bool:
         """Whether the work of annotator ``annotator_id`` is visible to this one: their own,
@@ -94,7 +147,7 @@ class Prompt:
     human: str
     prefix: str
     #: the conversation's mode: helpful | red-team (a rerank backend selects by it)
-    mode: str = "helpful"
+    mode: str = Mode.HELPFUL
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -108,7 +161,7 @@ class Prompt:
 
 def other_slot(slot: str) -> str:
     """The slot that is not ``slot``."""
-    return "b" if slot == "a" else "a"
+    return Slot.B if slot == Slot.A else Slot.A
 
 
 def annotator_failure(slot: str, error: str | None) -> str:

@@ -16,7 +16,12 @@ from ..db.models import candidates_table, comparisons_table, conversations_table
 from ..domain import (
     SLOTS,
     AnnotatorInfo,
+    ConversationStatus,
+    Mode,
+    Slot,
+    TurnStatus,
     now,
+    other_slot,
 )
 from . import turnviews
 from .writers import check_writer, writer_disabled
@@ -85,7 +90,7 @@ def _record_choice(
         cands = turnviews.candidate_views(rows)
         texts = {x.slot: x.text for x in cands}
         if strength is None:
-            if t.status != "ready" or texts.get("a") != texts.get("b"):
+            if t.status != TurnStatus.READY or texts.get(Slot.A) != texts.get(Slot.B):
                 raise Invalid("strength is required: the two responses differ")
             strength = 1
         if t.pick is not None:
@@ -97,15 +102,15 @@ def _record_choice(
             )
         if t.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can choose")
-        if t.conversation_status != "open":
+        if t.conversation_status != ConversationStatus.OPEN:
             raise Conflict(f"conversation {t.conversation_id} is finished")
-        if t.status != "ready":
+        if t.status != TurnStatus.READY:
             raise Conflict(
                 f"turn {turn_id} is not ready for a choice (status {t.status})",
             )
-        if edit is not None and t.mode != "helpful":
+        if edit is not None and t.mode != Mode.HELPFUL:
             raise Invalid("edits are for helpful conversations only")
-        other = "b" if pick == "a" else "a"
+        other = other_slot(pick)
         picked_text, other_text = texts[pick], texts[other]
         decided = now()
         common = dict(
@@ -142,7 +147,7 @@ def _record_choice(
         continued: str | None
         if edit is not None:
             continued = edit
-        elif t.mode == "red-team" and t.red_team_continue == "other":
+        elif t.mode == Mode.RED_TEAM and t.red_team_continue == "other":
             continued = other_text
         else:
             continued = picked_text

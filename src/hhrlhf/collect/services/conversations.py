@@ -31,8 +31,13 @@ from ..domain import (
     MODES,
     SLOTS,
     AnnotatorInfo,
+    CandidateStatus,
+    ConversationStatus,
+    Mode,
     PendingCandidate,
     Prompt,
+    Slot,
+    TurnStatus,
     iso,
     now,
     render_prefix,
@@ -86,9 +91,9 @@ def create_conversation(
         annotator_id=who.id,
         mode=mode,
         task_description=task_description,
-        status="open",
-        backend=backend if mode == "red-team" else None,
-        red_team_continue=red_team_continue if mode == "red-team" else None,
+        status=ConversationStatus.OPEN,
+        backend=backend if mode == Mode.RED_TEAM else None,
+        red_team_continue=red_team_continue if mode == Mode.RED_TEAM else None,
         created_at=created,
     )
     with storage.write() as s:
@@ -100,7 +105,7 @@ def create_conversation(
         "id": cid,
         "mode": mode,
         "task_description": task_description,
-        "status": "open",
+        "status": ConversationStatus.OPEN,
         "turns": 0,
         "created_at": iso(created),
         "finished_at": None,
@@ -193,7 +198,7 @@ def finish_conversation(
         c = owned_conversation(storage, conn, who, conversation_id, lock=True)
         if c.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can finish it")
-        if c.mode == "red-team":
+        if c.mode == Mode.RED_TEAM:
             if rating is None:
                 raise Invalid("a red-team conversation needs a rating, 0 to 4")
             if not 0 <= rating <= 4:
@@ -202,7 +207,7 @@ def finish_conversation(
             raise Invalid("only red-team conversations take a rating")
         comment = (comment or "").strip() or None
         turns = conn.execute(_turn_count, {"cid": c.id}).scalar_one()
-        if c.status == "finished":
+        if c.status == ConversationStatus.FINISHED:
             if (c.comment, c.rating) == (comment, rating):
                 return conversation_summary(c, turns)
             raise Conflict(f"conversation {c.id} is already finished")
@@ -212,7 +217,7 @@ def finish_conversation(
         )
         return {
             **conversation_summary(c, turns),
-            "status": "finished",
+            "status": ConversationStatus.FINISHED,
             "finished_at": iso(finished),
         }
 
@@ -248,7 +253,7 @@ def create_turn(
         check_writer(c, who)
         if c.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can write in it")
-        if c.status != "open":
+        if c.status != ConversationStatus.OPEN:
             raise Conflict(f"conversation {c.id} is finished")
         turns = [(r.human, r.continued) for r in rows if r.turn_index is not None]
         if turns and turns[-1][1] is None:
@@ -264,7 +269,7 @@ def create_turn(
             index=len(turns),
             human=text,
             prefix=render_prefix(history, text),
-            status="pending" if lease is None else "generating",
+            status=TurnStatus.PENDING if lease is None else TurnStatus.GENERATING,
         )
         try:
             t.id = conn.execute(
@@ -283,7 +288,12 @@ def create_turn(
             conn.execute(
                 _new_candidates,
                 [
-                    {"turn_id": t.id, "slot": slot, "backend": backend, "status": "pending"}
+                    {
+                        "turn_id": t.id,
+                        "slot": slot,
+                        "backend": backend,
+                        "status": CandidateStatus.PENDING,
+                    }
                     for slot, backend in zip(SLOTS, backends, strict=True)
                 ],
             )
@@ -339,17 +349,17 @@ def retry_turn(
     turn_owner(storage, who, turn_id)
     with storage.write(durable=False) as s:
         t = s.get_one(Turn, turn_id)
-        if t.status in ("pending", "generating", "ready"):
+        if t.status != TurnStatus.FAILED:
             return t.status
         cands = {c.slot: c for c in s.scalars(select(Candidate).where(Candidate.turn_id == t.id))}
         switch = (
             replace is not None
             and switch_after > 0
-            and s.get_one(Conversation, t.conversation_id).mode == "helpful"
+            and s.get_one(Conversation, t.conversation_id).mode == Mode.HELPFUL
         )
         switched = False
         for c in cands.values():
-            if c.status != "failed":
+            if c.status != CandidateStatus.FAILED:
                 continue
             if switch and replace is not None and (c.attempts or 0) >= switch_after:
                 other = next((o.backend for o in cands.values() if o.slot != c.slot), c.backend)
@@ -365,11 +375,11 @@ def retry_turn(
                     )
                     c.backend, c.attempts = new, 0
                     switched = True
-            c.status, c.error = "pending", None
+            c.status, c.error = CandidateStatus.PENDING, None
         if switched and len(cands) == 2 and (swap_sides or _coin)():
-            _swap(cands["a"], cands["b"])
-        t.status = "pending"
-        return "pending"
+            _swap(cands[Slot.A], cands[Slot.B])
+        t.status = TurnStatus.PENDING
+        return TurnStatus.PENDING
 
 
 def withdraw_turn(storage: Storage, who: AnnotatorInfo, turn_id: int) -> str:
@@ -384,10 +394,10 @@ def withdraw_turn(storage: Storage, who: AnnotatorInfo, turn_id: int) -> str:
         conv = s.get_one(Conversation, t.conversation_id)
         if conv.annotator_id != who.id:  # an admin's support is Retry and Stop, not this
             raise Forbidden("only the conversation's annotator can withdraw its message")
-        if conv.status != "open":
+        if conv.status != ConversationStatus.OPEN:
             raise Conflict(f"conversation {conv.id} is finished")
         statuses = list(s.scalars(select(Candidate.status).where(Candidate.turn_id == t.id)))
-        if t.status != "failed" or any(st != "failed" for st in statuses):
+        if t.status != TurnStatus.FAILED or any(st != CandidateStatus.FAILED for st in statuses):
             raise Conflict(
                 f"turn {t.id} cannot be withdrawn: only a message whose every response failed can"
             )
@@ -452,7 +462,7 @@ _finish = (
     update(conversations_table)
     .where(_conversations.id == bindparam("cid"))
     .values(
-        status="finished",
+        status=ConversationStatus.FINISHED,
         comment=bindparam("comment"),
         rating=bindparam("rating"),
         finished_at=bindparam("finished", type_=_conversations.finished_at.type),

@@ -16,8 +16,10 @@ from ..domain import (
     SLOTS,
     STOPPED,
     AnnotatorInfo,
+    CandidateStatus,
     PendingCandidate,
     Prompt,
+    TurnStatus,
     aware,
     now,
 )
@@ -60,7 +62,9 @@ def acquire_lease(
         history = _history_before(conn, t.conversation_id, t._mapping["index"])
         cands = conn.execute(_pending, {"tid": turn_id}).all()
         prompt = Prompt(history, t.human, t.prefix, cands[0].mode)
-        pending = [PendingCandidate(c.slot, c.backend) for c in cands if c.status != "ready"]
+        pending = [
+            PendingCandidate(c.slot, c.backend) for c in cands if c.status != CandidateStatus.READY
+        ]
         return prompt, pending
 
 
@@ -96,7 +100,8 @@ def open_turn(
         gone = dead is not None and holder is not None and dead(holder)
         expired = until is not None and until < t0
         if not (
-            state["status"] == "pending" or (state["status"] == "generating" and (expired or gone))
+            state["status"] == TurnStatus.PENDING
+            or (state["status"] == TurnStatus.GENERATING and (expired or gone))
         ):
             return state, None
         args = {
@@ -112,7 +117,9 @@ def open_turn(
         history = _history_before(conn, t.conversation_id, t.turn_index)
         prompt = Prompt(history, t.human, t.prefix, t.mode)
         pending = [
-            PendingCandidate(c.slot, c.backend) for c in rows if c.candidate_status != "ready"
+            PendingCandidate(c.slot, c.backend)
+            for c in rows
+            if c.candidate_status != CandidateStatus.READY
         ]
         return state, (prompt, pending)
 
@@ -133,7 +140,11 @@ def renew_lease(storage: Storage, turn_id: int, owner: str, seconds: float) -> b
     with storage.write(durable=False) as s:
         res = s.execute(  # an UPDATE: a CursorResult, with a rowcount
             update(turns_table)
-            .where(_turns.id == turn_id, _turns.lease_owner == owner, _turns.status == "generating")
+            .where(
+                _turns.id == turn_id,
+                _turns.lease_owner == owner,
+                _turns.status == TurnStatus.GENERATING,
+            )
             .values(lease_until=now() + timedelta(seconds=seconds))
         )
         return cast("CursorResult[Any]", res).rowcount == 1
@@ -170,14 +181,17 @@ def finish_generation(
     with storage.write(durable=False) as s:
         conn = s.connection()  # plain statements, not the ORM's (no objects to synchronise)
         if set(results) >= set(SLOTS):  # both generated now: no earlier status counts
-            statuses = dict.fromkeys(SLOTS, "pending")
+            statuses: dict[str, str] = dict.fromkeys(SLOTS, CandidateStatus.PENDING)
         else:  # a retry of one: the other's stored status counts
             statuses = dict(conn.execute(_candidate_statuses, {"tid": turn_id}).all())
         for slot, fields in results.items():
             if slot in statuses:
-                statuses[slot] = "failed" if fields.get("error") else "ready"
-        status = "ready" if all(x == "ready" for x in statuses.values()) else "failed"
-        release = _release_ready if status == "ready" else _release_failed
+                statuses[slot] = (
+                    CandidateStatus.FAILED if fields.get("error") else CandidateStatus.READY
+                )
+        ready = all(x == CandidateStatus.READY for x in statuses.values())
+        status = TurnStatus.READY if ready else TurnStatus.FAILED
+        release = _release_ready if ready else _release_failed
         args = {"tid": turn_id, "owner": owner, "new_status": status, "ready": now()}
         if cast("CursorResult[Any]", conn.execute(release, args)).rowcount != 1:
             return None
@@ -193,9 +207,9 @@ def finish_generation(
 
 _turns, _candidates = turns_table.c, candidates_table.c
 _conversations = conversations_table.c
-_generating = _turns.status == "generating"
+_generating = _turns.status == TurnStatus.GENERATING
 _free = or_(
-    _turns.status == "pending",
+    _turns.status == TurnStatus.PENDING,
     _generating & (_turns.lease_until < bindparam("now", type_=_turns.lease_until.type)),
 )
 
@@ -206,7 +220,7 @@ def _leasing(free: ColumnElement[bool]) -> ReturningUpdate[Any, Any, Any, Any]:
         update(turns_table)
         .where(_turns.id == bindparam("tid"), free)
         .values(
-            status="generating",
+            status=TurnStatus.GENERATING,
             lease_owner=bindparam("owner"),
             lease_until=bindparam("until", type_=_turns.lease_until.type),
         )
@@ -274,7 +288,7 @@ _releasing = (
     .where(
         _turns.id == bindparam("tid"),
         _turns.lease_owner == bindparam("owner"),
-        _turns.status == "generating",
+        _turns.status == TurnStatus.GENERATING,
     )
     .values(status=bindparam("new_status"), lease_owner=None, lease_until=None)
 )
@@ -330,7 +344,7 @@ def stop_elsewhere(storage: Storage, turn_id: int, owner: str) -> bool:
         conn = s.connection()
         if not is_sqlite(storage.url):
             conn.execute(_lock_turn, {"tid": turn_id})
-        args = {"tid": turn_id, "owner": owner, "new_status": "failed"}
+        args = {"tid": turn_id, "owner": owner, "new_status": TurnStatus.FAILED}
         if cast("CursorResult[Any]", conn.execute(_release_stopped, args)).rowcount != 1:
             return False
         conn.execute(_fail_unfinished, {"tid": turn_id, "error": STOPPED})
@@ -341,7 +355,7 @@ _release_stopped = (
     update(turns_table)
     .where(
         _turns.id == bindparam("tid"),
-        _turns.status == "generating",
+        _turns.status == TurnStatus.GENERATING,
         _turns.lease_owner.is_not(None),
         _turns.lease_owner != bindparam("owner"),
     )
@@ -349,9 +363,9 @@ _release_stopped = (
 )
 _fail_unfinished = (
     update(candidates_table)
-    .where(_candidates.turn_id == bindparam("tid"), _candidates.status == "pending")
+    .where(_candidates.turn_id == bindparam("tid"), _candidates.status == CandidateStatus.PENDING)
     .values(
-        status="failed",
+        status=CandidateStatus.FAILED,
         error=bindparam("error"),
         attempts=func.coalesce(_candidates.attempts, 0) + 1,
     )
@@ -408,7 +422,7 @@ def _candidate_values(
 ) -> dict[str, Any]:
     """:func:`_apply_candidate` as the parameters of ``_store_candidate``."""
     return {
-        "v_status": "failed" if error else "ready",
+        "v_status": CandidateStatus.FAILED if error else CandidateStatus.READY,
         "v_text": text,
         "v_raw_text": raw_text,
         "v_cut": cut,

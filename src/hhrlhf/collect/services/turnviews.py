@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..db.models import Candidate, Turn, candidates_table
-from ..domain import annotator_failure, iso
+from ..domain import CandidateStatus, annotator_failure, iso
 from ..finish import cut_reason
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def turn_dict(
             "cut_reason": cut_reason(cand.cut, cand.finish_reason),
             "status": cand.status,
         }
-        if cand.status == "failed":  # the server's own words for admins only (below)
+        if cand.status == CandidateStatus.FAILED:  # the server's own words for admins only (below)
             d["error"] = annotator_failure(cand.slot, cand.error)
         if admin:
             d.update(

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import Invalid, TooLarge
-from ..domain import AnnotatorInfo
+from ..domain import AnnotatorInfo, CandidateStatus, Mode, TurnStatus
 from ..generation.runner import Event, TurnRun, failure_message
 from ..services import choices, conversations, leases
 from ..services.pairing import choose_backends
@@ -53,7 +53,7 @@ class _Body(BaseModel):
 
 
 class NewConversation(_Body):
-    mode: Text = "helpful"
+    mode: Text = Mode.HELPFUL
     task_description: Text
 
 
@@ -120,7 +120,7 @@ async def create_conversation(body: NewConversation, request: Request, who: Who)
     st = _state(request)
     _limit("task_description", body.task_description, st.settings.max_task_chars)
     backend = red_team_continue = None
-    if body.mode == "red-team":
+    if body.mode == Mode.RED_TEAM:
         names = st.settings.drawn_backend_names
         backend = st.rng.choices(names, st.settings.backend_weights(names))[0]
         red_team_continue = st.settings.red_team_continue
@@ -207,7 +207,7 @@ async def create_turn(
         )
 
     def pick_backends(mode: str, backend: str | None) -> tuple[str, str]:
-        if mode == "red-team" and backend:
+        if mode == Mode.RED_TEAM and backend:
             return (backend, backend)
         names = st.settings.drawn_backend_names
         # a rerank backend is one arm with its weight's share: it shows its best two
@@ -226,21 +226,30 @@ async def create_turn(
         conversations.create_turn, who, conversation_id, body.text, pick_backends, lease=lease
     )
     if not body.wait:
-        pending = {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
+        pending = {
+            "id": turn["id"],
+            "index": turn["index"],
+            "candidates": [],
+            "status": TurnStatus.PENDING,
+        }
         return _answer(pending, 201)
     run = gen.adopt(turn["id"], turn["prompt"], turn["pending"])
     if body.stream:
         # the page's way: no second request, no second transaction to lease the turn
-        head = Event("turn", {"id": turn["id"], "index": turn["index"], "status": "generating"})
-        generating = {"status": "generating", "candidates": []}
+        head = Event(
+            "turn", {"id": turn["id"], "index": turn["index"], "status": TurnStatus.GENERATING}
+        )
+        generating = {"status": TurnStatus.GENERATING, "candidates": []}
         return _event_stream(st, who, turn["id"], generating, run, head, 201)
     status = await run.wait()
     done = {e.data["slot"]: e.data for e in run.events if e.name == "done"}
-    if status == "ready" and len(done) == len(turn["pending"]):
+    if status == TurnStatus.READY and len(done) == len(turn["pending"]):
         # as stored (the run's transaction committed them): no second read
         state: dict[str, Any] = {
-            "status": "ready",
-            "candidates": [{**done[slot], "status": "ready"} for slot in sorted(done)],
+            "status": TurnStatus.READY,
+            "candidates": [
+                {**done[slot], "status": CandidateStatus.READY} for slot in sorted(done)
+            ],
         }
     else:
         state = await st.storage.call(leases.turn_state, turn["id"])
@@ -251,13 +260,13 @@ async def create_turn(
         "candidates": [
             {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
             for c in state["candidates"]
-            if c["status"] == "ready"
+            if c["status"] == CandidateStatus.READY
         ],
     }
     errors = [
         {"slot": c["slot"], "message": failure_message(c["slot"], c.get("error"))}
         for c in state["candidates"]
-        if c["status"] == "failed"
+        if c["status"] == CandidateStatus.FAILED
     ]
     if errors:
         out["errors"] = errors
