@@ -548,16 +548,8 @@ def test_a_turn_generated_by_another_worker_is_awaited_then_replayed(client, ali
 
     def other_worker():
         time.sleep(0.5)
-        for slot in "ab":
-            leases.save_candidate(
-                storage,
-                t["id"],
-                slot,
-                owner="other-worker",
-                text=f"from {slot}",
-                raw_text=f"from {slot}",
-            )
-        leases.end_generation(storage, t["id"], "other-worker")
+        answers = {slot: {"text": f"from {slot}", "raw_text": f"from {slot}"} for slot in "ab"}
+        leases.finish_generation(storage, t["id"], "other-worker", answers)
 
     thread = threading.Thread(target=other_worker)
     thread.start()

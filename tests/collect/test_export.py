@@ -35,9 +35,8 @@ def _uid(split: str, n: int) -> str:
 def _turn(storage, who, cid, human, a, b, *, cut_a=False):
     tid = conversations.create_turn(storage, who, cid, human, ("m1", "m2"))["id"]
     assert leases.acquire_lease(storage, tid, "w", 60)
-    leases.save_candidate(storage, tid, "a", owner="w", text=a, raw_text=a, cut=cut_a)
-    leases.save_candidate(storage, tid, "b", owner="w", text=b, raw_text=b)
-    assert leases.end_generation(storage, tid, "w") == "ready"
+    answers = {"a": {"text": a, "raw_text": a, "cut": cut_a}, "b": {"text": b, "raw_text": b}}
+    assert leases.finish_generation(storage, tid, "w", answers) == "ready"
     return tid
 
 

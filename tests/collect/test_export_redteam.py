@@ -23,9 +23,8 @@ UPSTREAM_KEYS = [TASK_SCORE_KEY_REAL if k == TASK_SCORE_KEY_CARD else k for k in
 def _turn(storage, who, cid, human, a, b):
     tid = conversations.create_turn(storage, who, cid, human, ("m", "m"))["id"]
     assert leases.acquire_lease(storage, tid, "w", 60)
-    leases.save_candidate(storage, tid, "a", owner="w", text=a, raw_text=a)
-    leases.save_candidate(storage, tid, "b", owner="w", text=b, raw_text=b)
-    assert leases.end_generation(storage, tid, "w") == "ready"
+    answers = {"a": {"text": a, "raw_text": a}, "b": {"text": b, "raw_text": b}}
+    assert leases.finish_generation(storage, tid, "w", answers) == "ready"
     return tid
 
 
@@ -311,11 +310,8 @@ def test_model_type_and_num_params_are_those_recorded_at_generation(
     old = conversations.create_conversation(storage, who, "red-team", "Older", backend="lm")["id"]
     tid = conversations.create_turn(storage, who, old, "Hello?", ("lm", "lm"))["id"]
     assert leases.acquire_lease(storage, tid, "w", 60)
-    for slot in "ab":
-        leases.save_candidate(
-            storage, tid, slot, owner="w", text=f"Hi {slot}.", raw_text=f"Hi {slot}."
-        )
-    leases.end_generation(storage, tid, "w")
+    answers = {slot: {"text": f"Hi {slot}.", "raw_text": f"Hi {slot}."} for slot in "ab"}
+    assert leases.finish_generation(storage, tid, "w", answers) == "ready"
     choices.record_choice(storage, who, tid, pick="a", strength=2, strength_points=4)
     conversations.finish_conversation(storage, who, old, None, 0)
 

@@ -27,9 +27,8 @@ PTS = 4
 def make_turn(storage, who, cid, human, a, b, backends=("m1", "m2")):
     tid = conversations.create_turn(storage, who, cid, human, backends)["id"]
     assert leases.acquire_lease(storage, tid, "w", 60)
-    leases.save_candidate(storage, tid, "a", owner="w", text=a, raw_text=a)
-    leases.save_candidate(storage, tid, "b", owner="w", text=b, raw_text=b)
-    assert leases.end_generation(storage, tid, "w") == "ready"
+    answers = {"a": {"text": a, "raw_text": a}, "b": {"text": b, "raw_text": b}}
+    assert leases.finish_generation(storage, tid, "w", answers) == "ready"
     return tid
 
 

@@ -183,12 +183,13 @@ def _ready_turn(storage, who):
     prompt, pending = got
     assert prompt.prefix == "\n\nHuman: hello\n\nAssistant:"
     assert [(p.slot, p.backend) for p in pending] == [("a", "m1"), ("b", "m2")]
-    for slot in "ab":
-        assert leases.save_candidate(
-            storage, turn["id"], slot, owner="w1", text=f"answer {slot}", raw_text=f"answer {slot}"
-        )
-    assert leases.end_generation(storage, turn["id"], "w1") == "ready"
+    answers = {s: {"text": f"answer {s}", "raw_text": f"answer {s}"} for s in "ab"}
+    assert leases.finish_generation(storage, turn["id"], "w1", answers) == "ready"
     return turn["id"]
+
+
+#: a generated response's fields
+X = {"text": "x", "raw_text": "x"}
 
 
 def test_only_one_generator_holds_a_turn(storage):
@@ -198,7 +199,7 @@ def test_only_one_generator_holds_a_turn(storage):
     assert leases.acquire_lease(storage, tid, "w1", 60) is not None
     assert leases.acquire_lease(storage, tid, "w2", 60) is None
     # a stale writer cannot store into a turn it no longer holds
-    assert not leases.save_candidate(storage, tid, "a", owner="w2", text="x", raw_text="x")
+    assert leases.finish_generation(storage, tid, "w2", {"a": X}) is None
     # an expired lease (a dead worker) is taken over
     with storage.engine.begin() as c:
         c.execute(
@@ -206,7 +207,8 @@ def test_only_one_generator_holds_a_turn(storage):
             {"t": storage_now() - timedelta(seconds=5), "id": tid},
         )
     assert leases.acquire_lease(storage, tid, "w2", 60) is not None
-    assert not leases.save_candidate(storage, tid, "a", owner="w1", text="x", raw_text="x")
+    assert leases.finish_generation(storage, tid, "w1", {"a": X}) is None
+    assert leases.turn_state(storage, tid)["candidates"][0]["status"] == "pending"
 
 
 def _lease_ran_out(storage, tid):
@@ -250,7 +252,7 @@ def test_the_streams_transaction_leases_a_free_turn_to_its_annotator_only(storag
     # its holder dead: taken at once; its lease run out: taken by anyone's listener
     state, got = leases.open_turn(storage, second, alice, "w2", 60, dead=lambda o: o == "w1")
     assert state["lease_owner"] == "w1" and got is not None
-    assert not leases.save_candidate(storage, second, "a", owner="w1", text="x", raw_text="x")
+    assert leases.finish_generation(storage, second, "w1", {"a": X}) is None
     _lease_ran_out(storage, second)
     state, got = leases.open_turn(storage, second, boss, "w3", 60)
     assert state["lease_owner"] == "w2" and got is not None

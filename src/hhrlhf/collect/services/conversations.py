@@ -11,22 +11,20 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import defer, selectinload
 
 from ...errors import Conflict, Forbidden, Invalid, NotFound
 from ..db import Storage
-from ..db.engine import is_sqlite
 from ..db.models import (
     Annotator,
     Candidate,
     Conversation,
     Turn,
     candidates_table,
-    conversations_table,
-    turns_table,
 )
+from ..db.queries import conversations as q
 from ..domain import (
     MODES,
     SLOTS,
@@ -43,27 +41,25 @@ from ..domain import (
     render_prefix,
 )
 from .turnviews import stored_turn_dict
-from .writers import check_writer, writer_disabled, writer_enabled
+from .writers import check_writer
 
 if TYPE_CHECKING:
-    from .turnviews import AnyRow
+    pass
 
 #: a retry that moves a response to another backend is logged with the backends' failures
 log = logging.getLogger("hhrlhf.collect.backends")
 
 
 def owned_conversation(
-    storage: Storage,
     conn: Connection,
     who: AnnotatorInfo,
     conversation_id: int,
     *,
     lock: bool = False,
-) -> AnyRow:
+) -> q.ConversationRow:
     """The conversation's row (404 if it is not one's own; admins see every one).
     ``lock``: held until the transaction ends (PostgreSQL; SQLite's writer holds the file)."""
-    q = _conversation_for_update if lock and not is_sqlite(storage.url) else _conversation
-    c = conn.execute(q, {"cid": conversation_id, "who": who.id}).one_or_none()
+    c = q.conversation(conn, conversation_id, who.id, lock=lock)
     if c is None or not who.sees(c.annotator_id):
         raise NotFound(f"conversation {conversation_id} not found")
     if lock:  # a write: the annotator must be enabled now, not a few seconds ago
@@ -98,7 +94,7 @@ def create_conversation(
     )
     with storage.write() as s:
         # inserted only while the annotator is enabled (the same statement reads it)
-        cid = s.connection().execute(_new_conversation, {**values, "who": who.id}).scalar()
+        cid = q.insert_conversation(s.connection(), values, who.id)
         if cid is None:
             raise Forbidden(f"annotator {who.name!r} is disabled")
     return {
@@ -112,7 +108,7 @@ def create_conversation(
     }
 
 
-def conversation_summary(c: Conversation | AnyRow, turns: int) -> dict[str, Any]:
+def conversation_summary(c: Conversation | q.ConversationRow, turns: int) -> dict[str, Any]:
     return {
         "id": c.id,
         "mode": c.mode,
@@ -157,7 +153,7 @@ def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int)
     is not read: it holds every earlier turn, so reading them all would cost the square of
     the conversation's length (36 M characters for 60 turns of 20,000)."""
     with storage.read() as s:
-        c = owned_conversation(storage, s.connection(), who, conversation_id)
+        c = owned_conversation(s.connection(), who, conversation_id)
         turns = s.scalars(
             select(Turn)
             .where(Turn.conversation_id == c.id)
@@ -195,7 +191,7 @@ def finish_conversation(
 ) -> dict[str, Any]:
     with storage.write() as s:
         conn = s.connection()
-        c = owned_conversation(storage, conn, who, conversation_id, lock=True)
+        c = owned_conversation(conn, who, conversation_id, lock=True)
         if c.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can finish it")
         if c.mode == Mode.RED_TEAM:
@@ -206,15 +202,13 @@ def finish_conversation(
         elif rating is not None:
             raise Invalid("only red-team conversations take a rating")
         comment = (comment or "").strip() or None
-        turns = conn.execute(_turn_count, {"cid": c.id}).scalar_one()
+        turns = q.turn_count(conn, c.id)
         if c.status == ConversationStatus.FINISHED:
             if (c.comment, c.rating) == (comment, rating):
                 return conversation_summary(c, turns)
             raise Conflict(f"conversation {c.id} is already finished")
         finished = now()
-        conn.execute(
-            _finish, {"cid": c.id, "comment": comment, "rating": rating, "finished": finished}
-        )
+        q.finish(conn, c.id, comment, rating, finished)
         return {
             **conversation_summary(c, turns),
             "status": ConversationStatus.FINISHED,
@@ -243,10 +237,8 @@ def create_turn(
         raise Invalid("the message is empty")
     with storage.write() as s:
         conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
-        # one statement: the conversation (locked until the commit on PostgreSQL; SQLite's
-        # writer holds the file) with a row per earlier turn, its texts only
-        q = _history if is_sqlite(storage.url) else _history_for_update
-        rows = conn.execute(q, {"cid": conversation_id, "who": who.id}).all()
+        # one statement: the conversation, locked, with a row per earlier turn (its texts)
+        rows = q.history(conn, conversation_id, who.id)
         if not rows or not who.sees(rows[0].annotator_id):
             raise NotFound(f"conversation {conversation_id} not found")
         c = rows[0]
@@ -255,7 +247,8 @@ def create_turn(
             raise Forbidden("only the conversation's annotator can write in it")
         if c.status != ConversationStatus.OPEN:
             raise Conflict(f"conversation {c.id} is finished")
-        turns = [(r.human, r.continued) for r in rows if r.turn_index is not None]
+        # (a turn's human is NOT NULL: None only on the row of a conversation without turns)
+        turns = [(r.human or "", r.continued) for r in rows if r.turn_index is not None]
         if turns and turns[-1][1] is None:
             raise Conflict(
                 "the last turn has no choice yet: pick a response before writing again",
@@ -272,8 +265,8 @@ def create_turn(
             status=TurnStatus.PENDING if lease is None else TurnStatus.GENERATING,
         )
         try:
-            t.id = conn.execute(
-                _new_turn,
+            t.id = q.insert_turn(
+                conn,
                 dict(
                     conversation_id=c.id,
                     index=t.index,
@@ -284,16 +277,8 @@ def create_turn(
                     lease_until=None if lease is None else created + timedelta(seconds=lease[1]),
                     created_at=created,
                 ),
-            ).scalar_one()
-            conn.execute(
-                _new_candidates,
                 [
-                    {
-                        "turn_id": t.id,
-                        "slot": slot,
-                        "backend": backend,
-                        "status": CandidateStatus.PENDING,
-                    }
+                    (slot, backend, CandidateStatus.PENDING)
                     for slot, backend in zip(SLOTS, backends, strict=True)
                 ],
             )
@@ -321,7 +306,7 @@ class _NewTurn:
 def turn_owner(storage: Storage, who: AnnotatorInfo, turn_id: int) -> dict[str, Any]:
     """Authorise access to a turn (404 if not one's own); returns its status."""
     with storage.read() as s:
-        t = s.connection().execute(_turn_owner, {"tid": turn_id, "who": who.id}).one_or_none()
+        t = q.turn_owner(s.connection(), turn_id, who.id)
         if t is None or not who.sees(t.annotator_id):
             raise NotFound(f"turn {turn_id} not found")
         check_writer(t, who)  # it authorises a write (Retry, Stop): enabled now
@@ -427,75 +412,3 @@ def _swap(a: Candidate, b: Candidate) -> None:
         va, vb = getattr(a, key), getattr(b, key)
         setattr(a, key, vb)
         setattr(b, key, va)
-
-
-# the hot services' statements, built once (their cache keys too)
-_turns, _conversations = turns_table.c, conversations_table.c
-_conversation = select(conversations_table, writer_disabled()).where(
-    _conversations.id == bindparam("cid")
-)
-_conversation_for_update = _conversation.with_for_update()
-_NEW_CONVERSATION = (
-    "uid",
-    "annotator_id",
-    "mode",
-    "task_description",
-    "status",
-    "backend",
-    "red_team_continue",
-    "created_at",
-)
-_new_conversation = (
-    insert(conversations_table)
-    .from_select(
-        _NEW_CONVERSATION,
-        select(
-            *(bindparam(k, type_=conversations_table.c[k].type) for k in _NEW_CONVERSATION)
-        ).where(writer_enabled()),
-    )
-    .returning(_conversations.id)
-)
-_turn_count = (
-    select(func.count()).select_from(turns_table).where(_turns.conversation_id == bindparam("cid"))
-)
-_finish = (
-    update(conversations_table)
-    .where(_conversations.id == bindparam("cid"))
-    .values(
-        status=ConversationStatus.FINISHED,
-        comment=bindparam("comment"),
-        rating=bindparam("rating"),
-        finished_at=bindparam("finished", type_=_conversations.finished_at.type),
-    )
-)
-#: a conversation (what a new message needs of it) with a row per turn (its texts), in order
-_history = (
-    select(
-        _conversations.id,
-        _conversations.annotator_id,
-        _conversations.status,
-        _conversations.mode,
-        _conversations.backend,
-        _turns.index.label("turn_index"),
-        _turns.human,
-        _turns.continued,
-        writer_disabled(),
-    )
-    .outerjoin_from(conversations_table, turns_table, _turns.conversation_id == _conversations.id)
-    .where(_conversations.id == bindparam("cid"))
-    .order_by(_turns.index)
-)
-_history_for_update = _history.with_for_update(of=conversations_table)
-_new_turn = insert(turns_table).returning(_turns.id)
-_new_candidates = insert(candidates_table)
-_turn_owner = (
-    select(
-        _turns.id,
-        _turns.status,
-        _turns.conversation_id,
-        _conversations.annotator_id,
-        writer_disabled(),
-    )
-    .join_from(turns_table, conversations_table, _conversations.id == _turns.conversation_id)
-    .where(_turns.id == bindparam("tid"))
-)

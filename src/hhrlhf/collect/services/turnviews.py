@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..db.models import Candidate, Turn, candidates_table
+from ..db.models import Candidate, Turn
+from ..db.queries.turns import CANDIDATE_COLUMNS, CandidateRow
 from ..domain import CandidateStatus, annotator_failure, iso
 from ..finish import cut_reason
 
@@ -48,28 +49,22 @@ class CandidateView(NamedTuple):
     error: str | None
 
 
-_candidates = candidates_table.c
-#: :class:`CandidateView`'s columns, for a statement that joins candidates to other rows
-#: (the status labelled, as a turn and a conversation have one too)
-CANDIDATE_COLUMNS = (
-    _candidates.slot,
-    _candidates.text,
-    _candidates.cut,
-    _candidates.finish_reason,
-    _candidates.status.label("candidate_status"),
-    _candidates.backend,
-    _candidates.model,
-    _candidates.params,
-    _candidates.latency_ms,
-    _candidates.error,
-)
-
-
-def candidate_views(rows: Iterable[AnyRow]) -> list[CandidateView]:
+def candidate_views(rows: Iterable[CandidateRow]) -> list[CandidateView]:
     """The candidates of rows selected with :data:`CANDIDATE_COLUMNS` (an outer join's
     row without one is left out)."""
     return [
-        CandidateView(*(r._mapping[col] for col in CANDIDATE_COLUMNS))
+        CandidateView(
+            r.slot,
+            r.text,
+            r.cut,
+            r.finish_reason,
+            r.candidate_status,
+            r.backend,
+            r.model,
+            r.params,
+            r.latency_ms,
+            r.error,
+        )
         for r in rows
         if r.slot is not None
     ]
