@@ -51,9 +51,9 @@ def test_pages_need_a_login(app_client):
 
 def test_review_page_shows_a_blind_task_escaped(app_client, storage):
     author, _ = annotators.add_annotator(storage, "author")
-    cid = conversations.create_conversation(storage, author, "helpful", "Garden")["id"]
+    cid = conversations.create_conversation(storage, author, "helpful", "Garden").id
     # backend names no random token can hold (the page's CSRF token once held "m1")
-    tid = conversations.create_turn(storage, author, cid, HOSTILE, ("model-one", "model-two"))["id"]
+    tid = conversations.create_turn(storage, author, cid, HOSTILE, ("model-one", "model-two")).id
     assert leases.acquire_lease(storage, tid, "w", 60)
     answers = {
         "a": {"text": "Left " + HOSTILE, "raw_text": "x"},

@@ -252,8 +252,8 @@ def test_stop_reaches_a_turn_another_worker_is_writing(client, alice, storage):
     assert leases.acquire_lease(storage, t["id"], "elsewhere:1:abc", 30) is not None
     assert client.post(stop, headers=h).json() == {"stopped": True, "here": False}
     state = leases.turn_state(storage, t["id"])
-    assert state["status"] == "failed" and state["lease_owner"] is None
-    assert {c["error"] for c in state["candidates"]} == {STOPPED}
+    assert state.status == "failed" and state.lease_owner is None
+    assert {c.error for c in state.candidates} == {STOPPED}
     conv = client.get(f"/api/v1/conversations/{cid}", headers=h)
     assert [c["error"] for c in conv.json()["turns"][0]["candidates"]] == [
         "Response A was stopped by the annotator. Retry.",

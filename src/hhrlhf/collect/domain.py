@@ -174,3 +174,199 @@ def annotator_failure(slot: str, error: str | None) -> str:
     if error == STOPPED:
         return f"Response {side} was {STOPPED}. Retry."
     return f"Response {side}: the model could not answer. Retry."
+
+
+# -- what the services answer (the JSON API's shapes come from their ``to_dict``) ------
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """A conversation as a list shows it (and as starting or finishing one answers)."""
+
+    id: int
+    mode: str
+    task_description: str
+    status: str
+    turns: int
+    created_at: str | None
+    finished_at: str | None
+    #: its annotator's name (admins' lists only; None: not shown)
+    annotator: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "mode": self.mode,
+            "task_description": self.task_description,
+            "status": self.status,
+            "turns": self.turns,
+            "created_at": self.created_at,
+            "finished_at": self.finished_at,
+        }
+        if self.annotator is not None:
+            out["annotator"] = self.annotator
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BackendFacts:
+    """What only an admin sees of a response: where it came from, and the server's words."""
+
+    backend: str
+    model: str | None
+    params: dict[str, Any]
+    finish_reason: str | None
+    latency_ms: int | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateAnswer:
+    """A response as the API answers it."""
+
+    slot: str
+    text: str | None
+    cut: bool
+    cut_reason: str | None
+    status: str
+    #: what the annotator is told of a failure (:func:`annotator_failure`; None: not failed)
+    failure: str | None = None
+    #: admins only (None: not shown)
+    facts: BackendFacts | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "slot": self.slot,
+            "text": self.text,
+            "cut": self.cut,
+            "cut_reason": self.cut_reason,
+            "status": self.status,
+        }
+        if self.failure is not None:
+            out["error"] = self.failure
+        if self.facts is not None:  # (an admin's "error" is the server's own words)
+            f = self.facts
+            out.update(
+                backend=f.backend,
+                model=f.model,
+                params=f.params,
+                finish_reason=f.finish_reason,
+                latency_ms=f.latency_ms,
+                error=f.error,
+            )
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAnswer:
+    """A turn as the API answers it: its message, its two responses and its choice."""
+
+    id: int
+    index: int
+    human: str
+    status: str
+    candidates: tuple[CandidateAnswer, ...]
+    pick: str | None
+    strength: int | None
+    edit: str | None
+    continued: str | None
+    decided_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "index": self.index,
+            "human": self.human,
+            "status": self.status,
+            "candidates": [c.to_dict() for c in self.candidates],
+            "pick": self.pick,
+            "strength": self.strength,
+            "edit": self.edit,
+            "continued": self.continued,
+            "decided_at": self.decided_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationDetail:
+    """A whole conversation as the API answers it (``backend`` and ``red_team_continue``
+    for admins only)."""
+
+    id: int
+    mode: str
+    task_description: str
+    status: str
+    comment: str | None
+    rating: int | None
+    created_at: str | None
+    finished_at: str | None
+    turns: tuple[TurnAnswer, ...]
+    #: whether the reader is its annotator (an admin reads others')
+    yours: bool
+    for_admin: bool = False
+    backend: str | None = None
+    red_team_continue: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "mode": self.mode,
+            "task_description": self.task_description,
+            "status": self.status,
+            "comment": self.comment,
+            "rating": self.rating,
+            "created_at": self.created_at,
+            "finished_at": self.finished_at,
+            "turns": [t.to_dict() for t in self.turns],
+            "yours": self.yours,
+        }
+        if self.for_admin:
+            out["backend"] = self.backend
+            out["red_team_continue"] = self.red_team_continue
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A message just stored; leased to its writer, with what to generate."""
+
+    id: int
+    index: int
+    conversation_id: int
+    status: str
+    #: the lease's (None: created pending, not leased)
+    prompt: Prompt | None = None
+    pending: tuple[PendingCandidate, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOwner:
+    """A turn one may act on (Retry, Stop, withdraw)."""
+
+    id: int
+    status: str
+    conversation_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateState:
+    """A response as its generation left it."""
+
+    slot: str
+    status: str
+    text: str | None
+    cut: bool
+    cut_reason: str | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnState:
+    """A turn's status, lease and responses (what the event stream starts from)."""
+
+    id: int
+    index: int
+    status: str
+    lease_owner: str | None
+    lease_until: datetime | None
+    candidates: tuple[CandidateState, ...]

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..config import Settings
 from ..db import Storage
-from ..domain import STOPPED, AnnotatorInfo, annotator_failure
+from ..domain import STOPPED, AnnotatorInfo, CandidateState, TurnState, annotator_failure
 from ..finish import SIZE_CUT, STOP_CUT, cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
@@ -35,9 +35,9 @@ POLL_SECONDS = 0.2
 log = logging.getLogger("hhrlhf.collect.backends")
 
 
-def _done(c: dict) -> dict:
+def _done(c: CandidateState) -> dict[str, Any]:
     """A stored ready candidate as a ``done`` event's data."""
-    return {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
+    return {"slot": c.slot, "text": c.text, "cut": c.cut, "cut_reason": c.cut_reason}
 
 
 def _failed_fields(error: str, like: dict | None = None) -> dict[str, Any]:
@@ -178,7 +178,7 @@ class Generator:
 
     async def open(
         self, turn_id: int, who: AnnotatorInfo | None = None
-    ) -> tuple[dict[str, Any], TurnRun | None]:
+    ) -> tuple[TurnState, TurnRun | None]:
         """A listener's start: the turn's :func:`.leases.turn_state` (NotFound unless it is
         ``who``'s or they are an admin; None: not checked) and the run generating it in this
         process, if any: one already live here, or one started now when the turn is free
@@ -187,7 +187,7 @@ class Generator:
         run = self.runs.get(turn_id)
         if run is not None and not run.done:
             state = await self.storage.call(leases.turn_state, turn_id, who)
-            if state["lease_owner"] == self.owner and not run.lost:
+            if state.lease_owner == self.owner and not run.lost:
                 return state, run
             # its lease was taken from it (stopped through another worker, then maybe
             # retried): it stops, and once it ended (storing nothing: a lease of this
@@ -199,9 +199,9 @@ class Generator:
         )
         if got is None:
             return state, None
-        if state["status"] == "generating":
+        if state.status == "generating":
             log.warning(
-                "turn %s: its worker %s is gone; generating it here", turn_id, state["lease_owner"]
+                "turn %s: its worker %s is gone; generating it here", turn_id, state.lease_owner
             )
         return state, self.adopt(turn_id, *got)
 
@@ -443,7 +443,7 @@ class Generator:
     async def batches(
         self,
         turn_id: int,
-        state: dict[str, Any] | None = None,
+        state: TurnState | None = None,
         run: TurnRun | None = None,
         linger: float = 0.0,
     ):
@@ -452,31 +452,29 @@ class Generator:
         caller (else :meth:`open` here); ``linger``: :meth:`TurnRun.batches`'."""
         if state is None:
             state, run = await self.open(turn_id)
-        while run is None and state["status"] in ("pending", "generating"):
+        while run is None and state.status in ("pending", "generating"):
             # another worker holds the lease: wait for it to finish (or run out, or die)
             await asyncio.sleep(POLL_SECONDS)
             state, run = await self.open(turn_id)
         if run is not None:
             # a response stored ready (a retry of the other): shown at once
-            stored = [
-                Event("done", _done(c)) for c in state["candidates"] if c["status"] == "ready"
-            ]
+            stored = [Event("done", _done(c)) for c in state.candidates if c.status == "ready"]
             if stored:
                 yield stored
             async for batch in run.batches(linger):
                 yield batch
             return
         replay = []
-        for c in state["candidates"]:
-            if c["status"] == "ready":
+        for c in state.candidates:
+            if c.status == "ready":
                 replay.append(Event("done", _done(c)))
-            elif c["status"] == "failed":
-                message = failure_message(c["slot"], c.get("error"))
-                replay.append(Event("error", {"slot": c["slot"], "message": message}))
-        yield [*replay, Event("end", {"status": state["status"]})]
+            elif c.status == "failed":
+                message = failure_message(c.slot, c.error)
+                replay.append(Event("error", {"slot": c.slot, "message": message}))
+        yield [*replay, Event("end", {"status": state.status})]
 
     async def events(
-        self, turn_id: int, state: dict[str, Any] | None = None, run: TurnRun | None = None
+        self, turn_id: int, state: TurnState | None = None, run: TurnRun | None = None
     ):
         """:meth:`batches`, one event at a time."""
         async for batch in self.batches(turn_id, state, run):

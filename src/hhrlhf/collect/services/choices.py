@@ -4,7 +4,7 @@ once (a repeat answers what was stored; a different choice is a conflict)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import NamedTuple, cast
 
 from sqlalchemy.exc import IntegrityError
 
@@ -17,6 +17,7 @@ from ..domain import (
     ConversationStatus,
     Mode,
     Slot,
+    TurnAnswer,
     TurnStatus,
     now,
     other_slot,
@@ -35,7 +36,7 @@ def record_choice(
     strength_points: int,
     edit: str | None = None,
     request_id: str | None = None,
-) -> dict[str, Any]:
+) -> TurnAnswer:
     """Store the annotator's choice; returns the turn once the transaction has committed.
 
     A repeat (same ``request_id``, or the same pick, strength and edit) returns the stored
@@ -70,7 +71,7 @@ def _record_choice(
     strength: int | None,
     edit: str | None,
     request_id: str | None,
-) -> dict[str, Any]:
+) -> TurnAnswer:
     # a return inside the block runs after the commit: only then is the choice acknowledged
     with storage.write() as s:
         conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
@@ -95,7 +96,7 @@ def _record_choice(
             same = (t.pick, t.strength, t.edit) == (pick, strength, edit)
             if (request_id and t.request_id == request_id) or same:
                 stored = cast("turnviews.PickView", t)  # its pick is stored: so are the rest
-                return turnviews.turn_dict(
+                return turnviews.turn_answer(
                     view, cands, stored, t.edit, t.continued, admin=who.is_admin
                 )
             raise Conflict(
@@ -155,13 +156,13 @@ def _record_choice(
         q.store_choice(conn, t.id, rows_in, continued)
         # the answer is what was just written (committed when this block ends)
         decision = _Decided(pick, strength, decided)
-        return turnviews.turn_dict(
+        return turnviews.turn_answer(
             view, cands, decision, edit if edited else None, continued, admin=who.is_admin
         )
 
 
 class _Decided(NamedTuple):
-    """A choice just stored, as :func:`.turnviews.turn_dict` reads a stored pick."""
+    """A choice just stored, as :func:`.turnviews.turn_answer` reads a stored pick."""
 
     pick: str
     strength: int

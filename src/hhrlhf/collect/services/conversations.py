@@ -3,13 +3,14 @@ turn (drawing its two backends), retry, finish."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import IntegrityError
@@ -30,17 +31,21 @@ from ..domain import (
     SLOTS,
     AnnotatorInfo,
     CandidateStatus,
+    ConversationDetail,
     ConversationStatus,
+    ConversationSummary,
     Mode,
+    NewTurn,
     PendingCandidate,
     Prompt,
     Slot,
+    TurnOwner,
     TurnStatus,
     iso,
     now,
     render_prefix,
 )
-from .turnviews import stored_turn_dict
+from .turnviews import stored_turn_answer
 from .writers import check_writer
 
 if TYPE_CHECKING:
@@ -75,7 +80,7 @@ def create_conversation(
     *,
     backend: str | None = None,
     red_team_continue: str | None = None,
-) -> dict[str, Any]:
+) -> ConversationSummary:
     if mode not in MODES:
         raise Invalid(f"mode {mode!r}; expected one of: {', '.join(MODES)}")
     task_description = task_description.strip()
@@ -97,39 +102,37 @@ def create_conversation(
         cid = q.insert_conversation(s.connection(), values, who.id)
         if cid is None:
             raise Forbidden(f"annotator {who.name!r} is disabled")
-    return {
-        "id": cid,
-        "mode": mode,
-        "task_description": task_description,
-        "status": ConversationStatus.OPEN,
-        "turns": 0,
-        "created_at": iso(created),
-        "finished_at": None,
-    }
+    return ConversationSummary(
+        cid, mode, task_description, ConversationStatus.OPEN, 0, iso(created), None
+    )
 
 
-def conversation_summary(c: Conversation | q.ConversationRow, turns: int) -> dict[str, Any]:
-    return {
-        "id": c.id,
-        "mode": c.mode,
-        "task_description": c.task_description,
-        "status": c.status,
-        "turns": turns,
-        "created_at": iso(c.created_at),
-        "finished_at": iso(c.finished_at),
-    }
+def conversation_summary(
+    c: Conversation | q.ConversationRow, turns: int, *, annotator: str | None = None
+) -> ConversationSummary:
+    """``c`` with its number of ``turns`` (``annotator``: its annotator's name, for admins)."""
+    return ConversationSummary(
+        c.id,
+        c.mode,
+        c.task_description,
+        c.status,
+        turns,
+        iso(c.created_at),
+        iso(c.finished_at),
+        annotator,
+    )
 
 
 def list_conversations(
     storage: Storage, who: AnnotatorInfo, *, all_: bool | None = None
-) -> list[dict[str, Any]]:
+) -> list[ConversationSummary]:
     """One's own conversations, newest first (admins: everyone's unless ``all_`` is False)."""
     turns = (
         select(Turn.conversation_id, func.count(Turn.id).label("n"))
         .group_by(Turn.conversation_id)
         .subquery()
     )
-    q = (
+    stmt = (
         select(Conversation, func.coalesce(turns.c.n, 0), Annotator.name)
         .outerjoin(turns, turns.c.conversation_id == Conversation.id)
         .join(Annotator, Annotator.id == Conversation.annotator_id)
@@ -137,18 +140,17 @@ def list_conversations(
     )
     show_all = who.is_admin if all_ is None else (all_ and who.is_admin)
     if not show_all:
-        q = q.where(Conversation.annotator_id == who.id)
+        stmt = stmt.where(Conversation.annotator_id == who.id)
     with storage.read() as s:
-        out = []
-        for c, n, name in s.execute(q):
-            d = conversation_summary(c, n)
-            if who.is_admin:
-                d["annotator"] = name
-            out.append(d)
-        return out
+        return [
+            conversation_summary(c, n, annotator=name if who.is_admin else None)
+            for c, n, name in s.execute(stmt)
+        ]
 
 
-def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int) -> dict[str, Any]:
+def get_conversation(
+    storage: Storage, who: AnnotatorInfo, conversation_id: int
+) -> ConversationDetail:
     """The whole conversation; backend names only for admins. Each turn's transcript prefix
     is not read: it holds every earlier turn, so reading them all would cost the square of
     the conversation's length (36 M characters for 60 turns of 20,000)."""
@@ -164,22 +166,21 @@ def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int)
                 selectinload(Turn.comparisons),
             )
         ).all()
-        out = {
-            "id": c.id,
-            "mode": c.mode,
-            "task_description": c.task_description,
-            "status": c.status,
-            "comment": c.comment,
-            "rating": c.rating,
-            "created_at": iso(c.created_at),
-            "finished_at": iso(c.finished_at),
-            "turns": [stored_turn_dict(t, admin=who.is_admin) for t in turns],
-            "yours": c.annotator_id == who.id,
-        }
-        if who.is_admin:
-            out["backend"] = c.backend
-            out["red_team_continue"] = c.red_team_continue
-        return out
+        return ConversationDetail(
+            c.id,
+            c.mode,
+            c.task_description,
+            c.status,
+            c.comment,
+            c.rating,
+            iso(c.created_at),
+            iso(c.finished_at),
+            tuple(stored_turn_answer(t, admin=who.is_admin) for t in turns),
+            yours=c.annotator_id == who.id,
+            for_admin=who.is_admin,
+            backend=c.backend if who.is_admin else None,
+            red_team_continue=c.red_team_continue if who.is_admin else None,
+        )
 
 
 def finish_conversation(
@@ -188,7 +189,7 @@ def finish_conversation(
     conversation_id: int,
     comment: str | None = None,
     rating: int | None = None,
-) -> dict[str, Any]:
+) -> ConversationSummary:
     with storage.write() as s:
         conn = s.connection()
         c = owned_conversation(conn, who, conversation_id, lock=True)
@@ -209,11 +210,11 @@ def finish_conversation(
             raise Conflict(f"conversation {c.id} is already finished")
         finished = now()
         q.finish(conn, c.id, comment, rating, finished)
-        return {
-            **conversation_summary(c, turns),
-            "status": ConversationStatus.FINISHED,
-            "finished_at": iso(finished),
-        }
+        return dataclasses.replace(
+            conversation_summary(c, turns),
+            status=ConversationStatus.FINISHED,
+            finished_at=iso(finished),
+        )
 
 
 def create_turn(
@@ -224,7 +225,7 @@ def create_turn(
     backends: tuple[str, str] | Callable[[str, str | None], tuple[str, str]],
     *,
     lease: tuple[str, float] | None = None,
-) -> dict[str, Any]:
+) -> NewTurn:
     """A new human message: a pending turn with two pending candidates (slot a shown as A).
 
     ``backends``: the two backends' names, or a function of the conversation's mode and
@@ -284,14 +285,13 @@ def create_turn(
             )
         except IntegrityError as exc:  # a concurrent message took this index
             raise Conflict("another message was sent at the same time") from exc
-        out = {"id": t.id, "index": t.index, "conversation_id": c.id, "status": t.status}
-        if lease is not None:
-            out["prompt"] = Prompt(tuple(history), t.human, t.prefix, c.mode)
-            out["pending"] = [
-                PendingCandidate(slot, backend)
-                for slot, backend in zip(SLOTS, backends, strict=True)
-            ]
-        return out
+        if lease is None:
+            return NewTurn(t.id, t.index, c.id, t.status)
+        prompt = Prompt(tuple(history), t.human, t.prefix, c.mode)
+        pending = tuple(
+            PendingCandidate(slot, backend) for slot, backend in zip(SLOTS, backends, strict=True)
+        )
+        return NewTurn(t.id, t.index, c.id, t.status, prompt, pending)
 
 
 @dataclass
@@ -303,14 +303,14 @@ class _NewTurn:
     id: int = 0
 
 
-def turn_owner(storage: Storage, who: AnnotatorInfo, turn_id: int) -> dict[str, Any]:
+def turn_owner(storage: Storage, who: AnnotatorInfo, turn_id: int) -> TurnOwner:
     """Authorise access to a turn (404 if not one's own); returns its status."""
     with storage.read() as s:
         t = q.turn_owner(s.connection(), turn_id, who.id)
         if t is None or not who.sees(t.annotator_id):
             raise NotFound(f"turn {turn_id} not found")
         check_writer(t, who)  # it authorises a write (Retry, Stop): enabled now
-        return {"id": t.id, "status": t.status, "conversation_id": t.conversation_id}
+        return TurnOwner(t.id, t.status, t.conversation_id)
 
 
 def retry_turn(

@@ -14,9 +14,11 @@ from ..domain import (
     SLOTS,
     STOPPED,
     AnnotatorInfo,
+    CandidateState,
     CandidateStatus,
     PendingCandidate,
     Prompt,
+    TurnState,
     TurnStatus,
     aware,
     now,
@@ -63,7 +65,7 @@ def open_turn(
     seconds: float,
     *,
     dead: Callable[[str], bool] | None = None,
-) -> tuple[dict[str, Any], tuple[Prompt, list[PendingCandidate]] | None]:
+) -> tuple[TurnState, tuple[Prompt, list[PendingCandidate]] | None]:
     """The event stream's one transaction: the turn's :func:`turn_state` as read (NotFound
     unless it is ``who``'s or they are an admin), and, where the turn is free to generate,
     its lease taken for ``owner`` with the prompt and the candidates to generate (else None).
@@ -82,12 +84,12 @@ def open_turn(
         q.lock(conn, turn_id)
         rows = q.opening(conn, turn_id)
         state = _state(rows, turn_id, who)
-        holder, until = state["lease_owner"], state["lease_until"]
+        holder, until = state.lease_owner, state.lease_until
         gone = dead is not None and holder is not None and dead(holder)
         expired = until is not None and until < t0
         if not (
-            state["status"] == TurnStatus.PENDING
-            or (state["status"] == TurnStatus.GENERATING and (expired or gone))
+            state.status == TurnStatus.PENDING
+            or (state.status == TurnStatus.GENERATING and (expired or gone))
         ):
             return state, None
         take_from = holder if gone else None
@@ -161,7 +163,7 @@ def stop_elsewhere(storage: Storage, turn_id: int, owner: str) -> bool:
         return True
 
 
-def turn_state(storage: Storage, turn_id: int, who: AnnotatorInfo | None = None) -> dict[str, Any]:
+def turn_state(storage: Storage, turn_id: int, who: AnnotatorInfo | None = None) -> TurnState:
     """Status and candidates of a turn. ``who``: only if it is theirs (or they are an admin),
     else :class:`NotFound` as for a turn that does not exist (the stream route's check and
     read in one statement); None: no authorisation (the generator's own reads)."""
@@ -170,27 +172,27 @@ def turn_state(storage: Storage, turn_id: int, who: AnnotatorInfo | None = None)
     return _state(rows, turn_id, who)
 
 
-def _state(rows: Sequence[q.StateRow], turn_id: int, who: AnnotatorInfo | None) -> dict[str, Any]:
+def _state(rows: Sequence[q.StateRow], turn_id: int, who: AnnotatorInfo | None) -> TurnState:
     """:func:`turn_state` from its rows."""
     if not rows or (who is not None and not who.sees(rows[0].annotator_id)):
         raise NotFound(f"turn {turn_id} not found")
     t = rows[0]
-    return {
-        "id": t.id,
-        "index": t.turn_index,
-        "status": t.status,
-        "lease_owner": t.lease_owner,
-        "lease_until": aware(t.lease_until),
-        "candidates": [
-            {
-                "slot": c.slot,
-                "status": c.candidate_status,
-                "text": c.text,
-                "cut": c.cut,
-                "cut_reason": cut_reason(c.cut, c.finish_reason),
-                "error": c.error,
-            }
+    return TurnState(
+        t.id,
+        t.turn_index,
+        t.status,
+        t.lease_owner,
+        aware(t.lease_until),
+        tuple(
+            CandidateState(
+                c.slot,
+                c.candidate_status,
+                c.text,
+                c.cut,
+                cut_reason(c.cut, c.finish_reason),
+                c.error,
+            )
             for c in rows
             if c.slot is not None
-        ],
-    }
+        ),
+    )

@@ -67,9 +67,10 @@ def conversation_page(
         ).all()
         out = []
         for conv, name in rows:
-            d = conversations.conversation_summary(conv, counts.get(conv.id, 0))
-            d["annotator"] = name
-            out.append(d)
+            summary = conversations.conversation_summary(
+                conv, counts.get(conv.id, 0), annotator=name
+            )
+            out.append(summary.to_dict())
         return out, total
 
 

@@ -78,10 +78,11 @@ def export_stamp(storage: Storage) -> tuple[Any, ...]:
     return tuple(row) + (repr([(i, m, sorted((a or {}).items())) for i, m, a in people]),)
 
 
-def counts(storage: Storage) -> dict[str, Any]:
+def counts(storage: Storage) -> dict[str, int]:
+    """The number of annotators, conversations, turns and comparisons."""
     with storage.read() as s:
         return {
-            name: s.scalar(select(func.count()).select_from(model))
+            name: s.scalar(select(func.count()).select_from(model)) or 0
             for name, model in (
                 ("annotators", Annotator),
                 ("conversations", Conversation),

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..db.models import Candidate, Turn
 from ..db.queries.turns import CANDIDATE_COLUMNS, CandidateRow
-from ..domain import CandidateStatus, annotator_failure, iso
+from ..domain import (
+    BackendFacts,
+    CandidateAnswer,
+    CandidateStatus,
+    TurnAnswer,
+    annotator_failure,
+    iso,
+)
 from ..finish import cut_reason
 
 if TYPE_CHECKING:
@@ -28,13 +35,13 @@ __all__ = [
     "PickView",
     "TurnView",
     "candidate_views",
-    "stored_turn_dict",
-    "turn_dict",
+    "stored_turn_answer",
+    "turn_answer",
 ]
 
 
 class CandidateView(NamedTuple):
-    """A candidate as :func:`turn_dict` reads it: an ORM row's fields, or a plain row's
+    """A candidate as :func:`turn_answer` reads it: an ORM row's fields, or a plain row's
     (:data:`CANDIDATE_COLUMNS`, in this order)."""
 
     slot: str
@@ -71,7 +78,7 @@ def candidate_views(rows: Iterable[CandidateRow]) -> list[CandidateView]:
 
 
 class PickView(Protocol):
-    """A stored pick as :func:`turn_dict` reads it."""
+    """A stored pick as :func:`turn_answer` reads it."""
 
     @property
     def pick(self) -> str: ...
@@ -83,7 +90,7 @@ class PickView(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class TurnView:
-    """A turn's own fields as :func:`turn_dict` answers them."""
+    """A turn's own fields as :func:`turn_answer` answers them."""
 
     id: int
     index: int
@@ -91,7 +98,7 @@ class TurnView:
     status: str
 
 
-def turn_dict(
+def turn_answer(
     t: TurnView,
     candidates: Iterable[CandidateView | Candidate],
     pick: PickView | None,
@@ -99,46 +106,42 @@ def turn_dict(
     continued: str | None,
     *,
     admin: bool,
-) -> dict[str, Any]:
+) -> TurnAnswer:
     """A turn as the API answers it; backends, models and errors only for admins."""
-    cands = []
-    for cand in candidates:
-        d: dict[str, Any] = {
-            "slot": cand.slot,
-            "text": cand.text,
-            "cut": cand.cut,
-            "cut_reason": cut_reason(cand.cut, cand.finish_reason),
-            "status": cand.status,
-        }
-        if cand.status == CandidateStatus.FAILED:  # the server's own words for admins only (below)
-            d["error"] = annotator_failure(cand.slot, cand.error)
-        if admin:
-            d.update(
-                backend=cand.backend,
-                model=cand.model,
-                params=cand.params,
-                finish_reason=cand.finish_reason,
-                latency_ms=cand.latency_ms,
-                error=cand.error,
-            )
-        cands.append(d)
-    return {
-        "id": t.id,
-        "index": t.index,
-        "human": t.human,
-        "status": t.status,
-        "candidates": cands,
-        "pick": pick.pick if pick else None,
-        "strength": pick.strength if pick else None,
-        "edit": edit,
-        "continued": continued,
-        "decided_at": iso(pick.decided_at) if pick else None,
-    }
+    return TurnAnswer(
+        t.id,
+        t.index,
+        t.human,
+        t.status,
+        tuple(_candidate_answer(c, admin) for c in candidates),
+        pick.pick if pick else None,
+        pick.strength if pick else None,
+        edit,
+        continued,
+        iso(pick.decided_at) if pick else None,
+    )
 
 
-def stored_turn_dict(t: Turn, *, admin: bool) -> dict[str, Any]:
-    """:func:`turn_dict` of a turn loaded with its candidates and comparisons."""
+def _candidate_answer(c: CandidateView | Candidate, admin: bool) -> CandidateAnswer:
+    """A response as the API answers it: the server's own words for admins only."""
+    failed = c.status == CandidateStatus.FAILED
+    facts = None
+    if admin:
+        facts = BackendFacts(c.backend, c.model, c.params, c.finish_reason, c.latency_ms, c.error)
+    return CandidateAnswer(
+        c.slot,
+        c.text,
+        c.cut,
+        cut_reason(c.cut, c.finish_reason),
+        c.status,
+        annotator_failure(c.slot, c.error) if failed else None,
+        facts,
+    )
+
+
+def stored_turn_answer(t: Turn, *, admin: bool) -> TurnAnswer:
+    """:func:`turn_answer` of a turn loaded with its candidates and comparisons."""
     pick = next((x for x in t.comparisons if x.kind == "pick"), None)
     edit = next((x.chosen_text for x in t.comparisons if x.kind == "edit"), None)
     view = TurnView(t.id, t.index, t.human, t.status)
-    return turn_dict(view, t.candidates, pick, edit, t.continued, admin=admin)
+    return turn_answer(view, t.candidates, pick, edit, t.continued, admin=admin)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
 from ...errors import Invalid, TooLarge
-from ..domain import AnnotatorInfo, CandidateStatus, Mode, TurnStatus
+from ..domain import AnnotatorInfo, CandidateStatus, Mode, TurnState, TurnStatus
 from ..generation.runner import Event, TurnRun, failure_message
 from ..services import choices, conversations, leases
 from ..services.pairing import choose_backends
@@ -132,7 +132,7 @@ async def create_conversation(body: NewConversation, request: Request, who: Who)
         backend=backend,
         red_team_continue=red_team_continue,
     )
-    return _answer(started, 201)
+    return _answer(started.to_dict(), 201)
 
 
 @router.get("/conversations", responses=answers(schemas.ConversationList))
@@ -143,9 +143,8 @@ def list_conversations(
         bool | None, Query(description="admins: everyone's (default) or only their own")
     ] = None,  # noqa: A002
 ):
-    return {
-        "conversations": conversations.list_conversations(_state(request).storage, who, all_=all)
-    }
+    found = conversations.list_conversations(_state(request).storage, who, all_=all)
+    return {"conversations": [c.to_dict() for c in found]}
 
 
 #: characters of a conversation's text that count as one more read (a heavy GET: reading,
@@ -159,7 +158,7 @@ def get_conversation(conversation_id: int, request: Request, who: Who):
     :data:`READ_CHARS` characters of its text, and its markdown is rendered within the
     annotator's render budget (what is over it shows as plain text)."""
     st = _state(request)
-    out = conversations.get_conversation(st.storage, who, conversation_id)
+    out = conversations.get_conversation(st.storage, who, conversation_id).to_dict()
     out["strength_points"] = st.settings.strength_points
     turns = out.get("turns") or ()
     texts = [turn_texts(turn) for turn in turns]
@@ -225,52 +224,50 @@ async def create_turn(
     turn = await st.storage.call(
         conversations.create_turn, who, conversation_id, body.text, pick_backends, lease=lease
     )
-    if not body.wait:
-        pending = {
-            "id": turn["id"],
-            "index": turn["index"],
-            "candidates": [],
-            "status": TurnStatus.PENDING,
-        }
+    if not body.wait or turn.prompt is None:
+        pending = {"id": turn.id, "index": turn.index, "candidates": [], "status": turn.status}
         return _answer(pending, 201)
-    run = gen.adopt(turn["id"], turn["prompt"], turn["pending"])
+    run = gen.adopt(turn.id, turn.prompt, list(turn.pending))
     if body.stream:
         # the page's way: no second request, no second transaction to lease the turn
-        head = Event(
-            "turn", {"id": turn["id"], "index": turn["index"], "status": TurnStatus.GENERATING}
-        )
-        generating = {"status": TurnStatus.GENERATING, "candidates": []}
-        return _event_stream(st, who, turn["id"], generating, run, head, 201)
+        head = Event("turn", {"id": turn.id, "index": turn.index, "status": turn.status})
+        generating = TurnState(turn.id, turn.index, turn.status, gen.owner, None, ())
+        return _event_stream(st, who, turn.id, generating, run, head, 201)
     status = await run.wait()
     done = {e.data["slot"]: e.data for e in run.events if e.name == "done"}
-    if status == TurnStatus.READY and len(done) == len(turn["pending"]):
+    if status == TurnStatus.READY and len(done) == len(turn.pending):
         # as stored (the run's transaction committed them): no second read
-        state: dict[str, Any] = {
+        out: dict[str, Any] = {
+            "id": turn.id,
+            "index": turn.index,
             "status": TurnStatus.READY,
-            "candidates": [
-                {**done[slot], "status": CandidateStatus.READY} for slot in sorted(done)
-            ],
+            "candidates": [_shown(done[slot]) for slot in sorted(done)],
         }
-    else:
-        state = await st.storage.call(leases.turn_state, turn["id"])
+        return _answer(out, 201)
+    state = await st.storage.call(leases.turn_state, turn.id)
     out = {
-        "id": turn["id"],
-        "index": turn["index"],
-        "status": state["status"],
+        "id": turn.id,
+        "index": turn.index,
+        "status": state.status,
         "candidates": [
-            {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
-            for c in state["candidates"]
-            if c["status"] == CandidateStatus.READY
+            {"slot": c.slot, "text": c.text, "cut": c.cut, "cut_reason": c.cut_reason}
+            for c in state.candidates
+            if c.status == CandidateStatus.READY
         ],
     }
     errors = [
-        {"slot": c["slot"], "message": failure_message(c["slot"], c.get("error"))}
-        for c in state["candidates"]
-        if c["status"] == CandidateStatus.FAILED
+        {"slot": c.slot, "message": failure_message(c.slot, c.error)}
+        for c in state.candidates
+        if c.status == CandidateStatus.FAILED
     ]
     if errors:
         out["errors"] = errors
     return _answer(out, 201)
+
+
+def _shown(done: dict[str, Any]) -> dict[str, Any]:
+    """A response as a waiting message's answer shows it, from its ``done`` event."""
+    return {k: done[k] for k in ("slot", "text", "cut", "cut_reason")}
 
 
 def _joined(batch: list[Event]) -> list[Event]:
@@ -333,7 +330,7 @@ def _event_stream(
     st: Any,
     who: AnnotatorInfo,
     turn_id: int,
-    state: dict[str, Any],
+    state: TurnState,
     run: TurnRun | None,
     head: Event | None = None,
     status_code: int = 200,
@@ -463,8 +460,9 @@ async def choose(turn_id: int, body: Choice, request: Request, who: Who):
         edit=body.edit,
         request_id=body.request_id,
     )
+    out = turn.to_dict()
     # the responses' HTML as their stream rendered it (else off the loop, as the stream's)
-    return _answer({"turn": with_html(turn, await _rendered(turn_texts(turn), st, who.id))})
+    return _answer({"turn": with_html(out, await _rendered(turn_texts(out), st, who.id))})
 
 
 @router.post(
@@ -482,7 +480,7 @@ async def finish(
     finished = await st.storage.call(
         conversations.finish_conversation, who, conversation_id, body.comment, body.rating
     )
-    return _answer(finished)
+    return _answer(finished.to_dict())
 
 
 def new_rng(seed: int | None) -> random.Random:
