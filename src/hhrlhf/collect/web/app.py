@@ -28,6 +28,7 @@ from ..db.engine import count_statements, worker_connections
 from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_trouble
 from ..generation.runner import Generator
 from ..services import annotators
+from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .api import new_rng
 from .api import router as api_router
@@ -212,6 +213,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     app.state.storage = storage
     app.state.generator = generator
     app.state.rng = new_rng(settings.seed)
+    app.state.rules = Rules.from_settings(settings)
     app.state.limits = limits
     app.state.data_index = DataIndex.load(settings.data) if settings.data else None
     try:
