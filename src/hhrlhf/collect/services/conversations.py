@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import IntegrityError
@@ -47,9 +46,6 @@ from ..domain import (
 )
 from .turnviews import stored_turn_answer
 from .writers import check_writer
-
-if TYPE_CHECKING:
-    pass
 
 #: a retry that moves a response to another backend is logged with the backends' failures
 log = logging.getLogger("hhrlhf.collect.backends")

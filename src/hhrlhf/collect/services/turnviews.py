@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..db.models import Candidate, Turn
-from ..db.queries.turns import CANDIDATE_COLUMNS, CandidateRow
+from ..db.queries.turns import CandidateRow
 from ..domain import (
     BackendFacts,
     CandidateAnswer,
@@ -20,17 +20,7 @@ from ..domain import (
 )
 from ..finish import cut_reason
 
-if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    from sqlalchemy import Row
-    from typing_extensions import Unpack
-
-    #: a row of any columns
-    AnyRow: TypeAlias = Row[Unpack[tuple[Any, ...]]]
-
 __all__ = [
-    "CANDIDATE_COLUMNS",
     "CandidateView",
     "PickView",
     "TurnView",
@@ -42,7 +32,7 @@ __all__ = [
 
 class CandidateView(NamedTuple):
     """A candidate as :func:`turn_answer` reads it: an ORM row's fields, or a plain row's
-    (:data:`CANDIDATE_COLUMNS`, in this order)."""
+    (:data:`..db.queries.turns.CANDIDATE_COLUMNS`, in this order)."""
 
     slot: str
     text: str | None
@@ -57,8 +47,8 @@ class CandidateView(NamedTuple):
 
 
 def candidate_views(rows: Iterable[CandidateRow]) -> list[CandidateView]:
-    """The candidates of rows selected with :data:`CANDIDATE_COLUMNS` (an outer join's
-    row without one is left out)."""
+    """The candidates of rows selected with :data:`..db.queries.turns.CANDIDATE_COLUMNS` (an
+    outer join's row without one is left out)."""
     return [
         CandidateView(
             r.slot,
