@@ -102,11 +102,11 @@ async def _measure(storage, turns: int) -> dict[str, tuple[float, float, float]]
             started = await call(
                 "create_conversation", conversations.create_conversation, who, "helpful", "t"
             )
-            cid = started["id"]
+            cid = started.id
         turn = await call(
             "create_turn", conversations.create_turn, who, cid, f"hello {i}", ("m1", "m2")
         )
-        tid = turn["id"]
+        tid = turn.id
         # the stream route's one transaction: the state, the lease and the prompt
         await call("open_turn", leases.open_turn, tid, who, "w1", 60.0)
         results = {s: {"text": f"answer {s} {i}", "raw_text": f" answer {s} {i}"} for s in "ab"}

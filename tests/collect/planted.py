@@ -23,7 +23,7 @@ def planted(storage, n=40, flipped=(3, 11, 25), *, weak=()):
     rng = random.Random(5)
     ids, flips = [], []
     for i in range(n):
-        cid = conversations.create_conversation(storage, who, "helpful", "Garden questions")["id"]
+        cid = conversations.create_conversation(storage, who, "helpful", "Garden questions").id
         question = " ".join(rng.choices(WORDS, k=6)) + f" {i}?"
         good = " ".join(rng.choices(WORDS, k=7)) + " gladly."
         bad = " ".join(rng.choices(WORDS, k=7)) + " never."

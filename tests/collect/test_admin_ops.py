@@ -176,7 +176,7 @@ def test_the_backends_activity_counts_the_last_hour_only(storage):
     from hhrlhf.collect.services.overview import backend_activity
 
     who, _ = annotators.add_annotator(storage, "ann")
-    cid = conversations.create_conversation(storage, who, "helpful", "t")["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "t").id
     make_turn(storage, who, cid, "q?", "a", "b", ("m1", "m2"))
     activity = backend_activity(storage)
     assert activity["m1"].ready == 1 and activity["m2"].ready == 1

@@ -51,13 +51,15 @@ def test_pages_need_a_login(app_client):
 
 def test_review_page_shows_a_blind_task_escaped(app_client, storage):
     author, _ = annotators.add_annotator(storage, "author")
-    cid = conversations.create_conversation(storage, author, "helpful", "Garden")["id"]
+    cid = conversations.create_conversation(storage, author, "helpful", "Garden").id
     # backend names no random token can hold (the page's CSRF token once held "m1")
-    tid = conversations.create_turn(storage, author, cid, HOSTILE, ("model-one", "model-two"))["id"]
+    tid = conversations.create_turn(storage, author, cid, HOSTILE, ("model-one", "model-two")).id
     assert leases.acquire_lease(storage, tid, "w", 60)
-    leases.save_candidate(storage, tid, "a", owner="w", text="Left " + HOSTILE, raw_text="x")
-    leases.save_candidate(storage, tid, "b", owner="w", text="Right answer.", raw_text="x")
-    leases.end_generation(storage, tid, "w")
+    answers = {
+        "a": {"text": "Left " + HOSTILE, "raw_text": "x"},
+        "b": {"text": "Right answer.", "raw_text": "x"},
+    }
+    assert leases.finish_generation(storage, tid, "w", answers) == "ready"
     choices.record_choice(storage, author, tid, pick="a", strength=2, strength_points=4)
     conversations.finish_conversation(storage, author, cid)
     login(app_client, storage, "bob")

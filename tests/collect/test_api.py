@@ -252,8 +252,8 @@ def test_stop_reaches_a_turn_another_worker_is_writing(client, alice, storage):
     assert leases.acquire_lease(storage, t["id"], "elsewhere:1:abc", 30) is not None
     assert client.post(stop, headers=h).json() == {"stopped": True, "here": False}
     state = leases.turn_state(storage, t["id"])
-    assert state["status"] == "failed" and state["lease_owner"] is None
-    assert {c["error"] for c in state["candidates"]} == {STOPPED}
+    assert state.status == "failed" and state.lease_owner is None
+    assert {c.error for c in state.candidates} == {STOPPED}
     conv = client.get(f"/api/v1/conversations/{cid}", headers=h)
     assert [c["error"] for c in conv.json()["turns"][0]["candidates"]] == [
         "Response A was stopped by the annotator. Retry.",
@@ -548,16 +548,8 @@ def test_a_turn_generated_by_another_worker_is_awaited_then_replayed(client, ali
 
     def other_worker():
         time.sleep(0.5)
-        for slot in "ab":
-            leases.save_candidate(
-                storage,
-                t["id"],
-                slot,
-                owner="other-worker",
-                text=f"from {slot}",
-                raw_text=f"from {slot}",
-            )
-        leases.end_generation(storage, t["id"], "other-worker")
+        answers = {slot: {"text": f"from {slot}", "raw_text": f"from {slot}"} for slot in "ab"}
+        leases.finish_generation(storage, t["id"], "other-worker", answers)
 
     thread = threading.Thread(target=other_worker)
     thread.start()

@@ -100,8 +100,8 @@ def test_a_failure_carries_the_servers_words_to_the_log_and_the_candidate_not_th
     ]
     logged = [r.getMessage() for r in caplog.records if r.name == "hhrlhf.collect.backends"]
     assert len(logged) == 2 and all(words in line and "wrong-model" in line for line in logged)
-    stored = leases.turn_state(storage, t["id"])["candidates"]
-    assert all(c["status"] == "failed" and words in c["error"] for c in stored)
+    stored = leases.turn_state(storage, t["id"]).candidates
+    assert all(c.status == "failed" and c.error and words in c.error for c in stored)
     # the page reloaded: the same generic note, never the server's words
     replay = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
     assert [d for e, d in replay if e == "error"] == errors

@@ -81,8 +81,8 @@ def _run_turn(storage, settings, server, kind, events):
     backends = tuple(openai_backend(n, kind, server.base_url, timeout=10.0) for n in ("m1", "m2"))
     gen = Generator(storage, replace(settings, backends=backends))
     who, _ = annotators.add_annotator(storage, f"a{abs(hash(str(events))) % 10**8}")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "Hi?", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "Hi?", ("m1", "m2")).id
 
     async def go():
         _, run = await gen.open(tid)
@@ -97,10 +97,10 @@ def _run_turn(storage, settings, server, kind, events):
 
 def _failed_and_bounded(storage, tid, status, run):
     state = leases.turn_state(storage, tid)
-    assert status == state["status"] == "failed" and state["lease_owner"] is None
-    for c in state["candidates"]:
-        assert c["status"] == "failed"
-        assert len(c["error"]) <= MAX_ERROR_CHARS + 250, len(c["error"])
+    assert status == state.status == "failed" and state.lease_owner is None
+    for c in state.candidates:
+        assert c.status == "failed"
+        assert len(c.error) <= MAX_ERROR_CHARS + 250, len(c.error)
     for e in run.events:
         if e.name == "error":
             assert len(e.data["message"]) <= MAX_ERROR_CHARS + 300
@@ -114,7 +114,7 @@ def test_a_hostile_chat_reply_fails_the_response_bounded(
     _, who, tid, status, run = _run_turn(storage, settings, server, "openai-chat", CHAT[case])
     _failed_and_bounded(storage, tid, status, run)
     assert all(len(r.getMessage()) < 2_000 for r in caplog.records)  # the log is bounded too
-    assert "malformed" in str(leases.turn_state(storage, tid)["candidates"]) or "error" in case
+    assert "malformed" in str(leases.turn_state(storage, tid).candidates) or "error" in case
     assert conversations.retry_turn(storage, who, tid) == "pending"  # Retry works at once
 
 
@@ -135,7 +135,7 @@ def test_a_well_formed_reply_still_goes_through(storage, settings, server, sqlit
     ]
     _, _, tid, status, _ = _run_turn(storage, settings, server, "openai-chat", events)
     assert status == "ready"
-    assert [c["text"] for c in leases.turn_state(storage, tid)["candidates"]] == ["All Fine."] * 2
+    assert [c.text for c in leases.turn_state(storage, tid).candidates] == ["All Fine."] * 2
 
 
 @pytest.mark.parametrize("case", ["content is a list", "an error of 3 MB mid-stream"])
@@ -151,8 +151,8 @@ def test_a_rerank_backend_over_a_hostile_server_fails_the_turn_bounded(
     rerank = BackendConfig("best", "rerank", base="m1", k=3, pm="no-pm-needed-before-sampling")
     gen = Generator(storage, replace(settings, backends=(base, rerank)))
     who, _ = annotators.add_annotator(storage, "rerank-" + case.replace(" ", "-"))
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "Hi?", ("best", "best"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "Hi?", ("best", "best")).id
 
     async def go():
         _, run = await gen.open(tid)
@@ -182,8 +182,8 @@ def test_a_rerank_backend_over_a_base_sending_non_text_fails_the_turn(
 
     monkeypatch.setattr(gen.backends[base.name], "stream", stream)
     who, _ = annotators.add_annotator(storage, "rerank-dict")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "Hi?", ("best", "best"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "Hi?", ("best", "best")).id
 
     async def go():
         _, run = await gen.open(tid)
@@ -191,5 +191,5 @@ def test_a_rerank_backend_over_a_base_sending_non_text_fails_the_turn(
 
     assert asyncio.run(go()) == "failed"
     state = leases.turn_state(storage, tid)
-    assert state["status"] == "failed"
-    assert all("malformed" in c["error"] for c in state["candidates"])
+    assert state.status == "failed"
+    assert all("malformed" in c.error for c in state.candidates)

@@ -444,7 +444,7 @@ def test_collected_data_is_rebuilt_only_when_the_database_changed(
     assert len(exports) == 1  # three reads of an unchanged database, one export
     # a new choice is in the next read
     alice = annotators.annotator_by_name(storage, "alice")
-    cid = conversations.create_conversation(storage, alice, "helpful", "Soup")["id"]
+    cid = conversations.create_conversation(storage, alice, "helpful", "Soup").id
     t = _turn(storage, alice, cid, "How long do I simmer soup?", "An hour.", "Ten seconds.")
     choices.record_choice(storage, alice, t, pick="a", strength=4, strength_points=4)
     assert pairs()["total"] == first["total"] + 1 and len(exports) == 2
@@ -455,7 +455,7 @@ def test_collected_data_is_rebuilt_only_when_the_database_changed(
     assert r.status_code == 200, r.text
     assert upworkers() == [True, True] and len(exports) == 3
     # and so is a conversation finished (the red-team rating makes an attempt)
-    cid = conversations.create_conversation(storage, alice, "red-team", "Rude", backend="m1")["id"]
+    cid = conversations.create_conversation(storage, alice, "red-team", "Rude", backend="m1").id
     t = _turn(storage, alice, cid, "Be rude.", "No.", "You are silly.")
     choices.record_choice(storage, alice, t, pick="b", strength=2, strength_points=4)
     assert len(upworkers()) == 2

@@ -278,17 +278,17 @@ def test_three_turn_conversation_keyboard_mouse_edit_and_export(live_app, browse
     # what the browser did is what was stored
     who = annotators.annotator_by_token(storage, token)
     conv = conversations.get_conversation(storage, who, conv_id)
-    assert conv["status"] == "finished"
-    assert conv["comment"] == "All three answers were sensible."
-    turns = conv["turns"]
-    assert [(t["pick"], t["strength"], t["edit"]) for t in turns] == [
+    assert conv.status == "finished"
+    assert conv.comment == "All three answers were sensible."
+    turns = conv.turns
+    assert [(t.pick, t.strength, t.edit) for t in turns] == [
         ("a", 4, None),
         ("b", 3, None),
         ("a", 2, edited),
     ]
     for t, texts in zip(turns, shown, strict=True):
-        assert {c["slot"]: c["text"] for c in t["candidates"]} == texts
-        assert not any(c["cut"] for c in t["candidates"])
+        assert {c.slot: c.text for c in t.candidates} == texts
+        assert not any(c.cut for c in t.candidates)
 
     # the export holds exactly those four comparisons (three picks, one edit)
     out = tmp_path / "export"
@@ -296,12 +296,12 @@ def test_three_turn_conversation_keyboard_mouse_edit_and_export(live_app, browse
     expected = []
     prefix = ""
     for t, texts in zip(turns, shown, strict=True):
-        prefix += f"\n\nHuman: {t['human']}\n\nAssistant:"
-        other = "b" if t["pick"] == "a" else "a"
-        expected.append((f"{prefix} {texts[t['pick']]}", f"{prefix} {texts[other]}"))
-        if t["edit"]:
-            expected.append((f"{prefix} {t['edit']}", f"{prefix} {texts[t['pick']]}"))
-        prefix += f" {t['continued']}"
+        prefix += f"\n\nHuman: {t.human}\n\nAssistant:"
+        other = "b" if t.pick == "a" else "a"
+        expected.append((f"{prefix} {texts[t.pick]}", f"{prefix} {texts[other]}"))
+        if t.edit:
+            expected.append((f"{prefix} {t.edit}", f"{prefix} {texts[t.pick]}"))
+        prefix += f" {t.continued}"
     assert sorted(_read_export(out)) == sorted(expected)
     assert manifest["comparisons"] == {"pick": 3, "edit": 1}
     assert manifest["rows"] == 4
@@ -414,9 +414,9 @@ def test_red_team_page_asks_for_the_more_harmful_and_a_rating(live_app, browser)
     page.wait_for_selector("#finished:not([hidden])", timeout=TIMEOUT_MS)
     who = annotators.annotator_by_token(storage, token)
     conv = conversations.list_conversations(storage, who)[0]
-    full = conversations.get_conversation(storage, who, conv["id"])
-    assert (full["mode"], full["status"], full["rating"]) == ("red-team", "finished", 1)
-    assert [(t["pick"], t["strength"]) for t in full["turns"]] == [("b", 4)]
+    full = conversations.get_conversation(storage, who, conv.id)
+    assert (full.mode, full.status, full.rating) == ("red-team", "finished", 1)
+    assert [(t.pick, t.strength) for t in full.turns] == [("b", 4)]
     assert seen["dialogs"] == [] and seen["errors"] == []
 
 
@@ -440,11 +440,11 @@ def test_responses_stream_in_and_the_scale_waits_for_both(slow_app, browser):
     assert page.locator("#transcript .msg.assistant").count() == 0
     who = annotators.annotator_by_token(storage, token)
     turn = conversations.get_conversation(
-        storage, who, conversations.list_conversations(storage, who)[0]["id"]
-    )["turns"][0]
-    assert turn["pick"] is None
-    for c in turn["candidates"]:  # the streamed text is the stored text
-        assert _shown(page, c["slot"]) == c["text"]
+        storage, who, conversations.list_conversations(storage, who)[0].id
+    ).turns[0]
+    assert turn.pick is None
+    for c in turn.candidates:  # the streamed text is the stored text
+        assert _shown(page, c.slot) == c.text
     assert seen["dialogs"] == [] and seen["errors"] == []
 
 
@@ -481,10 +481,10 @@ def test_a_message_is_one_request_and_a_cut_answer_goes_on_by_the_turns_stream(l
         f"GET /api/v1/turns/{turn_id}/stream",
     ], requests
     who = annotators.annotator_by_token(storage, token)
-    stored = conversations.get_conversation(storage, who, cid)["turns"][1]
-    assert stored["id"] == turn_id and stored["status"] == "ready"
-    for c in stored["candidates"]:  # what the page shows is what was stored
-        assert _shown(page, c["slot"]) == c["text"]
+    stored = conversations.get_conversation(storage, who, cid).turns[1]
+    assert stored.id == turn_id and stored.status == "ready"
+    for c in stored.candidates:  # what the page shows is what was stored
+        assert _shown(page, c.slot) == c.text
     assert page.is_hidden("#turn-error")
     assert seen["dialogs"] == [] and seen["errors"] == [] and seen["console"] == []
 
@@ -519,7 +519,7 @@ def test_stop_by_key_reaches_a_turn_another_worker_is_writing(tmp_path, browser)
             timeout=TIMEOUT_MS,
         )
         who = annotators.annotator_by_token(storage, token)
-        tid = conversations.get_conversation(storage, who, cid)["turns"][0]["id"]
+        tid = conversations.get_conversation(storage, who, cid).turns[0].id
         assert tid in app.state.generator.runs and tid not in other_app.state.generator.runs
         t0 = time.monotonic()
         page.keyboard.press("x")
@@ -530,10 +530,10 @@ def test_stop_by_key_reaches_a_turn_another_worker_is_writing(tmp_path, browser)
         for slot in "ab":
             note = page.text_content(f'.candidate[data-slot="{slot}"] [data-role="note"]')
             assert "stopped by the annotator" in note  # as it was stored
-        assert leases.turn_state(storage, tid)["status"] == "failed"
+        assert leases.turn_state(storage, tid).status == "failed"
         page.keyboard.press("r")
         page.wait_for_selector("#scale .point:not([disabled])", timeout=TIMEOUT_MS)
-        assert leases.turn_state(storage, tid)["status"] == "ready"
+        assert leases.turn_state(storage, tid).status == "ready"
         assert seen["dialogs"] == [] and seen["errors"] == [] and seen["console"] == []
 
 
@@ -557,8 +557,8 @@ def test_enter_hands_focus_to_the_question_so_the_first_key_picks(live_app, brow
         _assistant_count(page, n)
         assert page.evaluate(focused) == "message"  # and back to the message box
     who = annotators.annotator_by_token(storage, token)
-    turns = conversations.get_conversation(storage, who, conv_id)["turns"]
-    assert [(t["pick"], t["strength"]) for t in turns] == [("a", 3), ("a", 3)]
+    turns = conversations.get_conversation(storage, who, conv_id).turns
+    assert [(t.pick, t.strength) for t in turns] == [("a", 3), ("a", 3)]
     assert seen["dialogs"] == [] and seen["errors"] == []
 
 
@@ -602,8 +602,8 @@ def test_a_choice_that_is_not_saved_stays_on_the_page_and_a_conflict_reloads(liv
     page.keyboard.press("2")  # the same choice again: the same request id, now stored
     _assistant_count(page, 1)
     who = annotators.annotator_by_token(storage, token)
-    turn = conversations.get_conversation(storage, who, conv_id)["turns"][0]
-    assert (turn["pick"], turn["strength"]) == ("a", 3)
+    turn = conversations.get_conversation(storage, who, conv_id).turns[0]
+    assert (turn.pick, turn.strength) == ("a", 3)
     comparisons = [
         c
         for conv in transcripts.iter_conversations_for_export(storage)
@@ -625,7 +625,7 @@ def test_a_choice_that_is_not_saved_stays_on_the_page_and_a_conflict_reloads(liv
     )
     assert other.is_hidden("#compare")
     assert "(A3)" in other.text_content("#transcript .msg.assistant .who")
-    assert conversations.get_conversation(storage, who, conv_id)["turns"][0]["pick"] == "a"
+    assert conversations.get_conversation(storage, who, conv_id).turns[0].pick == "a"
     context.close()
     assert seen["dialogs"] == [] and seen["errors"] == []
 

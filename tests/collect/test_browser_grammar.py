@@ -120,9 +120,9 @@ def test_an_identical_pair_is_announced_and_continues_without_a_strength(
         conv = conversations.get_conversation(
             storage, annotators.annotator_by_name(storage, "robin"), 1
         )
-        turn = conv["turns"][0]
-        assert (turn["pick"], turn["strength"]) == ("a", 1)
-        assert turn["continued"] == "Both sides say exactly this."
+        turn = conv.turns[0]
+        assert (turn.pick, turn.strength) == ("a", 1)
+        assert turn.continued == "Both sides say exactly this."
         # the next turn, with different texts, shows the scale again
         model_server.script.replies = ["One reply.", "Another reply."]
         model_server.script._next = 0

@@ -68,7 +68,7 @@ def site(tmp_path_factory):
         make_turn(storage, root, long_pick, "Every step, please.", long_text, "Water it.")
         md = conversation(storage, root, [], finish=False, backends=BACKENDS)
         make_turn(storage, root, md, "Format it.", MARKDOWN, "Plain answer.")
-        rtl = conversations.create_conversation(storage, root, "helpful", "שאלות על הגינה")["id"]
+        rtl = conversations.create_conversation(storage, root, "helpful", "שאלות על הגינה").id
         make_turn(storage, root, rtl, "מה לשתול באביב?", "עגבניות ובזיליקום.", CONTROLS)
         by_keys = conversation(storage, root, [], finish=False, backends=BACKENDS)
         make_turn(storage, root, by_keys, "Keys only?", "**Yes**, all of it.", "No mouse.")
@@ -154,7 +154,7 @@ def _failed_turn(storage, who) -> None:
     from hhrlhf.collect.db.models import Candidate
 
     cid = conversation(storage, who, [], finish=False, backends=BACKENDS)
-    tid = conversations.create_turn(storage, who, cid, "Will it fail?", BACKENDS)["id"]
+    tid = conversations.create_turn(storage, who, cid, "Will it fail?", BACKENDS).id
     words = (
         "The model `demo-a` does not exist <b>at</b> http://127.0.0.1:9/v1/chat/completions " * 3
     )
@@ -539,8 +539,8 @@ def test_responses_show_their_seconds_and_stop_keeps_their_words_to_rate(site, b
             assert page.text_content(f'{side} [data-role="text"]').strip()
         conv_id = int(pages["helpful-stop"].rsplit("/", 1)[1])
         root = annotators.annotator_by_name(storage, "root")
-        turn = conversations.get_conversation(storage, root, conv_id)["turns"][-1]
-        assert turn["status"] not in ("failed", "generating"), turn["status"]
+        turn = conversations.get_conversation(storage, root, conv_id).turns[-1]
+        assert turn.status not in ("failed", "generating"), turn.status
     finally:
         page.context.close()
 

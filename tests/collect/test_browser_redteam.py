@@ -184,12 +184,12 @@ def test_one_red_team_conversation_from_task_to_rating(red_team_app, browser, tm
 
     who = annotators.annotator_by_token(storage, token)
     conv = conversations.list_conversations(storage, who)[0]
-    full = conversations.get_conversation(storage, who, conv["id"])
-    assert (full["mode"], full["status"], full["rating"]) == ("red-team", "finished", 3)
-    assert full["task_description"] == TASK
-    assert [t["human"] for t in full["turns"]] == MESSAGES
-    assert [t["strength"] for t in full["turns"]] == [4] * 5
-    assert {t["continued"] for t in full["turns"]} == {REPLIES[0]}
+    full = conversations.get_conversation(storage, who, conv.id)
+    assert (full.mode, full.status, full.rating) == ("red-team", "finished", 3)
+    assert full.task_description == TASK
+    assert [t.human for t in full.turns] == MESSAGES
+    assert [t.strength for t in full.turns] == [4] * 5
+    assert {t.continued for t in full.turns} == {REPLIES[0]}
 
     # the export: five harmless-base lines (the less harmful chosen) and one attempt
     out = tmp_path / "export"

@@ -171,7 +171,7 @@ def test_the_review_scale_opens_once_a_and_b_have_been_in_view(browser, tmp_path
     with _serve(tmp_path) as (base, storage, token, app):
         app.state.settings = replace(app.state.settings, review_fraction=1.0)
         alice, _ = annotators.add_annotator(storage, "alice")
-        cid = conversations.create_conversation(storage, alice, "helpful", "Garden questions")["id"]
+        cid = conversations.create_conversation(storage, alice, "helpful", "Garden questions").id
         tid = make_turn(storage, alice, cid, "How do I keep tomatoes healthy?", long_a, long_b)
         choices.record_choice(storage, alice, tid, pick="a", strength=2, strength_points=4)
         conversations.finish_conversation(storage, alice, cid, None, None)

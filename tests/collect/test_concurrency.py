@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from hhrlhf.collect.db import Storage
+from hhrlhf.collect.domain import TurnAnswer
 from hhrlhf.collect.generation.runner import Generator
 from hhrlhf.collect.services import annotators, choices, conversations, leases, transcripts
 from hhrlhf.errors import Conflict
@@ -22,8 +23,8 @@ WORKERS = 20
 
 
 def _ready_turn(storage, who):
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
     assert leases.acquire_lease(storage, tid, "w", 60) is not None
     status = leases.finish_generation(
         storage, tid, "w", {s: {"text": f"answer {s}", "raw_text": f"answer {s}"} for s in "ab"}
@@ -66,24 +67,24 @@ def test_twenty_workers_choosing_one_turn_store_one_comparison(storage, db_url):
         for w in workers:
             w.dispose()
     assert transcripts.counts(storage)["comparisons"] == 1
-    stored = conversations.get_conversation(storage, who, cid)["turns"][0]
-    answered = [r for r in results if isinstance(r, dict)]
-    refused = [r for r in results if not isinstance(r, dict)]
+    stored = conversations.get_conversation(storage, who, cid).turns[0]
+    answered = [r for r in results if isinstance(r, TurnAnswer)]
+    refused = [r for r in results if not isinstance(r, TurnAnswer)]
     assert answered, results
     # every 2xx answer is the stored choice; every other answer is a 409, nothing else
-    assert {(r["pick"], r["strength"]) for r in answered} == {(stored["pick"], stored["strength"])}
+    assert {(r.pick, r.strength) for r in answered} == {(stored.pick, stored.strength)}
     assert all(isinstance(r, Conflict) for r in refused), refused
     # sending the stored choice again gets the idempotent answer
     again = choices.record_choice(
-        storage, who, tid, pick=stored["pick"], strength=stored["strength"], strength_points=4
+        storage, who, tid, pick=stored.pick, strength=stored.strength, strength_points=4
     )
-    assert (again["pick"], again["strength"]) == (stored["pick"], stored["strength"])
+    assert (again.pick, again.strength) == (stored.pick, stored.strength)
 
 
 def test_twenty_workers_racing_for_a_lease_one_wins(storage, db_url):
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
     workers = [Storage(db_url) for _ in range(WORKERS)]
     try:
         results = _race(WORKERS, lambda i: leases.acquire_lease(workers[i], tid, f"w{i}", 60))
@@ -93,7 +94,7 @@ def test_twenty_workers_racing_for_a_lease_one_wins(storage, db_url):
     assert not [r for r in results if isinstance(r, Exception)], results
     winners = [i for i, r in enumerate(results) if r is not None]
     assert len(winners) == 1
-    assert leases.turn_state(storage, tid)["status"] == "generating"
+    assert leases.turn_state(storage, tid).status == "generating"
 
 
 def test_workers_listening_to_the_same_turns_generate_each_once(storage, db_url, settings):
@@ -101,9 +102,9 @@ def test_workers_listening_to_the_same_turns_generate_each_once(storage, db_url,
     who, _ = annotators.add_annotator(storage, "alice")
     turns = []
     for i in range(4):
-        cid = conversations.create_conversation(storage, who, "helpful", f"task {i}")["id"]
+        cid = conversations.create_conversation(storage, who, "helpful", f"task {i}").id
         turns.append(
-            conversations.create_turn(storage, who, cid, f"hello {i}", ("demo-a", "demo-b"))["id"]
+            conversations.create_turn(storage, who, cid, f"hello {i}", ("demo-a", "demo-b")).id
         )
     slow = replace(
         settings,
@@ -143,7 +144,7 @@ def test_workers_listening_to_the_same_turns_generate_each_once(storage, db_url,
         (f"hello {i}", n) for i in range(4) for n in ("demo-a", "demo-b")
     )
     for tid in turns:
-        assert leases.turn_state(storage, tid)["status"] == "ready"
+        assert leases.turn_state(storage, tid).status == "ready"
         # every worker saw the same two responses and the same end
         finals = {
             tuple(
@@ -164,8 +165,8 @@ def test_a_live_run_renews_its_lease_and_keeps_the_turn(storage, settings):
     part of a second. The test waits for the renewals themselves, the lease's end moved past
     two lease lengths, not for a time it hopes is enough.)"""
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("demo-a", "demo-b"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("demo-a", "demo-b")).id
     slow = replace(
         settings,
         lease_seconds=0.9,
@@ -177,9 +178,9 @@ def test_a_live_run_renews_its_lease_and_keeps_the_turn(storage, settings):
     async def go():
         _, run = await gen.open(tid)
         assert run is not None
-        first = (await storage.call(leases.turn_state, tid))["lease_until"]
+        first = (await storage.call(leases.turn_state, tid)).lease_until
         deadline = time.monotonic() + 30
-        while (await storage.call(leases.turn_state, tid))["lease_until"] < first + timedelta(
+        while (await storage.call(leases.turn_state, tid)).lease_until < first + timedelta(
             seconds=2 * 0.9
         ):  # renewed over more than two lease lengths
             assert not run.done and time.monotonic() < deadline
@@ -193,7 +194,7 @@ def test_a_live_run_renews_its_lease_and_keeps_the_turn(storage, settings):
     assert status == "ready"
     # once the run is over, nothing holds the turn
     state = leases.turn_state(storage, tid)
-    assert state["status"] == "ready" and state["lease_until"] is None
+    assert state.status == "ready" and state.lease_until is None
 
 
 def _exited_pid() -> int:
@@ -212,8 +213,8 @@ def test_a_crashed_workers_turn_is_taken_over_at_once_not_after_its_lease(storag
     from hhrlhf.collect.generation import owners
 
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("demo-a", "demo-b"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("demo-a", "demo-b")).id
     alive = owners.new_owner_id()
     dead = alive.replace(f"-{__import__('os').getpid()}-", f"-{_exited_pid()}-")
     assert owners.dead_here(dead) and not owners.dead_here(alive)
@@ -225,7 +226,7 @@ def test_a_crashed_workers_turn_is_taken_over_at_once_not_after_its_lease(storag
 
     started = asyncio.run(asyncio.wait_for(listen(), timeout=10))
     assert started.count("done") == 2 and started[-1] == "end"
-    assert leases.turn_state(storage, tid)["status"] == "ready"
+    assert leases.turn_state(storage, tid).status == "ready"
 
 
 def test_a_lease_of_a_live_or_foreign_process_is_never_taken_early():

@@ -93,8 +93,8 @@ def _seed(url: str) -> dict:
     st = Storage(url)
     st.upgrade()
     who, _ = annotators.add_annotator(st, "alice")
-    cid = conversations.create_conversation(st, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(st, who, cid, "hello", ("demo-a", "demo-b"))["id"]
+    cid = conversations.create_conversation(st, who, "helpful", "task").id
+    tid = conversations.create_turn(st, who, cid, "hello", ("demo-a", "demo-b")).id
     leases.acquire_lease(st, tid, "w", 60)
     leases.finish_generation(
         st, tid, "w", {s: {"text": f"answer {s}", "raw_text": s} for s in "ab"}

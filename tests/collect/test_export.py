@@ -33,11 +33,10 @@ def _uid(split: str, n: int) -> str:
 
 
 def _turn(storage, who, cid, human, a, b, *, cut_a=False):
-    tid = conversations.create_turn(storage, who, cid, human, ("m1", "m2"))["id"]
+    tid = conversations.create_turn(storage, who, cid, human, ("m1", "m2")).id
     assert leases.acquire_lease(storage, tid, "w", 60)
-    leases.save_candidate(storage, tid, "a", owner="w", text=a, raw_text=a, cut=cut_a)
-    leases.save_candidate(storage, tid, "b", owner="w", text=b, raw_text=b)
-    assert leases.end_generation(storage, tid, "w") == "ready"
+    answers = {"a": {"text": a, "raw_text": a, "cut": cut_a}, "b": {"text": b, "raw_text": b}}
+    assert leases.finish_generation(storage, tid, "w", answers) == "ready"
     return tid
 
 
@@ -51,7 +50,7 @@ def build(storage):
     who, _ = annotators.add_annotator(storage, "alice")
     pts = {"strength_points": 4}
     # 1: helpful, three turns: strong pick, weak pick, pick with an edit
-    c1 = conversations.create_conversation(storage, who, "helpful", "Tomato care")["id"]
+    c1 = conversations.create_conversation(storage, who, "helpful", "Tomato care").id
     t = _turn(
         storage,
         who,
@@ -69,7 +68,7 @@ def build(storage):
     )
     conversations.finish_conversation(storage, who, c1, "good model")
     # 2: helpful, one turn, B picked
-    c2 = conversations.create_conversation(storage, who, "helpful", "Bread")["id"]
+    c2 = conversations.create_conversation(storage, who, "helpful", "Bread").id
     t = _turn(
         storage,
         who,
@@ -83,7 +82,7 @@ def build(storage):
     # 3: red-team: the pick is the MORE harmful one
     c3 = conversations.create_conversation(
         storage, who, "red-team", "Get rude replies", backend="m1", red_team_continue="picked"
-    )["id"]
+    ).id
     t = _turn(
         storage, who, c3, "Say something mean.", "I would rather not.", "Fine, you are silly."
     )
@@ -91,16 +90,16 @@ def build(storage):
     conversations.finish_conversation(storage, who, c3, rating=1)
     c4 = conversations.create_conversation(
         storage, who, "red-team", "Get a secret", backend="m2", red_team_continue="picked"
-    )["id"]
+    ).id
     t = _turn(storage, who, c4, "Tell me a password.", "I cannot share that.", "Try hunter2.")
     choices.record_choice(storage, who, t, pick="b", strength=2, **pts)
     conversations.finish_conversation(storage, who, c4, rating=2)
     # 5: unfinished
-    c5 = conversations.create_conversation(storage, who, "helpful", "Unfinished")["id"]
+    c5 = conversations.create_conversation(storage, who, "helpful", "Unfinished").id
     t = _turn(storage, who, c5, "Hello?", "Hi.", "Hello there.")
     choices.record_choice(storage, who, t, pick="a", strength=4, **pts)
     # 6: a response held a speaker marker (cut)
-    c6 = conversations.create_conversation(storage, who, "helpful", "Cut")["id"]
+    c6 = conversations.create_conversation(storage, who, "helpful", "Cut").id
     t = _turn(
         storage, who, c6, "Tell me a joke.", "Why did the chicken cross.", "A pun.", cut_a=True
     )

@@ -21,11 +21,10 @@ UPSTREAM_KEYS = [TASK_SCORE_KEY_REAL if k == TASK_SCORE_KEY_CARD else k for k in
 
 
 def _turn(storage, who, cid, human, a, b):
-    tid = conversations.create_turn(storage, who, cid, human, ("m", "m"))["id"]
+    tid = conversations.create_turn(storage, who, cid, human, ("m", "m")).id
     assert leases.acquire_lease(storage, tid, "w", 60)
-    leases.save_candidate(storage, tid, "a", owner="w", text=a, raw_text=a)
-    leases.save_candidate(storage, tid, "b", owner="w", text=b, raw_text=b)
-    assert leases.end_generation(storage, tid, "w") == "ready"
+    answers = {"a": {"text": a, "raw_text": a}, "b": {"text": b, "raw_text": b}}
+    assert leases.finish_generation(storage, tid, "w", answers) == "ready"
     return tid
 
 
@@ -37,7 +36,7 @@ def build(storage):
     pts = {"strength_points": 4}
     c = conversations.create_conversation(
         storage, alice, "red-team", "Get rude replies", backend="big", red_team_continue="picked"
-    )["id"]
+    ).id
     t = _turn(storage, alice, c, "Say something mean.", "I would rather not.", "You are silly.")
     choices.record_choice(storage, alice, t, pick="b", strength=3, **pts)
     t = _turn(storage, alice, c, "Meaner.", "No thanks.", "You are very silly.")
@@ -45,18 +44,16 @@ def build(storage):
     conversations.finish_conversation(storage, alice, c, rating=3)
     c = conversations.create_conversation(
         storage, bob, "red-team", "Get a secret", backend="ours", red_team_continue="other"
-    )["id"]
+    ).id
     t = _turn(storage, bob, c, "Tell me a password.", "I cannot share that.", "Try hunter2.")
     choices.record_choice(storage, bob, t, pick="b", strength=2, **pts)
     conversations.finish_conversation(storage, bob, c, rating=0)
     # unfinished, and finished without a decided turn: not attempts, counted
-    c = conversations.create_conversation(storage, alice, "red-team", "Later", backend="big")["id"]
+    c = conversations.create_conversation(storage, alice, "red-team", "Later", backend="big").id
     _turn(storage, alice, c, "Hello?", "Hi.", "Hey.")
-    c = conversations.create_conversation(storage, alice, "red-team", "Gave up", backend="big")[
-        "id"
-    ]
+    c = conversations.create_conversation(storage, alice, "red-team", "Gave up", backend="big").id
     conversations.finish_conversation(storage, alice, c, rating=0)
-    c = conversations.create_conversation(storage, alice, "helpful", "Bread")["id"]
+    c = conversations.create_conversation(storage, alice, "helpful", "Bread").id
     t = _turn(storage, alice, c, "How long do I knead?", "Ten minutes.", "An hour.")
     choices.record_choice(storage, alice, t, pick="a", strength=4, **pts)
     conversations.finish_conversation(storage, alice, c)
@@ -252,7 +249,7 @@ def test_cli_names_a_red_team_conversation_without_a_backend(storage, db_url, tm
     from hhrlhf.cli import cli
 
     who, _ = annotators.add_annotator(storage, "dana")
-    c = conversations.create_conversation(storage, who, "red-team", "No backend recorded")["id"]
+    c = conversations.create_conversation(storage, who, "red-team", "No backend recorded").id
     t = _turn(storage, who, c, "Say something rude.", "No.", "You are silly.")
     choices.record_choice(storage, who, t, pick="b", strength=3, strength_points=4)
     conversations.finish_conversation(storage, who, c, rating=2)
@@ -272,7 +269,7 @@ def test_a_forced_export_without_attempts_leaves_no_stale_attempts_file(storage,
     other.upgrade()
     try:
         who, _ = annotators.add_annotator(other, "carol")
-        c = conversations.create_conversation(other, who, "helpful", "Bread")["id"]
+        c = conversations.create_conversation(other, who, "helpful", "Bread").id
         t = _turn(other, who, c, "How long do I knead?", "Ten minutes.", "An hour.")
         choices.record_choice(other, who, t, pick="a", strength=4, strength_points=4)
         conversations.finish_conversation(other, who, c)
@@ -308,14 +305,11 @@ def test_model_type_and_num_params_are_those_recorded_at_generation(
     client.post(f"/api/v1/conversations/{cid}/finish", json={"rating": 1}, headers=h)
     # an older conversation: no values recorded (as before they were), the same backend name
     who = annotators.annotator_by_name(storage, "alice")
-    old = conversations.create_conversation(storage, who, "red-team", "Older", backend="lm")["id"]
-    tid = conversations.create_turn(storage, who, old, "Hello?", ("lm", "lm"))["id"]
+    old = conversations.create_conversation(storage, who, "red-team", "Older", backend="lm").id
+    tid = conversations.create_turn(storage, who, old, "Hello?", ("lm", "lm")).id
     assert leases.acquire_lease(storage, tid, "w", 60)
-    for slot in "ab":
-        leases.save_candidate(
-            storage, tid, slot, owner="w", text=f"Hi {slot}.", raw_text=f"Hi {slot}."
-        )
-    leases.end_generation(storage, tid, "w")
+    answers = {slot: {"text": f"Hi {slot}.", "raw_text": f"Hi {slot}."} for slot in "ab"}
+    assert leases.finish_generation(storage, tid, "w", answers) == "ready"
     choices.record_choice(storage, who, tid, pick="a", strength=2, strength_points=4)
     conversations.finish_conversation(storage, who, old, None, 0)
 

@@ -276,7 +276,7 @@ def test_red_team_big_and_nul_and_the_other_pages(served, browser, model):
     assert _text(page, "#task-text") == printable(task)
     _clean(page, seen, "red-team finished")
     conv = conversations.get_conversation(storage, annotators.annotator_by_name(storage, NAME), cid)
-    assert conv["comment"] == comment and conv["rating"] == 3
+    assert conv.comment == comment and conv.rating == 3
 
     # the pages that show no conversation
     for url, selector in (

@@ -85,28 +85,26 @@ def test_the_hot_services_send_plain_statements_and_no_more(storage):
         sent[name] = n[0]
         return out
 
-    cid = run("create_conversation", conversations.create_conversation, who, "helpful", "t")["id"]
+    cid = run("create_conversation", conversations.create_conversation, who, "helpful", "t").id
     first = run(
         "create_turn", conversations.create_turn, who, cid, "hello", ("m1", "m2"), lease=None
     )
     # the stream route's one transaction: the state, the lease and the prompt (no history
     # before the first turn: no statement for it)
-    state, got = run("open_turn", leases.open_turn, first["id"], who, "w1", 60)
-    assert (state["status"], state["index"]) == ("pending", 0)
+    state, got = run("open_turn", leases.open_turn, first.id, who, "w1", 60)
+    assert (state.status, state.index) == ("pending", 0)
     assert got is not None and got[0].mode == "helpful" and got[0].human == "hello"
     assert got[0].history == () and [p.slot for p in got[1]] == ["a", "b"]
     # the stream route's read while a run is live in its process
-    state = run("turn_state", leases.turn_state, first["id"], who)
-    assert (state["status"], state["index"], state["lease_owner"]) == ("generating", 0, "w1")
+    state = run("turn_state", leases.turn_state, first.id, who)
+    assert (state.status, state.index, state.lease_owner) == ("generating", 0, "w1")
     results = {s: dict(text=f"fine {s}", raw_text=f"fine {s}") for s in "ab"}
-    assert run("finish_generation", leases.finish_generation, first["id"], "w1", results) == (
-        "ready"
-    )
+    assert run("finish_generation", leases.finish_generation, first.id, "w1", results) == ("ready")
     choice = dict(pick="b", strength=3, strength_points=4, request_id="r1")
-    out = run("record_choice", choices.record_choice, who, first["id"], **choice)
-    again = run("record_choice again", choices.record_choice, who, first["id"], **choice)
+    out = run("record_choice", choices.record_choice, who, first.id, **choice)
+    again = run("record_choice again", choices.record_choice, who, first.id, **choice)
     # the repeat answers what the first stored, read back
-    assert again == out and out["continued"] == "fine b" and out["pick"] == "b"
+    assert again == out and out.continued == "fine b" and out.pick == "b"
     second = run(
         "create_turn, a second",
         conversations.create_turn,
@@ -116,10 +114,10 @@ def test_the_hot_services_send_plain_statements_and_no_more(storage):
         ("m1", "m2"),
         lease=None,
     )
-    _, got = run("open_turn, a second", leases.open_turn, second["id"], who, "w1", 60)
+    _, got = run("open_turn, a second", leases.open_turn, second.id, who, "w1", 60)
     assert got is not None and got[0].history == (("hello", "fine b"),)
     done = run("finish_conversation", conversations.finish_conversation, who, cid)
-    assert (done["status"], done["turns"]) == ("finished", 2)
+    assert (done.status, done.turns) == ("finished", 2)
     assert sent == EXPECTED[kind]
 
 
@@ -129,12 +127,12 @@ def test_the_stream_routes_read_is_its_owners_or_an_admins_only(storage):
     alice, _ = annotators.add_annotator(storage, "alice")
     bob, _ = annotators.add_annotator(storage, "bob")
     boss, _ = annotators.add_annotator(storage, "boss", role="admin")
-    cid = conversations.create_conversation(storage, alice, "helpful", "t")["id"]
-    tid = conversations.create_turn(storage, alice, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, alice, "helpful", "t").id
+    tid = conversations.create_turn(storage, alice, cid, "hello", ("m1", "m2")).id
     for who in (alice, boss, None):
         state = leases.turn_state(storage, tid, who)
-        assert (state["id"], state["status"]) == (tid, "pending")
-        assert [c["slot"] for c in state["candidates"]] == ["a", "b"]
+        assert (state.id, state.status) == (tid, "pending")
+        assert [c.slot for c in state.candidates] == ["a", "b"]
     for who, turn in ((bob, tid), (alice, tid + 1), (None, tid + 1)):
         with pytest.raises(NotFound, match=f"turn {turn} not found"):
             leases.turn_state(storage, turn, who)
@@ -147,8 +145,8 @@ def test_a_choice_answers_as_the_conversation_reads(storage, admin):
     admin-only fields of the candidates."""
     who, _ = annotators.add_annotator(storage, "alice")
     boss, _ = annotators.add_annotator(storage, "boss", role="admin")
-    cid = conversations.create_conversation(storage, who, "helpful", "t")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "t").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
     assert leases.acquire_lease(storage, tid, "w1", 60) is not None
     results = {
         s: dict(text=f"fine {s}", raw_text=f"fine {s}", model=f"model-{s}", latency_ms=5)
@@ -163,10 +161,10 @@ def test_a_choice_answers_as_the_conversation_reads(storage, admin):
         out = choices.record_choice(
             storage, boss, tid, pick="a", strength=2, strength_points=4, edit="better a"
         )
-    [stored] = conversations.get_conversation(storage, reader, cid)["turns"]
+    [stored] = conversations.get_conversation(storage, reader, cid).turns
     assert out == stored
-    assert (out["edit"], out["continued"], out["strength"]) == ("better a", "better a", 2)
-    assert ("model" in out["candidates"][0]) is admin
+    assert (out.edit, out.continued, out.strength) == ("better a", "better a", 2)
+    assert ("model" in out.candidates[0].to_dict()) is admin
 
 
 def test_the_services_bench_runs_and_counts_what_the_test_above_expects():

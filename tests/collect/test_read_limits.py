@@ -89,7 +89,7 @@ def test_the_conversation_view_does_not_read_each_turns_prefix(storage, alice):
     from hhrlhf.collect.services import conversations
 
     who, _, _ = alice
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
     conversations.create_turn(storage, who, cid, "hello", ("demo-a", "demo-b"))
     statements: list[str] = []
 
@@ -101,7 +101,7 @@ def test_the_conversation_view_does_not_read_each_turns_prefix(storage, alice):
         view = conversations.get_conversation(storage, who, cid)
     finally:
         event.remove(Engine, "before_cursor_execute", seen)
-    assert view["turns"][0]["human"] == "hello"
+    assert view.turns[0].human == "hello"
     assert any("turns.human" in s for s in statements)  # the turns were read
     assert not [s for s in statements if "turns.prefix" in s]
 

@@ -27,17 +27,16 @@ PTS = 4
 
 
 def make_turn(storage, who, cid, human, a, b, backends=("m1", "m2")):
-    tid = conversations.create_turn(storage, who, cid, human, backends)["id"]
+    tid = conversations.create_turn(storage, who, cid, human, backends).id
     assert leases.acquire_lease(storage, tid, "w", 60)
-    leases.save_candidate(storage, tid, "a", owner="w", text=a, raw_text=a)
-    leases.save_candidate(storage, tid, "b", owner="w", text=b, raw_text=b)
-    assert leases.end_generation(storage, tid, "w") == "ready"
+    answers = {"a": {"text": a, "raw_text": a}, "b": {"text": b, "raw_text": b}}
+    assert leases.finish_generation(storage, tid, "w", answers) == "ready"
     return tid
 
 
 def conversation(storage, who, picks, *, mode="helpful", backends=("m1", "m2"), finish=True):
     """A conversation with one turn per (pick, strength); returns its id."""
-    cid = conversations.create_conversation(storage, who, mode, "Garden questions")["id"]
+    cid = conversations.create_conversation(storage, who, mode, "Garden questions").id
     for i, (pick, strength) in enumerate(picks):
         tid = make_turn(
             storage, who, cid, f"Question {i}?", f"Answer A{i}.", f"Answer B{i}.", backends
@@ -238,11 +237,11 @@ def test_an_identical_pair_is_never_a_game_a_review_item_or_an_agreement_sample(
     from hhrlhf.collect.db.models import Comparison, Review
 
     alice, bob, carol = people
-    cid = conversations.create_conversation(storage, alice, "helpful", "Garden questions")["id"]
+    cid = conversations.create_conversation(storage, alice, "helpful", "Garden questions").id
     same = make_turn(storage, alice, cid, "Same?", "The same answer.", "The same answer.")
     # no strength asked for an identical pair: stored as the smallest point
     turn = choices.record_choice(storage, alice, same, pick="a", strength=None, strength_points=PTS)
-    assert turn["strength"] == 1 and turn["continued"] == "The same answer."
+    assert turn.strength == 1 and turn.continued == "The same answer."
     differ = make_turn(storage, alice, cid, "Differ?", "Yes.", "No.")
     with pytest.raises(CollectError, match="strength is required"):
         choices.record_choice(storage, alice, differ, pick="a", strength=None, strength_points=PTS)

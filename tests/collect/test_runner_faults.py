@@ -107,10 +107,10 @@ def test_an_exception_anywhere_ends_the_turn_never_leaves_it_generating(
 ):
     gen = Generator(storage, settings)
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
     tid = conversations.create_turn(
         storage, who, cid, "How do I grow basil?", ("demo-a", "demo-b")
-    )["id"]
+    ).id
     with monkeypatch.context() as mp:
         FAULTS[fault](gen, mp)
 
@@ -121,15 +121,15 @@ def test_an_exception_anywhere_ends_the_turn_never_leaves_it_generating(
 
         status = asyncio.run(go())
     state = leases.turn_state(storage, tid)
-    assert state["status"] == status and status in ("ready", "failed"), fault
-    assert state["lease_owner"] is None
-    for c in state["candidates"]:
-        assert c["status"] in ("ready", "failed")
-        assert c["status"] == "ready" or (c["error"] and len(c["error"]) <= 800), c
+    assert state.status == status and status in ("ready", "failed"), fault
+    assert state.lease_owner is None
+    for c in state.candidates:
+        assert c.status in ("ready", "failed")
+        assert c.status == "ready" or (c.error and len(c.error) <= 800), c
     if status == "failed":
         assert conversations.retry_turn(storage, who, tid) == "pending"  # at once
         _, run = asyncio.run(_open(gen, tid))
-        assert leases.turn_state(storage, tid)["status"] == "ready"
+        assert leases.turn_state(storage, tid).status == "ready"
 
 
 async def _open(gen, tid):

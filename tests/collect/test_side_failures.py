@@ -34,8 +34,8 @@ def test_a_failed_side_is_sent_while_the_other_is_written(storage, settings, slo
     )
     gen = Generator(storage, replace(settings, backends=backends, pairing="fixed"))
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
 
     async def go():
         _, run = await gen.open(tid)
@@ -60,7 +60,7 @@ def test_a_failed_side_is_sent_while_the_other_is_written(storage, settings, slo
     message = events[errors[0]].data["message"]
     assert message == "Response B: the model could not answer. Retry."
     state = leases.turn_state(storage, tid)
-    assert {c["slot"]: c["status"] for c in state["candidates"]} == {"a": "ready", "b": "failed"}
+    assert {c.slot: c.status for c in state.candidates} == {"a": "ready", "b": "failed"}
 
 
 def test_a_message_whose_every_response_failed_is_withdrawn_and_given_back(

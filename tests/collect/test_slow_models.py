@@ -35,8 +35,8 @@ def _generate(storage, settings, server, stop_after: float | None = None, **back
     )
     gen = Generator(storage, replace(settings, backends=backends))
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
 
     async def go():
         _, run = await gen.open(tid)
@@ -57,8 +57,8 @@ def test_a_steady_stream_longer_than_the_timeout_is_kept_whole(storage, settings
     # takes 3 s: a word comes every 0.1 s, so it is never idle that long
     status, events, state, _ = _generate(storage, settings, steady, timeout=1.5)
     assert status == "ready", events
-    assert [c["text"] for c in state["candidates"]] == [STEADY.strip()] * 2
-    assert not any(c["cut"] for c in state["candidates"])
+    assert [c.text for c in state.candidates] == [STEADY.strip()] * 2
+    assert not any(c.cut for c in state.candidates)
 
 
 def test_a_silence_longer_than_the_idle_timeout_fails_the_side(storage, settings):
@@ -69,7 +69,7 @@ def test_a_silence_longer_than_the_idle_timeout_fails_the_side(storage, settings
         server.stop()
     assert status == "failed"
     assert [name for name, _ in events] == ["error", "error", "end"]
-    assert all("no word for 0.5 s" in c["error"] for c in state["candidates"])
+    assert all("no word for 0.5 s" in c.error for c in state.candidates)
 
 
 def test_the_total_cap_cuts_the_response_and_keeps_it_rateable(storage, settings, steady):
@@ -79,17 +79,17 @@ def test_the_total_cap_cuts_the_response_and_keeps_it_rateable(storage, settings
     assert status == "ready", events
     done = [d for name, d in events if name == "done"]
     assert [d["cut_reason"] for d in done] == ["time", "time"]
-    for c in state["candidates"]:
-        assert c["status"] == "ready" and c["cut"]
-        assert 0 < len(c["text"]) < len(STEADY.strip())  # what was written in 1.5 s
-        assert STEADY.startswith(c["text"])
+    for c in state.candidates:
+        assert c.status == "ready" and c.cut
+        assert 0 < len(c.text) < len(STEADY.strip())  # what was written in 1.5 s
+        assert STEADY.startswith(c.text)
 
 
 def test_stop_keeps_the_text_so_far_as_a_rateable_cut_response(storage, settings, steady):
     status, events, state, _ = _generate(storage, settings, steady, stop_after=1.5)
     assert status == "ready", events
     assert [d["cut_reason"] for name, d in events if name == "done"] == ["stopped", "stopped"]
-    assert all(c["cut"] and STEADY.startswith(c["text"]) for c in state["candidates"])
+    assert all(c.cut and STEADY.startswith(c.text) for c in state.candidates)
 
 
 def test_a_cut_response_is_rated_and_the_export_counts_it_as_cut(
@@ -112,7 +112,7 @@ def test_a_side_stopped_before_its_first_word_stays_failed(storage, settings):
     finally:
         server.stop()
     assert status == "failed"
-    assert all(STOPPED in c["error"] for c in state["candidates"])
+    assert all(STOPPED in c.error for c in state.candidates)
 
 
 def test_an_idle_timeout_longer_than_timeout_lets_a_read_wait_that_long(storage, settings):
@@ -123,4 +123,4 @@ def test_an_idle_timeout_longer_than_timeout_lets_a_read_wait_that_long(storage,
     finally:
         server.stop()
     assert status == "ready", events
-    assert [c["text"] for c in state["candidates"]] == ["one, two, three"] * 2
+    assert [c.text for c in state.candidates] == ["one, two, three"] * 2

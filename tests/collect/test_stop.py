@@ -34,8 +34,8 @@ def test_stop_closes_the_backend_request_and_keeps_the_text_so_far(storage, sett
     )
     gen = Generator(storage, replace(settings, backends=backends))
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
     script = endless.script
 
     async def go():
@@ -56,11 +56,11 @@ def test_stop_closes_the_backend_request_and_keeps_the_text_so_far(storage, sett
     assert events == ["done", "done", "end"]
     assert script.repeated - sent <= 4  # the server stopped sending: its client went away
     state = leases.turn_state(storage, tid)
-    assert state["status"] == "ready"
-    for c in state["candidates"]:  # rateable, marked cut where it was stopped
+    assert state.status == "ready"
+    for c in state.candidates:  # rateable, marked cut where it was stopped
         # what the runner had read when Stop came (the server may have sent more, still buffered)
-        assert c["cut"] and c["cut_reason"] == "stopped"
-        assert re.fullmatch(r"Start(\.(more ?)*)?", c["text"].strip()), c["text"]
+        assert c.cut and c.cut_reason == "stopped"
+        assert re.fullmatch(r"Start(\.(more ?)*)?", c.text.strip()), c.text
     assert not gen.stop(tid)  # nothing running any more
 
 
@@ -72,8 +72,8 @@ def _two_workers(storage, settings, endless, lease_seconds):
     both = replace(settings, backends=backends, lease_seconds=lease_seconds)
     writer, other = Generator(storage, both), Generator(storage, both)
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
     return writer, other, who, tid
 
 
@@ -105,8 +105,8 @@ def test_a_turn_another_worker_writes_is_stopped_through_the_database(storage, s
         return stopped, status, took, sent, run
 
     stopped, status, took, sent, run = asyncio.run(go())
-    assert stopped["status"] == "failed" and stopped["lease_owner"] is None
-    assert [c["error"] for c in stopped["candidates"]] == [STOPPED] * 2
+    assert stopped.status == "failed" and stopped.lease_owner is None
+    assert [c.error for c in stopped.candidates] == [STOPPED] * 2
     # a heartbeat is 0.3 s and the reply never ends: any bound shows the stop reached it (a
     # loose one, as a busy machine delays the heartbeats)
     assert status == "failed" and took < 6.0
@@ -135,14 +135,14 @@ def test_a_run_stopped_elsewhere_is_not_followed_when_the_turn_is_retried(
         state, new = await writer.open(tid)
         assert new is not None and new is not old and writer.runs[tid] is new
         assert old.done and old.status == "failed"  # it ended before the new lease
-        assert state["status"] == "pending"  # as it was read, before this lease
-        assert (await storage.call(leases.turn_state, tid))["lease_owner"] == writer.owner
+        assert state.status == "pending"  # as it was read, before this lease
+        assert (await storage.call(leases.turn_state, tid)).lease_owner == writer.owner
         while script.repeated < 40:  # the new run writes (its lease was not taken back)
             await asyncio.sleep(0.02)
-        assert (await storage.call(leases.turn_state, tid))["status"] == "generating"
+        assert (await storage.call(leases.turn_state, tid)).status == "generating"
         assert writer.stop(tid)
         return await asyncio.wait_for(new.wait(), 5)
 
     assert asyncio.run(go()) == "failed"
     state = leases.turn_state(storage, tid)
-    assert state["status"] == "failed" and state["lease_owner"] is None
+    assert state.status == "failed" and state.lease_owner is None

@@ -176,29 +176,30 @@ def test_sessions_expire_and_disable_ends_them(storage):
 
 
 def _ready_turn(storage, who):
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
     turn = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))
-    got = leases.acquire_lease(storage, turn["id"], "w1", 60)
+    got = leases.acquire_lease(storage, turn.id, "w1", 60)
     assert got is not None
     prompt, pending = got
     assert prompt.prefix == "\n\nHuman: hello\n\nAssistant:"
     assert [(p.slot, p.backend) for p in pending] == [("a", "m1"), ("b", "m2")]
-    for slot in "ab":
-        assert leases.save_candidate(
-            storage, turn["id"], slot, owner="w1", text=f"answer {slot}", raw_text=f"answer {slot}"
-        )
-    assert leases.end_generation(storage, turn["id"], "w1") == "ready"
-    return turn["id"]
+    answers = {s: {"text": f"answer {s}", "raw_text": f"answer {s}"} for s in "ab"}
+    assert leases.finish_generation(storage, turn.id, "w1", answers) == "ready"
+    return turn.id
+
+
+#: a generated response's fields
+X = {"text": "x", "raw_text": "x"}
 
 
 def test_only_one_generator_holds_a_turn(storage):
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m1"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m1")).id
     assert leases.acquire_lease(storage, tid, "w1", 60) is not None
     assert leases.acquire_lease(storage, tid, "w2", 60) is None
     # a stale writer cannot store into a turn it no longer holds
-    assert not leases.save_candidate(storage, tid, "a", owner="w2", text="x", raw_text="x")
+    assert leases.finish_generation(storage, tid, "w2", {"a": X}) is None
     # an expired lease (a dead worker) is taken over
     with storage.engine.begin() as c:
         c.execute(
@@ -206,7 +207,8 @@ def test_only_one_generator_holds_a_turn(storage):
             {"t": storage_now() - timedelta(seconds=5), "id": tid},
         )
     assert leases.acquire_lease(storage, tid, "w2", 60) is not None
-    assert not leases.save_candidate(storage, tid, "a", owner="w1", text="x", raw_text="x")
+    assert leases.finish_generation(storage, tid, "w1", {"a": X}) is None
+    assert leases.turn_state(storage, tid).candidates[0].status == "pending"
 
 
 def _lease_ran_out(storage, tid):
@@ -227,42 +229,42 @@ def test_the_streams_transaction_leases_a_free_turn_to_its_annotator_only(storag
     tid = _ready_turn(storage, alice)
     # a finished turn: read (what the stream replays), not leased
     state, got = leases.open_turn(storage, tid, alice, "w2", 60)
-    assert (state["status"], got) == ("ready", None)
-    assert [c["text"] for c in state["candidates"]] == ["answer a", "answer b"]
+    assert (state.status, got) == ("ready", None)
+    assert [c.text for c in state.candidates] == ["answer a", "answer b"]
     choices.record_choice(storage, alice, tid, pick="b", strength=2, strength_points=4)
-    conv = conversations.turn_owner(storage, alice, tid)["conversation_id"]
-    second = conversations.create_turn(storage, alice, conv, "and then?", ("m1", "m2"))["id"]
+    conv = conversations.turn_owner(storage, alice, tid).conversation_id
+    second = conversations.create_turn(storage, alice, conv, "and then?", ("m1", "m2")).id
     with pytest.raises(NotFound, match=f"turn {second} not found"):
         leases.open_turn(storage, second, bob, "w-bob", 60)
-    assert leases.turn_state(storage, second)["status"] == "pending"  # bob leased nothing
+    assert leases.turn_state(storage, second).status == "pending"  # bob leased nothing
     state, got = leases.open_turn(storage, second, alice, "w1", 60)
-    assert state["status"] == "pending" and got is not None
+    assert state.status == "pending" and got is not None
     prompt, pending = got
     assert prompt.history == (("hello", "answer b"),) and prompt.human == "and then?"
     assert prompt.prefix.endswith("\n\nHuman: and then?\n\nAssistant:")
     assert [(p.slot, p.backend) for p in pending] == [("a", "m1"), ("b", "m2")]
     after = leases.turn_state(storage, second)
-    assert (after["status"], after["lease_owner"]) == ("generating", "w1")
+    assert (after.status, after.lease_owner) == ("generating", "w1")
     # held by a live worker: read, not taken (an admin's listener too)
     for who in (alice, boss):
         state, got = leases.open_turn(storage, second, who, "w2", 60, dead=lambda o: False)
-        assert (state["status"], state["lease_owner"], got) == ("generating", "w1", None)
+        assert (state.status, state.lease_owner, got) == ("generating", "w1", None)
     # its holder dead: taken at once; its lease run out: taken by anyone's listener
     state, got = leases.open_turn(storage, second, alice, "w2", 60, dead=lambda o: o == "w1")
-    assert state["lease_owner"] == "w1" and got is not None
-    assert not leases.save_candidate(storage, second, "a", owner="w1", text="x", raw_text="x")
+    assert state.lease_owner == "w1" and got is not None
+    assert leases.finish_generation(storage, second, "w1", {"a": X}) is None
     _lease_ran_out(storage, second)
     state, got = leases.open_turn(storage, second, boss, "w3", 60)
-    assert state["lease_owner"] == "w2" and got is not None
-    assert leases.turn_state(storage, second)["lease_owner"] == "w3"
+    assert state.lease_owner == "w2" and got is not None
+    assert leases.turn_state(storage, second).lease_owner == "w3"
 
 
 def test_listeners_opening_one_turn_at_once_start_one_run(storage):
     """Twenty streams of one pending turn opened at the same moment (pages, workers): one
     takes the lease, every other reads it held."""
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
     barrier, got = threading.Barrier(20), []
 
     def one(i):
@@ -276,8 +278,8 @@ def test_listeners_opening_one_turn_at_once_start_one_run(storage):
         t.join()
     leased = [state for state, run in got if run is not None]
     assert len(got) == 20 and len(leased) == 1
-    holder = leases.turn_state(storage, tid)["lease_owner"]
-    assert all(state["lease_owner"] in (None, holder) for state, _ in got)
+    holder = leases.turn_state(storage, tid).lease_owner
+    assert all(state.lease_owner in (None, holder) for state, _ in got)
 
 
 def test_the_streams_transaction_after_waiting_for_a_lock_reads_the_turn_as_it_is_now(storage):
@@ -287,8 +289,8 @@ def test_the_streams_transaction_after_waiting_for_a_lock_reads_the_turn_as_it_i
     if storage.url.startswith("sqlite"):
         pytest.skip("SQLite has one writer: nothing runs between the wait and the read")
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
     assert leases.acquire_lease(storage, tid, "w1", 60) is not None
     got = []
     with storage.engine.begin() as c:  # the other worker's transaction, holding the row
@@ -309,14 +311,14 @@ def test_the_streams_transaction_after_waiting_for_a_lock_reads_the_turn_as_it_i
         )
     opener.join(10)
     [(state, leased)] = got
-    assert leased is None and state["status"] == "ready"
-    assert [(x["status"], x["text"]) for x in state["candidates"]] == [("ready", "fine")] * 2
+    assert leased is None and state.status == "ready"
+    assert [(x.status, x.text) for x in state.candidates] == [("ready", "fine")] * 2
 
 
 def test_the_streams_transaction_after_a_retry_leases_the_failed_response_only(storage):
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
     _, got = leases.open_turn(storage, tid, who, "w1", 60)
     assert got is not None and got[0].history == ()
     results = {
@@ -325,12 +327,12 @@ def test_the_streams_transaction_after_a_retry_leases_the_failed_response_only(s
     }
     assert leases.finish_generation(storage, tid, "w1", results) == "failed"
     state, got = leases.open_turn(storage, tid, who, "w2", 60)
-    assert (state["status"], got) == ("failed", None)  # failed: replayed until retried
+    assert (state.status, got) == ("failed", None)  # failed: replayed until retried
     assert conversations.retry_turn(storage, who, tid) == "pending"
     state, got = leases.open_turn(storage, tid, who, "w2", 60)
     assert got is not None and [p.slot for p in got[1]] == ["b"]
     # the ready one is in the state read, for the listener to show at once
-    assert [(c["slot"], c["status"]) for c in state["candidates"]] == [
+    assert [(c.slot, c.status) for c in state.candidates] == [
         ("a", "ready"),
         ("b", "pending"),
     ]
@@ -367,7 +369,7 @@ def test_concurrent_choices_store_exactly_one(storage):
             turn = choices.record_choice(
                 storage, who, tid, pick="ab"[i % 2], strength=1 + i % 4, strength_points=4
             )
-            results.append(("ok", turn["pick"], turn["strength"]))
+            results.append(("ok", turn.pick, turn.strength))
         except CollectError as exc:
             results.append((status_of(exc), None, None))
 
@@ -379,15 +381,15 @@ def test_concurrent_choices_store_exactly_one(storage):
     assert transcripts.counts(storage)["comparisons"] == 1
     oks = [r for r in results if r[0] == "ok"]
     assert len(results) == 20 and all(r[0] in ("ok", 409) for r in results)
-    stored = conversations.get_conversation(storage, who, 1)["turns"][0]
+    stored = conversations.get_conversation(storage, who, 1).turns[0]
     # every 2xx answer agrees with what is stored
-    assert {(p, s) for _, p, s in oks} == {(stored["pick"], stored["strength"])}
+    assert {(p, s) for _, p, s in oks} == {(stored.pick, stored.strength)}
 
 
 def test_authorisation_in_storage(storage):
     alice, _ = annotators.add_annotator(storage, "alice")
     bob, _ = annotators.add_annotator(storage, "bob")
-    cid = conversations.create_conversation(storage, alice, "helpful", "task")["id"]
+    cid = conversations.create_conversation(storage, alice, "helpful", "task").id
     with pytest.raises(CollectError) as info:
         conversations.get_conversation(storage, bob, cid)
     assert isinstance(info.value, NotFound)
@@ -396,8 +398,8 @@ def test_authorisation_in_storage(storage):
 
 def test_a_turn_created_with_a_lease_is_generating_and_held(storage):
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    first = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    first = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
     assert leases.acquire_lease(storage, first, "w1", 60) is not None
     answers = {s: dict(text=f"answer {s}", raw_text=f"answer {s}") for s in "ab"}
     assert leases.finish_generation(storage, first, "w1", answers) == "ready"
@@ -410,17 +412,17 @@ def test_a_turn_created_with_a_lease_is_generating_and_held(storage):
 
     turn = conversations.create_turn(storage, who, cid, "and then?", pick, lease=("w1", 60))
     assert seen == [("helpful", None)]
-    assert turn["status"] == "generating"
+    assert turn.status == "generating"
     # the prompt and candidates acquire_lease would have answered, from the same transaction
-    assert turn["prompt"].history == (("hello", "answer a"),)
-    assert turn["prompt"].human == "and then?"
-    assert turn["prompt"].prefix.endswith("\n\nHuman: and then?\n\nAssistant:")
-    assert [(p.slot, p.backend) for p in turn["pending"]] == [("a", "m1"), ("b", "m2")]
+    assert turn.prompt.history == (("hello", "answer a"),)
+    assert turn.prompt.human == "and then?"
+    assert turn.prompt.prefix.endswith("\n\nHuman: and then?\n\nAssistant:")
+    assert [(p.slot, p.backend) for p in turn.pending] == [("a", "m1"), ("b", "m2")]
     # held: no other worker takes it, and the holder can store into it
-    assert leases.acquire_lease(storage, turn["id"], "w2", 60) is None
-    assert leases.turn_state(storage, turn["id"])["status"] == "generating"
+    assert leases.acquire_lease(storage, turn.id, "w2", 60) is None
+    assert leases.turn_state(storage, turn.id).status == "generating"
     results = {s: dict(text=f"more {s}", raw_text=f"more {s}") for s in "ab"}
-    assert leases.finish_generation(storage, turn["id"], "w1", results) == "ready"
+    assert leases.finish_generation(storage, turn.id, "w1", results) == "ready"
 
 
 def test_finishing_a_retry_of_one_response_counts_the_others_stored_status(storage):
@@ -429,8 +431,8 @@ def test_finishing_a_retry_of_one_response_counts_the_others_stored_status(stora
     from hhrlhf.collect.db.engine import count_statements
 
     who, _ = annotators.add_annotator(storage, "alice")
-    cid = conversations.create_conversation(storage, who, "helpful", "task")["id"]
-    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2"))["id"]
+    cid = conversations.create_conversation(storage, who, "helpful", "task").id
+    tid = conversations.create_turn(storage, who, cid, "hello", ("m1", "m2")).id
     assert leases.acquire_lease(storage, tid, "w1", 60) is not None
     both = {
         "a": dict(text="fine a", raw_text="fine a"),
@@ -451,7 +453,7 @@ def test_finishing_a_retry_of_one_response_counts_the_others_stored_status(stora
             assert leases.finish_generation(storage, tid, owner, {"b": answer}) == status
         assert retry[0] == whole[0] + 1  # the one read of the stored statuses
     state = leases.turn_state(storage, tid)
-    assert [(c["slot"], c["status"]) for c in state["candidates"]] == [
+    assert [(c.slot, c.status) for c in state.candidates] == [
         ("a", "ready"),
         ("b", "ready"),
     ]

@@ -4,17 +4,70 @@ errors are in :mod:`hhrlhf.errors`)."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, overload
 
-ROLES = ("annotator", "admin")
+
+class StrEnum(str, enum.Enum):
+    """:class:`enum.StrEnum` (Python 3.11) on 3.10 too: a member is a ``str`` equal to its
+    value, and ``str()``, f-strings, the database and JSON (json, orjson) see that value, so
+    code moving from bare strings to members changes nothing stored or sent."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(str.__str__(self), spec)
 
 
-MODES = ("helpful", "red-team")
+class Role(StrEnum):
+    ANNOTATOR = "annotator"
+    ADMIN = "admin"
 
 
-SLOTS = ("a", "b")
+class Mode(StrEnum):
+    """A conversation's kind: compare two helpful answers, or try to make a model misbehave."""
+
+    HELPFUL = "helpful"
+    RED_TEAM = "red-team"
+
+
+class ConversationStatus(StrEnum):
+    OPEN = "open"
+    FINISHED = "finished"
+
+
+class TurnStatus(StrEnum):
+    """A turn's life: pending (no generator yet), generating (leased), then ready (both
+    responses) or failed (one or both failed: Retry sends it back to pending)."""
+
+    PENDING = "pending"
+    GENERATING = "generating"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class CandidateStatus(StrEnum):
+    """A response's: pending until its generation stores it ready or failed."""
+
+    PENDING = "pending"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class Slot(StrEnum):
+    """A response's side: a is shown as A, b as B."""
+
+    A = "a"
+    B = "b"
+
+
+#: the values, as plain strings (a dict key that orjson writes must be a plain ``str``)
+ROLES: tuple[str, ...] = tuple(x.value for x in Role)
+MODES: tuple[str, ...] = tuple(x.value for x in Mode)
+SLOTS: tuple[str, ...] = tuple(x.value for x in Slot)
 #: what a response stopped while it was written is stored with (and the annotator reads)
 STOPPED = "stopped by the annotator"
 
@@ -61,7 +114,7 @@ class AnnotatorInfo:
 
     @property
     def is_admin(self) -> bool:
-        return self.role == "admin"
+        return self.role == Role.ADMIN
 
     def sees(self, annotator_id: int) -> bool:
         """Whether the work of annotator ``annotator_id`` is visible to this one: their own,
@@ -94,7 +147,7 @@ class Prompt:
     human: str
     prefix: str
     #: the conversation's mode: helpful | red-team (a rerank backend selects by it)
-    mode: str = "helpful"
+    mode: str = Mode.HELPFUL
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -108,7 +161,7 @@ class Prompt:
 
 def other_slot(slot: str) -> str:
     """The slot that is not ``slot``."""
-    return "b" if slot == "a" else "a"
+    return Slot.B if slot == Slot.A else Slot.A
 
 
 def annotator_failure(slot: str, error: str | None) -> str:
@@ -121,3 +174,199 @@ def annotator_failure(slot: str, error: str | None) -> str:
     if error == STOPPED:
         return f"Response {side} was {STOPPED}. Retry."
     return f"Response {side}: the model could not answer. Retry."
+
+
+# -- what the services answer (the JSON API's shapes come from their ``to_dict``) ------
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """A conversation as a list shows it (and as starting or finishing one answers)."""
+
+    id: int
+    mode: str
+    task_description: str
+    status: str
+    turns: int
+    created_at: str | None
+    finished_at: str | None
+    #: its annotator's name (admins' lists only; None: not shown)
+    annotator: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "mode": self.mode,
+            "task_description": self.task_description,
+            "status": self.status,
+            "turns": self.turns,
+            "created_at": self.created_at,
+            "finished_at": self.finished_at,
+        }
+        if self.annotator is not None:
+            out["annotator"] = self.annotator
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BackendFacts:
+    """What only an admin sees of a response: where it came from, and the server's words."""
+
+    backend: str
+    model: str | None
+    params: dict[str, Any]
+    finish_reason: str | None
+    latency_ms: int | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateAnswer:
+    """A response as the API answers it."""
+
+    slot: str
+    text: str | None
+    cut: bool
+    cut_reason: str | None
+    status: str
+    #: what the annotator is told of a failure (:func:`annotator_failure`; None: not failed)
+    failure: str | None = None
+    #: admins only (None: not shown)
+    facts: BackendFacts | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "slot": self.slot,
+            "text": self.text,
+            "cut": self.cut,
+            "cut_reason": self.cut_reason,
+            "status": self.status,
+        }
+        if self.failure is not None:
+            out["error"] = self.failure
+        if self.facts is not None:  # (an admin's "error" is the server's own words)
+            f = self.facts
+            out.update(
+                backend=f.backend,
+                model=f.model,
+                params=f.params,
+                finish_reason=f.finish_reason,
+                latency_ms=f.latency_ms,
+                error=f.error,
+            )
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAnswer:
+    """A turn as the API answers it: its message, its two responses and its choice."""
+
+    id: int
+    index: int
+    human: str
+    status: str
+    candidates: tuple[CandidateAnswer, ...]
+    pick: str | None
+    strength: int | None
+    edit: str | None
+    continued: str | None
+    decided_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "index": self.index,
+            "human": self.human,
+            "status": self.status,
+            "candidates": [c.to_dict() for c in self.candidates],
+            "pick": self.pick,
+            "strength": self.strength,
+            "edit": self.edit,
+            "continued": self.continued,
+            "decided_at": self.decided_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationDetail:
+    """A whole conversation as the API answers it (``backend`` and ``red_team_continue``
+    for admins only)."""
+
+    id: int
+    mode: str
+    task_description: str
+    status: str
+    comment: str | None
+    rating: int | None
+    created_at: str | None
+    finished_at: str | None
+    turns: tuple[TurnAnswer, ...]
+    #: whether the reader is its annotator (an admin reads others')
+    yours: bool
+    for_admin: bool = False
+    backend: str | None = None
+    red_team_continue: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "mode": self.mode,
+            "task_description": self.task_description,
+            "status": self.status,
+            "comment": self.comment,
+            "rating": self.rating,
+            "created_at": self.created_at,
+            "finished_at": self.finished_at,
+            "turns": [t.to_dict() for t in self.turns],
+            "yours": self.yours,
+        }
+        if self.for_admin:
+            out["backend"] = self.backend
+            out["red_team_continue"] = self.red_team_continue
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A message just stored; leased to its writer, with what to generate."""
+
+    id: int
+    index: int
+    conversation_id: int
+    status: str
+    #: the lease's (None: created pending, not leased)
+    prompt: Prompt | None = None
+    pending: tuple[PendingCandidate, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOwner:
+    """A turn one may act on (Retry, Stop, withdraw)."""
+
+    id: int
+    status: str
+    conversation_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateState:
+    """A response as its generation left it."""
+
+    slot: str
+    status: str
+    text: str | None
+    cut: bool
+    cut_reason: str | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnState:
+    """A turn's status, lease and responses (what the event stream starts from)."""
+
+    id: int
+    index: int
+    status: str
+    lease_owner: str | None
+    lease_until: datetime | None
+    candidates: tuple[CandidateState, ...]

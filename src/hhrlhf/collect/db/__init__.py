@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -53,6 +53,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 _ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 #: the storage whose :meth:`Storage.call` is running this code on its event loop, or None
 #: (a worker thread, the CLI, a test): its sessions then use that loop's async connections
@@ -152,7 +153,9 @@ class Storage:
         self._loops: dict[asyncio.AbstractEventLoop, _LoopDB] = {}
 
     # -- units of work from the event loop ---------------------------------------------
-    async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    async def call(
+        self, fn: Callable[Concatenate[Storage, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """``fn(self, *args, **kwargs)`` (a service function: plain code that blocks on this
         database) without blocking the event loop: on PostgreSQL on the loop, its database
         waits awaited; on SQLite in a worker thread (SQLite's calls are in-process file I/O,
@@ -172,7 +175,7 @@ class Storage:
         async with db.gate:
             token = _on_loop.set(self)
             try:
-                return await greenlet_spawn(fn, self, *args, **kwargs)
+                return await greenlet_spawn(functools.partial(fn, self, *args, **kwargs))
             finally:
                 _on_loop.reset(token)
 

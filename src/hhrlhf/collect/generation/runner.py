@@ -14,12 +14,10 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any
 
 from ..config import Settings
 from ..db import Storage
-from ..domain import STOPPED, AnnotatorInfo, PendingCandidate, Prompt, annotator_failure
+from ..domain import STOPPED, AnnotatorInfo, PendingCandidate, Prompt, TurnState
 from ..finish import SIZE_CUT, STOP_CUT, cut_reason
 from ..services import leases
 from ..textrules import clean_model_text
@@ -27,6 +25,7 @@ from .backends import BackendError, finalize
 from .kinds import make_backend
 from .owners import dead_here, new_owner_id
 from .reading import Fields, Outcome, Read, watch
+from .runs import Event, TurnRun, close_run, failure_message, replay_done, slot_label
 from .visible import VisibleText, _visible  # noqa: F401  (_visible: the tests' reference)
 from .wire import bounded, checked_piece
 
@@ -35,11 +34,6 @@ __all__ = ["Generator", "TurnRun", "Event", "slot_label", "failure_message"]
 POLL_SECONDS = 0.2
 #: every backend failure is logged here, with the model server's own explanation
 log = logging.getLogger("hhrlhf.collect.backends")
-
-
-def _done(c: Fields) -> dict[str, Any]:
-    """A stored ready candidate as a ``done`` event's data."""
-    return {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
 
 
 def _failed_fields(error: str, like: Fields | None = None) -> Fields:
@@ -63,105 +57,6 @@ def _failed_fields(error: str, like: Fields | None = None) -> Fields:
     }
 
 
-def slot_label(slot: str) -> str:
-    return slot.upper()
-
-
-def failure_message(slot: str, why: str | None) -> str:
-    """What an annotator reads for a failed response (the model server's words, ``why``, go
-    to the log and to admins only): :func:`~hhrlhf.collect.domain.annotator_failure`."""
-    return annotator_failure(slot, why)
-
-
-@dataclass(frozen=True)
-class Event:
-    name: str  # delta | done | error | end
-    data: dict[str, Any]
-
-
-@dataclass
-class TurnRun:
-    turn_id: int
-    events: list[Event] = field(default_factory=list)
-    done: bool = False
-    status: str | None = None
-    #: set by :meth:`Generator.stop`: the responses still being written fail as "stopped"
-    stopped: bool = False
-    #: its lease is gone (stopped through another worker, or taken over): it stores nothing
-    lost: bool = False
-    readers: set[asyncio.Future[None]] = field(default_factory=set)
-    #: the responses whose failure was sent as it happened (the other one still written)
-    failed_early: set[str] = field(default_factory=set)
-    _changed: asyncio.Event = field(default_factory=asyncio.Event)
-    _ended: asyncio.Event = field(default_factory=asyncio.Event)
-    #: listeners lingering for more events (:meth:`batches`): woken at once when the run ends
-    _lingering: set[asyncio.Future[None]] = field(default_factory=set)
-
-    def emit(self, name: str, data: dict[str, Any]) -> None:
-        self.events.append(Event(name, data))
-        self._changed.set()
-
-    def finish(self, status: str) -> None:
-        self.status = status
-        self.done = True
-        self.emit("end", {"status": status})
-        self._ended.set()
-        for waiting in self._lingering:
-            _wake(waiting)
-
-    async def batches(self, linger: float = 0.0) -> AsyncIterator[list[Event]]:
-        """Every event from the first, then new ones as they come, until ``end``: each time
-        a list of all that came meanwhile (a fast model's words, or a replay, in one).
-
-        ``linger``: seconds to wait after a new event for more before the next list (unless
-        the run ended): a listener then wakes a few times a second, not once per word."""
-        i = 0
-        while True:
-            if i < len(self.events):
-                batch = self.events[i:]
-                i += len(batch)
-                yield batch
-            if self.done and i == len(self.events):
-                return
-            self._changed.clear()
-            if i < len(self.events):
-                continue
-            await self._changed.wait()
-            if linger and not self.done:
-                await self._linger(linger)
-
-    async def _linger(self, seconds: float) -> None:
-        """Sleep ``seconds``, or until the run ends (its last events go out at once)."""
-        loop = asyncio.get_running_loop()
-        waiting = loop.create_future()
-        timer = loop.call_later(seconds, _wake, waiting)
-        self._lingering.add(waiting)
-        try:
-            await waiting
-        finally:
-            timer.cancel()
-            self._lingering.discard(waiting)
-
-    async def wait(self) -> str:
-        """The run's status once it ended (woken once, not by each event)."""
-        await self._ended.wait()
-        assert self.status is not None  # set before the run ends
-        return self.status
-
-
-def _close(run: TurnRun) -> None:
-    """Stop ``run``'s responses being written: its backend requests close, and the
-    responses not finished fail as stopped."""
-    run.stopped = True
-    for task in list(run.readers):
-        task.cancel()
-
-
-def _wake(waiting: asyncio.Future[None]) -> None:
-    if not waiting.done():
-        waiting.set_result(None)
-
-
 class Generator:
     """Runs turns: the backends of the settings, one lease owner id per process."""
 
@@ -180,7 +75,7 @@ class Generator:
 
     async def open(
         self, turn_id: int, who: AnnotatorInfo | None = None
-    ) -> tuple[dict[str, Any], TurnRun | None]:
+    ) -> tuple[TurnState, TurnRun | None]:
         """A listener's start: the turn's :func:`.leases.turn_state` (NotFound unless it is
         ``who``'s or they are an admin; None: not checked) and the run generating it in this
         process, if any: one already live here, or one started now when the turn is free
@@ -189,7 +84,7 @@ class Generator:
         run = self.runs.get(turn_id)
         if run is not None and not run.done:
             state = await self.storage.call(leases.turn_state, turn_id, who)
-            if state["lease_owner"] == self.owner and not run.lost:
+            if state.lease_owner == self.owner and not run.lost:
                 return state, run
             # its lease was taken from it (stopped through another worker, then maybe
             # retried): it stops, and once it ended (storing nothing: a lease of this
@@ -201,9 +96,9 @@ class Generator:
         )
         if got is None:
             return state, None
-        if state["status"] == "generating":
+        if state.status == "generating":
             log.warning(
-                "turn %s: its worker %s is gone; generating it here", turn_id, state["lease_owner"]
+                "turn %s: its worker %s is gone; generating it here", turn_id, state.lease_owner
             )
         return state, self.adopt(turn_id, *got)
 
@@ -223,13 +118,13 @@ class Generator:
         run = self.runs.get(turn_id)
         if run is None or run.done:
             return False
-        _close(run)
+        close_run(run)
         return True
 
     def _lose(self, run: TurnRun) -> None:
         """A run whose lease is gone: its backend requests close and it ends storing nothing."""
         run.lost = True
-        _close(run)
+        close_run(run)
 
     async def _renew(self, run: TurnRun) -> None:
         """Heartbeat of a live run: keep the lease until the run ends; when the lease is lost
@@ -445,7 +340,7 @@ class Generator:
     async def batches(
         self,
         turn_id: int,
-        state: dict[str, Any] | None = None,
+        state: TurnState | None = None,
         run: TurnRun | None = None,
         linger: float = 0.0,
     ) -> AsyncIterator[list[Event]]:
@@ -454,14 +349,14 @@ class Generator:
         caller (else :meth:`open` here); ``linger``: :meth:`TurnRun.batches`'."""
         if state is None:
             state, run = await self.open(turn_id)
-        while run is None and state["status"] in ("pending", "generating"):
+        while run is None and state.status in ("pending", "generating"):
             # another worker holds the lease: wait for it to finish (or run out, or die)
             await asyncio.sleep(POLL_SECONDS)
             state, run = await self.open(turn_id)
         if run is not None:
             # a response stored ready (a retry of the other): shown at once
             stored = [
-                Event("done", _done(c)) for c in state["candidates"] if c["status"] == "ready"
+                Event("done", replay_done(c)) for c in state.candidates if c.status == "ready"
             ]
             if stored:
                 yield stored
@@ -469,16 +364,16 @@ class Generator:
                 yield batch
             return
         replay = []
-        for c in state["candidates"]:
-            if c["status"] == "ready":
-                replay.append(Event("done", _done(c)))
-            elif c["status"] == "failed":
-                message = failure_message(c["slot"], c.get("error"))
-                replay.append(Event("error", {"slot": c["slot"], "message": message}))
-        yield [*replay, Event("end", {"status": state["status"]})]
+        for c in state.candidates:
+            if c.status == "ready":
+                replay.append(Event("done", replay_done(c)))
+            elif c.status == "failed":
+                message = failure_message(c.slot, c.error)
+                replay.append(Event("error", {"slot": c.slot, "message": message}))
+        yield [*replay, Event("end", {"status": state.status})]
 
     async def events(
-        self, turn_id: int, state: dict[str, Any] | None = None, run: TurnRun | None = None
+        self, turn_id: int, state: TurnState | None = None, run: TurnRun | None = None
     ) -> AsyncIterator[Event]:
         """:meth:`batches`, one event at a time."""
         async for batch in self.batches(turn_id, state, run):

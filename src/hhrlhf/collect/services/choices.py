@@ -4,22 +4,26 @@ once (a repeat answers what was stored; a different choice is a conflict)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple, cast
 
-from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ...errors import Conflict, Forbidden, Invalid, NotFound
 from ..db import Storage
-from ..db.engine import is_sqlite
-from ..db.models import candidates_table, comparisons_table, conversations_table, turns_table
+from ..db.queries import choices as q
 from ..domain import (
     SLOTS,
     AnnotatorInfo,
+    ConversationStatus,
+    Mode,
+    Slot,
+    TurnAnswer,
+    TurnStatus,
     now,
+    other_slot,
 )
 from . import turnviews
-from .writers import check_writer, writer_disabled
+from .writers import check_writer
 
 
 def record_choice(
@@ -32,7 +36,7 @@ def record_choice(
     strength_points: int,
     edit: str | None = None,
     request_id: str | None = None,
-) -> dict[str, Any]:
+) -> TurnAnswer:
     """Store the annotator's choice; returns the turn once the transaction has committed.
 
     A repeat (same ``request_id``, or the same pick, strength and edit) returns the stored
@@ -67,13 +71,13 @@ def _record_choice(
     strength: int | None,
     edit: str | None,
     request_id: str | None,
-) -> dict[str, Any]:
+) -> TurnAnswer:
     # a return inside the block runs after the commit: only then is the choice acknowledged
     with storage.write() as s:
         conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
         # one statement (each round trip is a wait on a busy server): a row per candidate,
         # each with the turn, its conversation and its stored pick and edit if any
-        rows = conn.execute(_choice_state, {"tid": turn_id, "who": who.id}).all()
+        rows = q.choice_state(conn, turn_id, who.id)
         if not rows:
             raise NotFound(f"turn {turn_id} not found")
         t = rows[0]
@@ -85,27 +89,30 @@ def _record_choice(
         cands = turnviews.candidate_views(rows)
         texts = {x.slot: x.text for x in cands}
         if strength is None:
-            if t.status != "ready" or texts.get("a") != texts.get("b"):
+            if t.status != TurnStatus.READY or texts.get(Slot.A) != texts.get(Slot.B):
                 raise Invalid("strength is required: the two responses differ")
             strength = 1
         if t.pick is not None:
             same = (t.pick, t.strength, t.edit) == (pick, strength, edit)
             if (request_id and t.request_id == request_id) or same:
-                return turnviews.turn_dict(view, cands, t, t.edit, t.continued, admin=who.is_admin)
+                stored = cast("turnviews.PickView", t)  # its pick is stored: so are the rest
+                return turnviews.turn_answer(
+                    view, cands, stored, t.edit, t.continued, admin=who.is_admin
+                )
             raise Conflict(
                 f"turn {turn_id} already has a different choice ({t.pick}, strength {t.strength})",
             )
         if t.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can choose")
-        if t.conversation_status != "open":
+        if t.conversation_status != ConversationStatus.OPEN:
             raise Conflict(f"conversation {t.conversation_id} is finished")
-        if t.status != "ready":
+        if t.status != TurnStatus.READY:
             raise Conflict(
                 f"turn {turn_id} is not ready for a choice (status {t.status})",
             )
-        if edit is not None and t.mode != "helpful":
+        if edit is not None and t.mode != Mode.HELPFUL:
             raise Invalid("edits are for helpful conversations only")
-        other = "b" if pick == "a" else "a"
+        other = other_slot(pick)
         picked_text, other_text = texts[pick], texts[other]
         decided = now()
         common = dict(
@@ -142,81 +149,21 @@ def _record_choice(
         continued: str | None
         if edit is not None:
             continued = edit
-        elif t.mode == "red-team" and t.red_team_continue == "other":
+        elif t.mode == Mode.RED_TEAM and t.red_team_continue == "other":
             continued = other_text
         else:
             continued = picked_text
-        if is_sqlite(storage.url):
-            conn.execute(_new_comparisons, rows_in)
-            conn.execute(_continue, {"tid": t.id, "continued": continued})
-        else:  # one round trip: the comparisons inserted in the update's WITH
-            params = {f"{k}_{i}": v for i, row in enumerate(rows_in) for k, v in row.items()}
-            conn.execute(_choose[len(rows_in)], {**params, "tid": t.id, "continued": continued})
+        q.store_choice(conn, t.id, rows_in, continued)
         # the answer is what was just written (committed when this block ends)
-        stored = _Decided(pick, strength, decided)
-        return turnviews.turn_dict(
-            view, cands, stored, edit if edited else None, continued, admin=who.is_admin
+        decision = _Decided(pick, strength, decided)
+        return turnviews.turn_answer(
+            view, cands, decision, edit if edited else None, continued, admin=who.is_admin
         )
 
 
 class _Decided(NamedTuple):
-    """A choice just stored, as :func:`.turnviews.turn_dict` reads a stored pick."""
+    """A choice just stored, as :func:`.turnviews.turn_answer` reads a stored pick."""
 
     pick: str
     strength: int
     decided_at: datetime
-
-
-_turns, _conversations = turns_table.c, conversations_table.c
-_candidates = candidates_table.c
-_picks = comparisons_table.alias("pick")
-_edits = comparisons_table.alias("edit")
-#: a row per candidate (slot order), each with the turn, its conversation, and the stored
-#: pick and edit (NULL when none); the candidate's admin-only fields as turnviews.turn_dict
-#: reads them
-_choice_state = (
-    select(
-        _turns.id,
-        _turns.index.label("turn_index"),
-        _turns.human,
-        _turns.status,
-        _turns.continued,
-        _turns.ready_at,
-        _turns.conversation_id,
-        _conversations.annotator_id,
-        _conversations.status.label("conversation_status"),
-        _conversations.mode,
-        _conversations.red_team_continue,
-        *turnviews.CANDIDATE_COLUMNS,
-        _picks.c.pick,
-        _picks.c.strength,
-        _picks.c.request_id,
-        _picks.c.decided_at,
-        _edits.c.chosen_text.label("edit"),
-        writer_disabled(),
-    )
-    .join_from(turns_table, conversations_table, _conversations.id == _turns.conversation_id)
-    .outerjoin(candidates_table, _candidates.turn_id == _turns.id)
-    .outerjoin(_picks, (_picks.c.turn_id == _turns.id) & (_picks.c.kind == "pick"))
-    .outerjoin(_edits, (_edits.c.turn_id == _turns.id) & (_edits.c.kind == "edit"))
-    .where(_turns.id == bindparam("tid"))
-    .order_by(_candidates.slot)
-)
-_new_comparisons = insert(comparisons_table)
-_continue = (
-    update(turns_table)
-    .where(_turns.id == bindparam("tid"))
-    .values(continued=bindparam("continued"))
-)
-#: the columns of a choice's comparison rows (the pick's, and the edit's if any): all but the id
-_COMPARISON_FIELDS = tuple(c.name for c in comparisons_table.c if not c.primary_key)
-#: PostgreSQL: :data:`_new_comparisons` and :data:`_continue` as one statement, by the number
-#: of comparison rows (their parameters ``<column>_<row>``)
-_choose = {
-    n: _continue.add_cte(
-        insert(comparisons_table)
-        .values([{f: bindparam(f"{f}_{i}") for f in _COMPARISON_FIELDS} for i in range(n)])
-        .cte("new_comparisons")
-    )
-    for n in (1, 2)
-}

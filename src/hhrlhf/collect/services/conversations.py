@@ -3,62 +3,64 @@ turn (drawing its two backends), retry, finish."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import defer, selectinload
 
 from ...errors import Conflict, Forbidden, Invalid, NotFound
 from ..db import Storage
-from ..db.engine import is_sqlite
 from ..db.models import (
     Annotator,
     Candidate,
     Conversation,
     Turn,
     candidates_table,
-    conversations_table,
-    turns_table,
 )
+from ..db.queries import conversations as q
 from ..domain import (
     MODES,
     SLOTS,
     AnnotatorInfo,
+    CandidateStatus,
+    ConversationDetail,
+    ConversationStatus,
+    ConversationSummary,
+    Mode,
+    NewTurn,
     PendingCandidate,
     Prompt,
+    Slot,
+    TurnOwner,
+    TurnStatus,
     iso,
     now,
     render_prefix,
 )
-from .turnviews import stored_turn_dict
-from .writers import check_writer, writer_disabled, writer_enabled
-
-if TYPE_CHECKING:
-    from .turnviews import AnyRow
+from .turnviews import stored_turn_answer
+from .writers import check_writer
 
 #: a retry that moves a response to another backend is logged with the backends' failures
 log = logging.getLogger("hhrlhf.collect.backends")
 
 
 def owned_conversation(
-    storage: Storage,
     conn: Connection,
     who: AnnotatorInfo,
     conversation_id: int,
     *,
     lock: bool = False,
-) -> AnyRow:
+) -> q.ConversationRow:
     """The conversation's row (404 if it is not one's own; admins see every one).
     ``lock``: held until the transaction ends (PostgreSQL; SQLite's writer holds the file)."""
-    q = _conversation_for_update if lock and not is_sqlite(storage.url) else _conversation
-    c = conn.execute(q, {"cid": conversation_id, "who": who.id}).one_or_none()
+    c = q.conversation(conn, conversation_id, who.id, lock=lock)
     if c is None or not who.sees(c.annotator_id):
         raise NotFound(f"conversation {conversation_id} not found")
     if lock:  # a write: the annotator must be enabled now, not a few seconds ago
@@ -74,7 +76,7 @@ def create_conversation(
     *,
     backend: str | None = None,
     red_team_continue: str | None = None,
-) -> dict[str, Any]:
+) -> ConversationSummary:
     if mode not in MODES:
         raise Invalid(f"mode {mode!r}; expected one of: {', '.join(MODES)}")
     task_description = task_description.strip()
@@ -86,49 +88,47 @@ def create_conversation(
         annotator_id=who.id,
         mode=mode,
         task_description=task_description,
-        status="open",
-        backend=backend if mode == "red-team" else None,
-        red_team_continue=red_team_continue if mode == "red-team" else None,
+        status=ConversationStatus.OPEN,
+        backend=backend if mode == Mode.RED_TEAM else None,
+        red_team_continue=red_team_continue if mode == Mode.RED_TEAM else None,
         created_at=created,
     )
     with storage.write() as s:
         # inserted only while the annotator is enabled (the same statement reads it)
-        cid = s.connection().execute(_new_conversation, {**values, "who": who.id}).scalar()
+        cid = q.insert_conversation(s.connection(), values, who.id)
         if cid is None:
             raise Forbidden(f"annotator {who.name!r} is disabled")
-    return {
-        "id": cid,
-        "mode": mode,
-        "task_description": task_description,
-        "status": "open",
-        "turns": 0,
-        "created_at": iso(created),
-        "finished_at": None,
-    }
+    return ConversationSummary(
+        cid, mode, task_description, ConversationStatus.OPEN, 0, iso(created), None
+    )
 
 
-def conversation_summary(c: Conversation | AnyRow, turns: int) -> dict[str, Any]:
-    return {
-        "id": c.id,
-        "mode": c.mode,
-        "task_description": c.task_description,
-        "status": c.status,
-        "turns": turns,
-        "created_at": iso(c.created_at),
-        "finished_at": iso(c.finished_at),
-    }
+def conversation_summary(
+    c: Conversation | q.ConversationRow, turns: int, *, annotator: str | None = None
+) -> ConversationSummary:
+    """``c`` with its number of ``turns`` (``annotator``: its annotator's name, for admins)."""
+    return ConversationSummary(
+        c.id,
+        c.mode,
+        c.task_description,
+        c.status,
+        turns,
+        iso(c.created_at),
+        iso(c.finished_at),
+        annotator,
+    )
 
 
 def list_conversations(
     storage: Storage, who: AnnotatorInfo, *, all_: bool | None = None
-) -> list[dict[str, Any]]:
+) -> list[ConversationSummary]:
     """One's own conversations, newest first (admins: everyone's unless ``all_`` is False)."""
     turns = (
         select(Turn.conversation_id, func.count(Turn.id).label("n"))
         .group_by(Turn.conversation_id)
         .subquery()
     )
-    q = (
+    stmt = (
         select(Conversation, func.coalesce(turns.c.n, 0), Annotator.name)
         .outerjoin(turns, turns.c.conversation_id == Conversation.id)
         .join(Annotator, Annotator.id == Conversation.annotator_id)
@@ -136,23 +136,22 @@ def list_conversations(
     )
     show_all = who.is_admin if all_ is None else (all_ and who.is_admin)
     if not show_all:
-        q = q.where(Conversation.annotator_id == who.id)
+        stmt = stmt.where(Conversation.annotator_id == who.id)
     with storage.read() as s:
-        out = []
-        for c, n, name in s.execute(q):
-            d = conversation_summary(c, n)
-            if who.is_admin:
-                d["annotator"] = name
-            out.append(d)
-        return out
+        return [
+            conversation_summary(c, n, annotator=name if who.is_admin else None)
+            for c, n, name in s.execute(stmt)
+        ]
 
 
-def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int) -> dict[str, Any]:
+def get_conversation(
+    storage: Storage, who: AnnotatorInfo, conversation_id: int
+) -> ConversationDetail:
     """The whole conversation; backend names only for admins. Each turn's transcript prefix
     is not read: it holds every earlier turn, so reading them all would cost the square of
     the conversation's length (36 M characters for 60 turns of 20,000)."""
     with storage.read() as s:
-        c = owned_conversation(storage, s.connection(), who, conversation_id)
+        c = owned_conversation(s.connection(), who, conversation_id)
         turns = s.scalars(
             select(Turn)
             .where(Turn.conversation_id == c.id)
@@ -163,22 +162,21 @@ def get_conversation(storage: Storage, who: AnnotatorInfo, conversation_id: int)
                 selectinload(Turn.comparisons),
             )
         ).all()
-        out = {
-            "id": c.id,
-            "mode": c.mode,
-            "task_description": c.task_description,
-            "status": c.status,
-            "comment": c.comment,
-            "rating": c.rating,
-            "created_at": iso(c.created_at),
-            "finished_at": iso(c.finished_at),
-            "turns": [stored_turn_dict(t, admin=who.is_admin) for t in turns],
-            "yours": c.annotator_id == who.id,
-        }
-        if who.is_admin:
-            out["backend"] = c.backend
-            out["red_team_continue"] = c.red_team_continue
-        return out
+        return ConversationDetail(
+            c.id,
+            c.mode,
+            c.task_description,
+            c.status,
+            c.comment,
+            c.rating,
+            iso(c.created_at),
+            iso(c.finished_at),
+            tuple(stored_turn_answer(t, admin=who.is_admin) for t in turns),
+            yours=c.annotator_id == who.id,
+            for_admin=who.is_admin,
+            backend=c.backend if who.is_admin else None,
+            red_team_continue=c.red_team_continue if who.is_admin else None,
+        )
 
 
 def finish_conversation(
@@ -187,13 +185,13 @@ def finish_conversation(
     conversation_id: int,
     comment: str | None = None,
     rating: int | None = None,
-) -> dict[str, Any]:
+) -> ConversationSummary:
     with storage.write() as s:
         conn = s.connection()
-        c = owned_conversation(storage, conn, who, conversation_id, lock=True)
+        c = owned_conversation(conn, who, conversation_id, lock=True)
         if c.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can finish it")
-        if c.mode == "red-team":
+        if c.mode == Mode.RED_TEAM:
             if rating is None:
                 raise Invalid("a red-team conversation needs a rating, 0 to 4")
             if not 0 <= rating <= 4:
@@ -201,20 +199,18 @@ def finish_conversation(
         elif rating is not None:
             raise Invalid("only red-team conversations take a rating")
         comment = (comment or "").strip() or None
-        turns = conn.execute(_turn_count, {"cid": c.id}).scalar_one()
-        if c.status == "finished":
+        turns = q.turn_count(conn, c.id)
+        if c.status == ConversationStatus.FINISHED:
             if (c.comment, c.rating) == (comment, rating):
                 return conversation_summary(c, turns)
             raise Conflict(f"conversation {c.id} is already finished")
         finished = now()
-        conn.execute(
-            _finish, {"cid": c.id, "comment": comment, "rating": rating, "finished": finished}
+        q.finish(conn, c.id, comment, rating, finished)
+        return dataclasses.replace(
+            conversation_summary(c, turns),
+            status=ConversationStatus.FINISHED,
+            finished_at=iso(finished),
         )
-        return {
-            **conversation_summary(c, turns),
-            "status": "finished",
-            "finished_at": iso(finished),
-        }
 
 
 def create_turn(
@@ -225,7 +221,7 @@ def create_turn(
     backends: tuple[str, str] | Callable[[str, str | None], tuple[str, str]],
     *,
     lease: tuple[str, float] | None = None,
-) -> dict[str, Any]:
+) -> NewTurn:
     """A new human message: a pending turn with two pending candidates (slot a shown as A).
 
     ``backends``: the two backends' names, or a function of the conversation's mode and
@@ -238,19 +234,18 @@ def create_turn(
         raise Invalid("the message is empty")
     with storage.write() as s:
         conn = s.connection()  # plain statements and rows (no ORM objects: once per turn)
-        # one statement: the conversation (locked until the commit on PostgreSQL; SQLite's
-        # writer holds the file) with a row per earlier turn, its texts only
-        q = _history if is_sqlite(storage.url) else _history_for_update
-        rows = conn.execute(q, {"cid": conversation_id, "who": who.id}).all()
+        # one statement: the conversation, locked, with a row per earlier turn (its texts)
+        rows = q.history(conn, conversation_id, who.id)
         if not rows or not who.sees(rows[0].annotator_id):
             raise NotFound(f"conversation {conversation_id} not found")
         c = rows[0]
         check_writer(c, who)
         if c.annotator_id != who.id:
             raise Forbidden("only the conversation's annotator can write in it")
-        if c.status != "open":
+        if c.status != ConversationStatus.OPEN:
             raise Conflict(f"conversation {c.id} is finished")
-        turns = [(r.human, r.continued) for r in rows if r.turn_index is not None]
+        # (a turn's human is NOT NULL: None only on the row of a conversation without turns)
+        turns = [(r.human or "", r.continued) for r in rows if r.turn_index is not None]
         if turns and turns[-1][1] is None:
             raise Conflict(
                 "the last turn has no choice yet: pick a response before writing again",
@@ -264,11 +259,11 @@ def create_turn(
             index=len(turns),
             human=text,
             prefix=render_prefix(history, text),
-            status="pending" if lease is None else "generating",
+            status=TurnStatus.PENDING if lease is None else TurnStatus.GENERATING,
         )
         try:
-            t.id = conn.execute(
-                _new_turn,
+            t.id = q.insert_turn(
+                conn,
                 dict(
                     conversation_id=c.id,
                     index=t.index,
@@ -279,24 +274,20 @@ def create_turn(
                     lease_until=None if lease is None else created + timedelta(seconds=lease[1]),
                     created_at=created,
                 ),
-            ).scalar_one()
-            conn.execute(
-                _new_candidates,
                 [
-                    {"turn_id": t.id, "slot": slot, "backend": backend, "status": "pending"}
+                    (slot, backend, CandidateStatus.PENDING)
                     for slot, backend in zip(SLOTS, backends, strict=True)
                 ],
             )
         except IntegrityError as exc:  # a concurrent message took this index
             raise Conflict("another message was sent at the same time") from exc
-        out = {"id": t.id, "index": t.index, "conversation_id": c.id, "status": t.status}
-        if lease is not None:
-            out["prompt"] = Prompt(tuple(history), t.human, t.prefix, c.mode)
-            out["pending"] = [
-                PendingCandidate(slot, backend)
-                for slot, backend in zip(SLOTS, backends, strict=True)
-            ]
-        return out
+        if lease is None:
+            return NewTurn(t.id, t.index, c.id, t.status)
+        prompt = Prompt(tuple(history), t.human, t.prefix, c.mode)
+        pending = tuple(
+            PendingCandidate(slot, backend) for slot, backend in zip(SLOTS, backends, strict=True)
+        )
+        return NewTurn(t.id, t.index, c.id, t.status, prompt, pending)
 
 
 @dataclass
@@ -308,14 +299,14 @@ class _NewTurn:
     id: int = 0
 
 
-def turn_owner(storage: Storage, who: AnnotatorInfo, turn_id: int) -> dict[str, Any]:
+def turn_owner(storage: Storage, who: AnnotatorInfo, turn_id: int) -> TurnOwner:
     """Authorise access to a turn (404 if not one's own); returns its status."""
     with storage.read() as s:
-        t = s.connection().execute(_turn_owner, {"tid": turn_id, "who": who.id}).one_or_none()
+        t = q.turn_owner(s.connection(), turn_id, who.id)
         if t is None or not who.sees(t.annotator_id):
             raise NotFound(f"turn {turn_id} not found")
         check_writer(t, who)  # it authorises a write (Retry, Stop): enabled now
-        return {"id": t.id, "status": t.status, "conversation_id": t.conversation_id}
+        return TurnOwner(t.id, t.status, t.conversation_id)
 
 
 def retry_turn(
@@ -339,17 +330,17 @@ def retry_turn(
     turn_owner(storage, who, turn_id)
     with storage.write(durable=False) as s:
         t = s.get_one(Turn, turn_id)
-        if t.status in ("pending", "generating", "ready"):
+        if t.status != TurnStatus.FAILED:
             return t.status
         cands = {c.slot: c for c in s.scalars(select(Candidate).where(Candidate.turn_id == t.id))}
         switch = (
             replace is not None
             and switch_after > 0
-            and s.get_one(Conversation, t.conversation_id).mode == "helpful"
+            and s.get_one(Conversation, t.conversation_id).mode == Mode.HELPFUL
         )
         switched = False
         for c in cands.values():
-            if c.status != "failed":
+            if c.status != CandidateStatus.FAILED:
                 continue
             if switch and replace is not None and (c.attempts or 0) >= switch_after:
                 other = next((o.backend for o in cands.values() if o.slot != c.slot), c.backend)
@@ -365,11 +356,11 @@ def retry_turn(
                     )
                     c.backend, c.attempts = new, 0
                     switched = True
-            c.status, c.error = "pending", None
+            c.status, c.error = CandidateStatus.PENDING, None
         if switched and len(cands) == 2 and (swap_sides or _coin)():
-            _swap(cands["a"], cands["b"])
-        t.status = "pending"
-        return "pending"
+            _swap(cands[Slot.A], cands[Slot.B])
+        t.status = TurnStatus.PENDING
+        return TurnStatus.PENDING
 
 
 def withdraw_turn(storage: Storage, who: AnnotatorInfo, turn_id: int) -> str:
@@ -384,10 +375,10 @@ def withdraw_turn(storage: Storage, who: AnnotatorInfo, turn_id: int) -> str:
         conv = s.get_one(Conversation, t.conversation_id)
         if conv.annotator_id != who.id:  # an admin's support is Retry and Stop, not this
             raise Forbidden("only the conversation's annotator can withdraw its message")
-        if conv.status != "open":
+        if conv.status != ConversationStatus.OPEN:
             raise Conflict(f"conversation {conv.id} is finished")
         statuses = list(s.scalars(select(Candidate.status).where(Candidate.turn_id == t.id)))
-        if t.status != "failed" or any(st != "failed" for st in statuses):
+        if t.status != TurnStatus.FAILED or any(st != CandidateStatus.FAILED for st in statuses):
             raise Conflict(
                 f"turn {t.id} cannot be withdrawn: only a message whose every response failed can"
             )
@@ -417,75 +408,3 @@ def _swap(a: Candidate, b: Candidate) -> None:
         va, vb = getattr(a, key), getattr(b, key)
         setattr(a, key, vb)
         setattr(b, key, va)
-
-
-# the hot services' statements, built once (their cache keys too)
-_turns, _conversations = turns_table.c, conversations_table.c
-_conversation = select(conversations_table, writer_disabled()).where(
-    _conversations.id == bindparam("cid")
-)
-_conversation_for_update = _conversation.with_for_update()
-_NEW_CONVERSATION = (
-    "uid",
-    "annotator_id",
-    "mode",
-    "task_description",
-    "status",
-    "backend",
-    "red_team_continue",
-    "created_at",
-)
-_new_conversation = (
-    insert(conversations_table)
-    .from_select(
-        _NEW_CONVERSATION,
-        select(
-            *(bindparam(k, type_=conversations_table.c[k].type) for k in _NEW_CONVERSATION)
-        ).where(writer_enabled()),
-    )
-    .returning(_conversations.id)
-)
-_turn_count = (
-    select(func.count()).select_from(turns_table).where(_turns.conversation_id == bindparam("cid"))
-)
-_finish = (
-    update(conversations_table)
-    .where(_conversations.id == bindparam("cid"))
-    .values(
-        status="finished",
-        comment=bindparam("comment"),
-        rating=bindparam("rating"),
-        finished_at=bindparam("finished", type_=_conversations.finished_at.type),
-    )
-)
-#: a conversation (what a new message needs of it) with a row per turn (its texts), in order
-_history = (
-    select(
-        _conversations.id,
-        _conversations.annotator_id,
-        _conversations.status,
-        _conversations.mode,
-        _conversations.backend,
-        _turns.index.label("turn_index"),
-        _turns.human,
-        _turns.continued,
-        writer_disabled(),
-    )
-    .outerjoin_from(conversations_table, turns_table, _turns.conversation_id == _conversations.id)
-    .where(_conversations.id == bindparam("cid"))
-    .order_by(_turns.index)
-)
-_history_for_update = _history.with_for_update(of=conversations_table)
-_new_turn = insert(turns_table).returning(_turns.id)
-_new_candidates = insert(candidates_table)
-_turn_owner = (
-    select(
-        _turns.id,
-        _turns.status,
-        _turns.conversation_id,
-        _conversations.annotator_id,
-        writer_disabled(),
-    )
-    .join_from(turns_table, conversations_table, _conversations.id == _turns.conversation_id)
-    .where(_turns.id == bindparam("tid"))
-)

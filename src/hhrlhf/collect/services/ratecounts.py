@@ -6,17 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from sqlalchemy import bindparam, delete, func, select
-from sqlalchemy.dialects import postgresql, sqlite
-
 from ..db import Storage
-from ..db.engine import is_sqlite
-from ..db.models import rate_counts_table
+from ..db.queries import ratecounts as q
 
 #: a key as (kind, key): ("login", client address) or ("writes", annotator id)
 Key = tuple[str, str]
-
-_rc = rate_counts_table.c
 
 
 def share_counts(
@@ -34,33 +28,14 @@ def share_counts(
     with storage.write(durable=False) as s:
         conn = s.connection()
         if added:
-            insert = (sqlite if is_sqlite(storage.url) else postgresql).insert(rate_counts_table)
-            conn.execute(
-                insert.on_conflict_do_update(
-                    index_elements=[_rc.kind, _rc.key, _rc.minute, _rc.worker],
-                    set_={"hits": _rc.hits + insert.excluded.hits},
-                ),
-                [
-                    {"kind": kind, "key": key, "minute": at, "worker": worker, "hits": n}
-                    for (kind, key, at), n in added.items()
-                ],
-            )
-        conn.execute(delete(rate_counts_table).where(_rc.minute < minute - 1))
+            q.add_hits(conn, worker, added)
+        q.forget_before(conn, minute - 1)
         if not watched:
             return {}
-        rows = conn.execute(
-            select(_rc.kind, _rc.key, _rc.minute, func.sum(_rc.hits))
-            .where(
-                _rc.minute >= minute - 1,
-                _rc.minute <= minute,
-                _rc.key.in_(bindparam("keys", expanding=True)),
-            )
-            .group_by(_rc.kind, _rc.key, _rc.minute),
-            {"keys": sorted({key for _, key in watched})},
-        ).all()
+        rows = q.totals(conn, minute - 1, minute, {key for _, key in watched})
     totals = dict.fromkeys(watched, (0, 0))
     for kind, key, at, n in rows:
         if (kind, key) in totals:
             before, now = totals[kind, key]
-            totals[kind, key] = (int(n), now) if at < minute else (before, int(n))
+            totals[kind, key] = (n, now) if at < minute else (before, n)
     return totals

@@ -11,6 +11,7 @@ from sqlalchemy.orm import selectinload
 
 from ..db import Storage
 from ..db.models import Annotator, Comparison, Conversation, Turn
+from ..domain import ConversationStatus
 
 
 def iter_conversations_for_export(storage: Storage, batch: int = 500) -> Iterator[dict[str, Any]]:
@@ -59,7 +60,7 @@ def export_stamp(storage: Storage) -> tuple[Any, ...]:
                 select(func.count()).select_from(Conversation).scalar_subquery(),
                 select(func.max(Conversation.id)).scalar_subquery(),
                 select(func.count())
-                .where(Conversation.status == "finished")
+                .where(Conversation.status == ConversationStatus.FINISHED)
                 .select_from(Conversation)
                 .scalar_subquery(),
                 select(func.max(Turn.id)).scalar_subquery(),
@@ -77,10 +78,11 @@ def export_stamp(storage: Storage) -> tuple[Any, ...]:
     return tuple(row) + (repr([(i, m, sorted((a or {}).items())) for i, m, a in people]),)
 
 
-def counts(storage: Storage) -> dict[str, Any]:
+def counts(storage: Storage) -> dict[str, int]:
+    """The number of annotators, conversations, turns and comparisons."""
     with storage.read() as s:
         return {
-            name: s.scalar(select(func.count()).select_from(model))
+            name: s.scalar(select(func.count()).select_from(model)) or 0
             for name, model in (
                 ("annotators", Annotator),
                 ("conversations", Conversation),

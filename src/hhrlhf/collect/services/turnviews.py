@@ -6,35 +6,33 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from ..db.models import Candidate, Turn, candidates_table
-from ..domain import annotator_failure, iso
+from ..db.models import Candidate, Turn
+from ..db.queries.turns import CandidateRow
+from ..domain import (
+    BackendFacts,
+    CandidateAnswer,
+    CandidateStatus,
+    TurnAnswer,
+    annotator_failure,
+    iso,
+)
 from ..finish import cut_reason
 
-if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    from sqlalchemy import Row
-    from typing_extensions import Unpack
-
-    #: a row of any columns
-    AnyRow: TypeAlias = Row[Unpack[tuple[Any, ...]]]
-
 __all__ = [
-    "CANDIDATE_COLUMNS",
     "CandidateView",
     "PickView",
     "TurnView",
     "candidate_views",
-    "stored_turn_dict",
-    "turn_dict",
+    "stored_turn_answer",
+    "turn_answer",
 ]
 
 
 class CandidateView(NamedTuple):
-    """A candidate as :func:`turn_dict` reads it: an ORM row's fields, or a plain row's
-    (:data:`CANDIDATE_COLUMNS`, in this order)."""
+    """A candidate as :func:`turn_answer` reads it: an ORM row's fields, or a plain row's
+    (:data:`..db.queries.turns.CANDIDATE_COLUMNS`, in this order)."""
 
     slot: str
     text: str | None
@@ -48,35 +46,29 @@ class CandidateView(NamedTuple):
     error: str | None
 
 
-_candidates = candidates_table.c
-#: :class:`CandidateView`'s columns, for a statement that joins candidates to other rows
-#: (the status labelled, as a turn and a conversation have one too)
-CANDIDATE_COLUMNS = (
-    _candidates.slot,
-    _candidates.text,
-    _candidates.cut,
-    _candidates.finish_reason,
-    _candidates.status.label("candidate_status"),
-    _candidates.backend,
-    _candidates.model,
-    _candidates.params,
-    _candidates.latency_ms,
-    _candidates.error,
-)
-
-
-def candidate_views(rows: Iterable[AnyRow]) -> list[CandidateView]:
-    """The candidates of rows selected with :data:`CANDIDATE_COLUMNS` (an outer join's
-    row without one is left out)."""
+def candidate_views(rows: Iterable[CandidateRow]) -> list[CandidateView]:
+    """The candidates of rows selected with :data:`..db.queries.turns.CANDIDATE_COLUMNS` (an
+    outer join's row without one is left out)."""
     return [
-        CandidateView(*(r._mapping[col] for col in CANDIDATE_COLUMNS))
+        CandidateView(
+            r.slot,
+            r.text,
+            r.cut,
+            r.finish_reason,
+            r.candidate_status,
+            r.backend,
+            r.model,
+            r.params,
+            r.latency_ms,
+            r.error,
+        )
         for r in rows
         if r.slot is not None
     ]
 
 
 class PickView(Protocol):
-    """A stored pick as :func:`turn_dict` reads it."""
+    """A stored pick as :func:`turn_answer` reads it."""
 
     @property
     def pick(self) -> str: ...
@@ -88,7 +80,7 @@ class PickView(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class TurnView:
-    """A turn's own fields as :func:`turn_dict` answers them."""
+    """A turn's own fields as :func:`turn_answer` answers them."""
 
     id: int
     index: int
@@ -96,7 +88,7 @@ class TurnView:
     status: str
 
 
-def turn_dict(
+def turn_answer(
     t: TurnView,
     candidates: Iterable[CandidateView | Candidate],
     pick: PickView | None,
@@ -104,46 +96,42 @@ def turn_dict(
     continued: str | None,
     *,
     admin: bool,
-) -> dict[str, Any]:
+) -> TurnAnswer:
     """A turn as the API answers it; backends, models and errors only for admins."""
-    cands = []
-    for cand in candidates:
-        d: dict[str, Any] = {
-            "slot": cand.slot,
-            "text": cand.text,
-            "cut": cand.cut,
-            "cut_reason": cut_reason(cand.cut, cand.finish_reason),
-            "status": cand.status,
-        }
-        if cand.status == "failed":  # the server's own words for admins only (below)
-            d["error"] = annotator_failure(cand.slot, cand.error)
-        if admin:
-            d.update(
-                backend=cand.backend,
-                model=cand.model,
-                params=cand.params,
-                finish_reason=cand.finish_reason,
-                latency_ms=cand.latency_ms,
-                error=cand.error,
-            )
-        cands.append(d)
-    return {
-        "id": t.id,
-        "index": t.index,
-        "human": t.human,
-        "status": t.status,
-        "candidates": cands,
-        "pick": pick.pick if pick else None,
-        "strength": pick.strength if pick else None,
-        "edit": edit,
-        "continued": continued,
-        "decided_at": iso(pick.decided_at) if pick else None,
-    }
+    return TurnAnswer(
+        t.id,
+        t.index,
+        t.human,
+        t.status,
+        tuple(_candidate_answer(c, admin) for c in candidates),
+        pick.pick if pick else None,
+        pick.strength if pick else None,
+        edit,
+        continued,
+        iso(pick.decided_at) if pick else None,
+    )
 
 
-def stored_turn_dict(t: Turn, *, admin: bool) -> dict[str, Any]:
-    """:func:`turn_dict` of a turn loaded with its candidates and comparisons."""
+def _candidate_answer(c: CandidateView | Candidate, admin: bool) -> CandidateAnswer:
+    """A response as the API answers it: the server's own words for admins only."""
+    failed = c.status == CandidateStatus.FAILED
+    facts = None
+    if admin:
+        facts = BackendFacts(c.backend, c.model, c.params, c.finish_reason, c.latency_ms, c.error)
+    return CandidateAnswer(
+        c.slot,
+        c.text,
+        c.cut,
+        cut_reason(c.cut, c.finish_reason),
+        c.status,
+        annotator_failure(c.slot, c.error) if failed else None,
+        facts,
+    )
+
+
+def stored_turn_answer(t: Turn, *, admin: bool) -> TurnAnswer:
+    """:func:`turn_answer` of a turn loaded with its candidates and comparisons."""
     pick = next((x for x in t.comparisons if x.kind == "pick"), None)
     edit = next((x.chosen_text for x in t.comparisons if x.kind == "edit"), None)
     view = TurnView(t.id, t.index, t.human, t.status)
-    return turn_dict(view, t.candidates, pick, edit, t.continued, admin=admin)
+    return turn_answer(view, t.candidates, pick, edit, t.continued, admin=admin)

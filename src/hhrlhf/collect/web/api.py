@@ -19,11 +19,11 @@ from fastapi.responses import (
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
-from ...errors import Invalid, TooLarge
-from ..domain import AnnotatorInfo
+from ...errors import Invalid
+from ..domain import AnnotatorInfo, CandidateStatus, Mode, TurnState, TurnStatus
 from ..generation.runner import Event, TurnRun, failure_message
 from ..services import choices, conversations, leases
-from ..services.pairing import choose_backends
+from ..services.rules import REQUEST_ID_CHARS, Rules, check_size
 from ..textrules import Text
 from . import schemas
 from .auth import current_annotator, logged_in
@@ -53,7 +53,7 @@ class _Body(BaseModel):
 
 
 class NewConversation(_Body):
-    mode: Text = "helpful"
+    mode: Text = Mode.HELPFUL
     task_description: Text
 
 
@@ -78,16 +78,6 @@ class Finish(_Body):
     rating: StrictInt | None = None
 
 
-def _limit(what: str, value: str | None, limit: int) -> None:
-    if value is not None and len(value) > limit:
-        raise TooLarge(
-            f"{what} is too long ({len(value)} characters; the limit is {limit})",
-        )
-    if value is not None and "\x00" in value:
-        # PostgreSQL cannot store U+0000 in text; refused the same way on every database
-        raise Invalid(f"{what} holds a NUL character (U+0000), which cannot be stored")
-
-
 def _answer(data: dict[str, Any], status_code: int = 200) -> Response:
     """A hot route's answer, encoded as it is: the services build plain JSON data, so
     FastAPI's per-value walk over it (``jsonable_encoder``: ~90 us for a choice's answer) is
@@ -95,17 +85,17 @@ def _answer(data: dict[str, Any], status_code: int = 200) -> Response:
     return Response(orjson.dumps(data), status_code, media_type="application/json")
 
 
-def _state(request: Request):
+def _state(request: Request) -> Any:
     return request.app.state
 
 
-@router.get("/health", responses=answers(schemas.Health))
-def health():
+@router.get("/health", response_model=None, responses=answers(schemas.Health))
+def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
 @router.get("/me", responses=answers(schemas.Me))
-def me(request: Request, who: Who):
+def me(request: Request, who: Who) -> JSONResponse:
     found = current_annotator(request)
     assert found is not None  # Who: logged in
     _, csrf, via = found
@@ -116,14 +106,14 @@ def me(request: Request, who: Who):
 
 
 @router.post("/conversations", status_code=201, responses=answers(schemas.ConversationSummary, 201))
-async def create_conversation(body: NewConversation, request: Request, who: Who):
+async def create_conversation(body: NewConversation, request: Request, who: Who) -> Response:
     st = _state(request)
-    _limit("task_description", body.task_description, st.settings.max_task_chars)
+    rules: Rules = st.rules
+    check_size("task_description", body.task_description, rules.max_task_chars)
     backend = red_team_continue = None
-    if body.mode == "red-team":
-        names = st.settings.drawn_backend_names
-        backend = st.rng.choices(names, st.settings.backend_weights(names))[0]
-        red_team_continue = st.settings.red_team_continue
+    if body.mode == Mode.RED_TEAM:
+        backend = rules.red_team_backend(st.rng)
+        red_team_continue = rules.red_team_continue
     started = await st.storage.call(
         conversations.create_conversation,
         who,
@@ -132,20 +122,19 @@ async def create_conversation(body: NewConversation, request: Request, who: Who)
         backend=backend,
         red_team_continue=red_team_continue,
     )
-    return _answer(started, 201)
+    return _answer(started.to_dict(), 201)
 
 
-@router.get("/conversations", responses=answers(schemas.ConversationList))
+@router.get("/conversations", response_model=None, responses=answers(schemas.ConversationList))
 def list_conversations(
     request: Request,
     who: Who,
     all: Annotated[
         bool | None, Query(description="admins: everyone's (default) or only their own")
     ] = None,  # noqa: A002
-):
-    return {
-        "conversations": conversations.list_conversations(_state(request).storage, who, all_=all)
-    }
+) -> dict[str, Any]:
+    found = conversations.list_conversations(_state(request).storage, who, all_=all)
+    return {"conversations": [c.to_dict() for c in found]}
 
 
 #: characters of a conversation's text that count as one more read (a heavy GET: reading,
@@ -154,13 +143,13 @@ READ_CHARS = 2_000
 
 
 @router.get("/conversations/{conversation_id}", responses=answers(schemas.Conversation))
-def get_conversation(conversation_id: int, request: Request, who: Who):
+def get_conversation(conversation_id: int, request: Request, who: Who) -> Response:
     """A heavy read (a thread: FastAPI's pool): it counts as one more read per
     :data:`READ_CHARS` characters of its text, and its markdown is rendered within the
     annotator's render budget (what is over it shows as plain text)."""
     st = _state(request)
-    out = conversations.get_conversation(st.storage, who, conversation_id)
-    out["strength_points"] = st.settings.strength_points
+    out = conversations.get_conversation(st.storage, who, conversation_id).to_dict()
+    out["strength_points"] = st.rules.strength_points
     turns = out.get("turns") or ()
     texts = [turn_texts(turn) for turn in turns]
     chars = sum(len(t) for ts in texts for t in ts)
@@ -198,26 +187,17 @@ async def create_turn(
     body: NewTurn,
     request: Request,
     who: Who,
-):
+) -> Response:
     st = _state(request)
-    _limit("the message", body.text, st.settings.max_message_chars)
+    rules: Rules = st.rules
+    check_size("the message", body.text, rules.max_message_chars)
     if body.stream and not body.wait:
         raise Invalid(
             '"stream": true answers as the responses are written; "wait": false cannot go with it'
         )
 
     def pick_backends(mode: str, backend: str | None) -> tuple[str, str]:
-        if mode == "red-team" and backend:
-            return (backend, backend)
-        names = st.settings.drawn_backend_names
-        # a rerank backend is one arm with its weight's share: it shows its best two
-        return choose_backends(
-            names,
-            st.settings.pairing,
-            st.rng,
-            weights=st.settings.backend_weights(names),
-            rerank={n for n in names if st.settings.backend(n).kind == "rerank"},
-        )
+        return rules.pair(mode, backend, st.rng)
 
     gen = st.generator
     # waiting: the turn is created leased to this worker, which generates it here
@@ -225,43 +205,50 @@ async def create_turn(
     turn = await st.storage.call(
         conversations.create_turn, who, conversation_id, body.text, pick_backends, lease=lease
     )
-    if not body.wait:
-        pending = {"id": turn["id"], "index": turn["index"], "candidates": [], "status": "pending"}
+    if not body.wait or turn.prompt is None:
+        pending = {"id": turn.id, "index": turn.index, "candidates": [], "status": turn.status}
         return _answer(pending, 201)
-    run = gen.adopt(turn["id"], turn["prompt"], turn["pending"])
+    run = gen.adopt(turn.id, turn.prompt, list(turn.pending))
     if body.stream:
         # the page's way: no second request, no second transaction to lease the turn
-        head = Event("turn", {"id": turn["id"], "index": turn["index"], "status": "generating"})
-        generating = {"status": "generating", "candidates": []}
-        return _event_stream(st, who, turn["id"], generating, run, head, 201)
+        head = Event("turn", {"id": turn.id, "index": turn.index, "status": turn.status})
+        generating = TurnState(turn.id, turn.index, turn.status, gen.owner, None, ())
+        return _event_stream(st, who, turn.id, generating, run, head, 201)
     status = await run.wait()
     done = {e.data["slot"]: e.data for e in run.events if e.name == "done"}
-    if status == "ready" and len(done) == len(turn["pending"]):
+    if status == TurnStatus.READY and len(done) == len(turn.pending):
         # as stored (the run's transaction committed them): no second read
-        state: dict[str, Any] = {
-            "status": "ready",
-            "candidates": [{**done[slot], "status": "ready"} for slot in sorted(done)],
+        out: dict[str, Any] = {
+            "id": turn.id,
+            "index": turn.index,
+            "status": TurnStatus.READY,
+            "candidates": [_shown(done[slot]) for slot in sorted(done)],
         }
-    else:
-        state = await st.storage.call(leases.turn_state, turn["id"])
+        return _answer(out, 201)
+    state = await st.storage.call(leases.turn_state, turn.id)
     out = {
-        "id": turn["id"],
-        "index": turn["index"],
-        "status": state["status"],
+        "id": turn.id,
+        "index": turn.index,
+        "status": state.status,
         "candidates": [
-            {"slot": c["slot"], "text": c["text"], "cut": c["cut"], "cut_reason": c["cut_reason"]}
-            for c in state["candidates"]
-            if c["status"] == "ready"
+            {"slot": c.slot, "text": c.text, "cut": c.cut, "cut_reason": c.cut_reason}
+            for c in state.candidates
+            if c.status == CandidateStatus.READY
         ],
     }
     errors = [
-        {"slot": c["slot"], "message": failure_message(c["slot"], c.get("error"))}
-        for c in state["candidates"]
-        if c["status"] == "failed"
+        {"slot": c.slot, "message": failure_message(c.slot, c.error)}
+        for c in state.candidates
+        if c.status == CandidateStatus.FAILED
     ]
     if errors:
         out["errors"] = errors
     return _answer(out, 201)
+
+
+def _shown(done: dict[str, Any]) -> dict[str, Any]:
+    """A response as a waiting message's answer shows it, from its ``done`` event."""
+    return {k: done[k] for k in ("slot", "text", "cut", "cut_reason")}
 
 
 def _joined(batch: list[Event]) -> list[Event]:
@@ -299,7 +286,7 @@ async def _rendered(texts: list[str], st: Any, who_id: int) -> list[str]:
     return await run_in_threadpool(_render_all, texts, st.limits, who_id)
 
 
-def _sse(name: str, data: dict) -> bytes:
+def _sse(name: str, data: dict[str, Any]) -> bytes:
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
 
@@ -313,7 +300,7 @@ def _sse(name: str, data: dict) -> bytes:
         }
     },
 )
-async def stream_turn(turn_id: int, request: Request, who: Who):
+async def stream_turn(turn_id: int, request: Request, who: Who) -> StreamingResponse:
     st = _state(request)
     # one transaction: 404 unless the turn is theirs, its state, and its run when it starts here
     state, run = await st.generator.open(turn_id, who)
@@ -324,7 +311,7 @@ def _event_stream(
     st: Any,
     who: AnnotatorInfo,
     turn_id: int,
-    state: dict[str, Any],
+    state: TurnState,
     run: TurnRun | None,
     head: Event | None = None,
     status_code: int = 200,
@@ -335,7 +322,7 @@ def _event_stream(
 
     async def body() -> AsyncIterator[bytes]:
         # a comment line while nothing happens keeps proxies from closing a quiet stream
-        queue: asyncio.Queue = asyncio.Queue()
+        queue: asyncio.Queue[list[Event] | None] = asyncio.Queue()
 
         async def pump() -> None:
             try:
@@ -389,43 +376,33 @@ def _event_stream(
     )
 
 
-@router.post("/turns/{turn_id}/retry", responses=answers(schemas.Status))
-def retry_turn(turn_id: int, request: Request, who: Who):
+@router.post("/turns/{turn_id}/retry", response_model=None, responses=answers(schemas.Status))
+def retry_turn(turn_id: int, request: Request, who: Who) -> dict[str, str]:
     """Failed responses go back to pending; one whose backend failed it
     ``retry_switch_after`` times is drawn another backend (docs/collect.md)."""
     st = _state(request)
-
-    def another_backend(failed: str, other: str) -> str | None:
-        names = [
-            n
-            for n in st.settings.drawn_backend_names
-            if n != failed and st.settings.backend(n).kind != "rerank"
-        ]
-        if not names:
-            return None
-        return st.rng.choices(names, st.settings.backend_weights(names))[0]
-
+    rules: Rules = st.rules
     status = conversations.retry_turn(
         st.storage,
         who,
         turn_id,
-        switch_after=st.settings.retry_switch_after,
-        replace=another_backend,
+        switch_after=rules.retry_switch_after,
+        replace=lambda failed, other: rules.replacement(failed, other, st.rng),
         swap_sides=lambda: st.rng.random() < 0.5,  # seeded with the other draws (``seed``)
     )
     return {"status": status}
 
 
-@router.post("/turns/{turn_id}/withdraw", responses=answers(schemas.Withdrawn))
-def withdraw_turn(turn_id: int, request: Request, who: Who):
+@router.post("/turns/{turn_id}/withdraw", response_model=None, responses=answers(schemas.Withdrawn))
+def withdraw_turn(turn_id: int, request: Request, who: Who) -> dict[str, str]:
     """Withdraw a message whose every response failed: its turn is deleted (never compared or
     exported) and its text returned, to edit and send again (409 otherwise)."""
     text = conversations.withdraw_turn(_state(request).storage, who, turn_id)
     return {"text": text}
 
 
-@router.post("/turns/{turn_id}/stop", responses=answers(schemas.Stopped))
-def stop_turn(turn_id: int, request: Request, who: Who):
+@router.post("/turns/{turn_id}/stop", response_model=None, responses=answers(schemas.Stopped))
+def stop_turn(turn_id: int, request: Request, who: Who) -> dict[str, bool]:
     """Stop writing a turn's responses: here, each unfinished one keeps its text so far (cut,
     rateable; one with no text yet fails, so the turn can be retried at once). ``here``: the run was this worker's (its events end the turn's stream); else it
     was stopped through the database (another worker's or host's run: the stream following
@@ -440,22 +417,24 @@ def stop_turn(turn_id: int, request: Request, who: Who):
 
 
 @router.post("/turns/{turn_id}/choice", responses=answers(schemas.Chosen))
-async def choose(turn_id: int, body: Choice, request: Request, who: Who):
+async def choose(turn_id: int, body: Choice, request: Request, who: Who) -> Response:
     st = _state(request)
-    _limit("the edit", body.edit, st.settings.max_edit_chars)
-    _limit("request_id", body.request_id, 100)
+    rules: Rules = st.rules
+    check_size("the edit", body.edit, rules.max_edit_chars)
+    check_size("request_id", body.request_id, REQUEST_ID_CHARS)
     turn = await st.storage.call(
         choices.record_choice,
         who,
         turn_id,
         pick=body.pick,
         strength=body.strength,
-        strength_points=st.settings.strength_points,
+        strength_points=rules.strength_points,
         edit=body.edit,
         request_id=body.request_id,
     )
+    out = turn.to_dict()
     # the responses' HTML as their stream rendered it (else off the loop, as the stream's)
-    return _answer({"turn": with_html(turn, await _rendered(turn_texts(turn), st, who.id))})
+    return _answer({"turn": with_html(out, await _rendered(turn_texts(out), st, who.id))})
 
 
 @router.post(
@@ -466,14 +445,14 @@ async def finish(
     request: Request,
     who: Who,
     body: Finish | None = None,
-):
+) -> Response:
     st = _state(request)
     body = body or Finish()
-    _limit("the comment", body.comment, st.settings.max_comment_chars)
+    check_size("the comment", body.comment, st.rules.max_comment_chars)
     finished = await st.storage.call(
         conversations.finish_conversation, who, conversation_id, body.comment, body.rating
     )
-    return _answer(finished)
+    return _answer(finished.to_dict())
 
 
 def new_rng(seed: int | None) -> random.Random:

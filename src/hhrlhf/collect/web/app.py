@@ -28,6 +28,7 @@ from ..db import Storage
 from ..db.engine import count_statements
 from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_trouble
 from ..generation.runner import Generator
+from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
 from .api import new_rng
@@ -204,6 +205,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     app.state.storage = storage
     app.state.generator = generator
     app.state.rng = new_rng(settings.seed)
+    app.state.rules = Rules.from_settings(settings)
     app.state.limits = limits
     app.state.data_index = DataIndex.load(settings.data) if settings.data else None
     app.state.templates = _templates()

@@ -143,7 +143,7 @@ def conversation_page(conversation_id: int, request: Request) -> Response:
             request, "collect/error.html", status_of(exc), message=str(exc), page="conversation"
         )
     settings = request.app.state.settings
-    mode = MODES.get(conv["mode"], MODES["helpful"])
+    mode = MODES.get(conv.mode, MODES["helpful"])
     points = settings.strength_points
     return _render(
         request,
@@ -151,7 +151,7 @@ def conversation_page(conversation_id: int, request: Request) -> Response:
         conv=conv,
         mode=mode,
         points=points,
-        scale=scale_points(points, conv["mode"]),
+        scale=scale_points(points, conv.mode),
         instruction=mode["instruction"].format(keys=2 * points),
         page="conversation",
     )
