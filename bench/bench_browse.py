@@ -71,7 +71,7 @@ def main(argv=None) -> int:
         before = rss_mb()
         start, cpu = time.perf_counter(), time.process_time()
         app = create_app(replace(demo_settings(db), data=args.data), storage=storage)
-        index: DataIndex = app.state.data_index
+        index: DataIndex = app.state.context.data_index
         print(
             f"indexed {len(index.pairs)} pairs and {len(index.attempts)} attempts "
             f"in {index.seconds:.1f} s (app ready in {time.perf_counter() - start:.1f} s, "

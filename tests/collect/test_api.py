@@ -592,9 +592,9 @@ def test_a_choice_the_database_cannot_store_is_an_error_not_a_success(
 def test_a_quiet_stream_gets_keep_alive_comments(
     make_client, settings, model_server, alice, monkeypatch
 ):
-    from hhrlhf.collect.web import api
+    from hhrlhf.collect.web import stream
 
-    monkeypatch.setattr(api, "KEEPALIVE_SECONDS", 0.1)
+    monkeypatch.setattr(stream, "KEEPALIVE_SECONDS", 0.1)
     client = make_client(_openai_settings(settings, model_server))
     _, h, _ = alice
     model_server.script.first_delay = 0.6
@@ -628,7 +628,7 @@ def test_a_slow_models_words_go_out_a_few_times_a_second(storage, settings, alic
 
     from fastapi.testclient import TestClient
 
-    from hhrlhf.collect.web import api
+    from hhrlhf.collect.web import stream
     from hhrlhf.collect.web.app import create_app
 
     slow = replace(
@@ -645,7 +645,7 @@ def test_a_slow_models_words_go_out_a_few_times_a_second(storage, settings, alic
     words = max(len(d["text"].split()) for e, d in events if e == "done")
     assert words >= 20  # each at least 10 ms apart
     # one write per linger, give or take the first and the last (not one per word)
-    assert len(writes) <= took / api.STREAM_LINGER + 3, (len(writes), took)
+    assert len(writes) <= took / stream.STREAM_LINGER + 3, (len(writes), took)
     assert len(writes) < words / 2
 
 

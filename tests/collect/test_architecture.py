@@ -8,6 +8,8 @@ big a module may grow (docs/architecture.md draws the same picture).
 - ``db/``, ``services/``, ``browse/`` and ``generation/`` know nothing of HTTP: no FastAPI or
   Starlette;
 - the app's errors carry no HTTP status (one table in ``web/errors.py`` maps them);
+- the web layer reads the app's parts through the typed ``AppContext`` (``web/context.py``),
+  never off Starlette's untyped ``app.state``;
 - no module is over 500 lines, except the ones listed with their size today, which may only
   shrink.
 """
@@ -142,6 +144,19 @@ def test_the_app_errors_carry_no_http_status():
     for name in ("CollectError", "Invalid", "NotFound", "Conflict", "Forbidden", "Unavailable"):
         exc = getattr(errors, name)("refused")
         assert not hasattr(exc, "status") and str(exc) == "refused"
+
+
+def test_the_web_layer_reads_the_app_through_its_typed_context():
+    """``app.state`` is touched in two places: where the context is kept (``app.py``) and
+    where it is read (``context.py``); every other use is an attribute mypy cannot check."""
+    readers = []
+    for path in _modules("web") + _modules("serve"):
+        text = path.read_text(encoding="utf-8")
+        uses = text.count(".state.") - text.count(".state.context") - text.count("request.state.")
+        if uses > 0:
+            readers.append(str(path.relative_to(COLLECT)))
+    assert readers == []
+    assert "app.state.context = AppContext(" in (COLLECT / "web" / "app.py").read_text()
 
 
 def test_no_module_of_the_app_is_over_500_lines():

@@ -107,7 +107,7 @@ def test_a_lookup_racing_a_change_is_not_remembered(storage, alice, clock):
 
 
 def storage_of(client):
-    return client.app.state.storage
+    return client.app.state.context.storage
 
 
 def test_a_remembered_login_takes_no_thread_only_a_lookup_does(client, alice, monkeypatch):

@@ -195,10 +195,10 @@ def test_the_backends_connections_close_with_the_app(settings, strict_server, al
     _, h, _ = alice
     with TestClient(app, base_url="http://testserver") as client:
         say(client, h, start(client, h))
-        opened = [b._client for b in app.state.generator.backends.values()]
+        opened = [b._client for b in app.state.context.generator.backends.values()]
         assert all(c is not None and not c.is_closed() for c in opened)
     assert all(c.is_closed() for c in opened)
-    assert all(b._client is None for b in app.state.generator.backends.values())
+    assert all(b._client is None for b in app.state.context.generator.backends.values())
 
 
 # ---- hh serve in a subprocess -------------------------------------------------------------

@@ -354,7 +354,7 @@ def test_hostile_text_is_shown_literally_and_runs_nothing(live_app, browser):
 def test_backend_failure_shows_a_message_and_retry_recovers(live_app, browser):
     """A failing backend: the annotator sees a clear message and Retry; the retry succeeds."""
     base, _, token, app = live_app
-    generator = app.state.generator
+    generator = app.state.context.generator
     state = {"fail": True}
 
     class Flaky:
@@ -520,12 +520,15 @@ def test_stop_by_key_reaches_a_turn_another_worker_is_writing(tmp_path, browser)
         )
         who = annotators.annotator_by_token(storage, token)
         tid = conversations.get_conversation(storage, who, cid).turns[0].id
-        assert tid in app.state.generator.runs and tid not in other_app.state.generator.runs
+        assert (
+            tid in app.state.context.generator.runs
+            and tid not in other_app.state.context.generator.runs
+        )
         t0 = time.monotonic()
         page.keyboard.press("x")
         page.wait_for_selector("#turn-error:not([hidden])", timeout=TIMEOUT_MS)
         took = time.monotonic() - t0
-        assert took < app.state.generator.lease_seconds / 3  # not the next heartbeat
+        assert took < app.state.context.generator.lease_seconds / 3  # not the next heartbeat
         assert page.is_hidden("#generating")
         for slot in "ab":
             note = page.text_content(f'.candidate[data-slot="{slot}"] [data-role="note"]')

@@ -30,7 +30,7 @@ def browser():
 
 def test_review_then_admin_pages(browser, tmp_path):
     with _serve(tmp_path) as (base, storage, token, app):
-        app.state.settings = replace(app.state.settings, review_fraction=1.0)
+        app.state.context.settings = replace(app.state.context.settings, review_fraction=1.0)
         alice, _ = annotators.add_annotator(storage, "alice")
         conversation(storage, alice, [("a", 3), ("b", 2)], backends=("demo-1", "demo-2"))
         conversation(storage, alice, [("a", 4)], backends=("demo-2", "demo-1"))
@@ -113,7 +113,7 @@ def test_review_then_admin_pages(browser, tmp_path):
 
 def test_review_shows_the_task_and_progress_skips_and_warns_before_red_team(browser, tmp_path):
     with _serve(tmp_path) as (base, storage, token, app):
-        app.state.settings = replace(app.state.settings, review_fraction=1.0)
+        app.state.context.settings = replace(app.state.context.settings, review_fraction=1.0)
         alice, _ = annotators.add_annotator(storage, "alice")
         conversation(storage, alice, [("a", 3)], backends=("demo-1", "demo-2"))
         conversation(storage, alice, [("b", 2)], mode="red-team", backends=("demo-1", "demo-2"))
@@ -169,7 +169,7 @@ def test_the_review_scale_opens_once_a_and_b_have_been_in_view(browser, tmp_path
     long_a = "\n\n".join(f"Answer A, point {i}: mulch keeps the soil moist." for i in range(40))
     long_b = "\n\n".join(f"Answer B, point {i}: water early in the day." for i in range(40))
     with _serve(tmp_path) as (base, storage, token, app):
-        app.state.settings = replace(app.state.settings, review_fraction=1.0)
+        app.state.context.settings = replace(app.state.context.settings, review_fraction=1.0)
         alice, _ = annotators.add_annotator(storage, "alice")
         cid = conversations.create_conversation(storage, alice, "helpful", "Garden questions").id
         tid = make_turn(storage, alice, cid, "How do I keep tomatoes healthy?", long_a, long_b)

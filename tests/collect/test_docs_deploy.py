@@ -68,7 +68,7 @@ def test_named_command_options_exist():
 
 
 def test_the_numbers_are_the_codes():
-    from hhrlhf.collect.web import api
+    from hhrlhf.collect.web import stream
 
     lone = engine.POOL_SIZE + engine.MAX_OVERFLOW
     assert (
@@ -82,7 +82,7 @@ def test_the_numbers_are_the_codes():
     assert f"up to {2 * two} ({two} per worker;" in TEXT
     loop = engine.loop_share(two)  # the event loop's connections, then the threads'
     assert f"in threads ({two} per worker: {loop} and {two - loop})" in TEXT
-    assert f"every {api.KEEPALIVE_SECONDS:g} s" in TEXT
+    assert f"every {stream.KEEPALIVE_SECONDS:g} s" in TEXT
     assert f"`max_body_bytes` ({config.Settings.max_body_bytes // 1024} KiB)" in TEXT
     url = "postgresql+psycopg://u@/db?host=/nowhere"
     pytest.importorskip("psycopg")

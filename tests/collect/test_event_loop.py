@@ -145,16 +145,16 @@ def test_a_choice_answers_with_the_html_its_stream_rendered(storage, settings, m
     """The choice's answer carries the responses' HTML as the turn's stream rendered it: a
     lookup on the loop, no trip to a thread. A worker that did not render them (its cache
     empty) renders them in a thread, to the same HTML."""
-    from hhrlhf.collect.web import api, markdown
+    from hhrlhf.collect.web import markdown, stream
 
     trips: list[str] = []
-    real = api.run_in_threadpool
+    real = stream.run_in_threadpool
 
     async def counted(fn, *args, **kwargs):
         trips.append(fn.__name__)
         return await real(fn, *args, **kwargs)
 
-    monkeypatch.setattr(api, "run_in_threadpool", counted)
+    monkeypatch.setattr(stream, "run_in_threadpool", counted)
     monkeypatch.setattr(markdown, "_cache", markdown._Recent(markdown.CACHE_CHARS))
     app = create_app(settings, storage=storage)
     _, token = annotators.add_annotator(storage, "alice")
@@ -170,7 +170,7 @@ def test_a_choice_answers_with_the_html_its_stream_rendered(storage, settings, m
             )
             assert r.status_code == 201 and "event: end" in r.text
             tid = orjson.loads(r.text.split("data: ", 1)[1].split("\n", 1)[0])["id"]
-            assert "_render_all" in trips  # the stream rendered the finished responses
+            assert "render_all" in trips  # the stream rendered the finished responses
             if forget:  # as if the choice reached another worker
                 markdown._cache.clear()
             trips.clear()
@@ -180,7 +180,7 @@ def test_a_choice_answers_with_the_html_its_stream_rendered(storage, settings, m
             assert r.status_code == 200, r.text
             answers.append((list(trips), r.json()["turn"]))
     (same_worker, first), (other_worker, second) = answers
-    assert same_worker == [] and other_worker == ["_render_all"]
+    assert same_worker == [] and other_worker == ["render_all"]
     for turn in (first, second):
         for c in turn["candidates"]:
             assert c["html"] == markdown.render_markdown(c["text"]) and c["html"].startswith("<p>")

@@ -179,7 +179,7 @@ def test_a_hosts_connections_are_shared_by_its_workers(monkeypatch, postgres_ser
 
     for workers, threads, loop in ((1, 10, 30), (4, 2, 8)):
         monkeypatch.setenv("HH_COLLECT_WORKERS", str(workers))
-        storage = create_app_from_env().state.storage
+        storage = create_app_from_env().state.context.storage
         assert asyncio.run(pools(storage)) == [(threads, 0), (loop, 0)]
         assert threads + loop == engine.worker_connections(40, workers)
         storage.dispose()

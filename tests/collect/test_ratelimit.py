@@ -211,7 +211,7 @@ def test_two_apps_on_one_database_share_the_write_limit(make_client, settings, a
     # a wall clock fixed mid-minute: past a minute's end the minute before counts only in
     # part, weighted, and one more write may pass (tested above with a clock of its own)
     for client in (first, second):
-        client.app.state.limits.wall = lambda: 60 * 29_000_000 + 30.0
+        client.app.state.context.limits.wall = lambda: 60 * 29_000_000 + 30.0
     _, h, _ = alice
     body = {"mode": "helpful", "task_description": "Grow basil"}
     created, refused = 0, set()
@@ -221,8 +221,8 @@ def test_two_apps_on_one_database_share_the_write_limit(make_client, settings, a
         if r.status_code == 429:
             refused.add(id(client))
         # this worker's count stored, then read by the other (their shares' interval apart)
-        stored = shared_after(client.app.state.limits, time.monotonic())
-        shared_after(other.app.state.limits, stored)
+        stored = shared_after(client.app.state.context.limits, time.monotonic())
+        shared_after(other.app.state.context.limits, stored)
     assert created == 4 and refused == {id(first), id(second)}
     assert len(first.get("/api/v1/conversations", headers=h).json()["conversations"]) == 4
 
@@ -295,9 +295,9 @@ def test_hh_serve_passes_the_proxy_and_hsts_options_to_every_worker(monkeypatch,
     monkeypatch.setenv("HH_COLLECT_FORWARDED_ALLOW_IPS", "10.0.0.5, 10.1.0.0/16")
     monkeypatch.setenv("HH_COLLECT_HSTS", "1")
     app = create_app_from_env()
-    assert app.state.settings.forwarded_allow_ips == "10.0.0.5, 10.1.0.0/16"
-    assert app.state.settings.hsts is True
-    app.state.storage.dispose()
+    assert app.state.context.settings.forwarded_allow_ips == "10.0.0.5, 10.1.0.0/16"
+    assert app.state.context.settings.hsts is True
+    app.state.context.storage.dispose()
 
 
 @pytest.mark.parametrize("into", [0.0, 5.0, 30.0, 54.0, 59.5])

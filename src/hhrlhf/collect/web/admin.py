@@ -25,6 +25,7 @@ from ..services.overview import STATUSES, ConversationFilter, backend_activity, 
 from ..services.review import next_task, review_progress
 from ..services.stats import collection_stats, model_leaderboard
 from .auth import optional_annotator
+from .context import app_context
 from .pages import MODES, _login_required, _render, scale_points
 
 __all__ = ["router", "split_prefix"]
@@ -64,7 +65,7 @@ def review_page(request: Request) -> Response:
     who = optional_annotator(request)
     if who is None:
         return _login_required(request)
-    st = request.app.state
+    st = app_context(request)
     task = next_task(
         st.storage, who, st.settings.review_fraction, rng=st.rng, order=st.settings.review_order
     )
@@ -106,7 +107,7 @@ def admin_page(
     who, refused = _admin(request)
     if refused is not None:
         return refused
-    storage = request.app.state.storage
+    storage = app_context(request).storage
     stats = collection_stats(storage, resamples=PAGE_RESAMPLES)
     where = ConversationFilter(mode, annotator, status)
     page = max(1, min(page, 1_000_000))
@@ -145,7 +146,7 @@ def admin_export(request: Request, format: str = "zip") -> Response:
             message=f"Unknown archive format {format!r}: zip or tar.gz.",
             page="admin",
         )
-    st = request.app.state
+    st = app_context(request)
     work = Path(tempfile.mkdtemp(prefix="hh-export-"))
     try:
         export_collection(
@@ -176,7 +177,7 @@ def admin_backends_page(request: Request) -> Response:
     _, refused = _admin(request)
     if refused is not None:
         return refused
-    st = request.app.state
+    st = app_context(request)
     health = {h.name: h for h in check_backends(st.settings.backends)}
     activity = backend_activity(st.storage)
     rows: list[dict[str, Any]] = []
@@ -199,5 +200,7 @@ def admin_leaderboard_page(request: Request) -> Response:
     who, refused = _admin(request)
     if refused is not None:
         return refused
-    board = model_leaderboard(request.app.state.storage, resamples=PAGE_RESAMPLES, robustness=True)
+    board = model_leaderboard(
+        app_context(request).storage, resamples=PAGE_RESAMPLES, robustness=True
+    )
     return _render(request, "collect/admin_leaderboard.html", board=board, page="admin")

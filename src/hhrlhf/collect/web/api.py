@@ -3,10 +3,7 @@ logout are :mod:`.login`."""
 
 from __future__ import annotations
 
-import asyncio
-import random
 import time
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import orjson
@@ -17,32 +14,26 @@ from fastapi.responses import (
     StreamingResponse,
 )
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
-from starlette.concurrency import run_in_threadpool
 
 from ...errors import Invalid
 from ..domain import AnnotatorInfo, CandidateStatus, Mode, TurnState, TurnStatus
-from ..generation.runner import Event, TurnRun, failure_message
+from ..generation.runner import Event, failure_message
 from ..services import choices, conversations, leases
 from ..services.rules import REQUEST_ID_CHARS, Rules, check_size
 from ..textrules import Text
 from . import schemas
 from .auth import current_annotator, logged_in
-from .markdown import cached_html, render_within, turn_texts, with_html
+from .context import app_context
+from .markdown import turn_texts, with_html
 from .schemas import answers
+from .stream import event_stream, render_all, rendered
 
-__all__ = ["router", "Who", "new_rng"]
+__all__ = ["router", "Who"]
 
 router = APIRouter(prefix="/api/v1")
 
 #: the logged-in, enabled annotator (401/403 otherwise; CSRF checked for cookie writes)
 Who = Annotated[AnnotatorInfo, Depends(logged_in)]
-
-#: seconds of silence on an event stream before a keep-alive comment is sent
-KEEPALIVE_SECONDS = 15.0
-#: seconds an event stream waits after a model's word for more before it writes: ten writes
-#: a second at most, whatever the model's speed (a wake and a write per word cost nearly as
-#: much as the rest of the turn: bench/RESULTS-collect.md)
-STREAM_LINGER = 0.1
 
 
 class _Body(BaseModel):
@@ -85,10 +76,6 @@ def _answer(data: dict[str, Any], status_code: int = 200) -> Response:
     return Response(orjson.dumps(data), status_code, media_type="application/json")
 
 
-def _state(request: Request) -> Any:
-    return request.app.state
-
-
 @router.get("/health", response_model=None, responses=answers(schemas.Health))
 def health() -> dict[str, str]:
     return {"status": "ok"}
@@ -107,7 +94,7 @@ def me(request: Request, who: Who) -> JSONResponse:
 
 @router.post("/conversations", status_code=201, responses=answers(schemas.ConversationSummary, 201))
 async def create_conversation(body: NewConversation, request: Request, who: Who) -> Response:
-    st = _state(request)
+    st = app_context(request)
     rules: Rules = st.rules
     check_size("task_description", body.task_description, rules.max_task_chars)
     backend = red_team_continue = None
@@ -133,7 +120,7 @@ def list_conversations(
         bool | None, Query(description="admins: everyone's (default) or only their own")
     ] = None,  # noqa: A002
 ) -> dict[str, Any]:
-    found = conversations.list_conversations(_state(request).storage, who, all_=all)
+    found = conversations.list_conversations(app_context(request).storage, who, all_=all)
     return {"conversations": [c.to_dict() for c in found]}
 
 
@@ -147,7 +134,7 @@ def get_conversation(conversation_id: int, request: Request, who: Who) -> Respon
     """A heavy read (a thread: FastAPI's pool): it counts as one more read per
     :data:`READ_CHARS` characters of its text, and its markdown is rendered within the
     annotator's render budget (what is over it shows as plain text)."""
-    st = _state(request)
+    st = app_context(request)
     out = conversations.get_conversation(st.storage, who, conversation_id).to_dict()
     out["strength_points"] = st.rules.strength_points
     turns = out.get("turns") or ()
@@ -156,7 +143,7 @@ def get_conversation(conversation_id: int, request: Request, who: Who) -> Respon
     if chars >= READ_CHARS:
         st.limits.check_read(who.id, chars // READ_CHARS)
     for turn, ts in zip(turns, texts, strict=True):
-        with_html(turn, _render_all(ts, st.limits, who.id))
+        with_html(turn, render_all(ts, st.limits, who.id))
         time.sleep(0)  # a thread: the event loop runs between turns (it waits for the GIL)
     return _answer(out)
 
@@ -188,7 +175,7 @@ async def create_turn(
     request: Request,
     who: Who,
 ) -> Response:
-    st = _state(request)
+    st = app_context(request)
     rules: Rules = st.rules
     check_size("the message", body.text, rules.max_message_chars)
     if body.stream and not body.wait:
@@ -213,7 +200,7 @@ async def create_turn(
         # the page's way: no second request, no second transaction to lease the turn
         head = Event("turn", {"id": turn.id, "index": turn.index, "status": turn.status})
         generating = TurnState(turn.id, turn.index, turn.status, gen.owner, None, ())
-        return _event_stream(st, who, turn.id, generating, run, head, 201)
+        return event_stream(st, who, turn.id, generating, run, head, 201)
     status = await run.wait()
     done = {e.data["slot"]: e.data for e in run.events if e.name == "done"}
     if status == TurnStatus.READY and len(done) == len(turn.pending):
@@ -251,45 +238,6 @@ def _shown(done: dict[str, Any]) -> dict[str, Any]:
     return {k: done[k] for k in ("slot", "text", "cut", "cut_reason")}
 
 
-def _joined(batch: list[Event]) -> list[Event]:
-    """``batch`` with each response's words in one ``delta`` (where its first was): what the
-    page shows is the same, in one event per response, not one per word."""
-    out: list[Event | str] = []
-    words: dict[str, list[str]] = {}
-    for e in batch:
-        if e.name != "delta":
-            out.append(e)
-        elif (slot := e.data["slot"]) in words:
-            words[slot].append(e.data["text"])
-        else:
-            words[slot] = [e.data["text"]]
-            out.append(slot)
-    if len(out) == len(batch):
-        return batch
-    return [
-        Event("delta", {"slot": e, "text": "".join(words[e])}) if isinstance(e, str) else e
-        for e in out
-    ]
-
-
-def _render_all(texts: list[str], limits: Any, who_id: int) -> list[str]:
-    """The texts' HTML, rendered within the annotator's render budget on this worker."""
-    return render_within(texts, lambda chars: limits.take_render(who_id, chars))
-
-
-async def _rendered(texts: list[str], st: Any, who_id: int) -> list[str]:
-    """The texts' HTML: on the loop when every one was rendered lately (a lookup), else in
-    one trip to a thread (markdown of 20,000 characters can take a tenth of a second)."""
-    hit = cached_html(texts)
-    if hit is not None:
-        return hit
-    return await run_in_threadpool(_render_all, texts, st.limits, who_id)
-
-
-def _sse(name: str, data: dict[str, Any]) -> bytes:
-    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
-
-
 @router.get(
     "/turns/{turn_id}/stream",
     responses={
@@ -301,86 +249,17 @@ def _sse(name: str, data: dict[str, Any]) -> bytes:
     },
 )
 async def stream_turn(turn_id: int, request: Request, who: Who) -> StreamingResponse:
-    st = _state(request)
+    st = app_context(request)
     # one transaction: 404 unless the turn is theirs, its state, and its run when it starts here
     state, run = await st.generator.open(turn_id, who)
-    return _event_stream(st, who, turn_id, state, run)
-
-
-def _event_stream(
-    st: Any,
-    who: AnnotatorInfo,
-    turn_id: int,
-    state: TurnState,
-    run: TurnRun | None,
-    head: Event | None = None,
-    status_code: int = 200,
-) -> StreamingResponse:
-    """The turn's events as server-sent events, from ``head`` (if any) to ``end``:
-    :meth:`.Generator.batches` from what :meth:`.Generator.open` (or a turn created leased
-    here) gave, a write per batch."""
-
-    async def body() -> AsyncIterator[bytes]:
-        # a comment line while nothing happens keeps proxies from closing a quiet stream
-        queue: asyncio.Queue[list[Event] | None] = asyncio.Queue()
-
-        async def pump() -> None:
-            try:
-                async for batch in st.generator.batches(turn_id, state, run, STREAM_LINGER):
-                    await queue.put(batch)
-            finally:
-                await queue.put(None)
-
-        async def frames(batch: list[Event]) -> bytes:
-            batch = _joined(batch)
-            # a done event carries the finished text as the page shows it too: the batch's
-            # markdown found rendered, or rendered in one trip to a thread (a long response
-            # must not hold the loop)
-            texts = [e.data["text"] for e in batch if e.name == "done"]
-            htmls = iter(await _rendered(texts, st, who.id))
-            return b"".join(
-                _sse(e.name, {**e.data, "html": next(htmls)} if e.name == "done" else e.data)
-                for e in batch
-            )
-
-        task = asyncio.create_task(pump())
-        try:
-            if head is not None:
-                yield _sse(head.name, head.data)
-            while True:
-                try:
-                    got = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
-                except asyncio.TimeoutError:
-                    yield b": keep-alive\n\n"
-                    continue
-                # what was queued meanwhile goes in the same write: a burst of deltas (a fast
-                # model, a replay) is one write, not one each (None comes last)
-                batch: list[Event] = []
-                while got is not None:
-                    batch.extend(got)
-                    if queue.empty():
-                        break
-                    got = queue.get_nowait()
-                if batch:
-                    yield await frames(batch)
-                if got is None:
-                    break
-        finally:
-            task.cancel()
-
-    return StreamingResponse(
-        body(),
-        status_code,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return event_stream(st, who, turn_id, state, run)
 
 
 @router.post("/turns/{turn_id}/retry", response_model=None, responses=answers(schemas.Status))
 def retry_turn(turn_id: int, request: Request, who: Who) -> dict[str, str]:
     """Failed responses go back to pending; one whose backend failed it
     ``retry_switch_after`` times is drawn another backend (docs/collect.md)."""
-    st = _state(request)
+    st = app_context(request)
     rules: Rules = st.rules
     status = conversations.retry_turn(
         st.storage,
@@ -397,7 +276,7 @@ def retry_turn(turn_id: int, request: Request, who: Who) -> dict[str, str]:
 def withdraw_turn(turn_id: int, request: Request, who: Who) -> dict[str, str]:
     """Withdraw a message whose every response failed: its turn is deleted (never compared or
     exported) and its text returned, to edit and send again (409 otherwise)."""
-    text = conversations.withdraw_turn(_state(request).storage, who, turn_id)
+    text = conversations.withdraw_turn(app_context(request).storage, who, turn_id)
     return {"text": text}
 
 
@@ -408,7 +287,7 @@ def stop_turn(turn_id: int, request: Request, who: Who) -> dict[str, bool]:
     was stopped through the database (another worker's or host's run: the stream following
     it ends only when that run finds its lease gone). ``stopped`` is false when the turn is
     not being written."""
-    st = _state(request)
+    st = app_context(request)
     conversations.turn_owner(st.storage, who, turn_id)
     if st.generator.stop(turn_id):
         return {"stopped": True, "here": True}
@@ -418,7 +297,7 @@ def stop_turn(turn_id: int, request: Request, who: Who) -> dict[str, bool]:
 
 @router.post("/turns/{turn_id}/choice", responses=answers(schemas.Chosen))
 async def choose(turn_id: int, body: Choice, request: Request, who: Who) -> Response:
-    st = _state(request)
+    st = app_context(request)
     rules: Rules = st.rules
     check_size("the edit", body.edit, rules.max_edit_chars)
     check_size("request_id", body.request_id, REQUEST_ID_CHARS)
@@ -434,7 +313,7 @@ async def choose(turn_id: int, body: Choice, request: Request, who: Who) -> Resp
     )
     out = turn.to_dict()
     # the responses' HTML as their stream rendered it (else off the loop, as the stream's)
-    return _answer({"turn": with_html(out, await _rendered(turn_texts(out), st, who.id))})
+    return _answer({"turn": with_html(out, await rendered(turn_texts(out), st, who.id))})
 
 
 @router.post(
@@ -446,14 +325,10 @@ async def finish(
     who: Who,
     body: Finish | None = None,
 ) -> Response:
-    st = _state(request)
+    st = app_context(request)
     body = body or Finish()
     check_size("the comment", body.comment, st.rules.max_comment_chars)
     finished = await st.storage.call(
         conversations.finish_conversation, who, conversation_id, body.comment, body.rating
     )
     return _answer(finished.to_dict())
-
-
-def new_rng(seed: int | None) -> random.Random:
-    return random.Random(seed) if seed is not None else random.SystemRandom()

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import StrictBool, StrictInt
-from starlette.datastructures import State
 
 from ...errors import Conflict, Invalid
 from ..domain import AnnotatorInfo
@@ -20,6 +19,7 @@ from ..textrules import AttributeValue, Text
 from . import schemas
 from .api import _Body
 from .auth import logged_in, logged_in_admin
+from .context import app_context
 from .schemas import answers
 
 __all__ = ["router"]
@@ -48,11 +48,6 @@ class AnnotatorChange(_Body):
     attributes: dict[Text, AttributeValue] | None = None
 
 
-def _state(request: Request) -> State:
-    state: State = request.app.state
-    return state
-
-
 def _task_json(task: ReviewTask, *, described: bool = False) -> dict[str, Any]:
     """A review task as the API gives it; ``described``: with the conversation's task
     description (the next task only)."""
@@ -65,7 +60,7 @@ def _task_json(task: ReviewTask, *, described: bool = False) -> dict[str, Any]:
 
 @router.get("/reviews/next", response_model=None, responses=answers(schemas.NextReview))
 def review_next(request: Request, who: Who) -> dict[str, Any]:
-    st = _state(request)
+    st = app_context(request)
     task = next_task(
         st.storage, who, st.settings.review_fraction, rng=st.rng, order=st.settings.review_order
     )
@@ -80,7 +75,7 @@ def review_next(request: Request, who: Who) -> dict[str, Any]:
 @router.post("/reviews/{review_id}/skip", response_model=None, responses=answers(schemas.Skipped))
 def review_skip(review_id: int, request: Request, who: Who) -> dict[str, int]:
     """Put an open review aside; it comes back once nothing else is left to review."""
-    skip_review(_state(request).storage, who, review_id)
+    skip_review(app_context(request).storage, who, review_id)
     return {"skipped": review_id}
 
 
@@ -88,7 +83,7 @@ def review_skip(review_id: int, request: Request, who: Who) -> dict[str, int]:
 def review_answer(
     review_id: int, body: ReviewAnswer, request: Request, who: Who
 ) -> dict[str, dict[str, Any]]:
-    st = _state(request)
+    st = app_context(request)
     task = submit_review(
         st.storage, who, review_id, body.pick, body.strength, st.settings.strength_points
     )
@@ -97,12 +92,12 @@ def review_answer(
 
 @router.get("/admin/stats", response_model=None, responses=answers(schemas.CollectionStats))
 def admin_stats(request: Request, who: Admin, resamples: Resamples = 1000) -> dict[str, Any]:
-    return asdict(collection_stats(_state(request).storage, resamples=resamples))
+    return asdict(collection_stats(app_context(request).storage, resamples=resamples))
 
 
 @router.get("/admin/leaderboard", response_model=None, responses=answers(schemas.Leaderboard))
 def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000) -> dict[str, Any]:
-    return model_leaderboard(_state(request).storage, resamples=resamples)
+    return model_leaderboard(app_context(request).storage, resamples=resamples)
 
 
 @router.post(
@@ -112,7 +107,7 @@ def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000)
     responses=answers(schemas.AnnotatorAdded, 201),
 )
 def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin) -> dict[str, Any]:
-    storage = _state(request).storage
+    storage = app_context(request).storage
     if body.role not in ("annotator", "admin"):
         raise Invalid(f"role must be 'annotator' or 'admin', not {body.role!r}")
     if annotators.annotator_by_name(storage, body.name.strip()) is not None:
@@ -129,7 +124,7 @@ def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin) -> dic
 def admin_change_annotator(
     name: str, body: AnnotatorChange, request: Request, who: Admin
 ) -> dict[str, dict[str, Any]]:
-    storage = _state(request).storage
+    storage = app_context(request).storage
     if body.disabled is not None and name == who.name and body.disabled:
         raise Conflict("you cannot disable yourself")
     info = set_annotator(

@@ -31,11 +31,11 @@ from ..generation.runner import Generator
 from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
-from .api import new_rng
 from .api import router as api_router
 from .api_review import router as api_review_router
 from .browse import router as browse_router
 from .browse import visible
+from .context import AppContext, app_context, new_rng
 from .errors import retry_after_of, status_of
 from .login import login_router
 from .logins import keep_logins_fresh
@@ -201,14 +201,16 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         redoc_url=None,
         openapi_url="/api/v1/openapi.json",
     )
-    app.state.settings = settings
-    app.state.storage = storage
-    app.state.generator = generator
-    app.state.rng = new_rng(settings.seed)
-    app.state.rules = Rules.from_settings(settings)
-    app.state.limits = limits
-    app.state.data_index = DataIndex.load(settings.data) if settings.data else None
-    app.state.templates = _templates()
+    app.state.context = AppContext(
+        settings=settings,
+        storage=storage,
+        generator=generator,
+        rng=new_rng(settings.seed),
+        rules=Rules.from_settings(settings),
+        limits=limits,
+        data_index=DataIndex.load(settings.data) if settings.data else None,
+        templates=_templates(),
+    )
     _error_handlers(app)
     headers = dict(SECURITY_HEADERS)
     if settings.hsts:
@@ -269,7 +271,7 @@ def _error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        templates: Jinja2Templates | None = app.state.templates
+        templates = app_context(app).templates
         if exc.status_code == 404 and wants_html(request) and templates is not None:
             return templates.TemplateResponse(
                 request,

@@ -16,6 +16,7 @@ from fastapi import Request
 
 from ...errors import Forbidden, Unauthorized
 from ..domain import AnnotatorInfo
+from .context import app_context
 from .logins import COOKIE, current_annotator, settle_login
 
 __all__ = [
@@ -80,7 +81,7 @@ def require_annotator(request: Request) -> AnnotatorInfo:
         sent = request.headers.get(CSRF_HEADER, "")
         if not csrf or not hmac.compare_digest(sent.encode(), csrf.encode()):
             raise Forbidden(f"missing or wrong {CSRF_HEADER} header")
-    limits = getattr(request.app.state, "limits", None)
+    limits = app_context(request).limits
     if limits is not None:
         if request.method in SAFE_METHODS:
             limits.check_read(who.id)

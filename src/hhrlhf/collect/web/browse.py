@@ -38,6 +38,7 @@ from . import schemas
 from .api import Who
 from .auth import optional_annotator
 from .browse_query import attempt_query, nav_links, neighbours, paging, pair_query
+from .context import app_context
 from .errors import status_of
 from .schemas import answers
 from .security import SECURITY_HEADERS
@@ -54,13 +55,13 @@ _collected_lock = threading.Lock()
 def _collected(app: FastAPI) -> DataIndex:
     """:func:`collected_index`, rebuilt only when the database's export stamp has changed (a
     page of the collected data read the whole database each time)."""
-    storage = app.state.storage
+    storage = app_context(app).storage
     with _collected_lock:  # one rebuild at a time; the others then find it done
         stamp = (transcripts.export_stamp(storage), flags_stamp(storage))  # a new flag run too
-        kept: tuple[tuple[object, ...], DataIndex] | None = getattr(app.state, "collected", None)
+        kept: tuple[tuple[object, ...], DataIndex] | None = app_context(app).collected
         if kept is None or kept[0] != stamp:
             kept = (stamp, collected_index(storage))
-            app.state.collected = kept
+            app_context(app).collected = kept
         return kept[1]
 
 
@@ -70,7 +71,7 @@ def _index(request: Request, who: AnnotatorInfo) -> DataIndex:
         if not who.is_admin:
             raise Forbidden("the collected data is for admins only")
         return _collected(request.app)
-    index: DataIndex | None = getattr(request.app.state, "data_index", None)
+    index: DataIndex | None = app_context(request).data_index
     if index is None:
         raise NotFound("no data to browse: start the app with hh serve --data PATH|sample")
     return index
@@ -208,7 +209,7 @@ def _page(
         page="data",
         source_q="?source=collected" if collected else "",
         collected=collected,
-        has_files=getattr(request.app.state, "data_index", None) is not None,
+        has_files=app_context(request).data_index is not None,
         visible=visible,
         cut_words=cut_words,
         highlight=highlight,

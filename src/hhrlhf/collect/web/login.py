@@ -10,11 +10,11 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.datastructures import State
 
 from ...errors import Forbidden
 from ..services import annotators
 from .auth import check_origin, require_annotator
+from .context import AppContext, app_context
 from .logins import COOKIE, current_annotator
 
 __all__ = ["login_router", "safe_next"]
@@ -84,7 +84,7 @@ def _login_page(
         "login_form": form,
         "next_url": safe_next(next_url),
     }
-    templates = getattr(request.app.state, "templates", None)
+    templates = app_context(request).templates
     if templates is not None:
         try:
             templates.env.get_template("collect/login.html")
@@ -131,7 +131,7 @@ def login(
 
     Without ``next``, the page asked for before (kept in a cookie when the login page was
     shown instead of it) is where the login goes; ``out`` is the landing after logging out."""
-    st = request.app.state
+    st = app_context(request)
     st.limits.check_login(client_address(request))
     if next is None:
         next = safe_next(request.cookies.get(NEXT_COOKIE))
@@ -157,7 +157,7 @@ def login_post(
     next: Annotated[str, Form()] = "/",
 ) -> Response:
     """The login itself: checks the form's origin and value, sets the session, 303 to ``next``."""
-    st = request.app.state
+    st = app_context(request)
     st.limits.check_login(client_address(request))
     check_origin(request)
     if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
@@ -192,7 +192,7 @@ def login_post(
     return response
 
 
-def _relink(st: State, token: str) -> dict[str, str]:
+def _relink(st: AppContext, token: str) -> dict[str, str]:
     """The name and token to offer again when a valid token came with a stale form."""
     who = annotators.annotator_by_token(st.storage, token) if token else None
     if who is None or who.disabled:
@@ -205,7 +205,7 @@ def logout(request: Request) -> Response:
     found = current_annotator(request)
     if found is not None and found[2] == "cookie":
         require_annotator(request)  # CSRF and Origin
-        annotators.delete_session(request.app.state.storage, request.cookies.get(COOKIE, ""))
+        annotators.delete_session(app_context(request).storage, request.cookies.get(COOKIE, ""))
     response: Response = JSONResponse({"status": "logged out"})
     if "text/html" in request.headers.get("accept", ""):
         response = RedirectResponse("/login?out=1", status_code=303)

@@ -36,6 +36,7 @@ from fastapi import Request
 from ..db import Storage
 from ..domain import AnnotatorInfo, aware, now
 from ..services import annotators
+from .context import app_context
 
 __all__ = [
     "AUTH_CACHE_SECONDS",
@@ -285,7 +286,7 @@ def current_annotator(request: Request) -> Login | None:
     if hasattr(request.state, "auth"):  # this request's answer, found once
         cached: Login | None = request.state.auth
         return cached
-    storage = request.app.state.storage
+    storage = app_context(request).storage
     result: Login | None = None
     token = _bearer(request)
     if token is not None:
@@ -304,7 +305,7 @@ def current_annotator(request: Request) -> Login | None:
 def _remembered(request: Request) -> bool:
     """Settle this request's login from the process's memory alone (True), or leave it to
     :func:`current_annotator` (False: a database lookup)."""
-    storage = request.app.state.storage
+    storage = app_context(request).storage
     token = _bearer(request)
     if token is not None:
         who = remembered_token(storage, token)
@@ -334,4 +335,4 @@ async def settle_login(request: Request) -> None:
     async wait on PostgreSQL), where a sync dependency would always take a thread. Then
     :func:`current_annotator` answers from the request."""
     if not hasattr(request.state, "auth") and not _remembered(request):
-        await request.app.state.storage.call(_settle, request)
+        await app_context(request).storage.call(_settle, request)

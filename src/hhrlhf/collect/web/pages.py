@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, Response
 from ...errors import CollectError, Unavailable
 from ..services import conversations
 from .auth import current_annotator, optional_annotator
+from .context import app_context
 from .errors import status_of
 
 __all__ = ["router", "MODES", "ScalePoint", "scale_points"]
@@ -94,14 +95,14 @@ def scale_points(points: int, mode: str = "helpful") -> list[ScalePoint]:
 
 
 def _render(request: Request, name: str, status: int = 200, **context: object) -> Response:
-    templates = request.app.state.templates
+    templates = app_context(request).templates
     if templates is None:  # pragma: no cover - the [web] extra brings jinja2
         raise Unavailable("the pages need jinja2: pip install 'hhrlhf[web]'")
     found = current_annotator(request)
     who = optional_annotator(request)
     context.setdefault("who", who)
     context.setdefault("csrf_token", found[1] if found and who else None)
-    context.setdefault("settings", request.app.state.settings)
+    context.setdefault("settings", app_context(request).settings)
     response: Response = templates.TemplateResponse(request, name, context, status_code=status)
     if context["csrf_token"]:
         response.headers["cache-control"] = "no-store"  # a shared cache must not keep the token
@@ -125,7 +126,7 @@ def home(request: Request) -> Response:
     who = optional_annotator(request)
     if who is None:
         return _login_required(request)
-    storage = request.app.state.storage
+    storage = app_context(request).storage
     rows = conversations.list_conversations(storage, who, all_=False)
     return _render(request, "collect/home.html", conversations=rows, modes=MODES, page="home")
 
@@ -135,14 +136,14 @@ def conversation_page(conversation_id: int, request: Request) -> Response:
     who = optional_annotator(request)
     if who is None:
         return _login_required(request)
-    storage = request.app.state.storage
+    storage = app_context(request).storage
     try:
         conv = conversations.get_conversation(storage, who, conversation_id)
     except CollectError as exc:
         return _render(
             request, "collect/error.html", status_of(exc), message=str(exc), page="conversation"
         )
-    settings = request.app.state.settings
+    settings = app_context(request).settings
     mode = MODES.get(conv.mode, MODES["helpful"])
     points = settings.strength_points
     return _render(
@@ -159,7 +160,7 @@ def conversation_page(conversation_id: int, request: Request) -> Response:
 
 @router.get("/help", response_class=HTMLResponse)
 def help_page(request: Request) -> Response:
-    points = request.app.state.settings.strength_points
+    points = app_context(request).settings.strength_points
     return _render(
         request,
         "collect/help.html",

@@ -100,7 +100,7 @@ class RateLimiter:
 
 
 class Limits:
-    """The app's limits (``app.state.limits``): each worker's windows, and the counts of
+    """The app's limits (``AppContext.limits``): each worker's windows, and the counts of
     every worker as last shared (``worker``: this process's id in the shared counts)."""
 
     def __init__(
