@@ -241,16 +241,23 @@ def test_stream_refusals_come_before_the_stream_as_json(client, alice, storage):
 
 
 def test_stop_reaches_a_turn_another_worker_is_writing(client, alice, storage):
-    """``POST /turns/{id}/stop`` on a worker not writing the turn: stopped through the
-    database (``here``: false), the turn failed as stopped and free to retry; a turn not
-    being written is not stopped."""
+    """``POST /turns/{id}/stop`` on a worker not writing the turn: asked through the database
+    (``here``: false; the writer reads it and keeps what it wrote: tests/collect/test_stop.py).
+    Here the writer is gone: once its lease ran out, the turn's stream stores its responses
+    as stopped, free to retry. A turn not being written is not stopped."""
+    import time
+
     _, h, _ = alice
     cid = start(client, h)
     t = say(client, h, cid, wait=False)
     stop = f"/api/v1/turns/{t['id']}/stop"
     assert client.post(stop, headers=h).json() == {"stopped": False, "here": False}  # pending
-    assert leases.acquire_lease(storage, t["id"], "elsewhere:1:abc", 30) is not None
+    assert leases.acquire_lease(storage, t["id"], "elsewhere:1:abc", 0.3) is not None
     assert client.post(stop, headers=h).json() == {"stopped": True, "here": False}
+    assert leases.turn_state(storage, t["id"]).status == "generating"  # asked, not yet done
+    time.sleep(0.4)  # the writer never read it: its lease runs out
+    events = sse(client.get(f"/api/v1/turns/{t['id']}/stream", headers=h).text)
+    assert events[-1] == ("end", {"status": "failed"})
     state = leases.turn_state(storage, t["id"])
     assert state.status == "failed" and state.lease_owner is None
     assert {c.error for c in state.candidates} == {STOPPED}

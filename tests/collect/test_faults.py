@@ -58,7 +58,16 @@ def read_only(storage):
 
 @contextmanager
 def disk_full(storage):
-    """SQLite's own 'database or disk is full': the file may not grow by one page."""
+    """SQLite's own 'database or disk is full': the file may not grow by one page (and has no
+    free page left inside it: VACUUM first, else a write fits or not by the schema's layout)."""
+    import sqlite3
+
+    storage.engine.dispose()
+    raw = sqlite3.connect(make_url(storage.url).database, isolation_level=None)
+    try:
+        raw.execute("VACUUM")
+    finally:
+        raw.close()
     with storage.engine.connect() as c:
         pages = c.exec_driver_sql("PRAGMA page_count").scalar()
     with _sqlite_pragma(storage, f"PRAGMA max_page_count = {pages}"):

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -104,6 +105,9 @@ class Turn(Base):
     status: Mapped[str] = mapped_column(String(20), default="pending")
     lease_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    #: Stop was asked for through a worker that is not writing the turn: the one that is stops
+    #: its responses and stores their text (cleared when the lease is taken or released)
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     #: the response the conversation continues with (picked, edited, or for red-team maybe the other)
     continued: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any
 
 from ..config import Settings
 from ..db import Storage
@@ -32,6 +33,8 @@ from .wire import bounded, checked_piece
 __all__ = ["Generator", "TurnRun", "Event", "slot_label", "failure_message"]
 
 POLL_SECONDS = 0.2
+#: seconds between two reads of the Stops asked for through other workers, while runs are live
+STOP_POLL_SECONDS = 1.0
 #: every backend failure is logged here, with the model server's own explanation
 log = logging.getLogger("hhrlhf.collect.backends")
 
@@ -72,6 +75,7 @@ class Generator:
         # is taken over only when its worker died: ``lease_seconds`` after the last renewal
         self.lease_seconds = settings.lease_seconds
         self._tasks: set[asyncio.Task[None]] = set()
+        self._watching: asyncio.Task[None] | None = None
 
     async def open(
         self, turn_id: int, who: AnnotatorInfo | None = None
@@ -86,8 +90,8 @@ class Generator:
             state = await self.storage.call(leases.turn_state, turn_id, who)
             if state.lease_owner == self.owner and not run.lost:
                 return state, run
-            # its lease was taken from it (stopped through another worker, then maybe
-            # retried): it stops, and once it ended (storing nothing: a lease of this
+            # its lease was taken from it (this worker stalled past it, and another took the
+            # turn over): it stops, and once it ended (storing nothing: a lease of this
             # process's taken after it would be its too) the turn opens as the database has it
             self._lose(run)
             await run.wait()
@@ -106,15 +110,36 @@ class Generator:
         """Generate a turn whose lease this process holds (``conversations.create_turn(Storage, lease=...)``)."""
         run = TurnRun(turn_id)
         self.runs[turn_id] = run
-        task = asyncio.create_task(self._run(run, prompt, pending))
+        self._spawn(self._run(run, prompt, pending))
+        if self._watching is None or self._watching.done():
+            self._watching = self._spawn(self._watch_stops())
+        return run
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return run
+        return task
+
+    async def _watch_stops(self) -> None:
+        """While this process writes turns: the Stops asked for through other workers
+        (:func:`.leases.stop_elsewhere`), read every :data:`STOP_POLL_SECONDS` in one query
+        for all its runs, each stopped here as this worker's own Stop is (the text kept)."""
+        while self.runs:
+            await asyncio.sleep(STOP_POLL_SECONDS)
+            try:
+                asked = await self.storage.call(leases.stops_requested, self.owner)
+            except Exception as exc:  # the database away: the next read, or the lease, tells
+                log.warning("Stops asked through other workers not read: %s", exc)
+                continue
+            for turn_id in asked:
+                self.stop(turn_id)
 
     def stop(self, turn_id: int) -> bool:
         """Stop the run of ``turn_id`` in this process: its open backend requests are closed
-        and its unfinished responses stored as failed (so the turn can be retried at once).
-        False when no run of it is live here (another process's: :func:`.leases.stop_elsewhere`)."""
+        and each unfinished response is stored with what it wrote (cut, ``stopped``; one with
+        no words yet fails, so Retry works at once). False when no run of it is live here
+        (another process's: :func:`.leases.stop_elsewhere`)."""
         run = self.runs.get(turn_id)
         if run is None or run.done:
             return False
@@ -128,7 +153,7 @@ class Generator:
 
     async def _renew(self, run: TurnRun) -> None:
         """Heartbeat of a live run: keep the lease until the run ends; when the lease is lost
-        (stopped through another worker, or taken over), the run stops writing."""
+        (taken over after this worker stalled past it), the run stops writing."""
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             if not await self.storage.call(

@@ -48,7 +48,7 @@ class TurnRun:
     status: str | None = None
     #: set by :meth:`Generator.stop`: the responses still being written fail as "stopped"
     stopped: bool = False
-    #: its lease is gone (stopped through another worker, or taken over): it stores nothing
+    #: its lease is gone (taken over after this worker stalled past it): it stores nothing
     lost: bool = False
     readers: set[asyncio.Future[None]] = field(default_factory=set)
     #: the responses whose failure was sent as it happened (the other one still written)

@@ -92,6 +92,13 @@ def open_turn(
             or (state.status == TurnStatus.GENERATING and (expired or gone))
         ):
             return state, None
+        if state.status == TurnStatus.GENERATING and rows[0].stop_requested:
+            # asked to stop, and its writer died before it read that: what it wrote is gone
+            # with it, so the unfinished responses fail as stopped (Retry works at once)
+            assert holder is not None  # a generating turn is leased
+            q.release_stopped(conn, turn_id, owner)
+            q.fail_unfinished(conn, turn_id, STOPPED)
+            return _state(q.opening(conn, turn_id), turn_id, who), None
         take_from = holder if gone else None
         leased = q.lease(
             conn, turn_id, owner, t0, t0 + timedelta(seconds=seconds), take_from=take_from
@@ -148,19 +155,22 @@ def finish_generation(
 
 
 def stop_elsewhere(storage: Storage, turn_id: int, owner: str) -> bool:
-    """Stop a turn being written by another process (another worker or host: ``owner`` is
-    this one's), through the database, in one transaction: its unfinished responses are
-    stored as failed (:data:`STOPPED`) and its lease released, so it can be retried at once.
-    The run that held the lease finds it gone at its next heartbeat and stops writing; what
-    it wrote is not stored (its release is guarded by the lease). False when the turn is not
-    being written by another process (pending, finished, or leased by ``owner``)."""
+    """Ask the process writing a turn (another worker or host: ``owner`` is this one's) to
+    stop it, through the database: it reads the request within a second
+    (:func:`stops_requested`) and stops as at its own Stop, each response keeping what it
+    wrote (a writer that died first: the next to open the turn fails its unfinished responses
+    as stopped). False when the turn is not being written by another process (pending,
+    finished, or leased by ``owner``)."""
     with storage.write(durable=False) as s:
         conn = s.connection()
         q.lock(conn, turn_id)
-        if not q.release_stopped(conn, turn_id, owner):
-            return False
-        q.fail_unfinished(conn, turn_id, STOPPED)
-        return True
+        return q.request_stop(conn, turn_id, owner)
+
+
+def stops_requested(storage: Storage, owner: str) -> list[int]:
+    """The turns ``owner`` is writing that were asked to stop through another worker."""
+    with storage.read() as s:
+        return q.stops_requested(s.connection(), owner)
 
 
 def turn_state(storage: Storage, turn_id: int, who: AnnotatorInfo | None = None) -> TurnState:

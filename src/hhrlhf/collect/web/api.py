@@ -282,11 +282,11 @@ def withdraw_turn(turn_id: int, request: Request, who: Who) -> dict[str, str]:
 
 @router.post("/turns/{turn_id}/stop", response_model=None, responses=answers(schemas.Stopped))
 def stop_turn(turn_id: int, request: Request, who: Who) -> dict[str, bool]:
-    """Stop writing a turn's responses: here, each unfinished one keeps its text so far (cut,
-    rateable; one with no text yet fails, so the turn can be retried at once). ``here``: the run was this worker's (its events end the turn's stream); else it
-    was stopped through the database (another worker's or host's run: the stream following
-    it ends only when that run finds its lease gone). ``stopped`` is false when the turn is
-    not being written."""
+    """Stop writing a turn's responses: each unfinished one keeps its text so far (cut,
+    rateable; one with no text yet fails, so the turn can be retried at once). ``here``: the
+    run was this worker's (its events end the turn's stream); else the Stop was asked for
+    through the database (another worker's or host's run, which reads it within a second
+    and stops as here). ``stopped`` is false when the turn is not being written."""
     st = app_context(request)
     conversations.turn_owner(st.storage, who, turn_id)
     if st.generator.stop(turn_id):
