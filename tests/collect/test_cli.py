@@ -318,3 +318,26 @@ def test_the_cli_cannot_demote_or_disable_the_last_admin(db_url):
     assert r.exit_code == 1 and "'alice' is the last admin" in r.stderr
     r = run("collect", "annotator", "disable", "root", "--enable", "--db", db_url)
     assert r.exit_code == 0 and "root: enabled" in r.stdout
+
+
+def test_serve_uses_the_configs_database_unless_db_or_its_variable_says_otherwise(
+    tmp_path, monkeypatch
+):
+    """The config's ``[collect] db`` is the database ``hh serve`` opens; ``--db`` and
+    ``$HH_COLLECT_DB`` win over it (it was never read: every start opened hh-collect.db)."""
+    from hhrlhf.collect.serve import bootstrap
+
+    seen = []
+    monkeypatch.setattr(bootstrap, "serve", lambda options, host, port: seen.append(options.db_url))
+    monkeypatch.delenv("HH_COLLECT_DB", raising=False)
+    cfg = tmp_path / "c.toml"
+    in_file = f"sqlite:///{tmp_path / 'from-file.db'}"
+    cfg.write_text(
+        f'[collect]\ndb = "{in_file}"\n[[backend]]\nname = "d"\nkind = "demo"\n', encoding="utf-8"
+    )
+    assert CliRunner().invoke(cli, ["serve", "--config", str(cfg)]).exit_code == 0
+    given = f"sqlite:///{tmp_path / 'given.db'}"
+    assert CliRunner().invoke(cli, ["serve", "--config", str(cfg), "--db", given]).exit_code == 0
+    monkeypatch.setenv("HH_COLLECT_DB", f"sqlite:///{tmp_path / 'env.db'}")
+    assert CliRunner().invoke(cli, ["serve", "--config", str(cfg)]).exit_code == 0
+    assert seen == [in_file, given, f"sqlite:///{tmp_path / 'env.db'}"]

@@ -30,7 +30,8 @@ def db_option(f):
         metavar="URL",
         help="Database URL (sqlite:///path.db, postgresql+psycopg://...; behind PgBouncer "
         "in transaction mode add ?prepare_threshold=none); "
-        "default: $HH_COLLECT_DB, else sqlite:///hh-collect.db.",
+        "default: $HH_COLLECT_DB, else (hh serve) the config's [collect] db, else "
+        "sqlite:///hh-collect.db.",
     )(f)
 
 
@@ -79,12 +80,14 @@ def serve(
     if bool(config_path) == bool(demo):
         raise click.UsageError("pass exactly one of --config FILE or --demo")
     _web()
-    from ..collect.config import default_db_url
+    from ..collect.config import DB_ENV, default_db_url, load_config
     from ..collect.serve.bootstrap import serve as run
     from ..collect.serve.options import ServeOptions
 
     if data and data not in ("sample", "cache"):
         data = os.path.abspath(data)
+    if db_url is None and config_path and not os.environ.get(DB_ENV):
+        db_url = load_config(config_path).db_url  # the file's [collect] db, else the default
     options = ServeOptions(
         db_url=db_url or default_db_url(),
         config=config_path,
