@@ -80,7 +80,7 @@ def test_a_three_turn_conversation_continues_with_the_pick(client, alice, storag
     assert conv["turns"][1]["human"] == "And how much sun?"
     # the stored prefix of turn 2 is the HH transcript with the continued responses
     export = list(transcripts.iter_conversations_for_export(storage))[0]
-    assert export["turns"][2]["prefix"] == (
+    assert export.turns[2].prefix == (
         f"\n\nHuman: How often should I water tomatoes?\n\nAssistant: {t0['candidates'][1]['text']}"
         f"\n\nHuman: And how much sun?\n\nAssistant: {t1['candidates'][0]['text']}"
         "\n\nHuman: Thanks!\n\nAssistant:"
@@ -126,13 +126,13 @@ def test_edit_gives_two_comparisons_and_the_conversation_continues_with_it(clien
     turn = r.json()["turn"]
     assert turn["edit"] == "Water deeply, twice a week."
     assert turn["continued"] == "Water deeply, twice a week."
-    comps = list(transcripts.iter_conversations_for_export(storage))[0]["turns"][0]["comparisons"]
-    assert [(c["kind"], c["chosen_text"], c["rejected_text"]) for c in comps] == [
+    comps = list(transcripts.iter_conversations_for_export(storage))[0].turns[0].comparisons
+    assert [(c.kind, c.chosen_text, c.rejected_text) for c in comps] == [
         ("pick", t["candidates"][0]["text"], t["candidates"][1]["text"]),
         ("edit", "Water deeply, twice a week.", t["candidates"][0]["text"]),
     ]
     t1 = say(client, h, cid, "More?")
-    prefix = list(transcripts.iter_conversations_for_export(storage))[0]["turns"][1]["prefix"]
+    prefix = list(transcripts.iter_conversations_for_export(storage))[0].turns[1].prefix
     assert "Assistant: Water deeply, twice a week.\n\nHuman: More?" in prefix
     assert t1["index"] == 1
 

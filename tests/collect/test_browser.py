@@ -610,8 +610,8 @@ def test_a_choice_that_is_not_saved_stays_on_the_page_and_a_conflict_reloads(liv
     comparisons = [
         c
         for conv in transcripts.iter_conversations_for_export(storage)
-        for t in conv["turns"]
-        for c in t["comparisons"]
+        for t in conv.turns
+        for c in t.comparisons
     ]
     assert len(comparisons) == 1
     assert len(sent) == 2 and sent[0] == sent[1]  # resent with the same request id

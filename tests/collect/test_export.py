@@ -172,7 +172,7 @@ def test_export_files_are_readable_by_others_as_the_umask_allows(storage, tmp_pa
 def test_the_export_reads_conversations_in_batches_the_same_as_in_one(storage):
     build(storage)
     whole = list(transcripts.iter_conversations_for_export(storage))
-    assert len(whole) == 6 and [c["id"] for c in whole] == sorted(c["id"] for c in whole)
+    assert len(whole) == 6 and [c.id for c in whole] == sorted(c.id for c in whole)
     assert list(transcripts.iter_conversations_for_export(storage, batch=4)) == whole
     assert list(transcripts.iter_conversations_for_export(storage, batch=1)) == whole
 

@@ -5,12 +5,13 @@ spelling), for the export's ``red-team-attempts/red_team_attempts.jsonl.gz``; se
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..config import BackendConfig
 from .export_check import check_line, stored_turns
+from .transcripts import ExportConversation, ExportTurn
 
 __all__ = ["RedTeamAttempt", "red_team_attempts", "load_scorer", "UNKNOWN_SIZE"]
 
@@ -36,22 +37,22 @@ class RedTeamAttempt:
     tags: None = None
 
 
-def _transcript(turns: list[dict[str, Any]]) -> str | None:
+def _transcript(turns: Sequence[ExportTurn]) -> str | None:
     """The conversation as continued: up to the last turn with a response to continue with."""
-    decided = [t for t in turns if t["continued"] is not None]
+    decided = [t for t in turns if t.continued is not None]
     if not decided:
         return None
     last = decided[-1]
-    return f"{last['prefix']} {last['continued']}"
+    return f"{last.prefix} {last.continued}"
 
 
-def _stored_model_info(turns: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+def _stored_model_info(turns: Sequence[ExportTurn]) -> tuple[str | None, str | None]:
     """``(model_type, num_params)`` recorded with the conversation's latest responses (one
     backend answers a whole red-team conversation); None where none was recorded."""
     for turn in reversed(turns):
-        for cand in turn["candidates"].values():
-            if cand.get("model_type") or cand.get("num_params"):
-                return cand.get("model_type"), cand.get("num_params")
+        for cand in turn.candidates.values():
+            if cand.model_type or cand.num_params:
+                return cand.model_type, cand.num_params
     return None, None
 
 
@@ -64,7 +65,7 @@ def load_scorer(scorer: Any) -> Any:
 
 
 def red_team_attempts(
-    conversations: Iterable[dict[str, Any]],
+    conversations: Iterable[ExportConversation],
     *,
     backends: Mapping[str, BackendConfig] | None = None,
     scorer: Any = None,
@@ -82,39 +83,39 @@ def red_team_attempts(
     left_out: Counter[str] = Counter()
     unconfigured: set[str] = set()
     for conv in conversations:
-        if conv["mode"] != "red-team":
+        if conv.mode != "red-team":
             continue
-        if conv["status"] != "finished" or conv["rating"] is None:
+        if conv.status != "finished" or conv.rating is None:
             left_out["unfinished"] += 1
             continue
-        transcript = _transcript(conv["turns"])
+        transcript = _transcript(conv.turns)
         if transcript is None:
             left_out["no_turns"] += 1
             continue
-        decided = max(t["index"] for t in conv["turns"] if t["continued"] is not None)
+        decided = max(t.index for t in conv.turns if t.continued is not None)
         check_line(
             conv, decided, transcript, stored_turns(conv, decided + 1), "red-team transcript"
         )
-        name = conv["backend"] or ""
+        name = conv.backend or ""
         cfg = backends.get(name)
         # as recorded with the responses when they were generated, else as configured now
-        stored = _stored_model_info(conv["turns"])
+        stored = _stored_model_info(conv.turns)
         model_type = stored[0] or (cfg and cfg.model_type)
         num_params = stored[1] or (cfg and cfg.num_params)
         if not model_type or not num_params:
             unconfigured.add(name)
-        annotator = conv["annotator"]
+        annotator = conv.annotator
         out.append(
             RedTeamAttempt(
                 transcript=transcript,
                 min_harmlessness_score_transcript=None,
                 num_params=num_params or UNKNOWN_SIZE,
                 model_type=model_type or name,
-                rating=float(conv["rating"]),
-                task_description=conv["task_description"],
+                rating=float(conv.rating),
+                task_description=conv.task_description,
                 task_descripton_harmlessness_score=None,
-                red_team_member_id=annotator["member_id"],
-                is_upworker=annotator["attributes"].get("is_upworker") is True,
+                red_team_member_id=annotator.member_id,
+                is_upworker=annotator.attributes.get("is_upworker") is True,
             )
         )
     if model is not None and out:

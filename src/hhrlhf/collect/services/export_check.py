@@ -7,10 +7,10 @@ stops naming the conversation (:class:`~hhrlhf.errors.ExportCheckError`)."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ...errors import ExportCheckError
 from ...transcript import ASSISTANT, HUMAN, NORMALISATIONS, Turn, parse_transcript
+from .transcripts import ExportConversation
 
 __all__ = ["check_line", "stored_turns"]
 
@@ -18,19 +18,19 @@ __all__ = ["check_line", "stored_turns"]
 _OTHER_BREAKS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
-def stored_turns(conv: dict[str, Any], upto: int) -> list[Turn]:
+def stored_turns(conv: ExportConversation, upto: int) -> list[Turn]:
     """The turns stored for ``conv`` before turn ``upto``: each human message and the response
     the conversation continued with."""
     out = []
-    for t in conv["turns"]:
-        if t["index"] >= upto:
+    for t in conv.turns:
+        if t.index >= upto:
             continue
-        out += [Turn(HUMAN, f" {t['human']}"), Turn(ASSISTANT, f" {t['continued']}")]
+        out += [Turn(HUMAN, f" {t.human}"), Turn(ASSISTANT, f" {t.continued}")]
     return out
 
 
 def check_line(
-    conv: dict[str, Any], index: int, line: str, expected: list[Turn], what: str
+    conv: ExportConversation, index: int, line: str, expected: list[Turn], what: str
 ) -> None:
     """``line`` parses back to exactly ``expected``, or the export stops naming the conversation.
 
@@ -63,9 +63,9 @@ def _turns(found: list[str], want: list[str]) -> str:
     return f"{len(found)} turns ({', '.join(found)}), the database holds {len(want)}"
 
 
-def _refuse(conv: dict[str, Any], index: int, what: str, detail: str) -> None:
+def _refuse(conv: ExportConversation, index: int, what: str, detail: str) -> None:
     raise ExportCheckError(
-        f"conversation {conv['id']} (uid {conv['uid']}), turn {index + 1}: the {what} does not "
+        f"conversation {conv.id} (uid {conv.uid}), turn {index + 1}: the {what} does not "
         f"parse back to the turns stored ({detail}; text holding '\\n\\nHuman:' or "
         "'\\n\\nAssistant:', or the same with other line breaks, was written to the database "
         "past the app?); nothing was exported: fix or delete that conversation and export again"

@@ -13,12 +13,13 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ...transcript import ASSISTANT, HUMAN, Turn
 from ..db import Storage
 from . import transcripts
 from .export_check import check_line, stored_turns
+from .transcripts import ExportComparison, ExportConversation, ExportTurn
 
 __all__ = ["Exported", "Tally", "exported_comparisons", "split_of"]
 
@@ -47,7 +48,7 @@ class Tally:
     left_out: Counter[str] = field(default_factory=Counter)
     kinds: Counter[str] = field(default_factory=Counter)
     conversations: Counter[str] = field(default_factory=Counter)
-    red_team: list[dict[str, Any]] = field(default_factory=list)
+    red_team: list[ExportConversation] = field(default_factory=list)
 
 
 def _agreement(storage: Storage) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
@@ -59,42 +60,42 @@ def _agreement(storage: Storage) -> tuple[set[tuple[int, int]], set[tuple[int, i
 
 
 def _reason(
-    conv: dict[str, Any],
-    turn: dict[str, Any],
-    comp: dict[str, Any],
+    conv: ExportConversation,
+    turn: ExportTurn,
+    comp: ExportComparison,
     min_strength: int,
     include_unfinished: bool,
     agreement: tuple[set[tuple[int, int]], set[tuple[int, int]]] | None,
 ) -> str | None:
     """Why the comparison is left out, or None when it is a line."""
-    if conv["status"] != "finished" and not include_unfinished:
+    if conv.status != "finished" and not include_unfinished:
         return "unfinished"
     if agreement is not None:
-        key = (conv["id"], turn["index"])
+        key = (conv.id, turn.index)
         if key not in agreement[0]:
             return "not_agreed" if key in agreement[1] else "unreviewed"
-    involved = [comp["rejected_slot"]] + ([comp["chosen_slot"]] if comp["kind"] == "pick" else [])
-    if any(turn["candidates"][s]["cut"] for s in involved if s):
+    involved = [comp.rejected_slot] + ([comp.chosen_slot] if comp.kind == "pick" else [])
+    if any(turn.candidates[s].cut for s in involved if s):
         return "cut"
-    if comp["chosen_text"] == comp["rejected_text"]:
+    if comp.chosen_text == comp.rejected_text:
         return "identical"  # before "weak": an identical pair is stored as strength 1
-    if comp["kind"] == "pick" and comp["strength"] < min_strength:
+    if comp.kind == "pick" and comp.strength < min_strength:
         return "weak"
     return None
 
 
-def _line(conv: dict[str, Any], turn: dict[str, Any], comp: dict[str, Any]) -> tuple[str, str]:
+def _line(conv: ExportConversation, turn: ExportTurn, comp: ExportComparison) -> tuple[str, str]:
     """``(chosen, rejected)`` of the comparison's line, checked against the stored turns."""
-    better, worse = comp["chosen_text"], comp["rejected_text"]
-    if conv["mode"] == "red-team" and comp["kind"] == "pick":
+    better, worse = comp.chosen_text, comp.rejected_text
+    if conv.mode == "red-team" and comp.kind == "pick":
         better, worse = worse, better  # the annotator picked the MORE harmful response
-    prefix = turn["prefix"]
+    prefix = turn.prefix
     chosen, rejected = f"{prefix} {better}", f"{prefix} {worse}"
-    earlier = stored_turns(conv, turn["index"])
-    earlier.append(Turn(HUMAN, f" {turn['human']}"))
+    earlier = stored_turns(conv, turn.index)
+    earlier.append(Turn(HUMAN, f" {turn.human}"))
     for text, response, side in ((chosen, better, "chosen"), (rejected, worse, "rejected")):
         expected = [*earlier, Turn(ASSISTANT, f" {response}")]
-        check_line(conv, turn["index"], text, expected, f"{side} text")
+        check_line(conv, turn.index, text, expected, f"{side} text")
     return chosen, rejected
 
 
@@ -114,18 +115,18 @@ def exported_comparisons(
     tally = tally if tally is not None else Tally()
     agreement = _agreement(storage) if agreed_only else None
     for conv in transcripts.iter_conversations_for_export(storage):
-        red = conv["mode"] == "red-team"
+        red = conv.mode == "red-team"
         if red:
             tally.red_team.append(conv)
-        tally.conversations["finished" if conv["status"] == "finished" else "unfinished"] += 1
+        tally.conversations["finished" if conv.status == "finished" else "unfinished"] += 1
         target = red_team_subset if red else subset
-        split = split_of(conv["uid"], test_fraction)
-        for turn in conv["turns"]:
-            for comp in turn["comparisons"]:
+        split = split_of(conv.uid, test_fraction)
+        for turn in conv.turns:
+            for comp in turn.comparisons:
                 why = _reason(conv, turn, comp, min_strength, include_unfinished, agreement)
                 if why is not None:
                     tally.left_out[why] += 1
                     continue
                 chosen, rejected = _line(conv, turn, comp)
-                tally.kinds[comp["kind"]] += 1
-                yield Exported(comp["id"], target, split, chosen, rejected)
+                tally.kinds[comp.kind] += 1
+                yield Exported(comp.id, target, split, chosen, rejected)

@@ -3,7 +3,8 @@ anything changed since (the export's stamp, the table counts)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
@@ -13,8 +14,83 @@ from ..db import Storage
 from ..db.models import Annotator, Comparison, Conversation, Turn
 from ..domain import ConversationStatus
 
+__all__ = [
+    "ExportAnnotator",
+    "ExportCandidate",
+    "ExportComparison",
+    "ExportConversation",
+    "ExportTurn",
+    "counts",
+    "export_stamp",
+    "iter_conversations_for_export",
+]
 
-def iter_conversations_for_export(storage: Storage, batch: int = 500) -> Iterator[dict[str, Any]]:
+
+@dataclass(frozen=True, slots=True)
+class ExportAnnotator:
+    """Who held the conversation, as the export names them."""
+
+    name: str
+    member_id: int
+    attributes: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ExportCandidate:
+    """One response shown for a turn, with the model facts recorded when it was generated."""
+
+    text: str | None
+    cut: bool
+    backend: str
+    model_type: str | None
+    num_params: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExportComparison:
+    """One stored choice of a turn: a pick between the two responses, or an edit."""
+
+    id: int
+    kind: str
+    pick: str
+    strength: int
+    chosen_slot: str | None
+    rejected_slot: str | None
+    chosen_text: str
+    rejected_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExportTurn:
+    """One turn: the human message, the transcript before it, the response the conversation
+    continued with (None until chosen), its responses by slot and its comparisons."""
+
+    index: int
+    human: str
+    prefix: str
+    continued: str | None
+    candidates: Mapping[str, ExportCandidate]
+    comparisons: tuple[ExportComparison, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExportConversation:
+    """One stored conversation as the export reads it, its turns in order."""
+
+    id: int
+    uid: str
+    mode: str
+    status: str
+    task_description: str
+    rating: int | None
+    backend: str | None
+    annotator: ExportAnnotator
+    turns: tuple[ExportTurn, ...]
+
+
+def iter_conversations_for_export(
+    storage: Storage, batch: int = 500
+) -> Iterator[ExportConversation]:
     """Every conversation with its turns, candidates and comparisons, oldest first.
 
     Read ``batch`` conversations at a time in four statements (conversations, their
@@ -43,7 +119,7 @@ def iter_conversations_for_export(storage: Storage, batch: int = 500) -> Iterato
             ):
                 turns[t.conversation_id].append(t)
             for c in convs:
-                yield _export_dict(c, people[c.annotator_id], turns[c.id])
+                yield _export_record(c, people[c.annotator_id], turns[c.id])
             s.expunge_all()  # one batch's rows in memory at a time
 
 
@@ -92,50 +168,40 @@ def counts(storage: Storage) -> dict[str, int]:
         }
 
 
-def _export_dict(c: Conversation, a: Annotator, turns: list[Turn]) -> dict[str, Any]:
-    return {
-        "id": c.id,
-        "uid": c.uid,
-        "mode": c.mode,
-        "status": c.status,
-        "task_description": c.task_description,
-        "rating": c.rating,
-        "backend": c.backend,
-        "annotator": {
-            "name": a.name,
-            "member_id": a.member_id,
-            "attributes": dict(a.attributes or {}),
-        },
-        "turns": [
-            {
-                "index": t.index,
-                "human": t.human,
-                "prefix": t.prefix,
-                "continued": t.continued,
-                "candidates": {
-                    x.slot: {
-                        "text": x.text,
-                        "cut": x.cut,
-                        "backend": x.backend,
-                        "model_type": x.model_type,
-                        "num_params": x.num_params,
-                    }
+def _export_record(c: Conversation, a: Annotator, turns: list[Turn]) -> ExportConversation:
+    return ExportConversation(
+        id=c.id,
+        uid=c.uid,
+        mode=c.mode,
+        status=c.status,
+        task_description=c.task_description,
+        rating=c.rating,
+        backend=c.backend,
+        annotator=ExportAnnotator(a.name, a.member_id, dict(a.attributes or {})),
+        turns=tuple(
+            ExportTurn(
+                index=t.index,
+                human=t.human,
+                prefix=t.prefix,
+                continued=t.continued,
+                candidates={
+                    x.slot: ExportCandidate(x.text, x.cut, x.backend, x.model_type, x.num_params)
                     for x in t.candidates
                 },
-                "comparisons": [
-                    {
-                        "id": x.id,
-                        "kind": x.kind,
-                        "pick": x.pick,
-                        "strength": x.strength,
-                        "chosen_slot": x.chosen_slot,
-                        "rejected_slot": x.rejected_slot,
-                        "chosen_text": x.chosen_text,
-                        "rejected_text": x.rejected_text,
-                    }
+                comparisons=tuple(
+                    ExportComparison(
+                        id=x.id,
+                        kind=x.kind,
+                        pick=x.pick,
+                        strength=x.strength,
+                        chosen_slot=x.chosen_slot,
+                        rejected_slot=x.rejected_slot,
+                        chosen_text=x.chosen_text,
+                        rejected_text=x.rejected_text,
+                    )
                     for x in t.comparisons
-                ],
-            }
+                ),
+            )
             for t in turns
-        ],
-    }
+        ),
+    )
