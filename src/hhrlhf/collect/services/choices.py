@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import NamedTuple, cast
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
@@ -166,41 +166,35 @@ class _Choice(NamedTuple):
 
 def _comparisons(
     t: q.ChoiceRow, who: AnnotatorInfo, c: _Choice, texts: dict[str, str | None]
-) -> list[dict[str, Any]]:
+) -> list[q.NewComparison]:
     """The choice's comparison rows: the pick's, then the edit's (the edit chosen over the
     picked text) when there is one."""
     other = other_slot(c.pick)
-    common = dict(
-        turn_id=t.id,
-        annotator_id=who.id,
-        pick=c.pick,
-        strength=c.strength,
-        request_id=c.request_id,
-        shown_at=t.ready_at,
-        decided_at=c.decided_at,
-    )
-    rows: list[dict[str, Any]] = [
-        dict(
-            kind="pick",
-            chosen_slot=c.pick,
-            rejected_slot=other,
-            chosen_text=texts[c.pick],
-            rejected_text=texts[other],
-            **common,
-        )
-    ]
-    if c.edit is not None:
-        rows.append(
-            dict(
-                kind="edit",
-                chosen_slot=None,
-                rejected_slot=c.pick,
-                chosen_text=c.edit,
-                rejected_text=texts[c.pick],
-                **common,
-            )
-        )
-    return rows
+    picked: q.NewComparison = {
+        "kind": "pick",
+        "chosen_slot": c.pick,
+        "rejected_slot": other,
+        "chosen_text": texts[c.pick],
+        "rejected_text": texts[other],
+        "turn_id": t.id,
+        "annotator_id": who.id,
+        "pick": c.pick,
+        "strength": c.strength,
+        "request_id": c.request_id,
+        "shown_at": t.ready_at,
+        "decided_at": c.decided_at,
+    }
+    if c.edit is None:
+        return [picked]
+    edited: q.NewComparison = {
+        **picked,
+        "kind": "edit",
+        "chosen_slot": None,
+        "rejected_slot": c.pick,
+        "chosen_text": c.edit,
+        "rejected_text": texts[c.pick],
+    }
+    return [picked, edited]
 
 
 def _continuation(
