@@ -151,3 +151,37 @@ def test_group_bootstrap_moves_whole_groups():
     draws = np.concatenate(list(resample_counts(cell, 2, groups=groups, resamples=500, seed=2)))
     assert (draws[:, 0] % 2 == 0).all() and draws[:, 0].std() > 0
     assert draws.sum(axis=1).mean() == pytest.approx(25, abs=1)
+
+
+def _keys(typed: type) -> tuple[frozenset[str], frozenset[str]]:
+    return typed.__required_keys__, typed.__required_keys__ | typed.__optional_keys__
+
+
+def _within(d: dict, typed: type) -> None:
+    required, known = _keys(typed)
+    assert required <= d.keys() <= known, (typed.__name__, sorted(d))
+
+
+def test_rank_writes_the_keys_its_types_name():
+    from hhrlhf.ranking.intervals import LengthCoefficient, StyleSummary
+    from hhrlhf.ranking.leaderboard import Dates, FlipTop, IntervalMethod, Leaderboard, Robustness
+    from hhrlhf.ranking.table import ModelRow
+
+    pairs = {("x", "y", "model_a"): 12, ("x", "y", "model_b"): 11, ("y", "z", "tie"): 3}
+    votes = [
+        Vote(a, b, w, length_a=10 + k, length_b=20, tstamp=1.7e9 + k, group=k // 2)
+        for (a, b, w), n in pairs.items()
+        for k in range(n)
+    ]
+    board = rank(votes, resamples=20, style_control=True, robustness=True, robustness_limit=30)
+    _within(board, Leaderboard)
+    assert {"conversations", "robustness"} <= board.keys()
+    for row in board["models"]:
+        _within(row, ModelRow)
+    _within(board["dates"], Dates)
+    _within(board["intervals"], IntervalMethod)
+    _within(board["style"], StyleSummary)
+    _within(board["style"]["length"], LengthCoefficient)
+    _within(board["robustness"], Robustness)
+    assert board["robustness"]["flip_top"] is not None
+    _within(board["robustness"]["flip_top"], FlipTop)

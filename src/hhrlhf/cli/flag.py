@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,9 @@ from .options import (
 )
 from .pm import _load
 from .pm_options import backend_kwargs, backend_options, fold_options
+
+if TYPE_CHECKING:
+    from ..reward.flag_run import FlagReport
 
 __all__ = ["flag"]
 
@@ -50,7 +53,7 @@ def _print_injected(inj: dict[str, Any]) -> None:
     print_table(rows)
 
 
-def _print_report(report: dict[str, Any]) -> None:
+def _print_report(report: FlagReport) -> None:
     fits = ", ".join(f"{n} {s}" for s, n in report["fits"].items())
     click.echo(
         f"{report['folds']}-fold x {report['seeds']}-seed flags on {report['pairs']:,} pairs "

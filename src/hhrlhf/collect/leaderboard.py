@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from ..ranking.leaderboard import rank
+from ..ranking.leaderboard import Leaderboard, rank
 from ..ranking.votes import Vote
 
 __all__ = ["Game", "leaderboard"]
@@ -32,11 +32,12 @@ def _vote(game: Vote | Game) -> Vote:
     return Vote(model_a=winner, model_b=loser, winner="model_a", group=group)
 
 
-def leaderboard(games: Iterable[Vote | Game], **options: Any) -> dict[str, Any]:
+def leaderboard(games: Iterable[Vote | Game], **options: Any) -> Leaderboard:
     """:func:`hhrlhf.ranking.rank` of the games, grouped by conversation; a robustness report
     lists ``"turns"``: ``[{"conversation", "turn"}]`` (or the groups' references)."""
     out = rank([_vote(g) for g in games], **options)
-    flip = (out.get("robustness") or {}).get("flip_top")
+    robustness = out.get("robustness")
+    flip = robustness["flip_top"] if robustness else None
     if flip and "refs" in flip:
         flip["turns"] = flip.pop("refs")
     return out

@@ -5,14 +5,32 @@ a group; see :mod:`hhrlhf.bootstrap`)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import require
 
 if TYPE_CHECKING:
     from .bradley_terry import BradleyTerry
 
-__all__ = ["bootstrap_intervals", "style_summary"]
+__all__ = ["LengthCoefficient", "StyleSummary", "bootstrap_intervals", "style_summary"]
+
+
+class LengthCoefficient(TypedDict):
+    """The length coefficient in logits per unit of the covariate (``coef``, its interval)
+    and in Elo points (``elo_per_unit``)."""
+
+    coef: float
+    ci_low: float | None
+    ci_high: float | None
+    elo_per_unit: float
+
+
+class StyleSummary(TypedDict):
+    """The leaderboard's ``"style"`` entry (:func:`style_summary`)."""
+
+    length: LengthCoefficient
+    covariate: str
+    buckets: int
 
 
 def bootstrap_intervals(
@@ -52,7 +70,7 @@ def bootstrap_intervals(
     return low, high, betas
 
 
-def style_summary(beta: Any, betas: list[Any], level: float, buckets: int) -> dict[str, Any]:
+def style_summary(beta: Any, betas: list[Any], level: float, buckets: int) -> StyleSummary:
     """The ``"style"`` entry of the leaderboard: the length coefficient (logits per unit of
     the covariate, and in Elo points) with its bootstrap interval."""
     np = require("numpy", "web", "the leaderboard")

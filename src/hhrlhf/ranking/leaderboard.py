@@ -28,11 +28,79 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import DataFormatError, HHError, require
+from .intervals import StyleSummary
+from .table import ModelRow
 
-__all__ = ["rank", "vote_cells", "ROBUSTNESS_MAX_MODELS"]
+__all__ = [
+    "Dates",
+    "FlipTop",
+    "IntervalMethod",
+    "Leaderboard",
+    "Robustness",
+    "rank",
+    "vote_cells",
+    "ROBUSTNESS_MAX_MODELS",
+]
+
+
+class Dates(TypedDict):
+    """The first and last vote's time (ISO 8601, UTC, to the second)."""
+
+    first: str
+    last: str
+
+
+class IntervalMethod(TypedDict):
+    """How the intervals were made: ``"conversation bootstrap"`` or ``"vote bootstrap"``."""
+
+    method: str
+    resamples: int
+    level: float
+
+
+class _FlipTopFound(TypedDict):
+    votes: int
+    new_top: str
+
+
+class FlipTop(_FlipTopFound, total=False):
+    """The fewest votes found whose removal changes the first-ranked model (``votes`` of
+    them; ``new_top`` the model then first), listed by their ``lines`` (0-based, a file's
+    votes) or their ``refs`` (votes given references; :mod:`hhrlhf.collect.leaderboard`
+    renames those ``turns``)."""
+
+    lines: list[int]
+    refs: list[Any]
+    turns: list[Any]
+
+
+class Robustness(TypedDict):
+    """The robustness search: what it found (None: nothing within ``limit`` votes)."""
+
+    flip_top: FlipTop | None
+    limit: int
+
+
+class _Board(TypedDict):
+    models: list[ModelRow]
+    votes: int
+    comparisons: int
+    ties: int
+    dates: Dates | None
+    intervals: IntervalMethod
+    style: StyleSummary | None
+
+
+class Leaderboard(_Board, total=False):
+    """What :func:`rank` returns (see there): ``conversations`` only when the votes are
+    grouped, ``robustness`` only when asked for."""
+
+    conversations: int
+    robustness: Robustness
+
 
 #: the most models the robustness search takes (it solves with the dense Hessian)
 ROBUSTNESS_MAX_MODELS = 500
@@ -98,10 +166,10 @@ def vote_cells(
     return cells, cell, count
 
 
-def _empty(cols: Any, resamples: int, level: float, robustness: bool) -> dict[str, Any]:
+def _empty(cols: Any, resamples: int, level: float, robustness: bool) -> Leaderboard:
     """The leaderboard before any fit: the counts, the interval method, nothing ranked."""
     grouped = cols.groups is not None
-    out: dict[str, Any] = {
+    out: Leaderboard = {
         "models": [],
         "votes": len(cols),
         "comparisons": len(cols),
@@ -121,7 +189,7 @@ def _empty(cols: Any, resamples: int, level: float, robustness: bool) -> dict[st
     return out
 
 
-def _dates(cols: Any) -> dict[str, str] | None:
+def _dates(cols: Any) -> Dates | None:
     """The first and last vote's time, None when no vote has one."""
     np = require("numpy", "web", "the leaderboard")
     t = np.frombuffer(cols.tstamp, dtype=float)
@@ -164,7 +232,7 @@ def _group_ids(cols: Any) -> Any:
 
 def _flip_top(
     cols: Any, model: Any, counts: Any, cell: Any, count: Any, limit: int
-) -> dict[str, Any] | None:
+) -> FlipTop | None:
     """The votes whose removal changes the first-ranked model
     (:func:`~hhrlhf.ranking.robustness.flip_top`), by their lines or references."""
     np = require("numpy", "web", "the leaderboard")
@@ -183,8 +251,11 @@ def _flip_top(
         taken[c] += 1
     picked.sort()
     refs = [cols.ref(k) for k in picked]
-    found: dict[str, Any] = {"votes": len(picked), "new_top": cols.models[flip.new_top]}
-    found["lines" if cols.refs is None else "refs"] = refs
+    found: FlipTop = {"votes": len(picked), "new_top": cols.models[flip.new_top]}
+    if cols.refs is None:
+        found["lines"] = refs
+    else:
+        found["refs"] = refs
     return found
 
 
@@ -200,10 +271,10 @@ def rank(
     robustness: bool = False,
     robustness_limit: int | None = None,
     max_models: int | None = None,
-) -> dict[str, Any]:
+) -> Leaderboard:
     """The leaderboard of ``votes`` (see :func:`~hhrlhf.ranking.votes.collect_votes`).
 
-    Returns ``{"models": [{"name", "rating", "ci_low", "ci_high", "comparisons",
+    Returns a :class:`Leaderboard`: ``{"models": [{"name", "rating", "ci_low", "ci_high", "comparisons",
     "win_rate", "warning"}], "votes", "ties", "dates": {"first", "last"} | None, "intervals": {...},
     "style": {...} | None}``, best first, plus ``"conversations"`` when votes are grouped and
     ``"robustness": {"flip_top": {"votes", "lines" | "refs", "new_top"} | None, "limit"}``

@@ -4,11 +4,24 @@ warning where its interval would mean nothing), best first."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import require
 
-__all__ = ["model_rows"]
+__all__ = ["ModelRow", "model_rows"]
+
+
+class ModelRow(TypedDict):
+    """One model of the leaderboard: its Elo ``rating`` and interval (None where the interval
+    means nothing, ``warning`` saying why), its ``comparisons`` and ``win_rate``."""
+
+    name: str
+    rating: float
+    ci_low: float | None
+    ci_high: float | None
+    comparisons: int
+    win_rate: float
+    warning: str | None
 
 
 def _interval_warning(played: int, wins: int, losses: int, prior: float) -> str | None:
@@ -25,7 +38,7 @@ def _interval_warning(played: int, wins: int, losses: int, prior: float) -> str 
     return None
 
 
-def model_rows(cols: Any, rating: Any, low: Any, high: Any, prior: float) -> list[dict[str, Any]]:
+def model_rows(cols: Any, rating: Any, low: Any, high: Any, prior: float) -> list[ModelRow]:
     """The rows of the models of ``cols`` (:class:`~hhrlhf.ranking.votes.VoteColumns`) with
     their ``rating`` and interval (``low``, ``high``), sorted best first; ``win_rate`` counts
     a tie as half a win."""
@@ -44,7 +57,7 @@ def model_rows(cols: Any, rating: Any, low: Any, high: Any, prior: float) -> lis
     losses = np.bincount(a, weights=outcome == 1, minlength=m) + np.bincount(
         b, weights=outcome == 0, minlength=m
     )
-    rows: list[dict[str, Any]] = []
+    rows: list[ModelRow] = []
     for k, name in enumerate(cols.models):
         warning = _interval_warning(int(played[k]), int(wins[k]), int(losses[k]), prior)
         rows.append(

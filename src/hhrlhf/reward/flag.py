@@ -41,10 +41,10 @@ without the votes is ``ambiguous``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import DataFormatError, HHError, require
 
@@ -53,6 +53,7 @@ __all__ = [
     "VOTES",
     "Thresholds",
     "FlagResult",
+    "FlagRow",
     "cross_fit",
     "fit_temperature",
     "calibrate",
@@ -89,11 +90,38 @@ class Thresholds:
         return CLASSES[0] if p >= self.likely else CLASSES[2] if p <= self.clear else CLASSES[1]
 
 
+# functional syntax: ``class`` is a keyword
+_FlagRowScored = TypedDict(
+    "_FlagRowScored",
+    {
+        "subset": str,
+        "split": str,
+        "index": int,
+        "margin": float,
+        "margin_sd": float,
+        "p_mislabelled": float,
+        "class": str,
+    },
+)
+
+
+class FlagRow(_FlagRowScored, total=False):
+    """One pair's flag (a JSON line of ``hh pm flag``): the pair's ``subset``, ``split`` and
+    ``index``, its ``margin`` (``margin_sd``), ``p_mislabelled`` and ``class``; with judges,
+    each judge's margin (``judges``, None where it abstains) and the ``votes`` "reversed" of
+    the ``voters``; with injected flips, whether this pair's label was flipped."""
+
+    judges: dict[str, float | None]
+    votes: int
+    voters: int
+    injected_flip: bool
+
+
 @dataclass
 class FlagResult:
     """What :func:`flag_pairs` found: one row per pair (the JSON lines of ``hh pm flag``)."""
 
-    rows: list[dict[str, Any]]
+    rows: list[FlagRow]
     #: Out-of-fold margins, one array per seed.
     margins: list[Any]
     #: The fold of every pair, per seed (index: seed).
@@ -229,7 +257,7 @@ def flag_pairs(
     p, classes, votes, voters = _combine(p_judges, thresholds, vote)
     rows = []
     for i, pair in enumerate(pairs):
-        row = {
+        row: FlagRow = {
             "subset": pair.subset,
             "split": pair.split,
             "index": pair.index,
@@ -251,7 +279,7 @@ def flag_pairs(
     )
 
 
-def class_counts(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def class_counts(rows: Sequence[FlagRow]) -> list[dict[str, Any]]:
     """Per subset and split: pairs, and how many of each class, then a total row."""
     groups: dict[tuple[Any, Any], dict[str, Any]] = {}
     total: dict[str, Any] = {"subset": "all", "split": "", "pairs": 0, **dict.fromkeys(CLASSES, 0)}
@@ -267,7 +295,7 @@ def class_counts(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [*groups.values(), total]
 
 
-def write_flags(rows: Sequence[dict[str, Any]], path: str | Path) -> None:
+def write_flags(rows: Sequence[Mapping[str, Any]], path: str | Path) -> None:
     """One JSON line per row."""
     import orjson
 

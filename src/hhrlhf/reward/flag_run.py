@@ -7,11 +7,37 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from .flag import Thresholds, class_counts, flag_pairs, judge_margins
+from .flag import FlagRow, Thresholds, class_counts, flag_pairs, judge_margins
 
-__all__ = ["make_fitter", "load_judges", "run_flag"]
+__all__ = ["FlagReport", "make_fitter", "load_judges", "run_flag"]
+
+
+class _FlagRun(TypedDict):
+    pairs: int
+    folds: int
+    seeds: int
+    grouped_by: str
+    backend: str
+    fits: dict[str, int]
+    thresholds: dict[str, Any]
+    judges: list[str]
+    vote: str
+    temperatures: dict[str, list[float]]
+    counts: list[dict[str, Any]]
+
+
+class FlagReport(_FlagRun, total=False):
+    """What ``hh pm flag --json`` prints (:func:`run_flag`): the run (pairs, folds, seeds,
+    the fits' solvers counted, thresholds, judges, the fitted temperatures, the class
+    counts per subset and split); ``extra_training``, ``injected`` and ``strata`` when asked
+    for; ``seconds`` always, written last."""
+
+    extra_training: dict[str, int]
+    injected: dict[str, Any]
+    strata: list[dict[str, Any]]
+    seconds: float
 
 
 def make_fitter(
@@ -51,7 +77,7 @@ def run_flag(
     strata: int | None = None,
     resamples: int = 1000,
     extra: Sequence[Any] = (),
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[FlagRow], FlagReport]:
     """``(rows, report)``: the flag rows (:func:`.flag.flag_pairs`) and what ``hh pm flag
     --json`` prints. ``inject``: ``(rate, seed)`` of labels flipped first, and the report
     says how well the flags find them (:func:`.flag_eval.flip_report`); ``strata``: that
@@ -80,7 +106,7 @@ def run_flag(
         pairs, fitter, folds=folds, seeds=seeds, thresholds=thresholds, judges=votes, vote=vote
     )
     rows = result.rows
-    report: dict[str, Any] = {
+    report: FlagReport = {
         "pairs": len(rows),
         "folds": folds,
         "seeds": seeds,

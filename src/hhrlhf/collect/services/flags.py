@@ -20,11 +20,14 @@ from sqlalchemy import delete, func, select
 
 from ...errors import HHError
 from ...records import PreferencePair
+from ...reward.flag import FlagRow
+from ...reward.flag_run import FlagReport
 from ..db import Storage
 from ..db.models import ComparisonFlag
 from .export_select import exported_comparisons
 
 __all__ = [
+    "CollectedFlagRow",
     "StoredFlag",
     "StoredRun",
     "collected_pairs",
@@ -33,6 +36,13 @@ __all__ = [
     "stored_flags",
     "flags_stamp",
 ]
+
+
+class CollectedFlagRow(FlagRow):
+    """A flag row of a collected comparison: :class:`~hhrlhf.reward.flag.FlagRow` with the
+    ``comparison_id`` (first in the row)."""
+
+    comparison_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +89,7 @@ def collected_pairs(storage: Storage) -> tuple[list[int], list[PreferencePair]]:
 
 def flag_collected(
     storage: Storage, upstream: Sequence[Any] = (), *, folds: int = 5, seeds: int = 2
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[CollectedFlagRow], FlagReport]:
     """``(rows, report)`` of :func:`~hhrlhf.reward.flag_run.run_flag` on the collected pairs,
     ``upstream`` pairs in every fold's training set; each row with its ``comparison_id``."""
     from ...reward.flag_run import run_flag
@@ -93,7 +103,7 @@ def flag_collected(
     return [{"comparison_id": c, **r} for c, r in zip(ids, rows, strict=True)], report
 
 
-def store_flags(storage: Storage, rows: Sequence[dict[str, Any]]) -> StoredRun:
+def store_flags(storage: Storage, rows: Sequence[CollectedFlagRow]) -> StoredRun:
     """Replace the stored flags with ``rows`` in one transaction; returns how many were
     replaced (``replaced``) and when the run they came from was (``previous``, or None)."""
     from ..domain import now

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from ...ranking.leaderboard import Leaderboard
 from ...ranking.votes import Vote
 from ..agreement import (
     bootstrap_interval,
@@ -327,7 +328,7 @@ def _vote(
 
 def model_leaderboard(
     storage: Storage, *, resamples: int = 1000, seed: int = 0, **options: Any
-) -> dict[str, Any]:
+) -> Leaderboard:
     """The leaderboard of the collected picks (conversation bootstrap); ``options`` as for
     :func:`hhrlhf.collect.leaderboard.leaderboard` (``style_control``, ``robustness``)."""
     return leaderboard(

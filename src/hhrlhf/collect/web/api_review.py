@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import StrictBool, StrictInt
 
 from ...errors import Conflict, Invalid
+from ...ranking.leaderboard import Leaderboard
 from ..domain import AnnotatorInfo
 from ..services import annotators
 from ..services.annotators import set_annotator
@@ -96,7 +97,7 @@ def admin_stats(request: Request, who: Admin, resamples: Resamples = 1000) -> di
 
 
 @router.get("/admin/leaderboard", response_model=None, responses=answers(schemas.Leaderboard))
-def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000) -> dict[str, Any]:
+def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000) -> Leaderboard:
     return model_leaderboard(app_context(request).storage, resamples=resamples)
 
 

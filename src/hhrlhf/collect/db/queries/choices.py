@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from sqlalchemy import bindparam, insert, select, update
 
@@ -17,7 +17,25 @@ from .writers import writer_disabled
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-__all__ = ["ChoiceRow", "choice_state", "store_choice"]
+__all__ = ["ChoiceRow", "NewComparison", "choice_state", "store_choice"]
+
+
+class NewComparison(TypedDict):
+    """A comparison row of a choice as :func:`store_choice` inserts it (every column but the
+    id): the pick's (``kind`` "pick") or the edit's ("edit", ``chosen_slot`` None)."""
+
+    kind: str
+    chosen_slot: str | None
+    rejected_slot: str
+    chosen_text: str | None
+    rejected_text: str | None
+    turn_id: int
+    annotator_id: int
+    pick: str
+    strength: int
+    request_id: str | None
+    shown_at: datetime | None
+    decided_at: datetime
 
 
 class ChoiceRow(CandidateRow, Protocol):
@@ -68,7 +86,7 @@ def choice_state(conn: Connection, turn_id: int, who: int) -> Sequence[ChoiceRow
 
 
 def store_choice(
-    conn: Connection, turn_id: int, comparisons: Sequence[dict[str, Any]], continued: str | None
+    conn: Connection, turn_id: int, comparisons: Sequence[NewComparison], continued: str | None
 ) -> None:
     """Insert the choice's comparison rows (the pick's, and the edit's if any) and set the
     turn's continuation: two statements on SQLite, one on PostgreSQL (the comparisons
