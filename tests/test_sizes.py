@@ -24,16 +24,9 @@ CEILING = 120
 #: Folders left out, relative to ``src/hhrlhf``.
 SKIPPED = ("collect/db/migrations/",)
 
-TO_SPLIT = "to be split (issue 40)"
-#: Over the ceiling too, today: the first to split.
-TO_SPLIT_OVER_CEILING = "to be split (issue 40); over the 120-line ceiling today"
-
 #: Modules over 500 lines (``path``) and functions over 80 (``path:qualified.name``) allowed
 #: for a reason. Remove an entry once it is under the limit (the test says when).
-EXCEPTIONS: dict[str, str] = {
-    # modules
-    # functions
-}
+EXCEPTIONS: dict[str, str] = {}
 
 
 def _modules() -> dict[str, str]:
@@ -91,28 +84,15 @@ def test_no_module_or_function_is_over_its_limit_unless_excepted():
 
 def test_no_function_passes_the_ceiling():
     lengths = function_lengths(_modules())
-    over = {
-        name: n
-        for name, n in lengths.items()
-        if n > CEILING and EXCEPTIONS.get(name) != TO_SPLIT_OVER_CEILING
-    }
+    over = {name: n for name, n in lengths.items() if n > CEILING}
     assert not over, f"over the {CEILING}-line ceiling: {over}"
 
 
 def test_every_exception_still_applies():
     modules = _modules()
     over = over_the_limits(modules)
-    lengths = function_lengths(modules)
     stale = sorted(set(EXCEPTIONS) - set(over))
     assert not stale, f"no longer over the limit (or gone): remove from EXCEPTIONS: {stale}"
-    under_ceiling = sorted(
-        name
-        for name, reason in EXCEPTIONS.items()
-        if reason == TO_SPLIT_OVER_CEILING and lengths[name] <= CEILING
-    )
-    assert not under_ceiling, (
-        f"now at most {CEILING} lines: give these the reason TO_SPLIT: {under_ceiling}"
-    )
     assert all(reason.strip() for reason in EXCEPTIONS.values())
 
 
