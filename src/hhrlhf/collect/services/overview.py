@@ -10,11 +10,11 @@ from sqlalchemy import func, select
 
 from ..db import Storage
 from ..db.models import Annotator, Candidate, Conversation, Turn
-from ..domain import iso
+from ..domain import ConversationSummary
+from .conversations import conversation_summary
 
 __all__ = [
     "ConversationFilter",
-    "ConversationRow",
     "BackendFailure",
     "BackendActivity",
     "conversation_page",
@@ -36,23 +36,9 @@ class ConversationFilter:
         self.status = status or None
 
 
-@dataclass(frozen=True, slots=True)
-class ConversationRow:
-    """A conversation in the admin list: its annotator and how many turns it has."""
-
-    id: int
-    mode: str
-    task_description: str
-    status: str
-    turns: int
-    created_at: str | None
-    finished_at: str | None
-    annotator: str
-
-
 def conversation_page(
     storage: Storage, where: ConversationFilter, *, limit: int, offset: int
-) -> tuple[list[ConversationRow], int]:
+) -> tuple[list[ConversationSummary], int]:
     """(the conversations of one page, newest first, with their annotator and turn count; how
     many match in all)."""
     conditions = []
@@ -87,16 +73,7 @@ def conversation_page(
             .order_by(Conversation.id.desc())
         ).all()
         out = [
-            ConversationRow(
-                id=conv.id,
-                mode=conv.mode,
-                task_description=conv.task_description,
-                status=conv.status,
-                turns=counts.get(conv.id, 0),
-                created_at=iso(conv.created_at),
-                finished_at=iso(conv.finished_at),
-                annotator=name,
-            )
+            conversation_summary(conv, counts.get(conv.id, 0), annotator=name)
             for conv, name in rows
         ]
         return out, total
