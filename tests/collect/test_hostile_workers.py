@@ -191,10 +191,31 @@ def test_stop_through_the_other_worker_is_stored_and_ends_the_stream(server, hos
 
 
 def test_a_write_limit_is_counted_over_both_workers(server):
-    who, token = _annotator(server, "limit")
+    """Writes through both workers count against one limit: the second worker refuses what
+    goes over the two together, and the first refuses too once the counts are shared. The
+    counts start again each minute (the minute before weighs in by the part of it still in
+    the last 60 s, an estimate that lets a write through just after a minute's end): a run
+    that crosses one is run again with a new annotator."""
+    for attempt in range(3):
+        if time.time() % 60 > 30:  # start well clear of a minute's end
+            time.sleep(60 - time.time() % 60 + 0.5)
+        minute = int(time.time() // 60)
+        codes, last = _write_limit_run(server, f"limit{attempt}")
+        if int(time.time() // 60) == minute:
+            break
+    else:
+        pytest.fail("every run crossed a minute's end")
+    assert [r.status_code for r in codes] == [201] * 4 + [429] * (WRITES - 4)
+    refused = codes[-1]
+    assert int(refused.headers["retry-after"]) >= 1 and "error" in refused.json()
+    assert last.status_code == 429  # the first worker refuses it too
+
+
+def _write_limit_run(server, name):
+    """One annotator's writes: one through B, five through A, then the limit's worth through
+    B, then (three shares later) one through A: B's answers and A's last."""
+    who, token = _annotator(server, name)
     a, b = _pinned(server, token)
-    if time.time() % 60 > 42:  # the counts start again each minute: not across its end
-        time.sleep(60 - time.time() % 60 + 0.5)
     assert b.post("/api/v1/conversations", json={"task_description": "t"}).status_code == 201
     for _ in range(5):
         assert a.post("/api/v1/conversations", json={"task_description": "t"}).status_code == 201
@@ -203,13 +224,10 @@ def test_a_write_limit_is_counted_over_both_workers(server):
         b.post("/api/v1/conversations", json={"task_description": PAYLOADS["sse-breaker"]})
         for _ in range(WRITES)
     ]
-    assert [r.status_code for r in codes] == [201] * 4 + [429] * (WRITES - 4)
-    refused = codes[-1]
-    assert int(refused.headers["retry-after"]) >= 1 and "error" in refused.json()
     time.sleep(3.0)  # three shares (about one a second each), on a busy machine too
-    r = a.post("/api/v1/conversations", json={"task_description": "t"})
-    assert r.status_code == 429  # the first worker refuses it too
+    last = a.post("/api/v1/conversations", json={"task_description": "t"})
     a.close(), b.close()
+    return codes, last
 
 
 def test_a_disabled_annotator_is_refused_at_once_on_the_other_worker(server):

@@ -12,7 +12,7 @@ from ..errors import require
 if TYPE_CHECKING:
     from .bradley_terry import BradleyTerry
 
-__all__ = ["LengthCoefficient", "StyleSummary", "bootstrap_intervals", "style_summary"]
+__all__ = ["LengthCoefficient", "StyleSummary", "rating_intervals", "style_summary"]
 
 
 class LengthCoefficient(TypedDict):
@@ -33,7 +33,7 @@ class StyleSummary(TypedDict):
     buckets: int
 
 
-def bootstrap_intervals(
+def rating_intervals(
     model: BradleyTerry,
     fit: tuple[Any, Any],
     cell: Any,

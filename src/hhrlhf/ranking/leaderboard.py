@@ -283,7 +283,7 @@ def rank(
     """
     require("numpy", "web", "the leaderboard")
     from .bradley_terry import BradleyTerry, to_elo
-    from .intervals import bootstrap_intervals, style_summary
+    from .intervals import rating_intervals, style_summary
     from .table import model_rows
     from .votes import collect_votes
 
@@ -298,7 +298,7 @@ def rank(
     model = BradleyTerry(cells, prior=prior)
     counts = count.astype(float)
     theta, beta = model.fit(counts)
-    low, high, betas = bootstrap_intervals(
+    low, high, betas = rating_intervals(
         model,
         (theta, beta),
         cell,
