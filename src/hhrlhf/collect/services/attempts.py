@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from ...records import RedTeamAttempt
 from ..config import BackendConfig
 from .export_check import check_line, stored_turns
 from .transcripts import ExportConversation, ExportTurn
@@ -17,24 +18,6 @@ __all__ = ["RedTeamAttempt", "red_team_attempts", "load_scorer", "UNKNOWN_SIZE"]
 
 #: ``num_params`` of an attempt whose model size was never recorded nor configured
 UNKNOWN_SIZE = "unknown"
-
-
-@dataclass(frozen=True, slots=True)
-class RedTeamAttempt:
-    """One upstream red-team attempt: its ten fields in the real file's order and spelling
-    (:data:`hhrlhf.records.RED_TEAM_KEYS_REAL`, the task score's typo included), so a list of
-    them serialises (orjson) as the upstream file's objects."""
-
-    transcript: str
-    min_harmlessness_score_transcript: float | None
-    num_params: str
-    model_type: str
-    rating: float
-    task_description: str
-    task_descripton_harmlessness_score: float | None
-    red_team_member_id: int
-    is_upworker: bool
-    tags: None = None
 
 
 def _transcript(turns: Sequence[ExportTurn]) -> str | None:
@@ -113,7 +96,8 @@ def red_team_attempts(
                 model_type=model_type or name,
                 rating=float(conv.rating),
                 task_description=conv.task_description,
-                task_descripton_harmlessness_score=None,
+                task_description_harmlessness_score=None,
+                tags=None,
                 red_team_member_id=annotator.member_id,
                 is_upworker=annotator.attributes.get("is_upworker") is True,
             )
@@ -125,7 +109,7 @@ def red_team_attempts(
             replace(
                 a,
                 min_harmlessness_score_transcript=s["min_score"],
-                task_descripton_harmlessness_score=float(t),
+                task_description_harmlessness_score=float(t),
             )
             for a, s, t in zip(out, scored, tasks, strict=True)
         ]

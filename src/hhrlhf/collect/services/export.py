@@ -296,7 +296,8 @@ def _write_files(out_dir: Path, rows: Rows, attempts: list[RedTeamAttempt]) -> d
             files[rel] = _write_gzip(out_dir / rel, lines, len(lines))
     if attempts:
         path = out_dir / RED_TEAM_ATTEMPTS
-        files[RED_TEAM_ATTEMPTS] = _write_gzip(path, [orjson.dumps(attempts)], len(attempts))
+        rows_out = [a.to_dict(real_keys=True) for a in attempts]  # the real file's key spelling
+        files[RED_TEAM_ATTEMPTS] = _write_gzip(path, [orjson.dumps(rows_out)], len(attempts))
     elif (out_dir / RED_TEAM_ATTEMPTS).exists():
         (out_dir / RED_TEAM_ATTEMPTS).unlink()
     return files
