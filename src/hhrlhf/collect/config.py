@@ -54,6 +54,17 @@ class Settings:
     #: which review comes next: "fewest_reviews" (fewest reviews so far, then the oldest) or
     #: "flagged" (the comparisons hh collect flag doubts first, then the same)
     review_order: str = "fewest_reviews"
+    #: share of review tasks that are gold comparisons (``hh collect gold import``), once a
+    #: reviewer has passed the qualification round (no gold imported: no effect)
+    gold_fraction: float = 0.05
+    #: a new annotator's first reviews are this many gold comparisons; their collected data
+    #: counts (export, leaderboard, agreement) only once they pass (0: no qualification round)
+    qualification_reviews: int = 0
+    #: the share of those gold reviews an annotator must get right to pass
+    qualification_threshold: float = 0.8
+    #: how often each worker reads the live backend states (paused, weights) set in /admin
+    #: or by ``hh collect backend``: a change reaches every worker within this many seconds
+    backend_refresh_seconds: float = 2.0
     session_hours: float = 24 * 14
     lease_seconds: float = 30.0
     #: PostgreSQL connections one ``hh serve`` host may hold, its workers sharing them equally
@@ -141,6 +152,10 @@ _COLLECT_KEYS: KeyTypes = {
     "red_team_continue": str,
     "review_fraction": (int, float),
     "review_order": str,
+    "gold_fraction": (int, float),
+    "qualification_reviews": int,
+    "qualification_threshold": (int, float),
+    "backend_refresh_seconds": (int, float),
     "session_hours": (int, float),
     "lease_seconds": (int, float),
     "retry_switch_after": int,
@@ -295,6 +310,14 @@ def _check_collect(path: Path, settings: dict[str, Any]) -> None:
         raise ConfigError(path, "review_fraction must be between 0 and 1")
     if settings.get("review_order", "fewest_reviews") not in REVIEW_ORDERS:
         raise ConfigError(path, f"review_order must be one of: {', '.join(REVIEW_ORDERS)}")
+    if not 0 <= settings.get("gold_fraction", 0.05) <= 1:
+        raise ConfigError(path, "gold_fraction must be between 0 and 1")
+    if settings.get("qualification_reviews", 0) < 0:
+        raise ConfigError(path, "qualification_reviews must be 0 (no round) or more")
+    if not 0 <= settings.get("qualification_threshold", 0.8) <= 1:
+        raise ConfigError(path, "qualification_threshold must be between 0 and 1")
+    if not settings.get("backend_refresh_seconds", 2.0) > 0:
+        raise ConfigError(path, "backend_refresh_seconds must be above 0")
     if settings.get("max_response_chars", 20_000) < 1:
         raise ConfigError(path, "max_response_chars must be at least 1")
     if not settings.get("max_response_seconds", 300.0) > 0:

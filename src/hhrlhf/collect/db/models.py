@@ -47,6 +47,10 @@ class Annotator(Base):
     #: stable integer for exports (red_team_member_id)
     member_id: Mapped[int] = mapped_column(Integer, unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: the qualification round (``qualification_reviews`` gold reviews first): NULL while
+    #: not judged (or the round is off), "passed" | "failed" once judged
+    qualification: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    qualified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class Session(Base):
@@ -85,6 +89,12 @@ class Conversation(Base):
     red_team_continue: Mapped[str | None] = mapped_column(String(20), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    #: the imported task the conversation was handed (NULL: the annotator's own)
+    task_id: Mapped[int | None] = mapped_column(
+        ForeignKey("tasks.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    #: the guidelines' version current when it was started (NULL: the campaign has none)
+    guidelines_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     turns: Mapped[list[Turn]] = _children("conversation", "Turn.index")
 
@@ -173,14 +183,22 @@ class Comparison(Base):
 
 class Review(Base):
     """A finished comparison re-shown, blind, to another annotator (same prefix, same two
-    responses, order re-randomised). ``pick`` is stored in the ORIGINAL slot order."""
+    responses, order re-randomised), or a gold comparison shown exactly the same way: one of
+    ``comparison_id`` and ``gold_id`` is set. ``pick`` is stored in the ORIGINAL slot order
+    (a gold item's: a = its chosen, b = its rejected)."""
 
     __tablename__ = "reviews"
-    __table_args__ = (UniqueConstraint("comparison_id", "reviewer_id"),)
+    __table_args__ = (
+        UniqueConstraint("comparison_id", "reviewer_id"),
+        UniqueConstraint("gold_id", "reviewer_id"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    comparison_id: Mapped[int] = mapped_column(
-        ForeignKey("comparisons.id", ondelete="CASCADE"), index=True
+    comparison_id: Mapped[int | None] = mapped_column(
+        ForeignKey("comparisons.id", ondelete="CASCADE"), nullable=True, index=True
+    )
+    gold_id: Mapped[int | None] = mapped_column(
+        ForeignKey("gold_items.id", ondelete="CASCADE"), nullable=True, index=True
     )
     reviewer_id: Mapped[int] = mapped_column(ForeignKey("annotators.id"), index=True)
     #: True when the reviewer saw the original B on the left
@@ -228,6 +246,128 @@ class ComparisonFlag(Base):
     #: likely_mislabelled | ambiguous | clear
     cls: Mapped[str] = mapped_column("class", String(20))
     flagged_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class CampaignSetting(Base):
+    """The campaign's live settings, set in /admin or by the CLI (``free_conversations``,
+    ``targets``...): one JSON value per key; a key never set has its default."""
+
+    __tablename__ = "campaign_settings"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)
+    updated_by: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Guidelines(Base):
+    """One version of the campaign's guidelines (Markdown); the highest version is current."""
+
+    __tablename__ = "guidelines"
+
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    text: Mapped[str] = mapped_column(Text)
+    #: annotators must read and acknowledge it again before their next conversation
+    important: Mapped[bool] = mapped_column(Boolean, default=False)
+    author: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class GuidelinesAck(Base):
+    """An annotator has read and acknowledged a version of the guidelines."""
+
+    __tablename__ = "guidelines_acks"
+
+    annotator_id: Mapped[int] = mapped_column(
+        ForeignKey("annotators.id", ondelete="CASCADE"), primary_key=True
+    )
+    version: Mapped[int] = mapped_column(
+        ForeignKey("guidelines.version", ondelete="CASCADE"), primary_key=True
+    )
+    acked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Task(Base):
+    """A task prompt an annotator is handed when starting a conversation (``hh collect tasks
+    import``, /admin): ``repeat`` conversations each, by different annotators."""
+
+    __tablename__ = "tasks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+    mode: Mapped[str] = mapped_column(String(20))  # helpful | red-team
+    repeat: Mapped[int] = mapped_column(Integer, default=1)
+    tags: Mapped[list[str]] = mapped_column(JSON, default=list)
+    #: conversations handed this task so far
+    served: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class BackendState(Base):
+    """A backend's live state, set in /admin or by ``hh collect backend``: paused, or a
+    weight other than the config's. Every worker reads it every few seconds."""
+
+    __tablename__ = "backend_states"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: NULL: the config's weight
+    weight: Mapped[float | None] = mapped_column(Float, nullable=True)
+    updated_by: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class BackendEvent(Base):
+    """The log of live backend changes: who paused, resumed or re-weighted which, and when."""
+
+    __tablename__ = "backend_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    backend: Mapped[str] = mapped_column(String(200), index=True)
+    #: pause | resume | weight
+    action: Mapped[str] = mapped_column(String(20))
+    #: the new weight (action "weight")
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)
+    by: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class GoldItem(Base):
+    """A comparison with a known answer (``hh collect gold import``): shown in review exactly
+    like a collected one and scored; never exported."""
+
+    __tablename__ = "gold_items"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: the HH transcript prefix, ending in "\n\nAssistant:"
+    prefix: Mapped[str] = mapped_column(Text)
+    chosen: Mapped[str] = mapped_column(Text)
+    rejected: Mapped[str] = mapped_column(Text)
+    #: helpful | red-team (the scale's wording in review)
+    mode: Mapped[str] = mapped_column(String(20), default="helpful")
+    #: sha256 of prefix, chosen and rejected: an item imported twice is one item
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    source: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Verdict(Base):
+    """A reviewer's verdict on a collected comparison: accept, reject (with a reason) or fix
+    (the fixed pick and strength kept beside the original)."""
+
+    __tablename__ = "verdicts"
+
+    comparison_id: Mapped[int] = mapped_column(
+        ForeignKey("comparisons.id", ondelete="CASCADE"), primary_key=True
+    )
+    reviewer_id: Mapped[int] = mapped_column(ForeignKey("annotators.id"), index=True)
+    #: accept | reject | fix
+    verdict: Mapped[str] = mapped_column(String(10))
+    reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    fixed_pick: Mapped[str | None] = mapped_column(String(1), nullable=True)
+    fixed_strength: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 # The tables as Core objects: the annotation loop's hot services (a message, its generation,

@@ -220,7 +220,10 @@ def _open_review(s: DBSession, reviewer_id: int) -> int | None:
 
 def _review_candidates(s: DBSession, reviewer_id: int, fraction: float) -> list[tuple[int, int]]:
     """``(reviews so far, comparison id)`` of every comparison this reviewer may review."""
-    reviewed = select(Review.comparison_id).where(Review.reviewer_id == reviewer_id)
+    # (a gold review's comparison_id is NULL: NOT IN a list holding NULL is never true)
+    reviewed = select(Review.comparison_id).where(
+        Review.reviewer_id == reviewer_id, Review.comparison_id.is_not(None)
+    )
     done = (
         select(Review.comparison_id, func.count().label("n"))
         .group_by(Review.comparison_id)
@@ -292,7 +295,7 @@ def review_units(storage: Storage) -> list[ReviewUnit]:
         by_comp: dict[int, list[Rating]] = defaultdict(list)
         for cid, name, pick, strength in rows:
             # a done review has both: submit_review sets them with the status
-            if pick is not None and strength is not None:
+            if cid is not None and pick is not None and strength is not None:
                 by_comp[cid].append(Rating(name, pick, strength))
         authors: dict[int, tuple[Rating, int, int]] = {}
         if by_comp:
@@ -308,7 +311,11 @@ def review_units(storage: Storage) -> list[ReviewUnit]:
                 .join(Annotator, Comparison.annotator_id == Annotator.id)
                 .join(Turn, Comparison.turn_id == Turn.id)
                 .where(
-                    Comparison.id.in_(select(Review.comparison_id).where(Review.status == "done"))
+                    Comparison.id.in_(
+                        select(Review.comparison_id).where(
+                            Review.status == "done", Review.comparison_id.is_not(None)
+                        )
+                    )
                 )
             ).all():
                 authors[cid] = (Rating(name, pick, strength), conv_id, index)
@@ -399,7 +406,9 @@ def review_progress(storage: Storage, who: AnnotatorInfo, fraction: float) -> Re
         today = s.scalar(mine.where(Review.status == "done", Review.decided_at >= start)) or 0
         new = 0
         if fraction > 0:
-            given = select(Review.comparison_id).where(Review.reviewer_id == who.id)
+            given = select(Review.comparison_id).where(
+                Review.reviewer_id == who.id, Review.comparison_id.is_not(None)
+            )
             rows = s.execute(
                 select(Conversation.uid, Turn.index)
                 .select_from(Comparison)
