@@ -96,7 +96,7 @@ def collect_flag(
     """
     from ..reward.flag import write_flags
     from .collect import _database_reads, _storage
-    from .flag import _print_report
+    from .flag import print_report
 
     check_outputs(force, reads=_database_reads(db_url), out=(out, "file"))
     storage = _storage(db_url)
@@ -110,7 +110,7 @@ def collect_flag(
     if as_json:
         emit_json(report)
     else:
-        _print_report(report)
+        print_report(report)
         extra = report.get("extra_training")
         if extra:
             click.echo(

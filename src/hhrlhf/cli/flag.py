@@ -25,7 +25,7 @@ from .pm_options import backend_kwargs, backend_options, fold_options
 if TYPE_CHECKING:
     from ..reward.flag_run import FlagReport
 
-__all__ = ["flag"]
+__all__ = ["flag", "print_report"]
 
 
 def _pct(value: float | None) -> str:
@@ -53,7 +53,8 @@ def _print_injected(inj: dict[str, Any]) -> None:
     print_table(rows)
 
 
-def _print_report(report: FlagReport) -> None:
+def print_report(report: FlagReport) -> None:
+    """The flag run's summary as ``hh pm flag`` and ``hh collect flag`` print it."""
     fits = ", ".join(f"{n} {s}" for s, n in report["fits"].items())
     click.echo(
         f"{report['folds']}-fold x {report['seeds']}-seed flags on {report['pairs']:,} pairs "
@@ -220,4 +221,4 @@ def flag(
     if as_json:
         emit_json(report)
     else:
-        _print_report(report)
+        print_report(report)
