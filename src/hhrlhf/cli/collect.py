@@ -130,7 +130,7 @@ def annotator():
 @click.argument("name")
 @click.option(
     "--role",
-    type=click.Choice(["annotator", "admin"]),
+    type=click.Choice(["annotator", "reviewer", "admin"]),
     default="annotator",
     show_default=True,
 )
@@ -199,7 +199,9 @@ def annotator_disable(name, enable, db_url):
 
 @annotator.command("set")
 @click.argument("name")
-@click.option("--role", type=click.Choice(["annotator", "admin"]), default=None, help="New role.")
+@click.option(
+    "--role", type=click.Choice(["annotator", "reviewer", "admin"]), default=None, help="New role."
+)
 @click.option(
     "--attr",
     "attrs",
@@ -364,6 +366,11 @@ def stats(db_url, resamples, as_json):
     help="Keep only comparisons that were reviewed and whose every review picks the same.",
 )
 @click.option(
+    "--accepted-only",
+    is_flag=True,
+    help="Keep only comparisons a reviewer accepted or fixed (a fixed one as fixed).",
+)
+@click.option(
     "--config",
     "config_path",
     type=click.Path(dir_okay=False),
@@ -394,6 +401,7 @@ def export(
     red_team_subset,
     include_unfinished,
     agreed_only,
+    accepted_only,
     config_path,
     scorer,
     force,
@@ -428,6 +436,7 @@ def export(
         red_team_subset=red_team_subset,
         include_unfinished=include_unfinished,
         agreed_only=agreed_only,
+        accepted_only=accepted_only,
         force=force,
         backends=backends,
         scorer=scorer,
