@@ -419,11 +419,7 @@ def export(
     """
     # an unwritable --out, or one that holds the database, fails before any database work
     check_outputs(force, reads=_database_reads(db_url), out=(out_dir, "dir"))
-    backends = None
-    if config_path:
-        from ..collect.config import load_config
-
-        backends = {b.name: b for b in load_config(config_path).backends}
+    backends = _config_backends(config_path)
     storage = _storage(db_url)
     from ..collect.services.export import export_collection
 
@@ -474,6 +470,15 @@ def export(
         + ", ".join(f"{k} {v:,}" for k, v in lo.items())
         + f" (see {os.path.join(out_dir, 'manifest.json')})"
     )
+
+
+def _config_backends(config_path):
+    """The backends of the config at ``config_path`` by name (None without one)."""
+    if not config_path:
+        return None
+    from ..collect.config import load_config
+
+    return {b.name: b for b in load_config(config_path).backends}
 
 
 commands = [serve, collect]
