@@ -39,7 +39,7 @@
         await api("POST", "/api/v1/judge/" + root.dataset.id, body);
         window.sessionStorage.setItem(LAST, done);
         say(status, "Saved. Loading the next one…", "ok");
-        window.location.assign("/judge");
+        window.location.assign($("#skip").getAttribute("href")); // skipped ones stay skipped
       } catch (err) {
         say(status, err.message, "error");
         enabled.forEach((b) => (b.disabled = false));
@@ -57,6 +57,10 @@
       send({ verdict: "reject", reason: why }, "Rejected: the last label is left out of --accepted-only exports.");
     }
     function fix(btn) {
+      if (btn.classList.contains("selected")) {
+        say(status, "That is the label as given: press a to accept it.", "error");
+        return;
+      }
       if (btn.disabled) return;
       send(
         { verdict: "fix", pick: btn.dataset.slot, strength: parseInt(btn.dataset.strength, 10) },

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -183,6 +184,7 @@ def judge_page(
     st = app_context(request)
     points = st.settings.strength_points
     mode = item.mode if item else "helpful"
+    skipped = _skipped(skip) | ({item.comparison_id} if item else set())
     scale = scale_points(points, mode)
     return _render(
         request,
@@ -196,7 +198,7 @@ def judge_page(
             (p.label for p in scale if item and (p.slot, p.strength) == (item.pick, item.strength)),
             "",
         ),
-        skip=sorted(_skipped(skip) | ({item.comparison_id} if item else set())),
+        skip_url="/judge?" + urlencode([("skip", i) for i in sorted(skipped)]),
         counts=verdict_counts(st.storage),
         reasons=REASONS,
         max_reason=MAX_REASON,
