@@ -73,6 +73,14 @@ def test_the_judge_page_for_each_role(client, alice, bob, reviewer, admin):
     assert 'id="verdict-counts"' in admin_page.text
     assert client.get("/judge", headers=ha).status_code == 403  # an annotator
     assert 'href="/judge#verdict-counts"' in client.get("/admin", headers=admin[1]).text
+    # a judged one, opened by its id: its verdict shown, the reason escaped
+    cid = client.get("/api/v1/judge/next", headers=reviewer[1]).json()["item"]["comparison_id"]
+    hostile = {"verdict": "reject", "reason": "<script>alert(1)</script>"}
+    assert client.post(f"/api/v1/judge/{cid}", json=hostile, headers=reviewer[1]).is_success
+    page = client.get(f"/judge?id={cid}", headers=admin[1]).text
+    assert 'id="judge-existing"' in page and "<script>alert" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert client.get("/judge?id=999999", headers=admin[1]).status_code == 404
 
 
 def test_an_admin_adds_a_reviewer(client, admin):
