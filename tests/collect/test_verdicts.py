@@ -263,9 +263,14 @@ def test_a_plain_export_is_byte_identical_with_verdicts_stored(storage, tmp_path
 
 def test_a_fixed_strength_below_min_strength_is_weak(storage, tmp_path):
     ids, rita = _built(storage)
+    # the queue holds what the export could make a line: not the cut one, not the unfinished
+    queue = judge_queue(storage, rita)
+    assert ids["Cut", 0, "pick"] not in queue and ids["Unfinished", 0, "pick"] not in queue
+    assert len(queue) == 6 == verdict_counts(storage).waiting
     record_verdict(storage, rita, ids["Bread", 0, "pick"], "fix", pick="b", strength=1)
     manifest = export_collection(storage, tmp_path / "o", test_fraction=0.5, accepted_only=True)
     # Bread's strength 4 would be a line; fixed to 1 it is weak (the unjudged: no_verdict)
     assert manifest["left_out"]["weak"] == 1
-    assert manifest["left_out"]["no_verdict"] == 7  # 6 finished picks and an edit
+    assert manifest["left_out"]["no_verdict"] == 6  # 5 finished picks and an edit
+    assert manifest["left_out"]["cut"] == 1  # never judged: counted as cut
     assert manifest["rows"] == 0

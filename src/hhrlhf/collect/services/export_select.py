@@ -77,13 +77,13 @@ def _reason(
         key = (conv.id, turn.index)
         if key not in agreement[0]:
             return "not_agreed" if key in agreement[1] else "unreviewed"
-    if unaccepted is not None:
-        return unaccepted
     involved = [comp.rejected_slot] + ([comp.chosen_slot] if comp.kind == "pick" else [])
     if any(turn.candidates[s].cut for s in involved if s):
         return "cut"
     if comp.chosen_text == comp.rejected_text:
         return "identical"  # before "weak": an identical pair is stored as strength 1
+    if unaccepted is not None:  # after "cut" and "identical": those are never judged
+        return unaccepted
     if comp.kind == "pick" and comp.strength < min_strength:
         return "weak"
     return None

@@ -14,10 +14,10 @@ reviewers (a second verdict is refused, 409); an admin may replace any verdict (
 the one recorded). Nobody judges their own comparison, admins included.
 
 The queue (:func:`judge_queue`): finished conversations' pick comparisons (the two responses
-different) without a verdict, not the reviewer's own, in this order: those ``hh collect flag``
-found ``likely_mislabelled`` (highest p_mislabelled first), then those a blind review picked
-the other way, then those flagged ``ambiguous`` (highest p first), then the rest; the oldest
-first within each. Nothing is assigned: two reviewers may open the same comparison, and the
+different, neither cut short: the export never makes those a line) without a verdict, not the
+reviewer's own, in this order: those ``hh collect flag`` found ``likely_mislabelled`` (highest
+p_mislabelled first), then those a blind review picked the other way, then those flagged
+``ambiguous`` (highest p first), then the rest; the oldest first within each. Nothing is assigned: two reviewers may open the same comparison, and the
 second verdict sent is refused (409) unless it says the same.
 """
 
@@ -133,6 +133,7 @@ def _judgeable(reviewer_id: int | None) -> Any:
     """``(comparison id, annotator's pick)`` of every comparison waiting for a verdict (not
     ``reviewer_id``'s own), oldest first."""
     judged = select(Verdict.comparison_id)
+    cut = select(Candidate.turn_id).where(Candidate.cut.is_(True))
     query = (
         select(Comparison.id, Comparison.pick)
         .join(Turn, Comparison.turn_id == Turn.id)
@@ -142,6 +143,7 @@ def _judgeable(reviewer_id: int | None) -> Any:
             Conversation.status == "finished",
             Comparison.id.not_in(judged),
             DIFFERENT_TEXTS,
+            ~Comparison.turn_id.in_(cut),
         )
         .order_by(Comparison.id)
     )
