@@ -170,9 +170,13 @@ def test_only_finished_pick_comparisons_are_judged(storage, team):
     assert next_to_judge(storage, rita) is None
 
 
-def test_a_disabled_reviewer_cannot_judge(storage, team):
+def test_a_disabled_or_demoted_reviewer_cannot_judge(storage, team):
     alice, rita, _ = team
     (cid,) = _comparisons(storage, [conversation(storage, alice, [("a", 3)])])
+    annotators.set_annotator(storage, "rita", role="annotator")
+    with pytest.raises(Forbidden, match="reviewers and admins"):  # rita's login says reviewer
+        record_verdict(storage, rita, cid, "accept")
+    annotators.set_annotator(storage, "rita", role="reviewer")
     annotators.set_disabled(storage, "rita")
     with pytest.raises(Forbidden, match="disabled"):
         record_verdict(storage, rita, cid, "accept")

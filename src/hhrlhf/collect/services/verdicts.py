@@ -295,12 +295,16 @@ def record_verdict(
         raise Invalid("the fix is the annotator's own rating: accept it instead")
     with storage.write() as s:
         lock_writer(s, who)  # enabled now, whatever a worker remembers of the login
+        role = s.scalar(select(Annotator.role).where(Annotator.id == who.id))
+        if role not in ("reviewer", "admin"):  # and still a judge (not demoted meanwhile)
+            raise Forbidden("reviewers and admins only")
+        admin_now = role == "admin"
         v = s.get(Verdict, comparison_id, with_for_update=True)
         given = (verdict, reason, fixed_pick, fixed_strength)
         if v is not None:
             if (v.verdict, v.reason, v.fixed_pick, v.fixed_strength) == given:
                 return _verdict_of(s, comparison_id) or _verdict_info(v, who.name)
-            if not who.is_admin:
+            if not admin_now:
                 raise Conflict(
                     f"comparison {comparison_id} already has a verdict ({v.verdict}): "
                     "only an admin may change it"
