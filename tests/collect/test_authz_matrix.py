@@ -48,6 +48,11 @@ MATRIX = {
     ("GET", "/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/backends"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/export"): (401, 401, 403, 403, 200, 403),
+    # review by the reviewers: reviewers and admins (comparison 0 does not exist)
+    ("GET", "/api/v1/judge/next"): (401, 401, 403, 403, 200, 403),
+    ("POST", "/api/v1/judge/{comparison_id}"): (401, 401, 403, 403, 404, 403),
+    ("GET", "/judge"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/api/v1/admin/verdicts"): (401, 401, 403, 403, 200, 403),
     # the data browser over the bundled sample
     ("GET", "/api/v1/data/subsets"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/data/pairs"): (401, 401, 403, 200, 200, 200),
@@ -61,7 +66,15 @@ MATRIX = {
     ("GET", "/data/attempts/{row}"): (401, 401, 403, 200, 200, 200),
 }
 #: values of the path parameters beyond the conversation and the turn
-PARAMS = {"rid": 0, "name": "bob", "subset": "helpful-base", "split": "train", "row": 0}
+PARAMS = {"rid": 0, "name": "bob", "subset": "helpful-base", "split": "train", "row": 0,
+          "comparison_id": 0}  # fmt: skip
+#: a reviewer (role "reviewer") is an annotator who may also judge: on every route they get
+#: what another annotator ("other") gets, except on these
+REVIEWER = {
+    ("GET", "/api/v1/judge/next"): 200,
+    ("POST", "/api/v1/judge/{comparison_id}"): 404,
+    ("GET", "/judge"): 200,
+}
 
 BODIES = {
     "/api/v1/conversations": {"mode": "helpful", "task_description": "Plant garlic"},
@@ -71,6 +84,7 @@ BODIES = {
     "/api/v1/reviews/{rid}": {"pick": "a", "strength": 2},
     "/api/v1/admin/annotators": {"name": "dave"},
     "/api/v1/admin/annotators/{name}": {"disabled": True},
+    "/api/v1/judge/{comparison_id}": {"verdict": "accept"},
 }
 
 
@@ -80,6 +94,7 @@ def world(client, storage):
     _, tb = annotators.add_annotator(storage, "bob")
     _, tc = annotators.add_annotator(storage, "carol")
     _, tr = annotators.add_annotator(storage, "root", role="admin")
+    _, tv = annotators.add_annotator(storage, "vera", role="reviewer")
     ha = {"Authorization": f"Bearer {ta}"}
     cid = client.post("/api/v1/conversations", json=BODIES["/api/v1/conversations"], headers=ha)
     cid = cid.json()["id"]
@@ -92,6 +107,7 @@ def world(client, storage):
         "disabled": {"Authorization": f"Bearer {tc}"},
         "other": {"Authorization": f"Bearer {tb}"},
         "admin": {"Authorization": f"Bearer {tr}"},
+        "reviewer": {"Authorization": f"Bearer {tv}"},
     }
     return {"cid": cid, "tid": tid, "alice": ta, "headers": headers, "owner": ha}
 
@@ -122,6 +138,21 @@ def test_every_route_for_every_identity(route, make_client, settings, storage, w
             assert "text/html" in r.headers["content-type"] or "error" in r.json()
             assert _snapshot(storage, client, world) == before, (who, url)
     assert tuple(got[w] for w in WHO) == MATRIX[route], got
+
+
+@pytest.mark.parametrize("route", list(MATRIX), ids=lambda r: f"{r[0]} {r[1]}")
+def test_every_route_for_a_reviewer(route, make_client, settings, storage, world):
+    method, path = route
+    url = path.format(cid=world["cid"], tid=world["tid"], **PARAMS)
+    client = make_client(replace(settings, data="sample"))
+    before = _snapshot(storage, client, world)
+    r = client.request(
+        method, url, json=BODIES.get(path), headers=world["headers"]["reviewer"],
+        follow_redirects=False,
+    )  # fmt: skip
+    assert r.status_code == REVIEWER.get(route, MATRIX[route][WHO.index("other")])
+    if r.status_code >= 400:
+        assert _snapshot(storage, client, world) == before, url
 
 
 def _routes(routes):

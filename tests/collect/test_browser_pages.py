@@ -92,6 +92,7 @@ def site(tmp_path_factory):
             "reader-generating": f"/conversations/{alices}",
             "help": "/help",
             "review": "/review",
+            "judge": "/judge",
             "admin": "/admin",
             "leaderboard": "/admin/leaderboard",
             "backends": "/admin/backends",
@@ -122,6 +123,7 @@ PAGES = [
     "home",
     "help",
     "review",
+    "judge",
     "admin",
     "leaderboard",
     "backends",
@@ -228,6 +230,8 @@ def open_page(site, browser, logged_in, name, *, width=1280, height=800, scheme=
         page.wait_for_selector("#finished:not([hidden])")
     elif name == "review":
         page.wait_for_selector("#review .candidate")
+    elif name == "judge":
+        page.wait_for_selector("#judge .judge-point.selected")
     return page
 
 

@@ -46,7 +46,7 @@ def test_a_member_is_its_value_wherever_it_goes(member, value):
 def test_the_tuples_hold_plain_strings_in_the_members_order():
     assert MODES == ("helpful", "red-team")
     assert SLOTS == ("a", "b")
-    assert ROLES == ("annotator", "admin")
+    assert ROLES == ("annotator", "reviewer", "admin")
     # plain str: orjson takes them as dict keys (it refuses a str subclass there)
     assert all(type(x) is str for x in MODES + SLOTS + ROLES)
     assert orjson.dumps(dict.fromkeys(SLOTS, 1)) == b'{"a":1,"b":1}'

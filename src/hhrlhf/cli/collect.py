@@ -130,7 +130,7 @@ def annotator():
 @click.argument("name")
 @click.option(
     "--role",
-    type=click.Choice(["annotator", "admin"]),
+    type=click.Choice(["annotator", "reviewer", "admin"]),
     default="annotator",
     show_default=True,
 )
@@ -199,7 +199,9 @@ def annotator_disable(name, enable, db_url):
 
 @annotator.command("set")
 @click.argument("name")
-@click.option("--role", type=click.Choice(["annotator", "admin"]), default=None, help="New role.")
+@click.option(
+    "--role", type=click.Choice(["annotator", "reviewer", "admin"]), default=None, help="New role."
+)
 @click.option(
     "--attr",
     "attrs",
@@ -364,6 +366,11 @@ def stats(db_url, resamples, as_json):
     help="Keep only comparisons that were reviewed and whose every review picks the same.",
 )
 @click.option(
+    "--accepted-only",
+    is_flag=True,
+    help="Keep only comparisons a reviewer accepted or fixed (a fixed one as fixed).",
+)
+@click.option(
     "--config",
     "config_path",
     type=click.Path(dir_okay=False),
@@ -394,6 +401,7 @@ def export(
     red_team_subset,
     include_unfinished,
     agreed_only,
+    accepted_only,
     config_path,
     scorer,
     force,
@@ -411,11 +419,7 @@ def export(
     """
     # an unwritable --out, or one that holds the database, fails before any database work
     check_outputs(force, reads=_database_reads(db_url), out=(out_dir, "dir"))
-    backends = None
-    if config_path:
-        from ..collect.config import load_config
-
-        backends = {b.name: b for b in load_config(config_path).backends}
+    backends = _config_backends(config_path)
     storage = _storage(db_url)
     from ..collect.services.export import export_collection
 
@@ -428,6 +432,7 @@ def export(
         red_team_subset=red_team_subset,
         include_unfinished=include_unfinished,
         agreed_only=agreed_only,
+        accepted_only=accepted_only,
         force=force,
         backends=backends,
         scorer=scorer,
@@ -465,6 +470,15 @@ def export(
         + ", ".join(f"{k} {v:,}" for k, v in lo.items())
         + f" (see {os.path.join(out_dir, 'manifest.json')})"
     )
+
+
+def _config_backends(config_path):
+    """The backends of the config at ``config_path`` by name (None without one)."""
+    if not config_path:
+        return None
+    from ..collect.config import load_config
+
+    return {b.name: b for b in load_config(config_path).backends}
 
 
 commands = [serve, collect]

@@ -23,7 +23,11 @@ class StrEnum(str, enum.Enum):
 
 
 class Role(StrEnum):
+    """Who an annotator is: a reviewer may also judge collected data (``/judge``), an admin
+    may too and manages the collection."""
+
     ANNOTATOR = "annotator"
+    REVIEWER = "reviewer"
     ADMIN = "admin"
 
 
@@ -115,6 +119,11 @@ class AnnotatorInfo:
     @property
     def is_admin(self) -> bool:
         return self.role == Role.ADMIN
+
+    @property
+    def can_judge(self) -> bool:
+        """Whether this annotator may judge collected comparisons (a reviewer or an admin)."""
+        return self.role in (Role.REVIEWER, Role.ADMIN)
 
     def sees(self, annotator_id: int) -> bool:
         """Whether the work of annotator ``annotator_id`` is visible to this one: their own,

@@ -245,8 +245,8 @@ def set_annotator(
     (PostgreSQL: ``FOR UPDATE``; SQLite: the one writer), so two admins demoting each other at
     once cannot both succeed.
     """
-    if role is not None and role not in ("annotator", "admin"):
-        raise Invalid(f"role must be 'annotator' or 'admin', not {role!r}")
+    if role is not None and role not in ROLES:
+        raise Invalid(f"role must be one of {', '.join(ROLES)}, not {role!r}")
     if not _could_be_a_name(name):
         raise NotFound(f"no annotator named {name!r}")
     with storage.write() as s:

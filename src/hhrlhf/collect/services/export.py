@@ -108,9 +108,11 @@ class _ManifestKeys(TypedDict):
 
 class Manifest(_ManifestKeys, total=False):
     """``manifest.json``: what the export wrote and what it left out, and why
-    (``agreed_only`` only when asked for: a plain export's manifest is unchanged)."""
+    (``agreed_only``, ``accepted_only`` only when asked for: a plain export's manifest is
+    unchanged)."""
 
     agreed_only: bool
+    accepted_only: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,7 @@ class _Options:
     red_team_subset: str
     include_unfinished: bool
     agreed_only: bool
+    accepted_only: bool = False
 
     def check(self) -> None:
         _check_subset(self.subset, "--subset")
@@ -183,6 +186,7 @@ def export_collection(
     red_team_subset: str = "harmless-base",
     include_unfinished: bool = False,
     agreed_only: bool = False,
+    accepted_only: bool = False,
     force: bool = False,
     backends: Mapping[str, BackendConfig] | None = None,
     scorer: Any = None,
@@ -204,7 +208,13 @@ def export_collection(
     ``(subset, split, index)`` (the lines are :func:`.export_select.exported_comparisons`).
     """
     options = _Options(
-        min_strength, test_fraction, subset, red_team_subset, include_unfinished, agreed_only
+        min_strength,
+        test_fraction,
+        subset,
+        red_team_subset,
+        include_unfinished,
+        agreed_only,
+        accepted_only,
     )
     options.check()
     out_dir = Path(out_dir)
@@ -326,6 +336,7 @@ def _manifest(
         # only when asked for: a plain export's manifest is unchanged (here, in the key order
         # of the file; mypy does not read a ** entry in a TypedDict's literal)
         **({"agreed_only": True} if options.agreed_only else {}),  # type: ignore[typeddict-item]
+        **({"accepted_only": True} if options.accepted_only else {}),  # type: ignore[typeddict-item]
         "subsets": {
             name: {sp: len(rows[name, sp]) for sp in SPLITS}
             for name in sorted({s for s, _ in rows})
@@ -337,31 +348,32 @@ def _manifest(
             "finished": conversations["finished"],
             "unfinished": conversations["unfinished"],
         },
-        "left_out": _left_out(tally.left_out, options.agreed_only),
-        "left_out_reasons": _left_out_reasons(options.min_strength, options.agreed_only),
+        "left_out": _left_out(tally.left_out, options),
+        "left_out_reasons": _left_out_reasons(options),
         "red_team_attempts": attempts,
         "files": files,
     }
     return manifest
 
 
-def _left_out(left_out: Counter[str], agreed_only: bool) -> dict[str, int]:
-    reasons = ["weak", "unfinished", "cut", "identical"]
-    if agreed_only:
-        reasons += ["unreviewed", "not_agreed"]
-    return {reason: left_out[reason] for reason in reasons}
+def _left_out(left_out: Counter[str], options: _Options) -> dict[str, int]:
+    return {reason: left_out[reason] for reason in _left_out_reasons(options)}
 
 
-def _left_out_reasons(min_strength: int, agreed_only: bool) -> dict[str, str]:
+def _left_out_reasons(options: _Options) -> dict[str, str]:
     reasons = {
-        "weak": f"pick strength below {min_strength} (the weakest point: slightly better / unsure)",
+        "weak": f"pick strength below {options.min_strength} "
+        "(the weakest point: slightly better / unsure)",
         "unfinished": "the conversation was not finished",
         "cut": "a response was cut short (a speaker marker, the size or time limit, or Stop)",
         "identical": "both responses were the same text",
     }
-    if agreed_only:
+    if options.agreed_only:
         reasons["unreviewed"] = "--agreed-only: the comparison was never reviewed"
         reasons["not_agreed"] = "--agreed-only: a review picked the other response"
+    if options.accepted_only:
+        reasons["no_verdict"] = "--accepted-only: no reviewer has judged it (an edit: its pick)"
+        reasons["rejected"] = "--accepted-only: a reviewer rejected it (an edit: its pick)"
     return reasons
 
 

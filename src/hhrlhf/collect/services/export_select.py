@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ...transcript import ASSISTANT, HUMAN, Turn
@@ -20,6 +20,7 @@ from ..db import Storage
 from . import transcripts
 from .export_check import check_line, stored_turns
 from .transcripts import ExportComparison, ExportConversation, ExportTurn
+from .verdicts import Judged, judged_comparisons
 
 __all__ = ["Exported", "Tally", "exported_comparisons", "split_of"]
 
@@ -66,8 +67,10 @@ def _reason(
     min_strength: int,
     include_unfinished: bool,
     agreement: tuple[set[tuple[int, int]], set[tuple[int, int]]] | None,
+    unaccepted: str | None = None,
 ) -> str | None:
-    """Why the comparison is left out, or None when it is a line."""
+    """Why the comparison is left out, or None when it is a line (``unaccepted``: why
+    ``accepted_only`` leaves it out, :func:`_as_judged`)."""
     if conv.status != "finished" and not include_unfinished:
         return "unfinished"
     if agreement is not None:
@@ -79,9 +82,39 @@ def _reason(
         return "cut"
     if comp.chosen_text == comp.rejected_text:
         return "identical"  # before "weak": an identical pair is stored as strength 1
+    if unaccepted is not None:  # after "cut" and "identical": those are never judged
+        return unaccepted
     if comp.kind == "pick" and comp.strength < min_strength:
         return "weak"
     return None
+
+
+def _as_judged(
+    turn: ExportTurn, comp: ExportComparison, judged: Mapping[int, Judged]
+) -> ExportComparison | str:
+    """The comparison as its verdict leaves it (a fix applied: the fixed pick and strength,
+    chosen and rejected swapped when the fix picks the other response), or why
+    ``accepted_only`` leaves it out (``no_verdict``, ``rejected``). An edit follows the
+    verdict on its turn's pick."""
+    pick_id = next((c.id for c in turn.comparisons if c.kind == "pick"), None)
+    verdict = judged.get(comp.id if comp.kind == "pick" else pick_id or -1)
+    if verdict is None:
+        return "no_verdict"
+    if verdict.verdict == "reject":
+        return "rejected"
+    if comp.kind != "pick" or verdict.fixed_pick is None or verdict.fixed_strength is None:
+        return comp
+    if verdict.fixed_pick == comp.pick:
+        return replace(comp, strength=verdict.fixed_strength)
+    return replace(
+        comp,
+        pick=verdict.fixed_pick,
+        strength=verdict.fixed_strength,
+        chosen_slot=comp.rejected_slot,
+        rejected_slot=comp.chosen_slot,
+        chosen_text=comp.rejected_text,
+        rejected_text=comp.chosen_text,
+    )
 
 
 def _line(conv: ExportConversation, turn: ExportTurn, comp: ExportComparison) -> tuple[str, str]:
@@ -108,12 +141,14 @@ def exported_comparisons(
     red_team_subset: str = "harmless-base",
     include_unfinished: bool = False,
     agreed_only: bool = False,
+    accepted_only: bool = False,
     tally: Tally | None = None,
 ) -> Iterator[Exported]:
     """The export's lines with these options (those of :func:`.export.export_collection`),
     in its order; every line checked (:mod:`.export_check`)."""
     tally = tally if tally is not None else Tally()
     agreement = _agreement(storage) if agreed_only else None
+    judged = judged_comparisons(storage) if accepted_only else None
     for conv in transcripts.iter_conversations_for_export(storage):
         red = conv.mode == "red-team"
         if red:
@@ -122,8 +157,15 @@ def exported_comparisons(
         target = red_team_subset if red else subset
         split = split_of(conv.uid, test_fraction)
         for turn in conv.turns:
-            for comp in turn.comparisons:
-                why = _reason(conv, turn, comp, min_strength, include_unfinished, agreement)
+            for stored in turn.comparisons:
+                comp = stored if judged is None else _as_judged(turn, stored, judged)
+                if isinstance(comp, str):
+                    unaccepted, comp = comp, stored
+                else:
+                    unaccepted = None
+                why = _reason(
+                    conv, turn, comp, min_strength, include_unfinished, agreement, unaccepted
+                )
                 if why is not None:
                     tally.left_out[why] += 1
                     continue

@@ -11,7 +11,7 @@ from pydantic import StrictBool, StrictInt
 
 from ...errors import Conflict, Invalid
 from ...ranking.leaderboard import Leaderboard
-from ..domain import AnnotatorInfo
+from ..domain import ROLES, AnnotatorInfo
 from ..services import annotators
 from ..services.annotators import set_annotator
 from ..services.review import ReviewTask, next_task, review_progress, skip_review, submit_review
@@ -109,8 +109,8 @@ def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000)
 )
 def admin_add_annotator(body: NewAnnotator, request: Request, who: Admin) -> dict[str, Any]:
     storage = app_context(request).storage
-    if body.role not in ("annotator", "admin"):
-        raise Invalid(f"role must be 'annotator' or 'admin', not {body.role!r}")
+    if body.role not in ROLES:
+        raise Invalid(f"role must be one of {', '.join(ROLES)}, not {body.role!r}")
     if annotators.annotator_by_name(storage, body.name.strip()) is not None:
         raise Conflict(f"annotator {body.name.strip()!r} already exists")
     info, token = annotators.add_annotator(

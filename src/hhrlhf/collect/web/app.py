@@ -37,6 +37,8 @@ from .browse import router as browse_router
 from .browse import visible
 from .context import AppContext, app_context, new_rng
 from .errors import retry_after_of, status_of
+from .judge import api_router as judge_api_router
+from .judge import router as judge_router
 from .login import login_router
 from .logins import keep_logins_fresh
 from .markdown import render_markdown
@@ -235,6 +237,8 @@ ROUTERS = (
     browse_router,
     pages_router,
     admin_router,
+    judge_api_router,
+    judge_router,
 )
 
 

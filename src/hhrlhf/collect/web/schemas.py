@@ -25,7 +25,7 @@ class Health(_Answer):
 
 class Me(_Answer):
     name: str
-    role: Literal["annotator", "admin"]
+    role: Literal["annotator", "reviewer", "admin"]
     #: send it back as ``X-CSRF-Token`` with every write made with the session cookie
     csrf_token: str | None
     #: how this request was authenticated: ``"bearer"`` or ``"cookie"``
@@ -195,7 +195,7 @@ class ReviewAnswered(_Answer):
 class Annotator(_Answer):
     id: int
     name: str
-    role: Literal["annotator", "admin"]
+    role: Literal["annotator", "reviewer", "admin"]
     disabled: bool
     member_id: int
     attributes: dict[str, Any]
