@@ -79,9 +79,12 @@ def test_acknowledging_lets_an_annotator_start(client, alice, admin):
     assert r.json()["acknowledged"] == 1 and not r.json()["must_acknowledge"]
     assert "guidelines-banner" not in client.get("/", headers=ha).text
     assert client.post("/api/v1/conversations", json=START, headers=ha).status_code == 201
-    # an admin is never held back
+    # an admin is never held back (their page says so)
     _publish(client, hr, "# Rules\n\nNew rule.", important=True)
     assert client.post("/api/v1/conversations", json=START, headers=hr).status_code == 201
+    page = client.get("/guidelines", headers=hr).text
+    assert 'id="guidelines-admin-note"' in page and 'id="guidelines-due"' not in page
+    assert 'id="guidelines-due"' in client.get("/guidelines", headers=ha).text
     r = client.post("/api/v1/conversations", json=START, headers=ha)
     assert r.status_code == 409 and "changed in an important way" in r.json()["error"]
 
