@@ -53,6 +53,14 @@ MATRIX = {
     ("POST", "/api/v1/judge/{comparison_id}"): (401, 401, 403, 403, 404, 403),
     ("GET", "/judge"): (401, 401, 403, 403, 200, 403),
     ("GET", "/api/v1/admin/verdicts"): (401, 401, 403, 403, 200, 403),
+    # the guidelines (none published: there is no version 1 to acknowledge)
+    ("GET", "/api/v1/guidelines"): (401, 401, 403, 200, 200, 200),
+    ("POST", "/api/v1/guidelines/acknowledge"): (401, 401, 403, 404, 404, 403),
+    ("GET", "/api/v1/admin/guidelines"): (401, 401, 403, 403, 200, 403),
+    ("POST", "/api/v1/admin/guidelines"): (401, 401, 403, 403, 201, 403),
+    ("POST", "/api/v1/admin/guidelines/preview"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/guidelines"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/admin/guidelines"): (401, 401, 403, 403, 200, 403),
     # the data browser over the bundled sample
     ("GET", "/api/v1/data/subsets"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/data/pairs"): (401, 401, 403, 200, 200, 200),
@@ -85,6 +93,9 @@ BODIES = {
     "/api/v1/admin/annotators": {"name": "dave"},
     "/api/v1/admin/annotators/{name}": {"disabled": True},
     "/api/v1/judge/{comparison_id}": {"verdict": "accept"},
+    "/api/v1/guidelines/acknowledge": {"version": 1},
+    "/api/v1/admin/guidelines": {"text": "# Rules\n\nBe kind."},
+    "/api/v1/admin/guidelines/preview": {"text": "# Rules"},
 }
 
 

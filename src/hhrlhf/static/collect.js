@@ -188,6 +188,17 @@
     });
   }
 
+  // key g, on every page of a logged-in annotator: the guidelines (the nav's link)
+  function setupGuidelinesKey() {
+    const link = $("#guidelines-link");
+    if (!link) return;
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key !== "g" || ev.defaultPrevented || !pageKey(ev)) return;
+      ev.preventDefault();
+      window.location.assign(link.href);
+    });
+  }
+
   function newRequestId() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
     return Date.now().toString(36) + Math.random().toString(36).slice(2);
@@ -1013,6 +1024,7 @@
     $$("textarea[maxlength]").forEach(limitBox);
     setupRawToggles();
     setupKeysHelp();
+    setupGuidelinesKey();
     setupLogout();
     setupHome();
     setupConversation();

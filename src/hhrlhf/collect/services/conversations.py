@@ -44,6 +44,7 @@ from ..domain import (
     now,
     render_prefix,
 )
+from . import guidelines
 from .turnviews import stored_turn_answer
 from .writers import check_writer
 
@@ -95,9 +96,11 @@ def create_conversation(
     )
     with storage.write() as s:
         # inserted only while the annotator is enabled (the same statement reads it)
-        cid = q.insert_conversation(s.connection(), values, who.id)
+        # and, for an annotator, only when no guidelines are due (stamped with their version)
+        conn = s.connection()
+        cid = q.insert_conversation(conn, values, who.id, gated=not who.is_admin)
         if cid is None:
-            raise Forbidden(f"annotator {who.name!r} is disabled")
+            guidelines.refuse_start(conn, who)
     return ConversationSummary(
         cid, mode, task_description, ConversationStatus.OPEN, 0, iso(created), None
     )

@@ -113,6 +113,8 @@ class Manifest(_ManifestKeys, total=False):
 
     agreed_only: bool
     accepted_only: bool
+    #: only when some conversation was collected under published guidelines
+    guidelines: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +292,7 @@ def _select_rows(
         if comparison_ids is not None:
             comparison_ids[line.subset, line.split, len(lines)] = line.comparison_id
         lines.append(orjson.dumps({"chosen": line.chosen, "rejected": line.rejected}) + b"\n")
+        tally.guidelines.add_line(f"{line.subset}/{line.split}.jsonl.gz", line.guidelines_version)
     for name in {s for s, _ in rows}:
         for sp in SPLITS:
             rows.setdefault((name, sp), [])
@@ -353,6 +356,9 @@ def _manifest(
         "red_team_attempts": attempts,
         "files": files,
     }
+    guidelines = tally.guidelines.manifest()
+    if guidelines is not None:  # only when in use: a plain export's manifest is unchanged
+        manifest["guidelines"] = guidelines
     return manifest
 
 

@@ -19,6 +19,7 @@ from ...transcript import ASSISTANT, HUMAN, Turn
 from ..db import Storage
 from . import transcripts
 from .export_check import check_line, stored_turns
+from .guidelines import GuidelinesTally
 from .transcripts import ExportComparison, ExportConversation, ExportTurn
 from .verdicts import Judged, judged_comparisons
 
@@ -39,6 +40,8 @@ class Exported(NamedTuple):
     split: str
     chosen: str
     rejected: str
+    #: the guidelines' version its conversation was collected under (None: none)
+    guidelines_version: int | None = None
 
 
 @dataclass
@@ -50,6 +53,8 @@ class Tally:
     kinds: Counter[str] = field(default_factory=Counter)
     conversations: Counter[str] = field(default_factory=Counter)
     red_team: list[ExportConversation] = field(default_factory=list)
+    #: the guidelines' versions of the conversations and the lines (the manifest's entry)
+    guidelines: GuidelinesTally = field(default_factory=GuidelinesTally)
 
 
 def _agreement(storage: Storage) -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
@@ -154,6 +159,7 @@ def exported_comparisons(
         if red:
             tally.red_team.append(conv)
         tally.conversations["finished" if conv.status == "finished" else "unfinished"] += 1
+        tally.guidelines.conversations[conv.guidelines_version] += 1
         target = red_team_subset if red else subset
         split = split_of(conv.uid, test_fraction)
         for turn in conv.turns:
@@ -171,4 +177,4 @@ def exported_comparisons(
                     continue
                 chosen, rejected = _line(conv, turn, comp)
                 tally.kinds[comp.kind] += 1
-                yield Exported(comp.id, target, split, chosen, rejected)
+                yield Exported(comp.id, target, split, chosen, rejected, conv.guidelines_version)

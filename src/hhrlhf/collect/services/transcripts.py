@@ -86,6 +86,8 @@ class ExportConversation:
     backend: str | None
     annotator: ExportAnnotator
     turns: tuple[ExportTurn, ...]
+    #: the guidelines' version current when it started (None: none were published)
+    guidelines_version: int | None = None
 
 
 def iter_conversations_for_export(
@@ -178,6 +180,7 @@ def _export_record(c: Conversation, a: Annotator, turns: list[Turn]) -> ExportCo
         rating=c.rating,
         backend=c.backend,
         annotator=ExportAnnotator(a.name, a.member_id, dict(a.attributes or {})),
+        guidelines_version=c.guidelines_version,
         turns=tuple(
             ExportTurn(
                 index=t.index,

@@ -31,7 +31,9 @@ from ..generation.runner import Generator
 from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
+from .admin_guidelines import router as admin_guidelines_router
 from .api import router as api_router
+from .api_guidelines import router as api_guidelines_router
 from .api_review import router as api_review_router
 from .browse import router as browse_router
 from .browse import visible
@@ -239,6 +241,8 @@ ROUTERS = (
     admin_router,
     judge_api_router,
     judge_router,
+    api_guidelines_router,
+    admin_guidelines_router,
 )
 
 

@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import and_, bindparam, func, insert, select, update
 
 from ...domain import ConversationStatus
 from ..models import candidates_table, conversations_table, turns_table
 from . import on_sqlite
+from .guidelines import current_version, reading_due
 from .writers import writer_disabled, writer_enabled
 
 if TYPE_CHECKING:
@@ -107,10 +108,14 @@ def conversation(
     return cast("ConversationRow | None", row)
 
 
-def insert_conversation(conn: Connection, values: dict[str, Any], who: int) -> int | None:
-    """A new conversation's id; None (nothing inserted) when annotator ``who`` is disabled
-    (the same statement reads it)."""
-    cid: int | None = conn.execute(_new_conversation, {**values, "who": who}).scalar()
+def insert_conversation(
+    conn: Connection, values: dict[str, Any], who: int, *, gated: bool = True
+) -> int | None:
+    """A new conversation's id, stamped with the guidelines' current version; None (nothing
+    inserted) when annotator ``who`` is disabled or, ``gated``, must read the guidelines
+    first (the same statement reads both)."""
+    stmt = _new_conversation if gated else _new_conversation_ungated
+    cid: int | None = conn.execute(stmt, {**values, "who": who}).scalar()
     return cid
 
 
@@ -178,16 +183,27 @@ _NEW_CONVERSATION = (
     "red_team_continue",
     "created_at",
 )
-_new_conversation = (
-    insert(conversations_table)
-    .from_select(
-        _NEW_CONVERSATION,
-        select(
-            *(bindparam(k, type_=conversations_table.c[k].type) for k in _NEW_CONVERSATION)
-        ).where(writer_enabled()),
+
+
+def _inserting_conversation(gated: bool) -> Any:
+    """The insert of a new conversation while its annotator is enabled (``gated``: and has
+    read the guidelines they must), stamped with the guidelines' current version."""
+    allowed = and_(writer_enabled(), ~reading_due()) if gated else writer_enabled()
+    return (
+        insert(conversations_table)
+        .from_select(
+            [*_NEW_CONVERSATION, "guidelines_version"],
+            select(
+                *(bindparam(k, type_=conversations_table.c[k].type) for k in _NEW_CONVERSATION),
+                current_version(),
+            ).where(allowed),
+        )
+        .returning(_conversations.id)
     )
-    .returning(_conversations.id)
-)
+
+
+_new_conversation = _inserting_conversation(gated=True)
+_new_conversation_ungated = _inserting_conversation(gated=False)
 _turn_count = (
     select(func.count()).select_from(turns_table).where(_turns.conversation_id == bindparam("cid"))
 )
