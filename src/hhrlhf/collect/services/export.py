@@ -36,7 +36,6 @@ import gzip
 import hashlib
 import io
 import os
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -337,22 +336,28 @@ def _manifest(
             "finished": conversations["finished"],
             "unfinished": conversations["unfinished"],
         },
-        "left_out": _left_out(tally.left_out, options.agreed_only),
-        "left_out_reasons": _left_out_reasons(options.min_strength, options.agreed_only),
+        "left_out": _left_out(tally, options.agreed_only),
+        "left_out_reasons": _left_out_reasons(
+            options.min_strength, options.agreed_only, tally.qualification
+        ),
         "red_team_attempts": attempts,
         "files": files,
     }
     return manifest
 
 
-def _left_out(left_out: Counter[str], agreed_only: bool) -> dict[str, int]:
+def _left_out(tally: Tally, agreed_only: bool) -> dict[str, int]:
     reasons = ["weak", "unfinished", "cut", "identical"]
     if agreed_only:
         reasons += ["unreviewed", "not_agreed"]
-    return {reason: left_out[reason] for reason in reasons}
+    if tally.qualification:  # only with a round: a plain export's manifest is unchanged
+        reasons.append("not_qualified")
+    return {reason: tally.left_out[reason] for reason in reasons}
 
 
-def _left_out_reasons(min_strength: int, agreed_only: bool) -> dict[str, str]:
+def _left_out_reasons(
+    min_strength: int, agreed_only: bool, qualification: bool = False
+) -> dict[str, str]:
     reasons = {
         "weak": f"pick strength below {min_strength} (the weakest point: slightly better / unsure)",
         "unfinished": "the conversation was not finished",
@@ -362,6 +367,10 @@ def _left_out_reasons(min_strength: int, agreed_only: bool) -> dict[str, str]:
     if agreed_only:
         reasons["unreviewed"] = "--agreed-only: the comparison was never reviewed"
         reasons["not_agreed"] = "--agreed-only: a review picked the other response"
+    if qualification:
+        reasons["not_qualified"] = (
+            "its annotator has not passed the qualification round (yet): counted once they pass"
+        )
     return reasons
 
 

@@ -19,6 +19,7 @@ from ...transcript import ASSISTANT, HUMAN, Turn
 from ..db import Storage
 from . import transcripts
 from .export_check import check_line, stored_turns
+from .qualification import counted_member_ids
 from .transcripts import ExportComparison, ExportConversation, ExportTurn
 
 __all__ = ["Exported", "Tally", "exported_comparisons", "split_of"]
@@ -46,6 +47,8 @@ class Tally:
     the red-team conversations (for the attempts file)."""
 
     left_out: Counter[str] = field(default_factory=Counter)
+    #: a qualification round is on: its reason (``not_qualified``) is in the manifest
+    qualification: bool = False
     kinds: Counter[str] = field(default_factory=Counter)
     conversations: Counter[str] = field(default_factory=Counter)
     red_team: list[ExportConversation] = field(default_factory=list)
@@ -66,10 +69,13 @@ def _reason(
     min_strength: int,
     include_unfinished: bool,
     agreement: tuple[set[tuple[int, int]], set[tuple[int, int]]] | None,
+    counted: set[int] | None = None,
 ) -> str | None:
     """Why the comparison is left out, or None when it is a line."""
     if conv.status != "finished" and not include_unfinished:
         return "unfinished"
+    if counted is not None and conv.annotator.member_id not in counted:
+        return "not_qualified"
     if agreement is not None:
         key = (conv.id, turn.index)
         if key not in agreement[0]:
@@ -114,6 +120,8 @@ def exported_comparisons(
     in its order; every line checked (:mod:`.export_check`)."""
     tally = tally if tally is not None else Tally()
     agreement = _agreement(storage) if agreed_only else None
+    counted = counted_member_ids(storage)  # None: no qualification round, everyone counts
+    tally.qualification = counted is not None
     for conv in transcripts.iter_conversations_for_export(storage):
         red = conv.mode == "red-team"
         if red:
@@ -123,7 +131,9 @@ def exported_comparisons(
         split = split_of(conv.uid, test_fraction)
         for turn in conv.turns:
             for comp in turn.comparisons:
-                why = _reason(conv, turn, comp, min_strength, include_unfinished, agreement)
+                why = _reason(
+                    conv, turn, comp, min_strength, include_unfinished, agreement, counted
+                )
                 if why is not None:
                     tally.left_out[why] += 1
                     continue

@@ -28,6 +28,7 @@ from ..db import Storage
 from ..db.engine import count_statements
 from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_trouble
 from ..generation.runner import Generator
+from ..services.qualification import set_round
 from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
@@ -175,6 +176,7 @@ def wants_html(request: Request) -> bool:
 def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI:
     """The collection app. The database must be migrated (``Storage(url).upgrade()``, ``hh serve``)."""
     storage = storage or Storage(settings.db_url)
+    _qualification_round(storage, settings)
     generator = Generator(storage, settings)
     limits = Limits(
         settings.rate_login_per_minute,
@@ -225,6 +227,15 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     # comes from a configured proxy (hh serve turns uvicorn's own handling off; this is it)
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
     return app
+
+
+def _qualification_round(storage: Storage, settings: Settings) -> None:
+    """The config's qualification round written where the export and the CLI read it
+    (a database away at the start: said, and the next start writes it)."""
+    try:
+        set_round(storage, settings.qualification_reviews, settings.qualification_threshold)
+    except (HHError, *DATABASE_ERRORS) as exc:  # type: ignore[misc]
+        log.warning("the qualification round's settings were not stored: %s", exc)
 
 
 #: every route of the app: the JSON API, review and admin API, login, data browser, pages
