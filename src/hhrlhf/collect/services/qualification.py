@@ -16,6 +16,7 @@ gold accuracy, and are never shown again).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -45,6 +46,8 @@ __all__ = [
     "qualification_of",
     "reset",
 ]
+
+log = logging.getLogger("hhrlhf.collect.admin")
 
 #: the ``campaign_settings`` key holding the round's settings (absent: no round ever)
 ROUND_KEY = "qualification"
@@ -250,4 +253,5 @@ def reset(storage: Storage, name: str, *, by: str | None = None) -> Qualificatio
             raise Conflict(f"annotator {name!r} has not failed the round (nothing to reset)")
         a.qualification, a.qualified_at = None, now()
         s.flush()
+        log.info("qualification of %r reset by %r", name, by)
         return qualification_of(s, a, rnd)

@@ -32,12 +32,16 @@ from ..services.qualification import set_round
 from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
+from .admin_quality import api_router as quality_api_router
+from .admin_quality import router as quality_router
 from .api import router as api_router
 from .api_review import router as api_review_router
 from .browse import router as browse_router
 from .browse import visible
 from .context import AppContext, app_context, new_rng
 from .errors import retry_after_of, status_of
+from .feedback import api_router as feedback_api_router
+from .feedback import router as feedback_router
 from .login import login_router
 from .logins import keep_logins_fresh
 from .markdown import render_markdown
@@ -246,6 +250,10 @@ ROUTERS = (
     browse_router,
     pages_router,
     admin_router,
+    feedback_api_router,
+    feedback_router,
+    quality_api_router,
+    quality_router,
 )
 
 
