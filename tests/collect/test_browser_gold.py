@@ -162,4 +162,3 @@ def test_a_gold_review_page_is_built_like_a_real_one(site, browser):
             page.context.close()
         submit_review(storage, dana, task.id, "a", 2, PTS)
     assert looks["gold"] == looks["real"]
-
