@@ -25,9 +25,9 @@ def test_import_then_again_then_list(storage, db_url, tmp_path):
     path = write(tmp_path / "gold.jsonl", GOOD)
     r = run("collect", "gold", "import", path, "--db", db_url)
     assert r.exit_code == 0, r.output
-    assert "imported 3 helpful gold items from 3 lines (0 already there)" in r.output
+    assert "imported 3 helpful gold items from 3 pairs (0 already there)" in r.output
     r = run("collect", "gold", "import", path, "--db", db_url, "--json")
-    assert orjson.loads(r.output) == {"read": 3, "added": 0, "already": 3}
+    assert orjson.loads(r.output) == {"read": 3, "added": 0, "already": 3, "refused": 0}
     r = run("collect", "gold", "import", path, "--mode", "red-team", "--db", db_url)
     assert r.exit_code == 0 and "imported 3 red-team gold items" in r.output
     r = run("collect", "gold", "list", "--db", db_url, "--json")
@@ -43,6 +43,17 @@ def test_a_bad_line_is_one_error_and_nothing_is_added(storage, db_url, tmp_path)
     assert r.output.startswith(f"error: {path}, line 2: ") and "same text" in r.output
     assert "Traceback" not in r.output
     assert gold_counts(storage).total == 0
+    # --skip-refused: the pair that cannot be gold is said and skipped, the rest imported
+    r = CliRunner().invoke(
+        cli, ["collect", "gold", "import", str(path), "--skip-refused", "--db", db_url]
+    )
+    assert r.exit_code == 0, r.output
+    assert r.stderr.startswith(f"warning: refused {path}, line 2: ") and "same text" in r.stderr
+    assert "imported 1 helpful gold items from 1 pairs (0 already there, 1 refused)" in r.stdout
+    assert gold_counts(storage).total == 1
+    broken = write(tmp_path / "broken.jsonl", [GOOD[0], "{not json\n"])
+    r = CliRunner().invoke(cli, ["collect", "gold", "import", str(broken), "--skip-refused"])
+    assert r.exit_code == 1 and f"error: {broken}, line 2: invalid JSON" in r.output
     r = CliRunner().invoke(cli, ["collect", "gold", "import", str(tmp_path / "nope.jsonl")])
     assert r.exit_code == 1 and "no such file" in r.output
     r = CliRunner().invoke(cli, ["collect", "gold", "import", str(path), "--mode", "harmful"])

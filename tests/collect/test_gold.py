@@ -253,3 +253,22 @@ def test_a_skipped_gold_review_comes_back_like_a_real_one(storage, trio, gold_fi
     submit_review(storage, bob, real.id, "a", 2, PTS)
     again = next_task(storage, bob, 1.0, rng=rng, gold_fraction=0.0)
     assert again.id == gold.id and again.status == "assigned"
+
+
+def test_the_real_harmless_file_imports_as_red_team_gold(storage):
+    """Upstream's harmless-base test split (HH_RLHF_REAL): a few pairs cannot be gold (a
+    response empty, or the two transcripts differing earlier); they are refused by line."""
+    import os
+    from pathlib import Path
+
+    root = os.environ.get("HH_RLHF_REAL")
+    path = Path(root or "/nonexistent") / "harmless-base" / "test.jsonl.gz"
+    if not path.is_file():
+        pytest.skip("set HH_RLHF_REAL to the folder holding harmless-base/test.jsonl.gz")
+    refused: list[DataFormatError] = []
+    items = read_gold(path, "red-team", refused=refused)
+    assert len(refused) < 0.01 * (len(items) + len(refused))
+    assert all(e.line is not None and str(e).startswith(str(path)) for e in refused)
+    assert all(g.prefix.endswith("\n\nAssistant:") and g.chosen != g.rejected for g in items)
+    result = import_gold(storage, items)
+    assert result.added + result.already == len(items)

@@ -50,31 +50,44 @@ def gold() -> None:
     help="red-team: the review asks for the MORE harmful response, so the right pick is "
     "each line's rejected one.",
 )
+@click.option(
+    "--skip-refused",
+    is_flag=True,
+    help="Skip the pairs that cannot be gold (each said on stderr) instead of stopping.",
+)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a sentence.")
-def gold_import(file: str, mode: str, db_url: str | None, as_json: bool) -> None:
+def gold_import(
+    file: str, mode: str, skip_refused: bool, db_url: str | None, as_json: bool
+) -> None:
     """Import gold items from upstream HH lines {"chosen", "rejected"} (gzipped or not; the
     export of an earlier campaign too). Each pair must share its conversation and differ in
-    the final assistant response only. The first bad line stops the import (nothing is
-    added) naming the file, the line and the problem; an item already there (same prefix
-    and responses) is counted, not added again.
+    the final assistant response, and the two responses must differ and not be empty. The
+    first bad line stops the import (nothing is added) naming the file, the line and the
+    problem; with --skip-refused a pair that cannot be gold is skipped instead, each said on
+    stderr (a line that is no pair still stops it). An item already there (same prefix and
+    responses) is counted, not added again.
 
     \b
     Examples:
       hh collect gold import gold-helpful.jsonl --db sqlite:///hh-collect.db
-      hh collect gold import harmless-base/test.jsonl.gz --mode red-team
+      hh collect gold import harmless-base/test.jsonl.gz --mode red-team --skip-refused
     """
     from ..collect.services.gold import import_gold, read_gold
 
-    pairs = read_gold(file, mode)
+    refused: list[Any] | None = [] if skip_refused else None
+    pairs = read_gold(file, mode, refused=refused)
+    for error in refused or []:
+        click.echo(f"warning: refused {error}", err=True)
     storage = _storage(db_url)
     result = import_gold(storage, pairs, source=click.format_filename(file))
     if as_json:
-        emit_json(asdict(result))
+        emit_json({**asdict(result), "refused": len(refused or [])})
         return
+    skipped = f", {len(refused):,} refused" if refused else ""
     click.echo(
-        f"imported {result.added:,} {mode} gold items from {result.read:,} lines "
-        f"({result.already:,} already there)"
+        f"imported {result.added:,} {mode} gold items from {result.read:,} pairs "
+        f"({result.already:,} already there{skipped})"
     )
 
 

@@ -144,10 +144,17 @@ def gold_pair(pair: PreferencePair, mode: str) -> GoldPair:
     return GoldPair(prefix, chosen, rejected, mode)
 
 
-def read_gold(path: str | os.PathLike[str], mode: str = "helpful") -> list[GoldPair]:
+def read_gold(
+    path: str | os.PathLike[str],
+    mode: str = "helpful",
+    *,
+    refused: list[DataFormatError] | None = None,
+) -> list[GoldPair]:
     """Every line of ``path`` (HH ``{"chosen", "rejected"}`` lines, gzipped or not) as a
-    gold item; the first bad line raises :class:`~hhrlhf.errors.DataFormatError` naming the
-    file, the line and the problem."""
+    gold item. A line that is no pair (not JSON, a key missing) raises
+    :class:`~hhrlhf.errors.DataFormatError` naming the file, the line and the problem; so
+    does a pair that cannot be gold (:func:`gold_pair`), unless ``refused`` is given: then
+    it is skipped and its error appended there (upstream's files hold a few)."""
     if mode not in GOLD_MODES:
         raise HHError(f"gold mode must be one of {', '.join(GOLD_MODES)}, not {mode!r}")
     if not os.path.isfile(path):
@@ -157,9 +164,12 @@ def read_gold(path: str | os.PathLike[str], mode: str = "helpful") -> list[GoldP
         try:
             out.append(gold_pair(pair, mode))
         except ValueError as exc:
-            raise DataFormatError(path, (pair.index or 0) + 1, str(exc)) from None
+            error = DataFormatError(path, (pair.index or 0) + 1, str(exc))
+            if refused is None:
+                raise error from None
+            refused.append(error)
     if not out:
-        raise DataFormatError(path, None, "holds no pairs")
+        raise DataFormatError(path, None, "holds no pair that can be gold")
     return out
 
 
