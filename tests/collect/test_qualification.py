@@ -155,3 +155,18 @@ def test_only_qualified_data_counts_in_agreement_leaderboard_and_export(
     assert counted_annotator_ids(storage) is None
     manifest = export_collection(storage, tmp_path / "off")
     assert "not_qualified" not in manifest["left_out"] and manifest["rows"] == plain["rows"]
+
+
+def test_gold_answered_before_the_round_is_judged_when_it_starts(storage, people, gold):
+    alice, bob, _ = people
+    conversation(storage, alice, [("a", 3)])
+    rng = random.Random(8)
+    for _ in range(2):  # no round: gold mixed in, bob right both times
+        task = next_review(storage, bob, 1.0, rng=rng, gold_fraction=1.0)
+        good = next(c.slot for c in task.candidates if c.text in gold)
+        submit_review(storage, bob, task.id, good, 2, PTS)
+    set_round(storage, 2, 0.8)
+    assert status(storage, "bob").status == "waiting"
+    task = next_review(storage, bob, 1.0, rng=rng, gold_fraction=0.0)
+    assert status(storage, "bob").status == "passed"
+    assert task is not None and task.candidates[0].text.startswith("Answer")

@@ -209,9 +209,14 @@ def next_review(
         eligible = _review_candidates(s, who.id, fraction) if fraction > 0 else []
         flagged = flag_keys(s) if order == "flagged" and eligible else {}
         golds = unseen_gold(s, who.id) if plan != "none" else []
-        if plan == "gold_only" and rnd is not None:
-            if round_answered(s, who.id) >= rnd.reviews:
-                golds = []  # answered all, not yet judged (the round just turned on)
+        # the round's gold all answered, never judged (the round turned on after): judge now
+        due = plan == "gold_only" and rnd is not None and round_answered(s, who.id) >= rnd.reviews
+    if due:
+        with storage.write() as s:
+            judge(s, who.id)
+        return next_review(
+            storage, who, fraction, rng=rng, order=order, gold_fraction=gold_fraction
+        )
     gold_id = comparison_id = None
     if plan == "gold_only":
         gold_id = rng.choice(golds) if golds else None
