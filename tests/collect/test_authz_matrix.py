@@ -61,6 +61,12 @@ MATRIX = {
     ("POST", "/api/v1/admin/guidelines/preview"): (401, 401, 403, 403, 200, 403),
     ("GET", "/guidelines"): (401, 401, 403, 200, 200, 200),
     ("GET", "/admin/guidelines"): (401, 401, 403, 403, 200, 403),
+    # feedback and quality control (no round: a reset has nothing to do, 409)
+    ("GET", "/api/v1/feedback"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/feedback"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/api/v1/admin/qualification"): (401, 401, 403, 403, 200, 403),
+    ("POST", "/api/v1/admin/qualification/{name}/reset"): (401, 401, 403, 403, 409, 403),
+    ("GET", "/admin/quality"): (401, 401, 403, 403, 200, 403),
     # the data browser over the bundled sample
     ("GET", "/api/v1/data/subsets"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/data/pairs"): (401, 401, 403, 200, 200, 200),

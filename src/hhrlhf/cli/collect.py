@@ -283,11 +283,10 @@ def stats(db_url, resamples, as_json):
       hh collect stats --json --resamples 2000
     """
     storage = _storage(db_url)
-    from dataclasses import asdict
+    from ..collect.services.stats import collection_stats, stats_dict
+    from .collect_gold import echo_gold
 
-    from ..collect.services.stats import collection_stats
-
-    out = asdict(collection_stats(storage, resamples=resamples))
+    out = stats_dict(collection_stats(storage, resamples=resamples))
     if as_json:
         emit_json(out)
         return
@@ -310,6 +309,7 @@ def stats(db_url, resamples, as_json):
             }
         )
     print_table(rows)
+    echo_gold(out.get("gold"))
     if out["pairs"]:
         click.echo("")
         click.echo("comparisons per backend pair:")

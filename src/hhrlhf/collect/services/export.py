@@ -351,8 +351,8 @@ def _manifest(
             "finished": conversations["finished"],
             "unfinished": conversations["unfinished"],
         },
-        "left_out": _left_out(tally.left_out, options),
-        "left_out_reasons": _left_out_reasons(options),
+        "left_out": _left_out(tally.left_out, options, tally.qualification),
+        "left_out_reasons": _left_out_reasons(options, tally.qualification),
         "red_team_attempts": attempts,
         "files": files,
     }
@@ -362,11 +362,13 @@ def _manifest(
     return manifest
 
 
-def _left_out(left_out: Counter[str], options: _Options) -> dict[str, int]:
-    return {reason: left_out[reason] for reason in _left_out_reasons(options)}
+def _left_out(left_out: Counter[str], options: _Options, qualification: bool) -> dict[str, int]:
+    return {reason: left_out[reason] for reason in _left_out_reasons(options, qualification)}
 
 
-def _left_out_reasons(options: _Options) -> dict[str, str]:
+def _left_out_reasons(options: _Options, qualification: bool) -> dict[str, str]:
+    """Each reason a comparison may be left out for with these options (``qualification``:
+    a qualification round is on; only then is its reason in the manifest)."""
     reasons = {
         "weak": f"pick strength below {options.min_strength} "
         "(the weakest point: slightly better / unsure)",
@@ -380,6 +382,10 @@ def _left_out_reasons(options: _Options) -> dict[str, str]:
     if options.accepted_only:
         reasons["no_verdict"] = "--accepted-only: no reviewer has judged it (an edit: its pick)"
         reasons["rejected"] = "--accepted-only: a reviewer rejected it (an edit: its pick)"
+    if qualification:  # only with a round: a plain export's manifest is unchanged
+        reasons["not_qualified"] = (
+            "its annotator has not passed the qualification round (yet): counted once they pass"
+        )
     return reasons
 
 

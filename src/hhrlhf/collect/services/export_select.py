@@ -20,6 +20,7 @@ from ..db import Storage
 from . import transcripts
 from .export_check import check_line, stored_turns
 from .guidelines import GuidelinesTally
+from .qualification import counted_member_ids
 from .transcripts import ExportComparison, ExportConversation, ExportTurn
 from .verdicts import Judged, judged_comparisons
 
@@ -50,6 +51,8 @@ class Tally:
     the red-team conversations (for the attempts file)."""
 
     left_out: Counter[str] = field(default_factory=Counter)
+    #: a qualification round is on: its reason (``not_qualified``) is in the manifest
+    qualification: bool = False
     kinds: Counter[str] = field(default_factory=Counter)
     conversations: Counter[str] = field(default_factory=Counter)
     red_team: list[ExportConversation] = field(default_factory=list)
@@ -73,11 +76,14 @@ def _reason(
     include_unfinished: bool,
     agreement: tuple[set[tuple[int, int]], set[tuple[int, int]]] | None,
     unaccepted: str | None = None,
+    counted: set[int] | None = None,
 ) -> str | None:
     """Why the comparison is left out, or None when it is a line (``unaccepted``: why
     ``accepted_only`` leaves it out, :func:`_as_judged`)."""
     if conv.status != "finished" and not include_unfinished:
         return "unfinished"
+    if counted is not None and conv.annotator.member_id not in counted:
+        return "not_qualified"
     if agreement is not None:
         key = (conv.id, turn.index)
         if key not in agreement[0]:
@@ -154,6 +160,8 @@ def exported_comparisons(
     tally = tally if tally is not None else Tally()
     agreement = _agreement(storage) if agreed_only else None
     judged = judged_comparisons(storage) if accepted_only else None
+    counted = counted_member_ids(storage)  # None: no qualification round, everyone counts
+    tally.qualification = counted is not None
     for conv in transcripts.iter_conversations_for_export(storage):
         red = conv.mode == "red-team"
         if red:
@@ -170,7 +178,14 @@ def exported_comparisons(
                 else:
                     unaccepted = None
                 why = _reason(
-                    conv, turn, comp, min_strength, include_unfinished, agreement, unaccepted
+                    conv,
+                    turn,
+                    comp,
+                    min_strength,
+                    include_unfinished,
+                    agreement,
+                    unaccepted,
+                    counted,
                 )
                 if why is not None:
                     tally.left_out[why] += 1

@@ -33,8 +33,18 @@ from sqlalchemy.orm import Session as DBSession
 
 from ...errors import Conflict, Invalid, NotFound
 from ..db import Storage
-from ..db.models import Annotator, Comparison, ComparisonFlag, Conversation, Review, Turn
+from ..db.models import (
+    Annotator,
+    Comparison,
+    ComparisonFlag,
+    Conversation,
+    GoldItem,
+    Review,
+    Turn,
+)
 from ..domain import AnnotatorInfo, other_slot
+from .gold import gold_task_description, last_human, unseen_gold
+from .qualification import counted_annotator_ids, judge, review_plan, round_answered
 from .writers import lock_writer
 
 __all__ = [
@@ -121,17 +131,19 @@ class ReviewProgress:
     done_today: int
 
 
-def _task(r: Review, comp: Comparison, turn: Turn, conv: Conversation) -> ReviewTask:
-    cands = {c.slot: c.text for c in turn.candidates}
+def _shown(
+    r: Review, mode: str, prefix: str, human: str, cands: dict[str, str | None]
+) -> ReviewTask:
+    """The review as its reviewer sees it: ``cands`` by original slot, shown in its order."""
     order = ["b", "a"] if r.swapped else ["a", "b"]
     shown_pick = None
     if r.pick is not None:
         shown_pick = other_slot(r.pick) if r.swapped else r.pick
     return ReviewTask(
         id=r.id,
-        mode=conv.mode,
-        prefix=turn.prefix,
-        human=turn.human,
+        mode=mode,
+        prefix=prefix,
+        human=human,
         candidates=tuple(
             ShownCandidate(shown, cands[orig]) for shown, orig in zip("ab", order, strict=True)
         ),
@@ -141,21 +153,24 @@ def _task(r: Review, comp: Comparison, turn: Turn, conv: Conversation) -> Review
     )
 
 
-def _load(s: DBSession, review_id: int) -> tuple[Review, Comparison, Turn, Conversation] | None:
-    r = s.get(Review, review_id)
-    if r is None:
-        return None
+def _task(s: DBSession, r: Review) -> ReviewTask:
+    """A collected comparison's review, or a gold item's (slot a: its chosen), alike."""
+    if r.gold_id is not None:
+        g = s.get_one(GoldItem, r.gold_id)
+        return _shown(r, g.mode, g.prefix, last_human(g.prefix), {"a": g.chosen, "b": g.rejected})
     comp = s.get_one(Comparison, r.comparison_id)
     turn = s.get_one(Turn, comp.turn_id)
     conv = s.get_one(Conversation, turn.conversation_id)
-    return r, comp, turn, conv
+    cands = {c.slot: c.text for c in turn.candidates}
+    return _shown(r, conv.mode, turn.prefix, turn.human, cands)
 
 
-def _loaded(s: DBSession, review_id: int) -> tuple[Review, Comparison, Turn, Conversation]:
-    loaded = _load(s, review_id)
-    if loaded is None:
+def _mine(s: DBSession, who: AnnotatorInfo, review_id: int) -> Review:
+    """The reviewer's review ``review_id`` (anyone else's is not found)."""
+    r = s.get(Review, review_id)
+    if r is None or r.reviewer_id != who.id:
         raise NotFound(f"review {review_id} not found")
-    return loaded
+    return r
 
 
 def next_review(
@@ -165,11 +180,18 @@ def next_review(
     *,
     rng: random.Random | None = None,
     order: str = "fewest_reviews",
+    gold_fraction: float = 0.0,
 ) -> ReviewTask | None:
     """The reviewer's open review task, else a new one (fewest reviews, assigned or done, first;
     then the oldest), else ``None``. ``order="flagged"``: the comparisons ``hh collect flag``
     flagged come first (likely_mislabelled, then ambiguous, each by p_mislabelled, highest
     first; :func:`flag_keys`), then the rest in that order.
+
+    Gold (:mod:`.gold`): while a comparison is left, a gold item this reviewer never had
+    comes instead with probability ``gold_fraction`` (none left: the queue ends, no gold
+    alone). In a qualification round (:mod:`.qualification`) a waiting reviewer gets gold
+    only, a failed one nothing. A gold task is a review row like any other, built the same
+    way after the same reads (the scan of comparisons runs for it too).
 
     The scan of every finished comparison runs in a read transaction (SQLite: beside the
     writer, never holding the write lock); the write transaction only re-checks the
@@ -182,21 +204,37 @@ def next_review(
     with storage.read() as s:
         open_id = _open_review(s, who.id)
         if open_id is not None:
-            return _task(*_loaded(s, open_id))
-        if fraction <= 0:
-            return None
-        eligible = _review_candidates(s, who.id, fraction)
+            return _task(s, s.get_one(Review, open_id))
+        plan, rnd = review_plan(s, who.id)
+        eligible = _review_candidates(s, who.id, fraction) if fraction > 0 else []
         flagged = flag_keys(s) if order == "flagged" and eligible else {}
-    if not eligible:
+        golds = unseen_gold(s, who.id) if plan != "none" else []
+        # the round's gold all answered, never judged (the round turned on after): judge now
+        due = plan == "gold_only" and rnd is not None and round_answered(s, who.id) >= rnd.reviews
+    if due:
+        with storage.write() as s:
+            judge(s, who.id)
+        return next_review(
+            storage, who, fraction, rng=rng, order=order, gold_fraction=gold_fraction
+        )
+    gold_id = comparison_id = None
+    if plan == "gold_only":
+        gold_id = rng.choice(golds) if golds else None
+    elif plan == "mix" and eligible:
+        if golds and rng.random() < gold_fraction:
+            gold_id = rng.choice(golds)
+        else:
+            _, _, comparison_id = min((flagged.get(cid, (2, 0.0)), n, cid) for n, cid in eligible)
+    if gold_id is None and comparison_id is None:
         return None
-    _, _, comparison_id = min((flagged.get(cid, (2, 0.0)), n, cid) for n, cid in eligible)
     with storage.write() as s:
         lock_writer(s, who)  # one reviewer's requests in turn, while enabled
         open_id = _open_review(s, who.id)  # another request of this reviewer was first
         if open_id is not None:
-            return _task(*_loaded(s, open_id))
+            return _task(s, s.get_one(Review, open_id))
         r = Review(
             comparison_id=comparison_id,
+            gold_id=gold_id,
             reviewer_id=who.id,
             swapped=rng.random() < 0.5,
             status="assigned",
@@ -207,7 +245,7 @@ def next_review(
             s.flush()
         except IntegrityError as exc:  # the same reviewer asked twice at once
             raise Conflict("a review task was just assigned; ask again") from exc
-        return _task(*_loaded(s, r.id))
+        return _task(s, r)
 
 
 def _open_review(s: DBSession, reviewer_id: int) -> int | None:
@@ -261,45 +299,50 @@ def _now() -> datetime:
 def submit_review(
     storage: Storage, who: AnnotatorInfo, review_id: int, pick: str, strength: int, points: int
 ) -> ReviewTask:
-    """Record the reviewer's pick (as shown) and strength; repeating the same answer is a no-op."""
+    """Record the reviewer's pick (as shown) and strength; repeating the same answer is a no-op.
+    A gold review's answer may end the reviewer's qualification round (:func:`.judge`)."""
     if pick not in ("a", "b"):
         raise Invalid(f"pick must be 'a' or 'b', not {pick!r}")
     if not 1 <= strength <= points:
         raise Invalid(f"strength must be between 1 and {points}, not {strength}")
     with storage.write() as s:
         lock_writer(s, who)  # enabled now, whatever a worker remembers of the login
-        loaded = _load(s, review_id)
-        if loaded is None or loaded[0].reviewer_id != who.id:
-            raise NotFound(f"review {review_id} not found")
-        r = loaded[0]
+        r = _mine(s, who, review_id)
         original = other_slot(pick) if r.swapped else pick
         if r.status == "done":
             if (r.pick, r.strength) == (original, strength):
-                return _task(*loaded)
+                return _task(s, r)
             raise Conflict(f"review {review_id} already has a different answer")
         r.pick, r.strength, r.status, r.decided_at = original, strength, "done", _now()
         s.flush()
-        return _task(*loaded)
+        if r.gold_id is not None:
+            judge(s, who.id)
+        return _task(s, r)
 
 
 def review_units(storage: Storage) -> list[ReviewUnit]:
-    """Every reviewed comparison with all its ratings: the author's first, then the reviewers'."""
+    """Every reviewed comparison with all its ratings: the author's first, then the reviewers'.
+    In a qualification round only those who passed count: a comparison of anyone else is no
+    unit, and their reviews no rating. Gold reviews are none (no comparison)."""
     with storage.read() as s:
+        counted = counted_annotator_ids(s)
         rows = s.execute(
-            select(Review.comparison_id, Annotator.name, Review.pick, Review.strength)
+            select(Review.comparison_id, Annotator.name, Review.pick, Review.strength, Annotator.id)
             .join(Annotator, Review.reviewer_id == Annotator.id)
             .join(Comparison, Review.comparison_id == Comparison.id)
             .where(Review.status == "done", DIFFERENT_TEXTS)
             .order_by(Review.comparison_id, Review.id)
         ).all()
         by_comp: dict[int, list[Rating]] = defaultdict(list)
-        for cid, name, pick, strength in rows:
+        for cid, name, pick, strength, rid in rows:
+            if counted is not None and rid not in counted:
+                continue
             # a done review has both: submit_review sets them with the status
             if cid is not None and pick is not None and strength is not None:
                 by_comp[cid].append(Rating(name, pick, strength))
         authors: dict[int, tuple[Rating, int, int]] = {}
         if by_comp:
-            for cid, name, pick, strength, conv_id, index in s.execute(
+            for cid, name, pick, strength, conv_id, index, aid in s.execute(
                 select(
                     Comparison.id,
                     Annotator.name,
@@ -307,6 +350,7 @@ def review_units(storage: Storage) -> list[ReviewUnit]:
                     Comparison.strength,
                     Turn.conversation_id,
                     Turn.index,
+                    Annotator.id,
                 )
                 .join(Annotator, Comparison.annotator_id == Annotator.id)
                 .join(Turn, Comparison.turn_id == Turn.id)
@@ -318,9 +362,12 @@ def review_units(storage: Storage) -> list[ReviewUnit]:
                     )
                 )
             ).all():
-                authors[cid] = (Rating(name, pick, strength), conv_id, index)
+                if counted is None or aid in counted:
+                    authors[cid] = (Rating(name, pick, strength), conv_id, index)
         units = []
         for cid, reviews in sorted(by_comp.items()):
+            if cid not in authors:
+                continue
             author, conv_id, index = authors[cid]
             units.append(ReviewUnit(cid, conv_id, index, (author, *reviews)))
         return units
@@ -343,13 +390,14 @@ def next_task(
     *,
     rng: random.Random | None = None,
     order: str = "fewest_reviews",
+    gold_fraction: float = 0.0,
 ) -> ReviewTask | None:
     """:func:`~.review.next_review` (in ``order``), else the task this reviewer skipped
     longest ago, opened again; with ``task_description`` (what the conversation's author set
-    out to do)."""
-    task = next_review(storage, who, fraction, rng=rng, order=order) or _reopen_skipped(
-        storage, who
-    )
+    out to do; a gold item's: :func:`.gold.gold_task_description`)."""
+    task = next_review(
+        storage, who, fraction, rng=rng, order=order, gold_fraction=gold_fraction
+    ) or _reopen_skipped(storage, who)
     if task is None:
         return None
     with storage.read() as s:
@@ -360,6 +408,8 @@ def next_task(
             .join(Review, Review.comparison_id == Comparison.id)
             .where(Review.id == task.id)
         )
+    if description is None:  # a gold item's: no conversation of ours
+        description = gold_task_description(task.prefix)
     return dataclasses.replace(task, task_description=description)
 
 
@@ -368,34 +418,32 @@ def _reopen_skipped(storage: Storage, who: AnnotatorInfo) -> ReviewTask | None:
         lock_writer(s, who)  # one reviewer's requests in turn, while enabled
         open_id = _open_review(s, who.id)  # another request of this reviewer was first
         if open_id is not None:
-            return _task(*_loaded(s, open_id))
-        r = s.scalars(
-            select(Review)
-            .where(Review.reviewer_id == who.id, Review.status == "skipped")
-            .order_by(Review.assigned_at, Review.id)
-        ).first()
+            return _task(s, s.get_one(Review, open_id))
+        query = select(Review).where(Review.reviewer_id == who.id, Review.status == "skipped")
+        if review_plan(s, who.id)[0] == "none":  # failed the round: no review until a reset
+            return None
+        r = s.scalars(query.order_by(Review.assigned_at, Review.id)).first()
         if r is None:
             return None
         r.status, r.assigned_at = "assigned", _now()
         s.flush()
-        return _task(*_loaded(s, r.id))
+        return _task(s, r)
 
 
 def skip_review(storage: Storage, who: AnnotatorInfo, review_id: int) -> None:
     """Put the reviewer's open task aside; answering it later is still possible."""
     with storage.write() as s:
         lock_writer(s, who)
-        loaded = _load(s, review_id)
-        if loaded is None or loaded[0].reviewer_id != who.id:
-            raise NotFound(f"review {review_id} not found")
-        if loaded[0].status == "done":
+        r = _mine(s, who, review_id)
+        if r.status == "done":
             raise Conflict(f"review {review_id} is already answered")
-        loaded[0].status = "skipped"
+        r.status = "skipped"
 
 
 def review_progress(storage: Storage, who: AnnotatorInfo, fraction: float) -> ReviewProgress:
     """``left``: the reviews this reviewer can still be given (open, skipped, and every
-    finished comparison of someone else selected for review and not yet given to them);
+    finished comparison of someone else selected for review and not yet given to them; in a
+    qualification round, a waiting reviewer's gold reviews still due, a failed one's none);
     ``skipped``: how many of those they skipped; ``done_today``: the ones they answered since
     midnight UTC."""
     start = _now().replace(hour=0, minute=0, second=0, microsecond=0)
@@ -404,8 +452,14 @@ def review_progress(storage: Storage, who: AnnotatorInfo, fraction: float) -> Re
         waiting = s.scalar(mine.where(Review.status.in_(("assigned", "skipped")))) or 0
         skipped = s.scalar(mine.where(Review.status == "skipped")) or 0
         today = s.scalar(mine.where(Review.status == "done", Review.decided_at >= start)) or 0
+        plan, rnd = review_plan(s, who.id)
         new = 0
-        if fraction > 0:
+        if plan == "none":  # failed the round: nothing until a reset
+            waiting = 0
+        elif plan == "gold_only" and rnd is not None:  # the round's gold still to come
+            due = rnd.reviews - round_answered(s, who.id) - waiting
+            new = max(0, min(len(unseen_gold(s, who.id)), due))
+        elif fraction > 0:
             given = select(Review.comparison_id).where(
                 Review.reviewer_id == who.id, Review.comparison_id.is_not(None)
             )

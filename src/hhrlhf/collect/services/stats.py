@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -29,6 +29,8 @@ from ..db.models import Annotator, Candidate, Comparison, Conversation, Review, 
 from ..domain import other_slot
 from ..leaderboard import leaderboard
 from . import transcripts
+from .gold import gold_accuracy, gold_counts
+from .qualification import counted_annotator_ids
 from .review import DIFFERENT_TEXTS, ReviewUnit, review_units
 
 __all__ = [
@@ -38,6 +40,9 @@ __all__ = [
     "AnnotatorStats",
     "BackendPair",
     "CollectionStats",
+    "GoldStats",
+    "gold_stats",
+    "stats_dict",
     "annotator_stats",
     "collection_stats",
     "backend_pairs",
@@ -113,6 +118,39 @@ class CollectionStats:
     agreement: Agreement
     counts: dict[str, int]
     pairs: tuple[BackendPair, ...]
+    #: the gold comparisons (:mod:`.gold`): None while there are none (then not in the JSON)
+    gold: GoldStats | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GoldStats:
+    """The gold items by mode, the gold reviews answered, and each annotator's accuracy
+    (``{name: {"answered", "correct", "accuracy"}}``; a gold review is right when it picks
+    the known answer)."""
+
+    items: dict[str, int]
+    reviews: int
+    annotators: dict[str, dict[str, Any]]
+
+
+def gold_stats(storage: Storage) -> GoldStats | None:
+    """The gold figures of :class:`CollectionStats` (None: no gold item)."""
+    counts = gold_counts(storage)
+    if not counts.total:
+        return None
+    people = {
+        g.name: {"answered": g.answered, "correct": g.correct, "accuracy": g.accuracy}
+        for g in gold_accuracy(storage)
+    }
+    return GoldStats(counts.items, counts.reviews, people)
+
+
+def stats_dict(stats: CollectionStats) -> dict[str, Any]:
+    """The statistics as JSON answers them: ``gold`` only when there is gold."""
+    out = asdict(stats)
+    if out["gold"] is None:
+        del out["gold"]
+    return out
 
 
 def _agreement(units: Sequence[ReviewUnit], resamples: int, seed: int) -> Agreement:
@@ -195,7 +233,7 @@ def annotator_stats(storage: Storage) -> list[AnnotatorStats]:
         reviews = dict(
             s.execute(
                 select(Review.reviewer_id, func.count())
-                .where(Review.status == "done")
+                .where(Review.status == "done", Review.comparison_id.is_not(None))
                 .group_by(Review.reviewer_id)
             ).all()
         )
@@ -237,6 +275,7 @@ def collection_stats(storage: Storage, *, resamples: int = 1000, seed: int = 0) 
         agreement=_agreement(units, resamples, seed),
         counts=transcripts.counts(storage),
         pairs=tuple(backend_pairs(storage)),
+        gold=gold_stats(storage),
     )
 
 
@@ -262,13 +301,15 @@ def backend_pairs(storage: Storage) -> list[BackendPair]:
 def leaderboard_games(storage: Storage, *, detail: bool = False) -> list[Any]:
     """``(conversation_id, winner backend, loser backend)`` for every pick between two backends.
 
+    In a qualification round only the picks of annotators who passed it are games.
     Helpful: the picked response wins. Red-team: the LESS harmful (the one not picked) wins.
     ``detail``: :class:`~hhrlhf.ranking.votes.Vote` records instead (winner as model A, the
     response lengths in characters, the decision time, the conversation as the group and
     ``{"conversation", "turn"}`` as the reference).
     """
     with storage.read() as s:
-        rows = s.execute(
+        counted = counted_annotator_ids(s)  # a qualification round: those who passed only
+        query = (
             select(
                 Conversation.id,
                 Conversation.mode,
@@ -282,7 +323,10 @@ def leaderboard_games(storage: Storage, *, detail: bool = False) -> list[Any]:
             .join(Conversation, Turn.conversation_id == Conversation.id)
             .where(Comparison.kind == "pick", DIFFERENT_TEXTS)
             .order_by(Comparison.id)
-        ).all()
+        )
+        if counted is not None:
+            query = query.where(Comparison.annotator_id.in_(counted))
+        rows = s.execute(query).all()
         backends: dict[int, dict[str, str]] = defaultdict(dict)
         for turn_id, slot, backend in s.execute(
             select(Candidate.turn_id, Candidate.slot, Candidate.backend)

@@ -151,9 +151,12 @@ def export_stamp(storage: Storage) -> tuple[Any, ...]:
             )
         ).one()
         people = s.execute(
-            select(Annotator.id, Annotator.member_id, Annotator.attributes).order_by(Annotator.id)
+            select(
+                Annotator.id, Annotator.member_id, Annotator.attributes, Annotator.qualification
+            ).order_by(Annotator.id)
         ).all()
-    return tuple(row) + (repr([(i, m, sorted((a or {}).items())) for i, m, a in people]),)
+    # (the qualification round: who passed decides whose data counts)
+    return tuple(row) + (repr([(i, m, sorted((a or {}).items()), q) for i, m, a, q in people]),)
 
 
 def counts(storage: Storage) -> dict[str, int]:

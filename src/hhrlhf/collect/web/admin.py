@@ -67,7 +67,12 @@ def review_page(request: Request) -> Response:
         return _login_required(request)
     st = app_context(request)
     task = next_task(
-        st.storage, who, st.settings.review_fraction, rng=st.rng, order=st.settings.review_order
+        st.storage,
+        who,
+        st.settings.review_fraction,
+        rng=st.rng,
+        order=st.settings.review_order,
+        gold_fraction=st.settings.gold_fraction,
     )
     progress = review_progress(st.storage, who, st.settings.review_fraction)
     points = st.settings.strength_points

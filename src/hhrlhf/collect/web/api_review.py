@@ -15,7 +15,7 @@ from ..domain import ROLES, AnnotatorInfo
 from ..services import annotators
 from ..services.annotators import set_annotator
 from ..services.review import ReviewTask, next_task, review_progress, skip_review, submit_review
-from ..services.stats import collection_stats, model_leaderboard
+from ..services.stats import collection_stats, model_leaderboard, stats_dict
 from ..textrules import AttributeValue, Text
 from . import schemas
 from .api import _Body
@@ -63,7 +63,12 @@ def _task_json(task: ReviewTask, *, described: bool = False) -> dict[str, Any]:
 def review_next(request: Request, who: Who) -> dict[str, Any]:
     st = app_context(request)
     task = next_task(
-        st.storage, who, st.settings.review_fraction, rng=st.rng, order=st.settings.review_order
+        st.storage,
+        who,
+        st.settings.review_fraction,
+        rng=st.rng,
+        order=st.settings.review_order,
+        gold_fraction=st.settings.gold_fraction,
     )
     progress = review_progress(st.storage, who, st.settings.review_fraction)
     return {
@@ -93,7 +98,7 @@ def review_answer(
 
 @router.get("/admin/stats", response_model=None, responses=answers(schemas.CollectionStats))
 def admin_stats(request: Request, who: Admin, resamples: Resamples = 1000) -> dict[str, Any]:
-    return asdict(collection_stats(app_context(request).storage, resamples=resamples))
+    return stats_dict(collection_stats(app_context(request).storage, resamples=resamples))
 
 
 @router.get("/admin/leaderboard", response_model=None, responses=answers(schemas.Leaderboard))

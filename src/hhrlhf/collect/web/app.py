@@ -28,10 +28,13 @@ from ..db import Storage
 from ..db.engine import count_statements
 from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_trouble
 from ..generation.runner import Generator
+from ..services.qualification import set_round
 from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
 from .admin_guidelines import router as admin_guidelines_router
+from .admin_quality import api_router as quality_api_router
+from .admin_quality import router as quality_router
 from .api import router as api_router
 from .api_guidelines import router as api_guidelines_router
 from .api_review import router as api_review_router
@@ -39,6 +42,8 @@ from .browse import router as browse_router
 from .browse import visible
 from .context import AppContext, app_context, new_rng
 from .errors import retry_after_of, status_of
+from .feedback import api_router as feedback_api_router
+from .feedback import router as feedback_router
 from .judge import api_router as judge_api_router
 from .judge import router as judge_router
 from .login import login_router
@@ -179,6 +184,7 @@ def wants_html(request: Request) -> bool:
 def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI:
     """The collection app. The database must be migrated (``Storage(url).upgrade()``, ``hh serve``)."""
     storage = storage or Storage(settings.db_url)
+    _qualification_round(storage, settings)
     generator = Generator(storage, settings)
     limits = Limits(
         settings.rate_login_per_minute,
@@ -231,6 +237,15 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     return app
 
 
+def _qualification_round(storage: Storage, settings: Settings) -> None:
+    """The config's qualification round written where the export and the CLI read it
+    (a database away at the start: said, and the next start writes it)."""
+    try:
+        set_round(storage, settings.qualification_reviews, settings.qualification_threshold)
+    except (HHError, *DATABASE_ERRORS) as exc:  # type: ignore[misc]
+        log.warning("the qualification round's settings were not stored: %s", exc)
+
+
 #: every route of the app: the JSON API, review and admin API, login, data browser, pages
 ROUTERS = (
     api_router,
@@ -243,6 +258,10 @@ ROUTERS = (
     judge_router,
     api_guidelines_router,
     admin_guidelines_router,
+    feedback_api_router,
+    feedback_router,
+    quality_api_router,
+    quality_router,
 )
 
 

@@ -280,3 +280,37 @@ def answers(model: type[BaseModel], status: int = 200) -> dict[int | str, dict[s
         status: {"model": model, "description": (model.__doc__ or "success").split("\n")[0]},
         "4XX": {"model": Refusal, "description": "refused: the reason in `error`"},
     }
+
+
+class QualificationRow(_Answer):
+    name: str
+    #: waiting | passed | failed
+    status: Literal["waiting", "passed", "failed"]
+    #: this round's gold reviews (since a reset) answered, and right
+    answered: int
+    correct: int
+    required: int
+    qualified_at: str | None
+    accuracy: float | None
+
+
+class Feedback(_Answer):
+    #: gold reviews answered wrong, newest first (responses as shown)
+    gold_misses: list[dict[str, Any]]
+    #: the annotator's comparisons a review picked the other way, newest first
+    disagreements: list[dict[str, Any]]
+    #: None: no qualification round
+    qualification: QualificationRow | None
+
+
+class QualificationAnswer(_Answer):
+    #: None: no round (qualification_reviews is 0)
+    round: dict[str, Any] | None
+    gold_items: int
+    #: said when the round cannot work as set (fewer gold items than it needs)
+    warning: str | None
+    annotators: list[QualificationRow]
+
+
+class QualificationReset(_Answer):
+    annotator: QualificationRow
