@@ -48,6 +48,15 @@ MATRIX = {
     ("GET", "/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/backends"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/export"): (401, 401, 403, 403, 200, 403),
+    # the campaign: one's own progress; tasks and settings for admins (task 0 does not exist)
+    ("GET", "/api/v1/progress"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/api/v1/admin/tasks"): (401, 401, 403, 403, 200, 403),
+    ("POST", "/api/v1/admin/tasks"): (401, 401, 403, 403, 201, 403),
+    ("POST", "/api/v1/admin/tasks/{task_id}/disable"): (401, 401, 403, 403, 404, 403),
+    ("GET", "/api/v1/admin/campaign"): (401, 401, 403, 403, 200, 403),
+    ("POST", "/api/v1/admin/campaign"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/api/v1/admin/campaign/progress"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/admin/campaign"): (401, 401, 403, 403, 200, 403),
     # the data browser over the bundled sample
     ("GET", "/api/v1/data/subsets"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/data/pairs"): (401, 401, 403, 200, 200, 200),
@@ -61,7 +70,14 @@ MATRIX = {
     ("GET", "/data/attempts/{row}"): (401, 401, 403, 200, 200, 200),
 }
 #: values of the path parameters beyond the conversation and the turn
-PARAMS = {"rid": 0, "name": "bob", "subset": "helpful-base", "split": "train", "row": 0}
+PARAMS = {
+    "rid": 0,
+    "name": "bob",
+    "subset": "helpful-base",
+    "split": "train",
+    "row": 0,
+    "task_id": 0,
+}
 
 BODIES = {
     "/api/v1/conversations": {"mode": "helpful", "task_description": "Plant garlic"},
@@ -71,6 +87,8 @@ BODIES = {
     "/api/v1/reviews/{rid}": {"pick": "a", "strength": 2},
     "/api/v1/admin/annotators": {"name": "dave"},
     "/api/v1/admin/annotators/{name}": {"disabled": True},
+    "/api/v1/admin/tasks": {"text": "Plant garlic"},
+    "/api/v1/admin/campaign": {"free_conversations": True},
 }
 
 

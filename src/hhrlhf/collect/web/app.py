@@ -31,7 +31,9 @@ from ..generation.runner import Generator
 from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
+from .admin_campaign import router as admin_campaign_router
 from .api import router as api_router
+from .api_campaign import router as api_campaign_router
 from .api_review import router as api_review_router
 from .browse import router as browse_router
 from .browse import visible
@@ -235,6 +237,8 @@ ROUTERS = (
     browse_router,
     pages_router,
     admin_router,
+    api_campaign_router,
+    admin_campaign_router,
 )
 
 

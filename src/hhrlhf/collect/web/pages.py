@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from ...errors import CollectError, Unavailable
-from ..services import conversations
+from ..services import assign, conversations
 from .auth import current_annotator, optional_annotator
 from .context import app_context
 from .errors import status_of
@@ -128,7 +128,15 @@ def home(request: Request) -> Response:
         return _login_required(request)
     storage = app_context(request).storage
     rows = conversations.list_conversations(storage, who, all_=False)
-    return _render(request, "collect/home.html", conversations=rows, modes=MODES, page="home")
+    progress = assign.my_progress(storage, who)
+    return _render(
+        request,
+        "collect/home.html",
+        conversations=rows,
+        modes=MODES,
+        progress=progress,
+        page="home",
+    )
 
 
 @router.get("/conversations/{conversation_id}", response_class=HTMLResponse)

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, func, insert, select, update
 
 from ...domain import ConversationStatus
-from ..models import candidates_table, conversations_table, turns_table
+from ..models import CampaignSetting, candidates_table, conversations_table, turns_table
 from . import on_sqlite
 from .writers import writer_disabled, writer_enabled
 
@@ -107,10 +107,15 @@ def conversation(
     return cast("ConversationRow | None", row)
 
 
-def insert_conversation(conn: Connection, values: dict[str, Any], who: int) -> int | None:
+def insert_conversation(
+    conn: Connection, values: dict[str, Any], who: int, *, without_campaign: bool = False
+) -> int | None:
     """A new conversation's id; None (nothing inserted) when annotator ``who`` is disabled
-    (the same statement reads it)."""
-    cid: int | None = conn.execute(_new_conversation, {**values, "who": who}).scalar()
+    (the same statement reads it). ``without_campaign``: None too when any campaign setting
+    is stored (the caller then applies the campaign's rules and inserts again): a deployment
+    without a campaign starts a free conversation in this one statement."""
+    stmt = _new_free_conversation if without_campaign else _new_conversation
+    cid: int | None = conn.execute(stmt, {**values, "who": who}).scalar()
     return cid
 
 
@@ -164,6 +169,7 @@ def turn_owner(conn: Connection, turn_id: int, who: int) -> TurnOwnerRow | None:
 
 
 _turns, _conversations = turns_table.c, conversations_table.c
+campaign_settings_table = cast(Table, CampaignSetting.__table__)
 _conversation = select(conversations_table, writer_disabled()).where(
     _conversations.id == bindparam("cid")
 )
@@ -177,16 +183,26 @@ _NEW_CONVERSATION = (
     "backend",
     "red_team_continue",
     "created_at",
+    "task_id",
 )
-_new_conversation = (
-    insert(conversations_table)
-    .from_select(
-        _NEW_CONVERSATION,
-        select(
-            *(bindparam(k, type_=conversations_table.c[k].type) for k in _NEW_CONVERSATION)
-        ).where(writer_enabled()),
+
+
+def _inserted(*where: ColumnElement[bool]) -> Any:
+    return (
+        insert(conversations_table)
+        .from_select(
+            _NEW_CONVERSATION,
+            select(
+                *(bindparam(k, type_=conversations_table.c[k].type) for k in _NEW_CONVERSATION)
+            ).where(*where),
+        )
+        .returning(_conversations.id)
     )
-    .returning(_conversations.id)
+
+
+_new_conversation = _inserted(writer_enabled())
+_new_free_conversation = _inserted(
+    writer_enabled(), ~select(campaign_settings_table.c.key).exists()
 )
 _turn_count = (
     select(func.count()).select_from(turns_table).where(_turns.conversation_id == bindparam("cid"))
