@@ -5,6 +5,7 @@ targets and the campaign's total."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -201,28 +202,32 @@ def test_red_team_tasks_go_only_to_annotators_allowed_red_team(storage, people):
 def test_two_claims_of_the_last_repeat_give_it_to_one_and_the_next_task_to_the_other(
     storage, people
 ):
+    """Bob reads the open tasks while alice's claim of the last repeat is not committed yet
+    (PostgreSQL: his claim waits for her row lock, then finds it taken; SQLite: his
+    transaction waits for hers)."""
     alice, bob, _ = people
     last = tasks.add_task(storage, "Last repeat", repeat=1)
     spare = tasks.add_task(storage, "Spare", repeat=1)
-    barrier = threading.Barrier(2)
+    claimed = threading.Event()
     got: dict[str, int | None] = {}
 
-    def claim(who):
-        barrier.wait()
+    def claim(who, hold):
         with storage.write() as s:
-            start = assign.start_conversation(s.connection(), who, "helpful", None)
-        got[who.name] = start.task_id
+            got[who.name] = assign.start_conversation(s.connection(), who, "helpful", None).task_id
+            if hold:  # the claim holds until bob's is under way
+                claimed.set()
+                time.sleep(0.5)
 
-    threads = [threading.Thread(target=claim, args=(w,)) for w in (alice, bob)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(got.values()) == [last.id, spare.id]
+    first = threading.Thread(target=claim, args=(alice, True))
+    first.start()
+    assert claimed.wait(10)
+    claim(bob, False)
+    first.join()
+    assert got == {"alice": last.id, "bob": spare.id}
     assert _served(storage) == {"Last repeat": (1, 1), "Spare": (1, 1)}
 
 
-def test_a_claim_whose_row_was_taken_meanwhile_tries_the_next(storage, people):
+def test_a_claim_whose_task_was_taken_since_it_was_read_takes_the_next(storage, people):
     alice = people[0]
     first = tasks.add_task(storage, "Taken", repeat=1)
     tasks.add_task(storage, "Next", repeat=1)
@@ -231,7 +236,8 @@ def test_a_claim_whose_row_was_taken_meanwhile_tries_the_next(storage, people):
         rows = conn.execute(assign._open_tasks(alice.id, True)).all()  # read before the race
         assert [r[0] for r in rows][0] == first.id
         conn.execute(update(Task).where(Task.id == first.id).values(served=1))  # someone else
-        assert assign._claim_task(conn, alice.id, True).text == "Next"
+        assert assign._claim_first(conn, rows).text == "Next"
+    assert _served(storage) == {"Taken": (1, 1), "Next": (1, 1)}
 
 
 def test_free_conversations_off_leaves_only_the_tasks(storage, people):

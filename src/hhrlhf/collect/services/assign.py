@@ -253,16 +253,23 @@ _claim = (
 )
 
 
+def _claim_first(conn: Connection, rows: Any) -> NextTask | None:
+    """The first of these tasks (id, text, mode, tags) still open, claimed: a task whose
+    last repeat another transaction took since it was read is passed over."""
+    for tid, text, mode, tags in rows:
+        if conn.execute(_claim.where(Task.id == tid)).rowcount == 1:
+            return NextTask(tid, text, mode, tuple(tags or ()))
+    return None
+
+
 def _claim_task(conn: Connection, annotator_id: int, red_team: bool) -> NextTask | None:
     """The next task, claimed (its ``served`` counted), or None when none is left."""
     stmt = _open_tasks(annotator_id, red_team).limit(CLAIM_BATCH)
     while True:
         rows = conn.execute(stmt).all()
-        for tid, text, mode, tags in rows:
-            if conn.execute(_claim.where(Task.id == tid)).rowcount == 1:
-                return NextTask(tid, text, mode, tuple(tags or ()))
-        if len(rows) < CLAIM_BATCH:
-            return None  # each was taken meanwhile: none is left
+        task = _claim_first(conn, rows)
+        if task is not None or len(rows) < CLAIM_BATCH:
+            return task  # None: each was taken meanwhile, none is left
 
 
 def _allowed_red_team(conn: Connection, annotator_id: int) -> bool:
