@@ -79,7 +79,7 @@ def test_a_csv_file_imports_with_tags_split_on_semicolons(storage, tmp_path):
     path = _write(
         tmp_path,
         "tasks.csv",
-        'text,mode,repeat,tags\n"Write a poem, short",helpful,2,poems;short\n'
+        '\ufefftext,mode,repeat,tags\n"Write a poem, short",helpful,2,poems;short\n'
         "Ask for a lock-picking guide,red-team,,\n",
     )
     assert tasks.import_tasks(storage, path).imported == 2
@@ -100,6 +100,8 @@ def test_a_csv_file_imports_with_tags_split_on_semicolons(storage, tmp_path):
         ('{"text": "x", "colour": 1}', "unknown key 'colour'"),
         ("{not json", "not JSON"),
         ('{"text": "x", "tags": "a;b"}', "tags must be a list"),
+        ('{"mode": "helpful"}', "the task has no text"),
+        ('{"text": 7}', "text must be a string, not int"),
     ],
 )
 def test_a_bad_line_stops_a_strict_import_naming_file_and_line(storage, tmp_path, line, problem):

@@ -121,7 +121,11 @@ def check_task(
     text: Any, mode: Any, repeat: Any, tags: Any, *, max_chars: int = MAX_CHARS
 ) -> NewTask:
     """A valid task, or :class:`Invalid` naming the problem."""
-    if not isinstance(text, str) or not text.strip():
+    if text is None:
+        raise Invalid("the task has no text")
+    if not isinstance(text, str):
+        raise Invalid(f"text must be a string, not {type(text).__name__}")
+    if not text.strip():
         raise Invalid("the task's text is empty")
     text = text.strip()
     if len(text) > max_chars:
@@ -195,7 +199,7 @@ def read_task_file(
     """The file's tasks and its bad lines: (line, problem)."""
     path = Path(path)
     try:
-        content = path.read_text(encoding="utf-8")
+        content = path.read_text(encoding="utf-8-sig")  # a spreadsheet's CSV may start with a BOM
     except FileNotFoundError:
         raise DataFormatError(path, None, "no such file") from None
     except UnicodeDecodeError as exc:
