@@ -78,6 +78,7 @@ def test_home_shows_progress_and_the_next_task_accessibly(site, browser, width):
         assert page.locator("#next-task").inner_text().endswith(f"Your next task: {TASK}")
         assert page.locator("#next-task b").count() == 0  # the markup is text
         assert page.locator("#new-conversation").count() == 1  # free conversations allowed
+        assert page.locator("h1").all_inner_texts() == ["Your work"]
         _clean(page)
         assert page.evaluate("() => document.scrollingElement.scrollWidth") <= width
     finally:
