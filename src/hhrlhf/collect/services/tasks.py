@@ -14,6 +14,7 @@ import csv
 import io
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,18 @@ class ImportReport:
             "errors": list(self.errors),
             "dry_run": self.dry_run,
         }
+
+
+def _row(t: NewTask, created: datetime) -> Task:
+    return Task(
+        text=t.text,
+        mode=t.mode,
+        repeat=t.repeat,
+        tags=list(t.tags),
+        served=0,
+        disabled=False,
+        created_at=created,
+    )
 
 
 def _info(t: Task) -> TaskInfo:
@@ -264,18 +277,7 @@ def import_tasks(
                 fresh.append(t)
         if not dry_run:
             created = now()
-            s.add_all(
-                Task(
-                    text=t.text,
-                    mode=t.mode,
-                    repeat=t.repeat,
-                    tags=list(t.tags),
-                    served=0,
-                    disabled=False,
-                    created_at=created,
-                )
-                for t in fresh
-            )
+            s.add_all(_row(t, created) for t in fresh)
     return ImportReport(len(fresh), tuple(skipped), tuple(errors), dry_run)
 
 
@@ -294,15 +296,7 @@ def add_task(
         same = s.scalar(select(Task.id).where(Task.text == t.text, Task.mode == t.mode))
         if same is not None:
             raise Conflict(f"task {same} already has this text and mode")
-        row = Task(
-            text=t.text,
-            mode=t.mode,
-            repeat=t.repeat,
-            tags=list(t.tags),
-            served=0,
-            disabled=False,
-            created_at=now(),
-        )
+        row = _row(t, now())
         s.add(row)
         s.flush()
         return _info(row)
