@@ -149,6 +149,8 @@ def test_a_campaign_through_the_api(client, admin, alice, storage):
     board = client.get("/api/v1/admin/campaign/progress", headers=ah).json()
     assert board["tasks_served"] == 1
     assert {a["name"]: a["counts"]["total"] for a in board["annotators"]}["alice"] == 1
+    r = client.post("/api/v1/admin/campaign", json={"annotator": "alice"}, headers=ah)
+    assert r.status_code == 422 and 'send "targets" with it' in r.json()["error"]
     r = client.post("/api/v1/admin/campaign", json={"campaign_total": {"count": 5}}, headers=ah)
     assert r.json()["campaign_total"] == {"unit": "turns", "count": 5}
     assert campaign.campaign(storage).changed["campaign_total"][0] == "root"

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt
 
+from ...errors import Invalid
 from ..domain import AnnotatorInfo, Mode
 from ..services import assign, campaign, tasks
 from ..textrules import Text
@@ -194,6 +195,8 @@ def set_campaign(body: CampaignChange, request: Request, who: Admin) -> dict[str
     """Change the settings given; each change is logged with the admin's name."""
     storage = app_context(request).storage
     given = body.model_fields_set
+    if body.annotator is not None and "targets" not in given:
+        raise Invalid('"annotator" names whose targets: send "targets" with it')
     # every value checked before anything is stored: a bad one changes nothing
     t, c = body.targets, body.campaign_total
     targets = None if t is None else campaign.parse_targets(t.model_dump())
