@@ -67,6 +67,15 @@ MATRIX = {
     ("GET", "/api/v1/admin/qualification"): (401, 401, 403, 403, 200, 403),
     ("POST", "/api/v1/admin/qualification/{name}/reset"): (401, 401, 403, 403, 409, 403),
     ("GET", "/admin/quality"): (401, 401, 403, 403, 200, 403),
+    # the campaign: one's own progress; tasks and settings for admins (task 0 does not exist)
+    ("GET", "/api/v1/progress"): (401, 401, 403, 200, 200, 200),
+    ("GET", "/api/v1/admin/tasks"): (401, 401, 403, 403, 200, 403),
+    ("POST", "/api/v1/admin/tasks"): (401, 401, 403, 403, 201, 403),
+    ("POST", "/api/v1/admin/tasks/{task_id}/disable"): (401, 401, 403, 403, 404, 403),
+    ("GET", "/api/v1/admin/campaign"): (401, 401, 403, 403, 200, 403),
+    ("POST", "/api/v1/admin/campaign"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/api/v1/admin/campaign/progress"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/admin/campaign"): (401, 401, 403, 403, 200, 403),
     # the data browser over the bundled sample
     ("GET", "/api/v1/data/subsets"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/data/pairs"): (401, 401, 403, 200, 200, 200),
@@ -81,7 +90,7 @@ MATRIX = {
 }
 #: values of the path parameters beyond the conversation and the turn
 PARAMS = {"rid": 0, "name": "bob", "subset": "helpful-base", "split": "train", "row": 0,
-          "comparison_id": 0}  # fmt: skip
+          "comparison_id": 0, "task_id": 0}  # fmt: skip
 #: a reviewer (role "reviewer") is an annotator who may also judge: on every route they get
 #: what another annotator ("other") gets, except on these
 REVIEWER = {
@@ -102,6 +111,8 @@ BODIES = {
     "/api/v1/guidelines/acknowledge": {"version": 1},
     "/api/v1/admin/guidelines": {"text": "# Rules\n\nBe kind."},
     "/api/v1/admin/guidelines/preview": {"text": "# Rules"},
+    "/api/v1/admin/tasks": {"text": "Plant garlic"},
+    "/api/v1/admin/campaign": {"free_conversations": True},
 }
 
 

@@ -190,6 +190,7 @@ def _register() -> None:
     from .collect import collect
     from .collect_flag import collect_flag
     from .collect_gold import gold, qualification
+    from .collect_tasks import campaign_group, tasks_group
     from .flag import flag
     from .pm import pm
 
@@ -197,6 +198,8 @@ def _register() -> None:
     collect.add_command(collect_flag)  # `hh collect flag` too (collect.py is long enough)
     collect.add_command(gold)
     collect.add_command(qualification)
+    collect.add_command(tasks_group)  # `hh collect tasks` and `campaign`: collect_tasks.py
+    collect.add_command(campaign_group)
     for command in cli.commands.values():
         _quiet_everywhere(command)
 

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import IntegrityError
@@ -44,7 +45,7 @@ from ..domain import (
     now,
     render_prefix,
 )
-from . import guidelines
+from . import assign, guidelines
 from .turnviews import stored_turn_answer
 from .writers import check_writer
 
@@ -73,37 +74,66 @@ def create_conversation(
     storage: Storage,
     who: AnnotatorInfo,
     mode: str,
-    task_description: str,
+    task_description: str | None,
     *,
     backend: str | None = None,
     red_team_continue: str | None = None,
 ) -> ConversationSummary:
+    """A new conversation: ``task_description`` None asks for the next task. The campaign's
+    rules (quotas, tasks, free conversations: :func:`.assign.start_conversation`) apply once
+    a campaign setting is stored; without one, its own text starts it in one statement."""
     if mode not in MODES:
         raise Invalid(f"mode {mode!r}; expected one of: {', '.join(MODES)}")
-    task_description = task_description.strip()
-    if not task_description:
-        raise Invalid("task_description is empty: say what you want to do")
+    if task_description is not None:
+        task_description = task_description.strip()
+        if not task_description:
+            raise Invalid("task_description is empty: say what you want to do")
+        assign.check_free_mode(who, mode)
     created = now()
-    values = dict(
+    values: dict[str, Any] = dict(
         uid=uuid.uuid4().hex,
         annotator_id=who.id,
         mode=mode,
         task_description=task_description,
         status=ConversationStatus.OPEN,
-        backend=backend if mode == Mode.RED_TEAM else None,
-        red_team_continue=red_team_continue if mode == Mode.RED_TEAM else None,
+        backend=backend,
+        red_team_continue=red_team_continue,
         created_at=created,
+        task_id=None,
     )
     with storage.write() as s:
+        conn = s.connection()
         # inserted only while the annotator is enabled (the same statement reads it)
         # and, for an annotator, only when no guidelines are due (stamped with their version)
-        conn = s.connection()
-        cid = q.insert_conversation(conn, values, who.id, gated=not who.is_admin)
-        if cid is None:
+        gated = not who.is_admin
+        cid = None
+        if task_description is not None:
+            cid = q.insert_conversation(
+                conn, _by_mode(values), who.id, gated=gated, without_campaign=True
+            )
+        if cid is None:  # a campaign's (or a disabled annotator's, or guidelines due)
+            start = assign.start_conversation(conn, who, mode, task_description, at=created)
+            values.update(mode=start.mode, task_description=start.task_description)
+            values["task_id"] = start.task_id
+            cid = q.insert_conversation(conn, _by_mode(values), who.id, gated=gated)
+        if cid is None:  # nothing claimed stays claimed: the error rolls the transaction back
             guidelines.refuse_start(conn, who)
     return ConversationSummary(
-        cid, mode, task_description, ConversationStatus.OPEN, 0, iso(created), None
+        cid,
+        values["mode"],
+        values["task_description"],
+        ConversationStatus.OPEN,
+        0,
+        iso(created),
+        None,
     )
+
+
+def _by_mode(values: dict[str, Any]) -> dict[str, Any]:
+    """A new conversation's row: the red-team backend and continuation only in red-team."""
+    if values["mode"] == Mode.RED_TEAM:
+        return values
+    return {**values, "backend": None, "red_team_continue": None}
 
 
 def conversation_summary(

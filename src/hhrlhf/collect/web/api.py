@@ -45,7 +45,8 @@ class _Body(BaseModel):
 
 class NewConversation(_Body):
     mode: Text = Mode.HELPFUL
-    task_description: Text
+    #: left out: the next task of the campaign's (its mode, not ``mode``)
+    task_description: Text | None = None
 
 
 class NewTurn(_Body):
@@ -98,7 +99,7 @@ async def create_conversation(body: NewConversation, request: Request, who: Who)
     rules: Rules = st.rules
     check_size("task_description", body.task_description, rules.max_task_chars)
     backend = red_team_continue = None
-    if body.mode == Mode.RED_TEAM:
+    if body.mode == Mode.RED_TEAM or body.task_description is None:  # a task may be red-team
         backend = rules.red_team_backend(st.rng)
         red_team_continue = rules.red_team_continue
     started = await st.storage.call(

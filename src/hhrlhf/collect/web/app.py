@@ -32,10 +32,12 @@ from ..services.qualification import set_round
 from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
+from .admin_campaign import router as admin_campaign_router
 from .admin_guidelines import router as admin_guidelines_router
 from .admin_quality import api_router as quality_api_router
 from .admin_quality import router as quality_router
 from .api import router as api_router
+from .api_campaign import router as api_campaign_router
 from .api_guidelines import router as api_guidelines_router
 from .api_review import router as api_review_router
 from .browse import router as browse_router
@@ -262,6 +264,8 @@ ROUTERS = (
     feedback_router,
     quality_api_router,
     quality_router,
+    api_campaign_router,
+    admin_campaign_router,
 )
 
 

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from ...errors import CollectError, Unavailable
-from ..services import conversations, guidelines
+from ..services import assign, conversations, guidelines
 from .auth import current_annotator, optional_annotator
 from .context import app_context
 from .errors import status_of
@@ -128,12 +128,14 @@ def home(request: Request) -> Response:
         return _login_required(request)
     storage = app_context(request).storage
     rows = conversations.list_conversations(storage, who, all_=False)
+    progress = assign.my_progress(storage, who)
     return _render(
         request,
         "collect/home.html",
         conversations=rows,
         modes=MODES,
         guidelines=guidelines.status(storage, who),
+        progress=progress,
         page="home",
     )
 

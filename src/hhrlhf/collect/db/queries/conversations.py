@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from sqlalchemy import and_, bindparam, func, insert, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, func, insert, select, update
 
 from ...domain import ConversationStatus
-from ..models import candidates_table, conversations_table, turns_table
+from ..models import CampaignSetting, candidates_table, conversations_table, turns_table
 from . import on_sqlite
 from .guidelines import current_version, reading_due
 from .writers import writer_disabled, writer_enabled
@@ -109,12 +109,19 @@ def conversation(
 
 
 def insert_conversation(
-    conn: Connection, values: dict[str, Any], who: int, *, gated: bool = True
+    conn: Connection,
+    values: dict[str, Any],
+    who: int,
+    *,
+    gated: bool = True,
+    without_campaign: bool = False,
 ) -> int | None:
     """A new conversation's id, stamped with the guidelines' current version; None (nothing
     inserted) when annotator ``who`` is disabled or, ``gated``, must read the guidelines
-    first (the same statement reads both)."""
-    stmt = _new_conversation if gated else _new_conversation_ungated
+    first (the same statement reads both). ``without_campaign``: None too when any campaign
+    setting is stored (the caller then applies the campaign's rules and inserts again): a
+    deployment without a campaign starts a free conversation in this one statement."""
+    stmt = _NEW_CONVERSATION_INSERTS[gated, without_campaign]
     cid: int | None = conn.execute(stmt, {**values, "who": who}).scalar()
     return cid
 
@@ -169,6 +176,7 @@ def turn_owner(conn: Connection, turn_id: int, who: int) -> TurnOwnerRow | None:
 
 
 _turns, _conversations = turns_table.c, conversations_table.c
+campaign_settings_table = cast(Table, CampaignSetting.__table__)
 _conversation = select(conversations_table, writer_disabled()).where(
     _conversations.id == bindparam("cid")
 )
@@ -182,13 +190,19 @@ _NEW_CONVERSATION = (
     "backend",
     "red_team_continue",
     "created_at",
+    "task_id",
 )
 
 
-def _inserting_conversation(gated: bool) -> Any:
+def _inserting_conversation(gated: bool, without_campaign: bool) -> Any:
     """The insert of a new conversation while its annotator is enabled (``gated``: and has
-    read the guidelines they must), stamped with the guidelines' current version."""
-    allowed = and_(writer_enabled(), ~reading_due()) if gated else writer_enabled()
+    read the guidelines they must; ``without_campaign``: and no campaign setting is stored),
+    stamped with the guidelines' current version."""
+    where: list[ColumnElement[bool]] = [writer_enabled()]
+    if gated:
+        where.append(~reading_due())
+    if without_campaign:
+        where.append(~select(campaign_settings_table.c.key).exists())
     return (
         insert(conversations_table)
         .from_select(
@@ -196,14 +210,16 @@ def _inserting_conversation(gated: bool) -> Any:
             select(
                 *(bindparam(k, type_=conversations_table.c[k].type) for k in _NEW_CONVERSATION),
                 current_version(),
-            ).where(allowed),
+            ).where(*where),
         )
         .returning(_conversations.id)
     )
 
 
-_new_conversation = _inserting_conversation(gated=True)
-_new_conversation_ungated = _inserting_conversation(gated=False)
+#: by (gated, without_campaign): the four inserts, built once
+_NEW_CONVERSATION_INSERTS = {
+    (g, w): _inserting_conversation(g, w) for g in (True, False) for w in (True, False)
+}
 _turn_count = (
     select(func.count()).select_from(turns_table).where(_turns.conversation_id == bindparam("cid"))
 )
