@@ -28,7 +28,7 @@ from ..db import Storage
 from ..db.engine import count_statements
 from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_trouble
 from ..generation.runner import Generator
-from ..services.rules import Rules
+from ..services.backend_live import LiveBackends
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
 from .api import router as api_router
@@ -188,9 +188,11 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         sharing = asyncio.create_task(_share_limits(limits, storage))
         refreshing = asyncio.create_task(keep_logins_fresh(storage))
+        live = asyncio.create_task(app_context(app).live.keep_fresh(storage))
         yield
         sharing.cancel()
         refreshing.cancel()
+        live.cancel()
         await generator.shutdown()
         await storage.close_loop()
 
@@ -206,7 +208,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         storage=storage,
         generator=generator,
         rng=new_rng(settings.seed),
-        rules=Rules.from_settings(settings),
+        live=LiveBackends(settings),
         limits=limits,
         data_index=DataIndex.load(settings.data) if settings.data else None,
         templates=_templates(),
