@@ -43,15 +43,15 @@ def test_pause_resume_and_weight_are_stored_and_logged(storage):
         ("inner", False, 1.0, False),
     ]
     done = live.pause(storage, settings, "p1", "alice")
-    assert done.changed and done.state.paused and done.state.updated_by == "alice"
+    assert done.changed and done.backend.paused and done.backend.updated_by == "alice"
     assert _state(storage, settings, "p1").paused
     # the same again: nothing changes, nothing is logged
     assert not live.pause(storage, settings, "p1", "bob").changed
     done = live.set_weight(storage, settings, "p2", 0.5, "cli (root@host)")
-    assert (done.state.weight, done.state.config_weight, done.state.paused) == (0.5, 3.0, False)
+    assert (done.backend.weight, done.backend.config_weight, done.backend.paused) == (0.5, 3.0, False)
     assert not live.set_weight(storage, settings, "p2", 0.5, "alice").changed
     done = live.resume(storage, settings, "p1", "bob")
-    assert done.changed and not done.state.paused and done.state.weight == 1.0
+    assert done.changed and not done.backend.paused and done.backend.weight == 1.0
     assert not live.resume(storage, settings, "p1", "bob").changed
     events = live.backend_events(storage, config_weights={"p2": 3.0})
     assert [(e.backend, e.action, e.value, e.previous, e.by) for e in events] == [

@@ -105,7 +105,7 @@ class BackendChange:
 class Changed:
     """A change's answer: the backend's state after it, and whether it changed (logged)."""
 
-    state: BackendLive
+    backend: BackendLive
     changed: bool
 
 

@@ -31,6 +31,8 @@ from ..generation.runner import Generator
 from ..services.backend_live import LiveBackends
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
+from .admin_backends import page_router as admin_backends_page_router
+from .admin_backends import router as admin_backends_router
 from .api import router as api_router
 from .api_review import router as api_review_router
 from .browse import router as browse_router
@@ -237,6 +239,8 @@ ROUTERS = (
     browse_router,
     pages_router,
     admin_router,
+    admin_backends_router,
+    admin_backends_page_router,
 )
 
 
