@@ -48,7 +48,11 @@ def test_pause_resume_and_weight_are_stored_and_logged(storage):
     # the same again: nothing changes, nothing is logged
     assert not live.pause(storage, settings, "p1", "bob").changed
     done = live.set_weight(storage, settings, "p2", 0.5, "cli (root@host)")
-    assert (done.backend.weight, done.backend.config_weight, done.backend.paused) == (0.5, 3.0, False)
+    assert (done.backend.weight, done.backend.config_weight, done.backend.paused) == (
+        0.5,
+        3.0,
+        False,
+    )
     assert not live.set_weight(storage, settings, "p2", 0.5, "alice").changed
     done = live.resume(storage, settings, "p1", "bob")
     assert done.changed and not done.backend.paused and done.backend.weight == 1.0

@@ -188,12 +188,14 @@ def _register() -> None:
         for command in module.commands:
             cli.add_command(command)
     from .collect import collect
+    from .collect_backend import collect_backend
     from .collect_flag import collect_flag
     from .flag import flag
     from .pm import pm
 
     pm.add_command(flag)  # `hh pm flag` lives in its own module (pm.py is long enough)
     collect.add_command(collect_flag)  # `hh collect flag` too (collect.py is long enough)
+    collect.add_command(collect_backend)
     for command in cli.commands.values():
         _quiet_everywhere(command)
 

@@ -180,7 +180,7 @@ def _change(
         q.upsert_state(conn, name, paused, weight, by, at)
         s.add(BackendEvent(backend=name, action=action, value=value, by=by, at=at))
         rows[name] = q.StateRow(name, paused, weight, by, at)
-    log.warning("backend %s: %s%s by %s", name, action, "" if value is None else f" {value}", by)
+    log.info("backend %s: %s%s by %s", name, action, "" if value is None else f" {value}", by)
     return Changed({b.name: b for b in _live(settings, rows)}[name], True)
 
 
