@@ -102,7 +102,12 @@ def collect_backend() -> None:
 @click.argument("name")
 @_options
 def pause(name: str, config_path: str, db_url: str | None) -> None:
-    """Stop drawing NAME for new messages and conversations."""
+    """Stop drawing NAME for new messages and conversations (its turns already drawn finish).
+
+    \b
+    Example:
+      hh collect backend pause local-8b --config collect.toml
+    """
     from ..collect.services import backend_live
 
     settings, storage = _open(config_path, db_url)
@@ -114,7 +119,12 @@ def pause(name: str, config_path: str, db_url: str | None) -> None:
 @click.argument("name")
 @_options
 def resume(name: str, config_path: str, db_url: str | None) -> None:
-    """Draw NAME again, with its live weight."""
+    """Draw NAME again, with its live weight.
+
+    \b
+    Example:
+      hh collect backend resume local-8b --config collect.toml
+    """
     from ..collect.services import backend_live
 
     settings, storage = _open(config_path, db_url)
@@ -127,7 +137,12 @@ def resume(name: str, config_path: str, db_url: str | None) -> None:
 @click.argument("weight", metavar="W", type=float)
 @_options
 def weight(name: str, weight: float, config_path: str, db_url: str | None) -> None:
-    """Draw NAME with weight W (a number above 0; relative to the other backends')."""
+    """Draw NAME with weight W (a number above 0, relative to the other backends' weights).
+
+    \b
+    Example:
+      hh collect backend weight local-8b 0.5 --config collect.toml
+    """
     from ..collect.services import backend_live
     from ..errors import Invalid
 
@@ -143,7 +158,13 @@ def weight(name: str, weight: float, config_path: str, db_url: str | None) -> No
 @_options
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
 def list_states(config_path: str, db_url: str | None, as_json: bool) -> None:
-    """Each configured backend's live state (paused, weight), then the log of changes."""
+    """Each configured backend's live state (paused, weight), then the log of changes.
+
+    \b
+    Examples:
+      hh collect backend list --config collect.toml
+      hh collect backend list --config collect.toml --db sqlite:///hh-collect.db --json
+    """
     from ..collect.services import backend_live
 
     settings, storage = _open(config_path, db_url)
