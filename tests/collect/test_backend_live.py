@@ -10,6 +10,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import select
 
 from hhrlhf.collect.config import BackendConfig, Settings
 from hhrlhf.collect.domain import now
@@ -161,3 +162,58 @@ def test_a_draw_with_every_backend_paused_says_so():
         with pytest.raises(Unavailable, match="every model is paused") as err:
             draw()
         assert str(err.value) == ALL_PAUSED
+
+
+def _picks_around_now(storage):
+    """Three picks between m1 and m2, made an hour ago, now and an hour from now."""
+    from sqlalchemy import update
+    from test_review import conversation
+
+    from hhrlhf.collect.db.models import Comparison
+    from hhrlhf.collect.services import annotators
+
+    alice, _ = annotators.add_annotator(storage, "alice")
+    conversation(storage, alice, [("a", 2), ("b", 3), ("a", 1)], backends=("m1", "m2"))
+    with storage.write() as s:
+        ids = sorted(s.scalars(select(Comparison.id)))
+        for cid, hours in zip(ids, (-1, 0, 1), strict=True):
+            at = now() + timedelta(hours=hours)
+            s.execute(update(Comparison).where(Comparison.id == cid).values(decided_at=at))
+
+
+def _log(storage, backend, action, value, hours):
+    from hhrlhf.collect.db.models import BackendEvent
+
+    with storage.write() as s:
+        s.add(
+            BackendEvent(
+                backend=backend,
+                action=action,
+                value=value,
+                by="alice",
+                at=now() + timedelta(hours=hours),
+            )
+        )
+
+
+def test_the_leaderboard_lists_the_changes_made_while_its_picks_were(storage):
+    from hhrlhf.collect.services.stats import model_leaderboard
+
+    _picks_around_now(storage)
+    before = model_leaderboard(storage, resamples=20)
+    assert "weight_changes" not in before
+    # before the first pick and after the last: the mix was the same for every pick
+    _log(storage, "m1", "weight", 3.0, -2)
+    _log(storage, "m2", "pause", None, 2)
+    assert model_leaderboard(storage, resamples=20) == before
+    _log(storage, "m1", "weight", 0.5, -0.5)
+    _log(storage, "m2", "pause", None, 0.5)
+    board = model_leaderboard(storage, resamples=20, config_weights={"m1": 1.0})
+    assert [
+        (c["backend"], c["action"], c["value"], c["previous"], c["by"])
+        for c in board["weight_changes"]
+    ] == [
+        ("m1", "weight", 0.5, 3.0, "alice"),
+        ("m2", "pause", None, None, "alice"),
+    ]
+    assert {k: v for k, v in board.items() if k != "weight_changes"} == before

@@ -187,3 +187,31 @@ def test_a_red_team_conversation_on_a_paused_backend_takes_no_new_message(
         assert (
             client.get(f"/api/v1/conversations/{new}", headers=headers).json()["backend"] == other
         )
+
+
+def test_the_leaderboard_page_and_route_say_when_weights_changed(
+    make_client, live_settings, storage, admin
+):
+    from logins import login
+    from test_backend_live import _picks_around_now
+
+    from hhrlhf.collect.db.models import BackendEvent
+    from hhrlhf.collect.domain import now
+
+    client = make_client(live_settings)
+    _, headers, token = admin
+    _picks_around_now(storage)
+    assert (
+        "weight_changes"
+        not in client.get("/api/v1/admin/leaderboard?resamples=10", headers=headers).json()
+    )
+    with storage.write() as s:
+        s.add(BackendEvent(backend="m1", action="weight", value=0.5, by="<b>eve</b>", at=now()))
+    got = client.get("/api/v1/admin/leaderboard?resamples=10", headers=headers).json()
+    assert [(c["backend"], c["value"], c["by"]) for c in got["weight_changes"]] == [
+        ("m1", 0.5, "<b>eve</b>")
+    ]
+    assert login(client, token).status_code == 303
+    page = client.get("/admin/leaderboard").text
+    assert 'id="leaderboard-weights"' in page
+    assert "m1 weight 0.5 at " in page and "by &lt;b&gt;eve&lt;/b&gt;" in page

@@ -90,3 +90,21 @@ def test_bad_names_and_weights_are_refused_in_one_line(db_url, tmp_path):
     assert r.exit_code == 2 and "--config" in r.stderr
     r = run("collect", "backend", "list", "--config", tmp_path / "none.toml", "--db", db_url)
     assert r.exit_code == 1 and r.stderr.startswith("error: ") and "none.toml" in r.stderr
+
+
+def test_the_leaderboard_says_when_weights_changed(db_url, storage):
+    from test_backend_live import _log, _picks_around_now
+
+    _picks_around_now(storage)
+    r = run("collect", "leaderboard", "--db", db_url, "--resamples", "20")
+    assert r.exit_code == 0 and "weights changed" not in r.stdout
+    _log(storage, "m1", "weight", 0.5, -0.5)
+    r = run("collect", "leaderboard", "--db", db_url, "--resamples", "20")
+    assert r.exit_code == 0, r.output
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("weights changed")]
+    assert line.startswith(
+        "weights changed during the collection (the pair mix with them): m1 weight 0.5 at 20"
+    )
+    assert line.endswith(" by alice")
+    r = run("collect", "leaderboard", "--db", db_url, "--resamples", "20", "--json")
+    assert [c["value"] for c in orjson.loads(r.stdout)["weight_changes"]] == [0.5]

@@ -174,7 +174,9 @@ def admin_leaderboard_page(request: Request) -> Response:
     who, refused = _admin(request)
     if refused is not None:
         return refused
+    st = app_context(request)
+    weights = {b.name: b.weight for b in st.settings.backends}
     board = model_leaderboard(
-        app_context(request).storage, resamples=PAGE_RESAMPLES, robustness=True
+        st.storage, resamples=PAGE_RESAMPLES, robustness=True, config_weights=weights
     )
     return _render(request, "collect/admin_leaderboard.html", board=board, page="admin")
