@@ -43,7 +43,9 @@ def test_pause_weight_resume_and_list(db_url, storage, tmp_path):
     where = ("--config", config, "--db", db_url)
     r = run("collect", "backend", "pause", "local-8b", *where)
     assert r.exit_code == 0, r.output
-    assert r.stdout.startswith("local-8b is paused; every worker draws with it within 0.5 s")
+    assert r.stdout.startswith(
+        "local-8b is paused (on every worker within 0.5 s; turns already drawn finish)"
+    )
     r = run("collect", "backend", "pause", "local-8b", *where)
     assert r.exit_code == 0 and "was paused already: nothing changed" in r.stdout
     assert run("collect", "backend", "weight", "local-8b", "0.5", *where).exit_code == 0

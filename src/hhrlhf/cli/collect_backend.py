@@ -74,8 +74,8 @@ def _said(done: Changed, did: str, already: str, settings: Settings) -> None:
         click.echo(f"{printable(b.name)} {already}: nothing changed")
         return
     click.echo(
-        f"{printable(b.name)} {did}; every worker draws with it within "
-        f"{settings.backend_refresh_seconds:g} s (turns already drawn finish)"
+        f"{printable(b.name)} {did} (on every worker within "
+        f"{settings.backend_refresh_seconds:g} s; turns already drawn finish)"
     )
 
 
@@ -185,7 +185,7 @@ def list_states(config_path: str, db_url: str | None, as_json: bool) -> None:
                 "weight": f"{s.weight:g}",
                 "config weight": f"{s.config_weight:g}",
                 "changed by": s.updated_by or "-",
-                "at": s.updated_at or "-",
+                "at": s.updated_at[:16].replace("T", " ") if s.updated_at else "-",
             }
             for s in states
         ]
