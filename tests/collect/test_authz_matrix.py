@@ -44,6 +44,11 @@ MATRIX = {
     ("GET", "/api/v1/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
     ("POST", "/api/v1/admin/annotators"): (401, 401, 403, 403, 201, 403),
     ("POST", "/api/v1/admin/annotators/{name}"): (401, 401, 403, 403, 200, 403),
+    # backends live ("bob" is no backend: the admin's request reaches the rule, 404)
+    ("GET", "/api/v1/admin/backends"): (401, 401, 403, 403, 200, 403),
+    ("POST", "/api/v1/admin/backends/{name}/pause"): (401, 401, 403, 403, 404, 403),
+    ("POST", "/api/v1/admin/backends/{name}/resume"): (401, 401, 403, 403, 404, 403),
+    ("POST", "/api/v1/admin/backends/{name}/weight"): (401, 401, 403, 403, 404, 403),
     ("GET", "/admin"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/backends"): (401, 401, 403, 403, 200, 403),
@@ -71,6 +76,7 @@ BODIES = {
     "/api/v1/reviews/{rid}": {"pick": "a", "strength": 2},
     "/api/v1/admin/annotators": {"name": "dave"},
     "/api/v1/admin/annotators/{name}": {"disabled": True},
+    "/api/v1/admin/backends/{name}/weight": {"weight": 2},
 }
 
 
