@@ -162,7 +162,7 @@ def _change(
         conn = s.connection()
         q.lock_states(conn)
         rows = {r.name: r for r in q.states(conn)}
-        before = {b.name: b for b in _live(settings, rows)}[name]
+        before = _one(settings, rows, name)
         paused, weight = before.paused, rows[name].weight if name in rows else None
         if action == "pause":
             paused = True
@@ -171,17 +171,18 @@ def _change(
             paused = False
         else:
             weight = value
-        if (paused, weight if weight is not None else before.weight) == (
-            before.paused,
-            before.weight,
-        ):
+        if (paused, before.weight if weight is None else weight) == (before.paused, before.weight):
             return Changed(before, False)
         at = now()
         q.upsert_state(conn, name, paused, weight, by, at)
         s.add(BackendEvent(backend=name, action=action, value=value, by=by, at=at))
         rows[name] = q.StateRow(name, paused, weight, by, at)
     log.info("backend %s: %s%s by %s", name, action, "" if value is None else f" {value}", by)
-    return Changed({b.name: b for b in _live(settings, rows)}[name], True)
+    return Changed(_one(settings, rows, name), True)
+
+
+def _one(settings: Settings, rows: Mapping[str, q.StateRow], name: str) -> BackendLive:
+    return next(b for b in _live(settings, rows) if b.name == name)
 
 
 def _check_not_last(settings: Settings, rows: Mapping[str, q.StateRow], name: str) -> None:
