@@ -44,6 +44,11 @@ MATRIX = {
     ("GET", "/api/v1/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
     ("POST", "/api/v1/admin/annotators"): (401, 401, 403, 403, 201, 403),
     ("POST", "/api/v1/admin/annotators/{name}"): (401, 401, 403, 403, 200, 403),
+    # backends live ("bob" is no backend: the admin's request reaches the rule, 404)
+    ("GET", "/api/v1/admin/backends"): (401, 401, 403, 403, 200, 403),
+    ("POST", "/api/v1/admin/backends/{name}/pause"): (401, 401, 403, 403, 404, 403),
+    ("POST", "/api/v1/admin/backends/{name}/resume"): (401, 401, 403, 403, 404, 403),
+    ("POST", "/api/v1/admin/backends/{name}/weight"): (401, 401, 403, 403, 404, 403),
     ("GET", "/admin"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/backends"): (401, 401, 403, 403, 200, 403),
@@ -113,6 +118,7 @@ BODIES = {
     "/api/v1/admin/guidelines/preview": {"text": "# Rules"},
     "/api/v1/admin/tasks": {"text": "Plant garlic"},
     "/api/v1/admin/campaign": {"free_conversations": True},
+    "/api/v1/admin/backends/{name}/weight": {"weight": 2},
 }
 
 

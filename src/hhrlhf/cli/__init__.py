@@ -188,6 +188,7 @@ def _register() -> None:
         for command in module.commands:
             cli.add_command(command)
     from .collect import collect
+    from .collect_backend import collect_backend
     from .collect_flag import collect_flag
     from .collect_gold import gold, qualification
     from .collect_tasks import campaign_group, tasks_group
@@ -200,6 +201,7 @@ def _register() -> None:
     collect.add_command(qualification)
     collect.add_command(tasks_group)  # `hh collect tasks` and `campaign`: collect_tasks.py
     collect.add_command(campaign_group)
+    collect.add_command(collect_backend)
     for command in cli.commands.values():
         _quiet_everywhere(command)
 

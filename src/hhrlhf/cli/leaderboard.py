@@ -126,6 +126,13 @@ def _leaderboard_notes(out: dict) -> list[str]:
         )
     if "robustness" in out:
         lines.append(robustness_sentence(out["robustness"]))
+    if out.get("weight_changes"):
+        from ..collect.services.backend_live import BackendChange
+
+        said = "; ".join(BackendChange(**c).describe() for c in out["weight_changes"])
+        lines.append(
+            printable(f"weights changed during the collection (the pair mix with them): {said}")
+        )
     return lines
 
 

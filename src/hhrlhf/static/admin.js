@@ -154,10 +154,53 @@
       });
   }
 
+  // -- backends: pause, resume, weight (the page reloads with the new state and log) -------
+  function initBackends(root) {
+    const status = $("#backend-status");
+    const LAST_CHANGE = "hh-backend-last"; // what the last change did, said after the reload
+    const last = window.sessionStorage.getItem(LAST_CHANGE);
+    window.sessionStorage.removeItem(LAST_CHANGE);
+    if (last) say(status, last, "ok");
+    const base = (name) => "/api/v1/admin/backends/" + encodeURIComponent(name);
+    async function change(url, body, done) {
+      say(status, "Saving…");
+      try {
+        await post(url, body);
+        window.sessionStorage.setItem(LAST_CHANGE, done);
+        window.location.reload();
+      } catch (err) {
+        say(status, err.message, "error");
+      }
+    }
+    $$(".backend-action", root).forEach((btn) =>
+      btn.addEventListener("click", () => {
+        const { name, action } = btn.dataset;
+        const done = name + (action === "pause" ? " is paused." : " is drawn again.");
+        change(base(name) + "/" + action, undefined, done);
+      }),
+    );
+    $$(".backend-weight", root).forEach((form) =>
+      form.addEventListener("submit", (ev) => {
+        ev.preventDefault();
+        const input = $("input[name=weight]", form);
+        const weight = Number(input.value);
+        if (!input.value || !Number.isFinite(weight) || weight <= 0) {
+          say(status, "The weight must be a number above 0.", "error");
+          input.focus();
+          return;
+        }
+        const name = form.dataset.name;
+        change(base(name) + "/weight", { weight }, name + "'s weight is now " + weight + ".");
+      }),
+    );
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     sayLast();
     const review = $("#review");
     if (review) initReview(review);
     if ($("#annotators")) initAdmin();
+    const live = $("#live");
+    if (live) initBackends(live);
   });
 })();

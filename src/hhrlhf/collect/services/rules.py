@@ -1,23 +1,33 @@
 """The collection's rules that every way in applies alike (the JSON API, the CLI, a script):
 the size limits of what an annotator sends, which two backends answer a message, which one
 replaces a backend that keeps failing, and the backend a red-team conversation talks to.
-One frozen :class:`Rules`, built from the settings once (docs/collect.md, "How pairs are
-drawn")."""
+One frozen :class:`Rules`, built from the settings and the live backend states (paused
+backends left out, live weights in: :mod:`.backend_live`; docs/collect.md, "How pairs are
+drawn" and "Backends live")."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...errors import Invalid, TooLarge
+from ...errors import Conflict, Invalid, TooLarge, Unavailable
 from ..domain import Mode
 from .pairing import choose_backends
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["REQUEST_ID_CHARS", "Rules", "check_size"]
+__all__ = ["ALL_PAUSED", "CONVERSATION_PAUSED", "REQUEST_ID_CHARS", "Rules", "check_size"]
+
+#: a draw when every backend is paused (an admin paused the last one on another host at once)
+ALL_PAUSED = "every model is paused: no new message can be answered until an admin resumes one"
+#: a new message in a red-team conversation whose backend is paused (it talks to one backend)
+CONVERSATION_PAUSED = (
+    "this conversation's model has been paused by an admin: finish this conversation "
+    "and start a new one"
+)
 
 #: the longest ``request_id`` a choice may carry
 REQUEST_ID_CHARS = 100
@@ -56,13 +66,29 @@ class Rules:
     max_message_chars: int
     max_edit_chars: int
     max_comment_chars: int
+    #: the configured backends left out of the draw: paused, or rerank over a paused base
+    paused: frozenset[str] = frozenset()
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Rules:
-        names = settings.drawn_backend_names
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        paused: Collection[str] = (),
+        weights: Mapping[str, float] | None = None,
+    ) -> Rules:
+        """The settings' rules; ``paused``: backends not drawn now (a rerank backend whose
+        base is paused is not drawn either); ``weights``: live weights that replace the
+        config's (:mod:`.backend_live`)."""
+        bases = {b.name: b.base for b in settings.backends if b.kind == "rerank"}
+        drawn = settings.drawn_backend_names
+        stopped = frozenset(n for n in drawn if n in paused or bases.get(n) in paused)
+        names = [n for n in drawn if n not in stopped]
+        live = weights or {}
         return cls(
             backends=tuple(names),
-            weights=tuple(settings.backend_weights(names)),
+            weights=tuple(live.get(n, settings.backend(n).weight) for n in names),
+            paused=stopped,
             rerank=frozenset(n for n in names if settings.backend(n).kind == "rerank"),
             pairing=settings.pairing,
             red_team_continue=settings.red_team_continue,
@@ -76,16 +102,23 @@ class Rules:
 
     def red_team_backend(self, rng: random.Random) -> str:
         """The backend a new red-team conversation talks to (both sides, every turn), drawn
-        by weight."""
+        by weight among those not paused."""
+        if not self.backends:
+            raise Unavailable(ALL_PAUSED)
         drawn: str = rng.choices(self.backends, self.weights)[0]
         return drawn
 
     def pair(self, mode: str, backend: str | None, rng: random.Random) -> tuple[str, str]:
         """The backends answering a message as A and B: a red-team conversation's own on
         both sides; else drawn (:func:`.pairing.choose_backends`: a rerank backend is one arm
-        with its weight's share, and shows its best two)."""
+        with its weight's share, and shows its best two) among those not paused. A red-team
+        conversation whose backend is paused takes no new message (:class:`Conflict`)."""
         if mode == Mode.RED_TEAM and backend:
+            if backend in self.paused:
+                raise Conflict(CONVERSATION_PAUSED)
             return (backend, backend)
+        if not self.backends:
+            raise Unavailable(ALL_PAUSED)
         return choose_backends(
             list(self.backends),
             self.pairing,
@@ -96,7 +129,8 @@ class Rules:
 
     def replacement(self, failed: str, other: str, rng: random.Random) -> str | None:
         """The backend a retry gives a response whose backend ``failed`` kept failing:
-        drawn by weight among the plain backends but that one (None: there is no other).
+        drawn by weight among the plain backends not paused but that one (None: there is
+        no other).
         ``other``: the other side's backend (it may be drawn again)."""
         names = [n for n in self.backends if n != failed and n not in self.rerank]
         if not names:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import func, select
 
@@ -29,6 +29,7 @@ from ..db.models import Annotator, Candidate, Comparison, Conversation, Review, 
 from ..domain import other_slot
 from ..leaderboard import leaderboard
 from . import transcripts
+from .backend_live import backend_events
 from .gold import gold_accuracy, gold_counts
 from .qualification import counted_annotator_ids
 from .review import DIFFERENT_TEXTS, ReviewUnit, review_units
@@ -39,6 +40,7 @@ __all__ = [
     "AnnotatorAgreement",
     "AnnotatorStats",
     "BackendPair",
+    "CollectLeaderboard",
     "CollectionStats",
     "GoldStats",
     "gold_stats",
@@ -370,11 +372,35 @@ def _vote(
     )
 
 
+class CollectLeaderboard(Leaderboard, total=False):
+    """The collection's leaderboard: ``weight_changes`` only when a backend was paused,
+    resumed or re-weighted between the first and the last pick (the pair mix changed)."""
+
+    weight_changes: list[dict[str, Any]]
+
+
 def model_leaderboard(
-    storage: Storage, *, resamples: int = 1000, seed: int = 0, **options: Any
-) -> Leaderboard:
+    storage: Storage,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    config_weights: Mapping[str, float] | None = None,
+    **options: Any,
+) -> CollectLeaderboard:
     """The leaderboard of the collected picks (conversation bootstrap); ``options`` as for
-    :func:`hhrlhf.collect.leaderboard.leaderboard` (``style_control``, ``robustness``)."""
-    return leaderboard(
-        leaderboard_games(storage, detail=True), resamples=resamples, seed=seed, **options
-    )
+    :func:`hhrlhf.collect.leaderboard.leaderboard` (``style_control``, ``robustness``).
+
+    A backend paused, resumed or re-weighted while the picks were made changed which pairs
+    were drawn: ``weight_changes`` lists those changes (``config_weights``: the config's, so
+    a first re-weight names the weight it replaced)."""
+    votes = leaderboard_games(storage, detail=True)
+    board = cast(CollectLeaderboard, leaderboard(votes, resamples=resamples, seed=seed, **options))
+    times = [v.tstamp for v in votes if v.tstamp is not None]
+    if times:
+        since, until = (
+            datetime.fromtimestamp(t, tz=timezone.utc) for t in (min(times), max(times))
+        )
+        changes = backend_events(storage, since=since, until=until, config_weights=config_weights)
+        if changes:
+            board["weight_changes"] = [c.to_dict() for c in changes]
+    return board

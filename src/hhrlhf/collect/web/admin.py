@@ -11,7 +11,6 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
@@ -19,9 +18,8 @@ from starlette.background import BackgroundTask
 
 from ...errors import HHError
 from ..domain import AnnotatorInfo
-from ..generation.health import CHECKED_KINDS, check_backends
 from ..services.export import export_collection
-from ..services.overview import STATUSES, ConversationFilter, backend_activity, conversation_page
+from ..services.overview import STATUSES, ConversationFilter, conversation_page
 from ..services.review import next_task, review_progress
 from ..services.stats import collection_stats, model_leaderboard
 from .auth import optional_annotator
@@ -176,36 +174,14 @@ def admin_export(request: Request, format: str = "zip") -> Response:
     )
 
 
-@router.get("/admin/backends", response_class=HTMLResponse)
-def admin_backends_page(request: Request) -> Response:
-    """Each backend: its server's answer now, its last hour's latency, its latest failures."""
-    _, refused = _admin(request)
-    if refused is not None:
-        return refused
-    st = app_context(request)
-    health = {h.name: h for h in check_backends(st.settings.backends)}
-    activity = backend_activity(st.storage)
-    rows: list[dict[str, Any]] = []
-    for b in st.settings.backends:
-        rows.append(
-            {
-                "config": b,
-                "checked": b.kind in CHECKED_KINDS,
-                "health": health[b.name],
-                "activity": activity.pop(b.name, None),
-            }
-        )
-    # backends no longer configured that still have candidates
-    gone = [{"name": name, "activity": a} for name, a in sorted(activity.items())]
-    return _render(request, "collect/admin_backends.html", rows=rows, gone=gone, page="admin")
-
-
 @router.get("/admin/leaderboard", response_class=HTMLResponse)
 def admin_leaderboard_page(request: Request) -> Response:
     who, refused = _admin(request)
     if refused is not None:
         return refused
+    st = app_context(request)
+    weights = {b.name: b.weight for b in st.settings.backends}
     board = model_leaderboard(
-        app_context(request).storage, resamples=PAGE_RESAMPLES, robustness=True
+        st.storage, resamples=PAGE_RESAMPLES, robustness=True, config_weights=weights
     )
     return _render(request, "collect/admin_leaderboard.html", board=board, page="admin")

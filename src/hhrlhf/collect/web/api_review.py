@@ -103,7 +103,9 @@ def admin_stats(request: Request, who: Admin, resamples: Resamples = 1000) -> di
 
 @router.get("/admin/leaderboard", response_model=None, responses=answers(schemas.Leaderboard))
 def admin_leaderboard(request: Request, who: Admin, resamples: Resamples = 1000) -> Leaderboard:
-    return model_leaderboard(app_context(request).storage, resamples=resamples)
+    st = app_context(request)
+    weights = {b.name: b.weight for b in st.settings.backends}
+    return model_leaderboard(st.storage, resamples=resamples, config_weights=weights)
 
 
 @router.post(

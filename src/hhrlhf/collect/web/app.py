@@ -28,10 +28,12 @@ from ..db import Storage
 from ..db.engine import count_statements
 from ..db.errors import DATABASE_ERRORS, POOLER_HINT, as_unavailable, pooler_trouble
 from ..generation.runner import Generator
+from ..services.backend_live import LiveBackends
 from ..services.qualification import set_round
-from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
+from .admin_backends import page_router as admin_backends_page_router
+from .admin_backends import router as admin_backends_router
 from .admin_campaign import router as admin_campaign_router
 from .admin_guidelines import router as admin_guidelines_router
 from .admin_quality import api_router as quality_api_router
@@ -200,9 +202,11 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         sharing = asyncio.create_task(_share_limits(limits, storage))
         refreshing = asyncio.create_task(keep_logins_fresh(storage))
+        live = asyncio.create_task(app_context(app).live.keep_fresh(storage))
         yield
         sharing.cancel()
         refreshing.cancel()
+        live.cancel()
         await generator.shutdown()
         await storage.close_loop()
 
@@ -218,7 +222,7 @@ def create_app(settings: Settings, *, storage: Storage | None = None) -> FastAPI
         storage=storage,
         generator=generator,
         rng=new_rng(settings.seed),
-        rules=Rules.from_settings(settings),
+        live=LiveBackends(settings),
         limits=limits,
         data_index=DataIndex.load(settings.data) if settings.data else None,
         templates=_templates(),
@@ -266,6 +270,8 @@ ROUTERS = (
     quality_router,
     api_campaign_router,
     admin_campaign_router,
+    admin_backends_router,
+    admin_backends_page_router,
 )
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..db import Storage
     from ..generation.runner import Generator
+    from ..services.backend_live import LiveBackends
     from ..services.rules import Rules
     from .ratelimit import Limits
 
@@ -30,14 +31,15 @@ __all__ = ["AppContext", "app_context", "new_rng"]
 @dataclass(slots=True)
 class AppContext:
     """The app's parts. ``settings`` may be replaced while the app runs (tests do; the
-    rules built from them at the start are kept)."""
+    rules built from them at the start are kept, with the live backend states)."""
 
     settings: Settings
     storage: Storage
     generator: Generator
     #: the draws of backends and sides (seeded by ``settings.seed``, else the system's)
     rng: random.Random
-    rules: Rules
+    #: this worker's snapshot of the live backend states (paused, weights) and its rules
+    live: LiveBackends
     limits: Limits
     #: the files ``hh serve --data`` browses (None: none given)
     data_index: DataIndex | None = None
@@ -45,6 +47,12 @@ class AppContext:
     templates: Jinja2Templates | None = None
     #: the collected data as the browser reads it, with the database stamp it was built at
     collected: tuple[tuple[object, ...], DataIndex] | None = None
+
+    @property
+    def rules(self) -> Rules:
+        """The rules every draw reads now: the settings' with the live backend states of the
+        latest refresh (read it once per request: one draw, one snapshot)."""
+        return self.live.rules
 
 
 def app_context(request: Request | FastAPI) -> AppContext:
