@@ -189,11 +189,13 @@ def _register() -> None:
             cli.add_command(command)
     from .collect import collect
     from .collect_flag import collect_flag
+    from .collect_trends import collect_trends
     from .flag import flag
     from .pm import pm
 
     pm.add_command(flag)  # `hh pm flag` lives in its own module (pm.py is long enough)
     collect.add_command(collect_flag)  # `hh collect flag` too (collect.py is long enough)
+    collect.add_command(collect_trends)
     for command in cli.commands.values():
         _quiet_everywhere(command)
 

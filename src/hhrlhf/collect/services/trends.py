@@ -96,10 +96,10 @@ _EPS = 1e-9
 
 @dataclass(frozen=True, slots=True)
 class Week:
-    """An ISO week: its label (``2026-W48``) and its Monday (UTC)."""
+    """An ISO week: its label (``2026-W48``) and its Monday (UTC, ISO date)."""
 
     label: str
-    start: date
+    start: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +201,7 @@ def _weeks(now: datetime, count: int) -> tuple[Week, ...]:
     for back in range(count - 1, -1, -1):
         start = monday - timedelta(weeks=back)
         year, week, _ = start.isocalendar()
-        out.append(Week(f"{year}-W{week:02d}", start))
+        out.append(Week(f"{year}-W{week:02d}", start.isoformat()))
     return tuple(out)
 
 
@@ -213,7 +213,7 @@ def annotator_trends(
         raise Invalid(f"weeks must be 1 to {MAX_WEEKS}, not {weeks}")
     now = _utc(now or _now())
     labels = _weeks(now, weeks)
-    start = datetime.combine(labels[0].start, datetime.min.time(), timezone.utc)
+    start = datetime.combine(date.fromisoformat(labels[0].start), datetime.min.time(), timezone.utc)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     acc: dict[tuple[int, int], _Acc] = defaultdict(_Acc)
     with storage.read() as s:

@@ -31,6 +31,8 @@ from ..generation.runner import Generator
 from ..services.rules import Rules
 from ..textrules import FIELD_LABELS, TEXT_ERROR, safe_for_json
 from .admin import router as admin_router
+from .admin_trends import api_router as admin_trends_api_router
+from .admin_trends import router as admin_trends_router
 from .api import router as api_router
 from .api_review import router as api_review_router
 from .browse import router as browse_router
@@ -235,6 +237,8 @@ ROUTERS = (
     browse_router,
     pages_router,
     admin_router,
+    admin_trends_router,
+    admin_trends_api_router,
 )
 
 
