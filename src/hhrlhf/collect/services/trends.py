@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
@@ -287,11 +287,12 @@ class _Picked:
 
 
 def _collect_picks(
-    rows: Iterable[Any], start: datetime, today: datetime, acc: dict[tuple[int, int], _Acc]
+    rows: Sequence[Any], start: datetime, today: datetime, acc: dict[tuple[int, int], _Acc]
 ) -> _Picked:
     out = _Picked()
+    if rows and rows[0][4].tzinfo is None:  # SQLite: every datetime naive, in UTC
+        start, today = start.replace(tzinfo=None), today.replace(tzinfo=None)
     for cid, aid, pick, shown, decided, sent, words in rows:
-        decided = _utc(decided)
         week = (decided - start).days // 7
         out.by_comparison[cid] = (aid, week)
         if decided >= today:
@@ -300,8 +301,8 @@ def _collect_picks(
         a.turns += 1
         a.picked_a += pick == "a"
         if shown is not None:
-            a.seconds.append((decided - _utc(shown)).total_seconds())
-        if (decided - _utc(sent)).total_seconds() < words / READING_WORDS_PER_SECOND:
+            a.seconds.append((decided - shown).total_seconds())
+        if (decided - sent).total_seconds() < words / READING_WORDS_PER_SECOND:
             a.too_fast += 1
     return out
 
