@@ -42,11 +42,13 @@ MATRIX = {
     ("GET", "/review"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/admin/stats"): (401, 401, 403, 403, 200, 403),
     ("GET", "/api/v1/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/api/v1/admin/trends"): (401, 401, 403, 403, 200, 403),
     ("POST", "/api/v1/admin/annotators"): (401, 401, 403, 403, 201, 403),
     ("POST", "/api/v1/admin/annotators/{name}"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/backends"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/admin/annotators"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/export"): (401, 401, 403, 403, 200, 403),
     # the data browser over the bundled sample
     ("GET", "/api/v1/data/subsets"): (401, 401, 403, 200, 200, 200),
