@@ -78,13 +78,25 @@ def test_the_a_share_counts_the_slot_shown_first(storage):
     week = annotator_trends(storage, weeks=1).annotators[0].weeks[-1]
     assert (week.turns, week.share_a) == (4, 0.75)
     assert week.timed == 4 and week.median_seconds is not None
-    assert alice
+    assert alice > 0
 
 
 def test_weeks_out_of_range_are_refused(storage):
     for weeks in (0, 53):
         with pytest.raises(Invalid, match="weeks must be 1 to 52"):
             annotator_trends(storage, weeks=weeks, now=NOW)
+
+
+def test_reading_time_counts_from_the_message_and_grows_with_the_words(storage):
+    """The responses stream from the message on: a pick 1 s after they completed is not too
+    fast when they took 40 s to write. Two responses of 100 words need 25 s."""
+    alice, bob, carol = _people(storage, "alice", "bob", "carol")
+    at = week_start(0)
+    plant(storage, alice, at, [1.0] * 4, read=[40.0, 40.0, 2.0, 2.0])
+    plant(storage, bob, at, [1.0] * 4, read=[24.0, 24.0, 24.0, 26.0], words_each=100)
+    plant(storage, carol, at, [1.0] * 2, read=[24.0, 26.0], words_each=10)
+    people = _by_name(annotator_trends(storage, weeks=1, now=NOW))
+    assert [people[n].weeks[0].too_fast for n in ("alice", "bob", "carol")] == [0.5, 0.75, 0.0]
 
 
 def _fast(storage, who, n, fast, at):
