@@ -144,7 +144,7 @@ def admin_trends_page(request: Request, weeks: int = DEFAULT_WEEKS) -> Response:
             "min_turns": MIN_TURNS,
             "min_rated": MIN_RATED,
             "mad_band": f"{MAD_BAND:g}",
-            "share_floor": f"{SHARE_FLOOR:.0%}",
+            "share_floor": f"{SHARE_FLOOR * 100:.0f}",
             "too_fast": f"{TOO_FAST_SHARE:.0%}",
             "words_per_second": f"{READING_WORDS_PER_SECOND:g}",
         },
