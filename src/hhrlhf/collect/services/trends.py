@@ -390,6 +390,10 @@ def drift_flags(
     :data:`MIN_TEAM`). It is flagged ``reading`` when more than :data:`TOO_FAST_SHARE` of at least
     :data:`MIN_TURNS` picks were too fast to read.
     """
+    # each metric's judged value (None: not judged) of every annotator's every week
+    judged = {
+        m.key: {aid: [_judged(p, m) for p in ps] for aid, ps in points.items()} for m in METRICS
+    }
     out: dict[int, list[DriftFlag]] = defaultdict(list)
     for w, label in enumerate(weeks):
         for aid, ps in points.items():
@@ -401,18 +405,18 @@ def drift_flags(
                     DriftFlag(label, "too_fast", "reading", fast, TOO_FAST_SHARE, reason)
                 )
             for metric in METRICS:
-                out[aid] += _metric_flags(aid, w, label, metric, points)
+                out[aid] += _metric_flags(aid, w, label, metric, judged[metric.key])
     return {aid: tuple(flags) for aid, flags in out.items() if flags}
 
 
 def _metric_flags(
-    aid: int, w: int, label: str, metric: _Metric, points: dict[int, tuple[WeekPoint, ...]]
+    aid: int, w: int, label: str, metric: _Metric, judged: dict[int, list[float | None]]
 ) -> list[DriftFlag]:
-    value = _judged(points[aid][w], metric)
+    value = judged[aid][w]
     if value is None:
         return []
-    own = [x for i, p in enumerate(points[aid]) if i != w and (x := _judged(p, metric)) is not None]
-    team = [x for o, ps in points.items() if o != aid and (x := _judged(ps[w], metric)) is not None]
+    own = [x for i, x in enumerate(judged[aid]) if i != w and x is not None]
+    team = [x for o, xs in judged.items() if o != aid and (x := xs[w]) is not None]
     flags = []
     for against, others, minimum, usual_words in (
         ("own", own, MIN_OWN_WEEKS, "usual"),
