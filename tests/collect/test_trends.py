@@ -137,19 +137,21 @@ def test_a_week_far_from_the_annotators_own_median_is_flagged(storage):
 
 
 def test_a_week_far_from_the_teams_median_is_flagged(storage):
+    """Around the others' 50%, a share of 20 picks swings by chance: the band is 3 binomial
+    standard errors, 3 x sqrt(0.5 x 0.5 / 20) = 33.5 points (more than the 20-point floor)."""
     names = ("alice", "bob", "dan", "erin", "fay", "gil")
     alice, bob, dan, erin, fay, gil = _people(storage, *names)
     at = week_start(0)
     for who in (dan, erin, fay):
         plant(storage, who, at, [10.0] * MIN_TURNS, picks="ab" * (MIN_TURNS // 2))
-    plant(storage, alice, at, [10.0] * 20, picks="a" * 14 + "b" * 6)  # 70%: on the band's edge
-    plant(storage, bob, at, [10.0] * 20, picks="a" * 15 + "b" * 5)  # 75%
+    plant(storage, alice, at, [10.0] * 20, picks="a" * 16 + "b" * 4)  # 80%: inside the band
+    plant(storage, bob, at, [10.0] * 20, picks="a" * 17 + "b" * 3)  # 85%
     plant(storage, gil, at, [10.0] * 19, picks="a" * 19)  # too few picks to judge
     people = _by_name(annotator_trends(storage, weeks=1, now=NOW))
     assert {n: len(people[n].flags) for n in names} == {n: int(n == "bob") for n in names}
     (flag,) = people["bob"].flags
-    assert (flag.metric, flag.against, flag.value, flag.usual) == ("share_a", "team", 0.75, 0.5)
-    assert flag.reason == "A-share 75% in 2026-W48 against 50% for the team that week"
+    assert (flag.metric, flag.against, flag.value, flag.usual) == ("share_a", "team", 0.85, 0.5)
+    assert flag.reason == "A-share 85% in 2026-W48 against 50% for the team that week"
 
 
 def test_agreement_far_from_the_team_is_flagged_with_enough_reviews(storage):

@@ -26,6 +26,7 @@ The drift rules are :func:`drift_flags`'s; every threshold is a named constant b
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -52,6 +53,7 @@ __all__ = [
     "SECONDS_FLOOR_SHARE",
     "SECONDS_FLOOR_MIN",
     "SHARE_FLOOR",
+    "SHARE_NOISE",
     "MIN_OWN_WEEKS",
     "MIN_TEAM",
     "Week",
@@ -84,8 +86,11 @@ MAD_BAND = 3.0
 #: SECONDS_FLOOR_MIN seconds)...
 SECONDS_FLOOR_SHARE = 0.5
 SECONDS_FLOOR_MIN = 1.0
-#: ...for a share (A-share, agreement, gold accuracy), this many points (0.2 = 20 points)
+#: ...for a share (A-share, agreement, gold accuracy), this many points (0.2 = 20 points), or
+#: SHARE_NOISE binomial standard errors of the week's sample around the median,
+#: ``sqrt(m (1 - m) / n)``, when that is more (a share of few picks swings by chance alone)
 SHARE_FLOOR = 0.2
+SHARE_NOISE = 3.0
 #: the annotator's own usual: at least this many of their other weeks with enough picks
 MIN_OWN_WEEKS = 2
 #: the team's median of a week: at least this many other annotators with enough picks
@@ -332,7 +337,7 @@ class _Metric:
     key: str
     count: str
     minimum: int
-    floor: Callable[[float], float]
+    floor: Callable[[float, int], float]
     words: str
     show: Callable[[float], str]
 
@@ -345,29 +350,34 @@ def _percent(x: float) -> str:
     return f"{x:.0%}"
 
 
+def _share_floor(m: float, n: int) -> float:
+    return max(SHARE_FLOOR, SHARE_NOISE * math.sqrt(m * (1 - m) / n))
+
+
 #: the metrics judged against the annotator's own weeks and the team's week
 METRICS = (
     _Metric(
         "median_seconds",
         "timed",
         MIN_TURNS,
-        lambda m: max(SECONDS_FLOOR_SHARE * m, SECONDS_FLOOR_MIN),
+        lambda m, n: max(SECONDS_FLOOR_SHARE * m, SECONDS_FLOOR_MIN),
         "median {} per turn",
         _seconds,
     ),
-    _Metric("share_a", "turns", MIN_TURNS, lambda m: SHARE_FLOOR, "A-share {}", _percent),
-    _Metric("agreement", "reviewed", MIN_RATED, lambda m: SHARE_FLOOR, "agreement {}", _percent),
-    _Metric(
-        "gold_accuracy", "gold", MIN_RATED, lambda m: SHARE_FLOOR, "gold accuracy {}", _percent
-    ),
+    _Metric("share_a", "turns", MIN_TURNS, _share_floor, "A-share {}", _percent),
+    _Metric("agreement", "reviewed", MIN_RATED, _share_floor, "agreement {}", _percent),
+    _Metric("gold_accuracy", "gold", MIN_RATED, _share_floor, "gold accuracy {}", _percent),
 )
 
 
-def _far(value: float, others: list[float], floor: Callable[[float], float]) -> float | None:
-    """The median of ``others`` when ``value`` is outside its band, else None."""
+def _far(
+    value: float, n: int, others: list[float], floor: Callable[[float, int], float]
+) -> float | None:
+    """The median of ``others`` when ``value`` (of a sample of ``n``) is outside its band,
+    else None."""
     m = statistics.median(others)
     mad = statistics.median(abs(x - m) for x in others)
-    band = max(MAD_BAND * mad, floor(m))
+    band = max(MAD_BAND * mad, floor(m, n))
     return m if abs(value - m) > band + _EPS else None
 
 
@@ -384,7 +394,8 @@ def drift_flags(
 
     A week is judged on a metric only when its sample is big enough (:data:`MIN_TURNS` picks,
     :data:`MIN_RATED` reviewed comparisons or gold reviews). It is flagged ``own`` when its value
-    is far (:func:`_far`: beyond ``MAD_BAND`` x MAD and the metric's floor) from the median of
+    is far (:func:`_far`: beyond ``MAD_BAND`` x MAD and the metric's floor, for a share at
+    least :data:`SHARE_NOISE` binomial standard errors of the week's sample) from the median of
     the annotator's other judged weeks (at least :data:`MIN_OWN_WEEKS`), and ``team`` when far
     from the median of the other annotators' judged values that week (at least
     :data:`MIN_TEAM`). It is flagged ``reading`` when more than :data:`TOO_FAST_SHARE` of at least
@@ -405,13 +416,16 @@ def drift_flags(
                     DriftFlag(label, "too_fast", "reading", fast, TOO_FAST_SHARE, reason)
                 )
             for metric in METRICS:
-                out[aid] += _metric_flags(aid, w, label, metric, judged[metric.key])
+                n = getattr(p, metric.count)
+                out[aid] += _metric_flags(aid, w, label, metric, n, judged[metric.key])
     return {aid: tuple(flags) for aid, flags in out.items() if flags}
 
 
 def _metric_flags(
-    aid: int, w: int, label: str, metric: _Metric, judged: dict[int, list[float | None]]
+    aid: int, w: int, label: str, metric: _Metric, n: int, judged: dict[int, list[float | None]]
 ) -> list[DriftFlag]:
+    """The week's ``own`` and ``team`` flags of ``metric`` (its value from ``n`` picks or
+    reviews; ``judged``: every annotator's judged values by week)."""
     value = judged[aid][w]
     if value is None:
         return []
@@ -422,7 +436,7 @@ def _metric_flags(
         ("own", own, MIN_OWN_WEEKS, "usual"),
         ("team", team, MIN_TEAM, "for the team that week"),
     ):
-        usual = _far(value, others, metric.floor) if len(others) >= minimum else None
+        usual = _far(value, n, others, metric.floor) if len(others) >= minimum else None
         if usual is not None:
             said = metric.words.format(metric.show(value))
             reason = f"{said} in {label} against {metric.show(usual)} {usual_words}"
