@@ -5,7 +5,6 @@ its own region), every plot has its numbers in words, and a flag is text, not a 
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -35,9 +34,7 @@ def site(tmp_path_factory):
 
     with ExitStack() as stack:
         tmp = tmp_path_factory.mktemp("trends")
-        base, storage, _token, _app, _settings = stack.enter_context(
-            serve_app(tmp, lambda url: replace(demo_settings(url)))
-        )
+        base, storage, _token, _app, _settings = stack.enter_context(serve_app(tmp, demo_settings))
         _, root_token = annotators.add_annotator(storage, "root", role="admin")
         midnight = now().replace(hour=0, minute=0, second=0, microsecond=0)
         for i, name in enumerate(("alice", "bob", LONG, "<b>dana</b>")):

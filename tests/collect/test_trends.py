@@ -72,13 +72,11 @@ def test_each_metric_of_an_annotators_week(storage):
 def test_the_a_share_counts_the_slot_shown_first(storage):
     """Choices made through the loop: the pick is the slot as the conversation page shows it
     (slot a first, labelled A; tests/collect/test_trends_api.py checks the page)."""
-    (alice,) = _people(storage, "alice")
-    who = annotators.annotator_by_name(storage, "alice")
+    who, _ = annotators.add_annotator(storage, "alice")
     conversation(storage, who, [("a", 3), ("a", 1), ("b", 2), ("a", 4)])
     week = annotator_trends(storage, weeks=1).annotators[0].weeks[-1]
     assert (week.turns, week.share_a) == (4, 0.75)
     assert week.timed == 4 and week.median_seconds is not None
-    assert alice > 0
 
 
 def test_weeks_out_of_range_are_refused(storage):
