@@ -69,6 +69,7 @@ QUERY = [
     "min_score",
     "max_score",
     "plots",
+    "weeks",
 ]
 
 texts = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40))

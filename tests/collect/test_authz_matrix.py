@@ -42,6 +42,7 @@ MATRIX = {
     ("GET", "/review"): (401, 401, 403, 200, 200, 200),
     ("GET", "/api/v1/admin/stats"): (401, 401, 403, 403, 200, 403),
     ("GET", "/api/v1/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/api/v1/admin/trends"): (401, 401, 403, 403, 200, 403),
     ("POST", "/api/v1/admin/annotators"): (401, 401, 403, 403, 201, 403),
     ("POST", "/api/v1/admin/annotators/{name}"): (401, 401, 403, 403, 200, 403),
     # backends live ("bob" is no backend: the admin's request reaches the rule, 404)
@@ -52,6 +53,7 @@ MATRIX = {
     ("GET", "/admin"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/leaderboard"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/backends"): (401, 401, 403, 403, 200, 403),
+    ("GET", "/admin/annotators"): (401, 401, 403, 403, 200, 403),
     ("GET", "/admin/export"): (401, 401, 403, 403, 200, 403),
     # review by the reviewers: reviewers and admins (comparison 0 does not exist)
     ("GET", "/api/v1/judge/next"): (401, 401, 403, 403, 200, 403),

@@ -192,6 +192,7 @@ def _register() -> None:
     from .collect_flag import collect_flag
     from .collect_gold import gold, qualification
     from .collect_tasks import campaign_group, tasks_group
+    from .collect_trends import collect_trends
     from .flag import flag
     from .pm import pm
 
@@ -202,6 +203,7 @@ def _register() -> None:
     collect.add_command(tasks_group)  # `hh collect tasks` and `campaign`: collect_tasks.py
     collect.add_command(campaign_group)
     collect.add_command(collect_backend)
+    collect.add_command(collect_trends)
     for command in cli.commands.values():
         _quiet_everywhere(command)
 

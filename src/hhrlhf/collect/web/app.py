@@ -38,6 +38,8 @@ from .admin_campaign import router as admin_campaign_router
 from .admin_guidelines import router as admin_guidelines_router
 from .admin_quality import api_router as quality_api_router
 from .admin_quality import router as quality_router
+from .admin_trends import api_router as admin_trends_api_router
+from .admin_trends import router as admin_trends_router
 from .api import router as api_router
 from .api_campaign import router as api_campaign_router
 from .api_guidelines import router as api_guidelines_router
@@ -272,6 +274,8 @@ ROUTERS = (
     admin_campaign_router,
     admin_backends_router,
     admin_backends_page_router,
+    admin_trends_router,
+    admin_trends_api_router,
 )
 
 

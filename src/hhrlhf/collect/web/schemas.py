@@ -229,6 +229,13 @@ class Leaderboard(_Open):
     models: list[dict[str, Any]]
 
 
+class Trends(_Open):
+    """Every annotator's weekly trend and drift flags (docs/collect.md)."""
+
+    weeks: list[dict[str, str]]
+    annotators: list[dict[str, Any]]
+
+
 class DataFile(_Answer):
     subset: str
     split: str
