@@ -58,9 +58,12 @@ subprocess.run([*hh, "export", "harmless-base", "--split", "train", "--format", 
                 "--hf", "hh-trl", "--margins", "flags.jsonl", "--data", "sample"], check=True)
 """
 #: Blocks that are scripts taking arguments, run with them by a test of their own.
-SCRIPTS = {("docs/scale-out.md", 1): "tests/test_ray.py runs this script (DATA MODEL OUT) itself"}
+SCRIPTS = {
+    ("docs/scale-out.md", 1): "tests/test_ray.py runs this script (DATA MODEL OUT) itself",
+    ("docs/collect.md", 1): "tests/collect/test_campaign.py runs it on SQLite and PostgreSQL",
+}
 SETUP = {
-    ("docs/collect.md", 1): MIGRATE,
+    ("docs/collect.md", 2): MIGRATE,
     ("docs/pm.md", 3): FLAGGED_EXPORT,
 }  # "the database hh serve filled": hh serve migrates it
 #: Results checked after a block: (page, block) -> (an expression in its namespace, its value).
@@ -122,7 +125,7 @@ def folders(tmp_path_factory):
 def test_the_block_runs_as_written(folders, page, k, code):
     folder, ran = folders
     if (page, k) in SCRIPTS:
-        pytest.skip(f"{page} block {k} is a script taking arguments: {SCRIPTS[page, k]}")
+        pytest.skip(f"{page} block {k} is run by its own test: {SCRIPTS[page, k]}")
     missing = _not_installed(code)
     if missing:
         pytest.skip(f"{page} block {k} imports {', '.join(missing)}, not installed here")
