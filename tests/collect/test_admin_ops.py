@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import tarfile
 import zipfile
 from dataclasses import replace
@@ -80,6 +81,29 @@ def test_the_export_button_downloads_what_the_cli_writes(
     helpful = b"".join(v for k, v in expected.items() if k.startswith("helpful-base/"))
     assert b"Answer A0." in helpful  # the comparisons are in it
     assert _without_time(got) == _without_time(expected)
+
+
+def test_the_accepted_only_button_downloads_only_the_accepted(make_client, settings, storage):
+    from sqlalchemy import select
+
+    from hhrlhf.collect.db.models import Comparison
+    from hhrlhf.collect.services.verdicts import record_verdict
+
+    client = make_client(settings)
+    who = login(client, storage, "root")
+    conversation(storage, who, [("a", 3), ("b", 2)])
+    judge, _ = annotators.add_annotator(storage, "vera", role="reviewer")
+    with storage.read() as s:
+        first = s.scalar(select(Comparison.id).order_by(Comparison.id))
+    record_verdict(storage, judge, first, "accept", points=settings.strength_points)
+    r = client.get("/admin/export", params={"format": "zip", "accepted_only": "true"})
+    assert r.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(r.content)) as z:
+        manifest = json.loads(z.read("manifest.json"))
+    assert manifest["accepted_only"] is True and manifest["rows"] == 1
+    assert manifest["left_out"]["no_verdict"] == 1
+    page = client.get("/admin")
+    assert 'href="/admin/export?format=zip&amp;accepted_only=true"' in page.text
 
 
 def test_the_export_is_for_admins_only(make_client, settings, storage):

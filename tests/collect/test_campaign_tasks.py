@@ -229,6 +229,55 @@ def test_two_claims_of_the_last_repeat_give_it_to_one_and_the_next_task_to_the_o
     assert _served(storage) == {"Last repeat": (1, 1), "Spare": (1, 1)}
 
 
+def test_one_annotators_two_starts_at_once_get_two_tasks_and_keep_the_quota(storage, people):
+    """Alice starts in two tabs at once: the second start waits for the first (her row is
+    locked), then sees its conversation: another task, and a quota of one is kept."""
+    alice = people[0]
+    one = tasks.add_task(storage, "One", repeat=5)
+    two = tasks.add_task(storage, "Two", repeat=5)
+    tasks.add_task(storage, "Three", repeat=5)
+    started = threading.Event()
+    got: list[int | None] = []
+
+    def start(hold):
+        with storage.write() as s:
+            conn = s.connection()
+            start = assign.start_conversation(conn, alice, "helpful", None)
+            values = _row(alice, start)
+            conn.execute(Conversation.__table__.insert().values(**values))
+            got.append(start.task_id)
+            if hold:  # the first start holds until the second is under way
+                started.set()
+                time.sleep(0.5)
+
+    first = threading.Thread(target=start, args=(True,))
+    first.start()
+    assert started.wait(10)
+    start(False)
+    first.join()
+    assert sorted(got) == [one.id, two.id]
+    campaign.set_targets(storage, "root", Targets(unit="conversations", per_day=3))
+    started.clear()
+    first = threading.Thread(target=start, args=(True,))
+    first.start()
+    assert started.wait(10)
+    with pytest.raises(Conflict, match="today's target of 3"):
+        start(False)
+    first.join()
+
+
+def _row(who, start):
+    return dict(
+        uid=f"{who.id}-{start.task_id}-{time.monotonic_ns()}",
+        annotator_id=who.id,
+        mode=start.mode,
+        task_description=start.task_description,
+        status="open",
+        created_at=datetime.now(timezone.utc),
+        task_id=start.task_id,
+    )
+
+
 def test_a_claim_whose_task_was_taken_since_it_was_read_takes_the_next(storage, people):
     alice = people[0]
     first = tasks.add_task(storage, "Taken", repeat=1)

@@ -24,11 +24,11 @@ from hhrlhf.collect.services.gold import (
 from hhrlhf.collect.services.review import (
     next_review,
     next_task,
-    review_progress,
     review_units,
     skip_review,
     submit_review,
 )
+from hhrlhf.collect.services.review_progress import review_progress
 from hhrlhf.collect.services.stats import (
     annotator_stats,
     collection_stats,
@@ -190,6 +190,23 @@ def test_a_gold_task_looks_like_a_real_one(storage, trio, gold_file):
     assert [c.slot for c in gold.candidates] == ["a", "b"]
     assert gold.human in gold.prefix and gold.prefix.endswith("\n\nAssistant:")
     assert gold.task_description
+
+
+def test_an_open_gold_review_leaves_the_count_of_reviews_left_as_it_was(storage, trio, gold_file):
+    """The review page's "left" is the same whether the task shown is gold or collected:
+    it would otherwise rise by one while a gold task is open (a tell)."""
+    alice, bob, _ = trio
+    import_gold(storage, read_gold(gold_file))
+    conversation(storage, alice, [("a", 3)])
+    conversation(storage, alice, [("b", 2)])
+    assert review_progress(storage, bob, 1.0).left == 2
+    for gold_fraction in (1.0, 0.0):  # a gold task, then a collected one
+        task = next_task(storage, bob, 1.0, rng=random.Random(1), gold_fraction=gold_fraction)
+        with storage.read() as s:
+            assert (s.get(Review, task.id).gold_id is not None) == (gold_fraction == 1.0)
+        assert review_progress(storage, bob, 1.0).left == 2
+        submit_review(storage, bob, task.id, "a", 2, PTS)
+    assert review_progress(storage, bob, 1.0).left == 1
 
 
 def test_gold_pick_is_stored_in_the_original_order_and_scored(storage, trio, gold_file):

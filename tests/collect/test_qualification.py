@@ -23,10 +23,10 @@ from hhrlhf.collect.services.qualification import (
 from hhrlhf.collect.services.review import (
     next_review,
     next_task,
-    review_progress,
     review_units,
     submit_review,
 )
+from hhrlhf.collect.services.review_progress import review_progress
 from hhrlhf.collect.services.stats import leaderboard_games
 from hhrlhf.errors import Conflict
 

@@ -8,13 +8,12 @@ from test_review import PTS, conversation
 
 from hhrlhf.collect.services import annotators
 from hhrlhf.collect.services.review import (
-    ReviewProgress,
     next_task,
-    review_progress,
     review_units,
     skip_review,
     submit_review,
 )
+from hhrlhf.collect.services.review_progress import ReviewProgress, review_progress
 from hhrlhf.errors import Conflict, NotFound
 
 

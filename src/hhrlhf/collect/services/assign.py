@@ -30,6 +30,7 @@ from ..db import Storage
 from ..db.models import Annotator, Comparison, Conversation, Task
 from ..domain import AnnotatorInfo, Mode, now
 from .campaign import Campaign, CampaignTotal, Targets, day_start, read_campaign, week_start
+from .writers import lock_writer
 
 __all__ = [
     "AnnotatorProgress",
@@ -288,7 +289,12 @@ def start_conversation(
     at: datetime | None = None,
 ) -> Start:
     """What ``who``'s new conversation is (module docstring), in the caller's write
-    transaction: a claimed task is given back if the conversation is not inserted."""
+    transaction: a claimed task is given back if the conversation is not inserted.
+
+    The annotator's row is locked first (and a disabled annotator refused): one annotator's
+    two starts at once (two tabs) are served one after the other, so they are never handed
+    the same task twice nor pass a quota together."""
+    lock_writer(conn, who)
     c = read_campaign(conn)
     refused = _refusal(conn, c, who.id, at or now())
     if refused:

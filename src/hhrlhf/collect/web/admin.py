@@ -20,7 +20,8 @@ from ...errors import HHError
 from ..domain import AnnotatorInfo
 from ..services.export import export_collection
 from ..services.overview import STATUSES, ConversationFilter, conversation_page
-from ..services.review import next_task, review_progress
+from ..services.review import next_task
+from ..services.review_progress import review_progress
 from ..services.stats import collection_stats, model_leaderboard
 from .auth import optional_annotator
 from .context import app_context
@@ -136,8 +137,9 @@ def admin_page(
 
 
 @router.get("/admin/export", response_model=None)
-def admin_export(request: Request, format: str = "zip") -> Response:
-    """The same export as ``hh collect export`` (its defaults), as one archive to download."""
+def admin_export(request: Request, format: str = "zip", accepted_only: bool = False) -> Response:
+    """The same export as ``hh collect export`` (its defaults; ``accepted_only``: its
+    ``--accepted-only``), as one archive to download."""
     _, refused = _admin(request)
     if refused is not None:
         return refused
@@ -153,7 +155,10 @@ def admin_export(request: Request, format: str = "zip") -> Response:
     work = Path(tempfile.mkdtemp(prefix="hh-export-"))
     try:
         export_collection(
-            st.storage, work / "export", backends={b.name: b for b in st.settings.backends}
+            st.storage,
+            work / "export",
+            backends={b.name: b for b in st.settings.backends},
+            accepted_only=accepted_only,
         )
         kind, media = ARCHIVES[format]
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())

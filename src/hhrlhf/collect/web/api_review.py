@@ -14,7 +14,8 @@ from ...ranking.leaderboard import Leaderboard
 from ..domain import ROLES, AnnotatorInfo
 from ..services import annotators
 from ..services.annotators import set_annotator
-from ..services.review import ReviewTask, next_task, review_progress, skip_review, submit_review
+from ..services.review import ReviewTask, next_task, skip_review, submit_review
+from ..services.review_progress import review_progress
 from ..services.stats import collection_stats, model_leaderboard, stats_dict
 from ..textrules import AttributeValue, Text
 from . import schemas
