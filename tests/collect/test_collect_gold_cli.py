@@ -41,6 +41,7 @@ def test_a_bad_line_is_one_error_and_nothing_is_added(storage, db_url, tmp_path)
     r = CliRunner().invoke(cli, ["collect", "gold", "import", str(path), "--db", db_url])
     assert r.exit_code == 1
     assert r.output.startswith(f"error: {path}, line 2: ") and "same text" in r.output
+    assert "hint: nothing was imported; --skip-refused imports the other pairs" in r.output
     assert "Traceback" not in r.output
     assert gold_counts(storage).total == 0
     # --skip-refused: the pair that cannot be gold is said and skipped, the rest imported
@@ -49,7 +50,7 @@ def test_a_bad_line_is_one_error_and_nothing_is_added(storage, db_url, tmp_path)
     )
     assert r.exit_code == 0, r.output
     assert r.stderr.startswith(f"warning: refused {path}, line 2: ") and "same text" in r.stderr
-    assert "imported 1 helpful gold items from 1 pairs (0 already there, 1 refused)" in r.stdout
+    assert "imported 1 helpful gold item from 1 pair (0 already there, 1 refused)" in r.stdout
     assert gold_counts(storage).total == 1
     broken = write(tmp_path / "broken.jsonl", [GOOD[0], "{not json\n"])
     r = CliRunner().invoke(cli, ["collect", "gold", "import", str(broken), "--skip-refused"])

@@ -86,9 +86,13 @@ def gold_import(
         return
     skipped = f", {len(refused):,} refused" if refused else ""
     click.echo(
-        f"imported {result.added:,} {mode} gold items from {result.read:,} pairs "
+        f"imported {_n(result.added, f'{mode} gold item')} from {_n(result.read, 'pair')} "
         f"({result.already:,} already there{skipped})"
     )
+
+
+def _n(count: int, thing: str) -> str:
+    return f"{count:,} {thing}{'' if count == 1 else 's'}"
 
 
 @gold.command("list")

@@ -166,6 +166,7 @@ def read_gold(
         except ValueError as exc:
             error = DataFormatError(path, (pair.index or 0) + 1, str(exc))
             if refused is None:
+                error.hint = "nothing was imported; --skip-refused imports the other pairs"
                 raise error from None
             refused.append(error)
     if not out:
