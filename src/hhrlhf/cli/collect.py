@@ -104,13 +104,14 @@ def serve(
 
 @click.group()
 def collect():
-    """Manage the collection database: annotators and the export.
+    """Manage the collection database: annotators, the campaign, quality control and the
+    export.
 
     \b
     Examples:
       hh collect annotator add alice
-      hh collect annotator list
-      hh collect export --out collected/
+      hh collect tasks import tasks.jsonl
+      hh collect export --out collected/ --accepted-only
     """
 
 
