@@ -9,47 +9,12 @@ import os
 
 import click
 
-from ..errors import require
 from ..text import printable
+from .collect_db import database_reads, db_option, open_db, web_extra
 from .options import check_outputs, emit_json, out_dir_option, print_table
 from .serve_options import serve_options
 
 __all__ = ["commands", "serve", "collect"]
-
-
-def _web():
-    for module in ("fastapi", "sqlalchemy", "alembic", "uvicorn"):
-        require(module, "web", "the collection app")
-
-
-def db_option(f):
-    return click.option(
-        "--db",
-        "db_url",
-        default=None,
-        metavar="URL",
-        help="Database URL (sqlite:///path.db, postgresql+psycopg://...; behind PgBouncer "
-        "in transaction mode add ?prepare_threshold=none); "
-        "default: $HH_COLLECT_DB, else (hh serve) the config's [collect] db, else "
-        "sqlite:///hh-collect.db.",
-    )(f)
-
-
-def _database_reads(db_url: str | None) -> list:
-    """The SQLite files of ``db_url`` (none for PostgreSQL): no output may be or hold them."""
-    _web()
-    from ..collect.config import default_db_url
-    from ..collect.services.export import database_files
-
-    return database_files(db_url or default_db_url())
-
-
-def _storage(db_url: str | None, *, migrate: bool = False):
-    _web()
-    from ..collect.config import default_db_url
-    from ..collect.serve.storage import open_storage
-
-    return open_storage(db_url or default_db_url(), migrate=migrate)
 
 
 @click.command()
@@ -79,7 +44,7 @@ def serve(
     """
     if bool(config_path) == bool(demo):
         raise click.UsageError("pass exactly one of --config FILE or --demo")
-    _web()
+    web_extra()
     from ..collect.config import DB_ENV, default_db_url, load_config
     from ..collect.serve.bootstrap import serve as run
     from ..collect.serve.options import ServeOptions
@@ -146,7 +111,7 @@ def annotator_add(name, role, upworker, db_url):
     Example:
       hh collect annotator add alice --role admin
     """
-    storage = _storage(db_url, migrate=True)
+    storage = open_db(db_url, migrate=True)
     from ..collect.services import annotators
 
     who, token = annotators.add_annotator(
@@ -169,7 +134,7 @@ def annotator_list(db_url, as_json):
     Example:
       hh collect annotator list --db sqlite:///hh-collect.db
     """
-    storage = _storage(db_url)
+    storage = open_db(db_url)
     from ..collect.services import annotators
 
     rows = [a.to_dict() for a in annotators.list_annotators(storage)]
@@ -191,7 +156,7 @@ def annotator_disable(name, enable, db_url):
       hh collect annotator disable alice
       hh collect annotator disable alice --enable
     """
-    storage = _storage(db_url)
+    storage = open_db(db_url)
     from ..collect.services import annotators
 
     who = annotators.set_disabled(storage, name, not enable)
@@ -227,7 +192,7 @@ def annotator_set(name, role, attrs, db_url):
         attributes[key.strip()] = _attr_value(value)
     if role is None and not attributes:
         raise click.UsageError("nothing to change: pass --role and/or --attr")
-    storage = _storage(db_url)
+    storage = open_db(db_url)
     from ..collect.services.annotators import set_annotator
 
     out = set_annotator(storage, name, role=role, attributes=attributes)
@@ -283,7 +248,7 @@ def stats(db_url, resamples, as_json):
       hh collect stats
       hh collect stats --json --resamples 2000
     """
-    storage = _storage(db_url)
+    storage = open_db(db_url)
     from ..collect.services.stats import collection_stats, stats_dict
     from .collect_gold import echo_gold
 
@@ -419,9 +384,9 @@ def export(
       hh stats --data collected/ helpful-base
     """
     # an unwritable --out, or one that holds the database, fails before any database work
-    check_outputs(force, reads=_database_reads(db_url), out=(out_dir, "dir"))
+    check_outputs(force, reads=database_reads(db_url), out=(out_dir, "dir"))
     backends = _config_backends(config_path)
-    storage = _storage(db_url)
+    storage = open_db(db_url)
     from ..collect.services.export import export_collection
 
     manifest = export_collection(

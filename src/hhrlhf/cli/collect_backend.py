@@ -43,10 +43,10 @@ def _options(f: Any) -> Any:
 def _open(config_path: str, db_url: str | None) -> tuple[Settings, Storage]:
     """The config's settings (their database as ``hh serve`` picks it) and that database."""
     from ..collect.config import DB_ENV, load_config
-    from .collect import _storage
+    from .collect_db import open_db
 
     settings = load_config(config_path, db_url=db_url or os.environ.get(DB_ENV))
-    return settings, _storage(settings.db_url)
+    return settings, open_db(settings.db_url)
 
 
 def _author() -> str:

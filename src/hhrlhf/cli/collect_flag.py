@@ -95,11 +95,11 @@ def collect_flag(
       hh collect flag --db sqlite:///collect.db --data sample --out flags.jsonl
     """
     from ..reward.flag import write_flags
-    from .collect import _database_reads, _storage
+    from .collect_db import database_reads, open_db
     from .flag import print_report
 
-    check_outputs(force, reads=_database_reads(db_url), out=(out, "file"))
-    storage = _storage(db_url)
+    check_outputs(force, reads=database_reads(db_url), out=(out, "file"))
+    storage = open_db(db_url)
     from ..collect.services.flags import flag_collected, store_flags
 
     rows, report = flag_collected(storage, _upstream(sources), folds=folds, seeds=seeds)

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from .collect import _storage, db_option
+from .collect_db import db_option, open_db
 from .options import emit_json, print_table
 
 __all__ = ["gold", "qualification", "echo_gold"]
@@ -79,7 +79,7 @@ def gold_import(
     pairs = read_gold(file, mode, refused=refused)
     for error in refused or []:
         click.echo(f"warning: refused {error}", err=True)
-    storage = _storage(db_url)
+    storage = open_db(db_url)
     result = import_gold(storage, pairs, source=click.format_filename(file))
     if as_json:
         emit_json({**asdict(result), "refused": len(refused or [])})
@@ -107,7 +107,7 @@ def gold_list(db_url: str | None, as_json: bool) -> None:
     """
     from ..collect.services.gold import gold_accuracy, gold_counts
 
-    storage = _storage(db_url)
+    storage = open_db(db_url)
     counts = gold_counts(storage)
     people: list[dict[str, Any]] = [
         {"name": g.name, "answered": g.answered, "correct": g.correct, "accuracy": g.accuracy}
@@ -141,7 +141,7 @@ def qualification_list(db_url: str | None, as_json: bool) -> None:
     """
     from ..collect.services.qualification import qualification as overview
 
-    q = overview(_storage(db_url))
+    q = overview(open_db(db_url))
     rows = [{**asdict(r), "accuracy": r.accuracy} for r in q.rows]
     if as_json:
         emit_json(
@@ -189,5 +189,5 @@ def qualification_reset(name: str, db_url: str | None) -> None:
     """
     from ..collect.services.qualification import reset
 
-    row = reset(_storage(db_url), name, by="hh collect qualification reset")
+    row = reset(open_db(db_url), name, by="hh collect qualification reset")
     click.echo(f"{row.name}: waiting for a new round of {row.required} gold reviews")

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from .collect import _storage, db_option
+from .collect_db import db_option, open_db
 from .options import emit_json, json_option, lenient_option, print_table
 
 __all__ = ["campaign_group", "tasks_group"]
@@ -69,7 +69,7 @@ def tasks_import(
     from ..collect.services.tasks import MAX_CHARS, import_tasks
 
     report = import_tasks(
-        _storage(db_url),
+        open_db(db_url),
         file,
         max_chars=max_chars or MAX_CHARS,
         strict=not lenient,
@@ -99,7 +99,7 @@ def tasks_list(db_url: str | None, as_json: bool) -> None:
     """
     from ..collect.services.tasks import list_tasks
 
-    found = list_tasks(_storage(db_url))
+    found = list_tasks(open_db(db_url))
     if as_json:
         emit_json([t.to_dict() for t in found])
         return
@@ -137,7 +137,7 @@ def tasks_add(text: str, mode: str, repeat: int, tags: tuple[str, ...], db_url: 
     """
     from ..collect.services.tasks import add_task
 
-    t = add_task(_storage(db_url), text, mode, repeat, list(tags))
+    t = add_task(open_db(db_url), text, mode, repeat, list(tags))
     click.echo(f"added task {t.id} ({t.mode}, repeat {t.repeat})")
 
 
@@ -155,7 +155,7 @@ def tasks_disable(task_id: int, enable: bool, db_url: str | None) -> None:
     """
     from ..collect.services.tasks import set_task_disabled
 
-    t = set_task_disabled(_storage(db_url), task_id, not enable)
+    t = set_task_disabled(open_db(db_url), task_id, not enable)
     click.echo(f"task {t.id} {'disabled' if t.disabled else 'enabled'} ({t.served}/{t.repeat})")
 
 
@@ -245,7 +245,7 @@ def campaign_set(
         raise click.UsageError("--annotator names whose targets: add --target-* or --no-targets")
     if free is None and not (targets or no_targets or campaign_total or no_campaign_total):
         raise click.UsageError("nothing to change: see hh collect campaign set --help")
-    storage = _storage(db_url)
+    storage = open_db(db_url)
     by = _by()
     if free is not None:
         c.set_free_conversations(storage, by, free)
@@ -311,4 +311,4 @@ def campaign_show(db_url: str | None, as_json: bool) -> None:
       hh collect campaign show
       hh collect campaign show --json
     """
-    _show(_storage(db_url), as_json)
+    _show(open_db(db_url), as_json)

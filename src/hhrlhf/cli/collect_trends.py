@@ -74,9 +74,9 @@ def collect_trends(db_url: str | None, weeks: int, as_json: bool) -> None:
       hh collect trends --weeks 12 --json
     """
     from ..collect.services.trends import annotator_trends
-    from .collect import _storage
+    from .collect_db import open_db
 
-    trends = annotator_trends(_storage(db_url), weeks=weeks)
+    trends = annotator_trends(open_db(db_url), weeks=weeks)
     if as_json:
         emit_json(asdict(trends))
         return

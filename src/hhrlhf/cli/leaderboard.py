@@ -9,7 +9,8 @@ from __future__ import annotations
 import click
 
 from ..text import printable
-from .collect import _resamples_option, _storage, collect, db_option
+from .collect import _resamples_option, collect
+from .collect_db import db_option, open_db
 from .options import emit_json, print_table
 
 __all__ = ["commands", "leaderboard_cmd", "robustness_sentence"]
@@ -65,7 +66,7 @@ def leaderboard_cmd(db_url, battles, resamples, style_control, robustness, as_js
 
         out = rank(read_battles(battles), **options)
     else:
-        storage = _storage(db_url)
+        storage = open_db(db_url)
         from ..collect.services.stats import model_leaderboard
 
         out = model_leaderboard(storage, **options)

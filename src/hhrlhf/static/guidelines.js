@@ -36,7 +36,9 @@
       say(status, "Rendering…");
       try {
         const data = await api("POST", "/api/v1/admin/guidelines/preview", { text: source.value });
-        $("#guidelines-preview").innerHTML = data.html; // sanitised by the server's renderer
+        // the server's sanitised rendering, parsed inert and moved in (no HTML sink)
+        const doc = new DOMParser().parseFromString(data.html, "text/html");
+        $("#guidelines-preview").replaceChildren(...Array.from(doc.body.childNodes));
         $("#guidelines-preview-card").hidden = false;
         say(status, "Preview below; nothing is published yet.", "ok");
       } catch (err) {
