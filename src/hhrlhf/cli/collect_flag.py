@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .collect_db import db_option
 from .options import check_outputs, emit_json, json_option, note_rows_read
 from .pm_options import fold_options
 
@@ -46,14 +47,7 @@ def _say_stored(stored: StoredRun) -> None:
 
 
 @click.command("flag")
-@click.option(
-    "--db",
-    "db_url",
-    default=None,
-    metavar="URL",
-    help="Database URL (as hh collect export); default: $HH_COLLECT_DB, else "
-    "sqlite:///hh-collect.db.",
-)
+@db_option
 @click.option(
     "--data",
     "sources",

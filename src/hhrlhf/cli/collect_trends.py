@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..text import printable
+from .collect_db import db_option
 from .options import emit_json, json_option, print_table
 
 if TYPE_CHECKING:
@@ -43,14 +44,7 @@ def _pct(x: float | None) -> str:
 
 
 @click.command("trends")
-@click.option(
-    "--db",
-    "db_url",
-    default=None,
-    metavar="URL",
-    help="Database URL (as hh collect export); default: $HH_COLLECT_DB, else "
-    "sqlite:///hh-collect.db.",
-)
+@db_option
 @click.option(
     "--weeks",
     default=8,
